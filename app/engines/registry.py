@@ -1,0 +1,113 @@
+"""Every tokenizer the app knows, by name: one table, built lazily, cached.
+
+``get("gpt-4o")`` resolves the alias to ``o200k_base``, builds the tokenizer the first time and returns the
+same object afterwards. An unknown name raises :class:`UnknownTokenizerError`, which lists the valid names.
+Engines add their entries with :func:`register` (a zero-argument factory, so nothing loads until used).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from .base import Tokenizer
+from .errors import UnknownTokenizerError
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    name: str
+    label: str
+    family: str
+    factory: Callable[[], Tokenizer]
+    description: str = ""
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "label": self.label, "family": self.family, "description": self.description}
+
+
+_SPECS: dict[str, TokenizerSpec] = {}
+_BUILT: dict[str, Tokenizer] = {}
+_LOCK = threading.Lock()
+
+ALIASES: dict[str, str] = {
+    "gpt-4o": "o200k_base",
+    "gpt-4o-mini": "o200k_base",
+    "gpt-4": "cl100k_base",
+    "gpt-3.5-turbo": "cl100k_base",
+    "text-embedding-ada-002": "cl100k_base",
+    "text-davinci-003": "p50k_base",
+    "code-davinci-002": "p50k_base",
+    "gpt-2": "gpt2",
+    "r50k_base": "gpt2",
+}
+
+
+def register(spec: TokenizerSpec, *, replace: bool = False) -> None:
+    with _LOCK:
+        if spec.name in _SPECS and not replace:
+            raise ValueError(f"tokenizer {spec.name!r} is already registered")
+        _SPECS[spec.name] = spec
+        _BUILT.pop(spec.name, None)
+
+
+def unregister(name: str) -> None:
+    with _LOCK:
+        _SPECS.pop(name, None)
+        _BUILT.pop(name, None)
+
+
+def names() -> list[str]:
+    _ensure_builtins()
+    return list(_SPECS)
+
+
+def specs() -> list[TokenizerSpec]:
+    _ensure_builtins()
+    return list(_SPECS.values())
+
+
+def resolve(name: str) -> str:
+    """The registered name for ``name`` or an alias of it."""
+    _ensure_builtins()
+    if name in _SPECS:
+        return name
+    target = ALIASES.get(name)
+    if target is not None and target in _SPECS:
+        return target
+    raise UnknownTokenizerError(name, names())
+
+
+def spec(name: str) -> TokenizerSpec:
+    return _SPECS[resolve(name)]
+
+
+def get(name: str) -> Tokenizer:
+    canonical = resolve(name)
+    tok = _BUILT.get(canonical)
+    if tok is not None:
+        return tok
+    with _LOCK:
+        tok = _BUILT.get(canonical)
+        if tok is None:
+            tok = _SPECS[canonical].factory()
+            tok.name = canonical
+            tok.label = tok.label or _SPECS[canonical].label
+            _BUILT[canonical] = tok
+    return tok
+
+
+_builtins_loaded = False
+
+
+def _ensure_builtins() -> None:
+    """Register the shipped tokenizers once (imports are local so that importing this module stays cheap)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    with _LOCK:
+        if _builtins_loaded:
+            return
+        _builtins_loaded = True
+    from . import builtin  # noqa: F401  (registers on import)
