@@ -58,9 +58,11 @@ class Tokenizer(ABC):
         return frozenset(self.special_tokens.values())
 
     def has_id(self, token_id: int) -> bool:
+        if not 0 <= token_id < self.n_vocab:
+            return False
         try:
             self.token_bytes(token_id)
-        except (KeyError, IndexError, ValueError):
+        except (KeyError, IndexError, ValueError, OverflowError):
             return False
         return True
 

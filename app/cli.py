@@ -1,0 +1,118 @@
+"""The ``tokenplay`` console script: serve the app, encode/decode from the shell, list tokenizers.
+
+``tokenplay encode`` prints exactly the JSON that ``POST /api/tokenize`` answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.engines import registry
+from app.engines.errors import TokenplayError
+
+ENGINES = ("tiktoken", "native")
+
+
+def _tokenizer_name(name: str, engine: str) -> str:
+    """``--engine native -t cl100k_base`` runs OpenAI's ranks in our own engine (registered as native-NAME)."""
+    canonical = registry.resolve(name)
+    if engine == "native" and not canonical.startswith("native-"):
+        native = f"native-{canonical}"
+        if native not in registry.names():
+            raise TokenplayError(
+                f"--engine native runs OpenAI's encodings only; {name!r} has no native variant "
+                f"(try one of: {', '.join(n[7:] for n in registry.names() if n.startswith('native-'))})"
+            )
+        return native
+    return canonical
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
+    return 0
+
+
+def _read_text(args: argparse.Namespace) -> str:
+    if args.text is not None:
+        return args.text
+    return sys.stdin.read()
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    tok = registry.get(_tokenizer_name(args.tokenizer, args.engine))
+    result = tok.tokenize(_read_text(args), allow_special=args.allow_special)
+    json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=args.indent)
+    sys.stdout.write("\n")
+    return 0
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    raw = args.ids if args.ids else sys.stdin.read().replace(",", " ").replace("[", " ").replace("]", " ").split()
+    try:
+        ids = [int(x) for x in raw]
+    except ValueError:
+        raise TokenplayError("ids must be whole numbers separated by spaces or commas") from None
+    tok = registry.get(_tokenizer_name(args.tokenizer, args.engine))
+    sys.stdout.write(tok.decode(ids) + "\n")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.json:
+        json.dump([s.to_dict() for s in registry.specs()], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    width = max(len(n) for n in registry.names())
+    for spec in registry.specs():
+        print(f"{spec.name:<{width}}  {spec.label}")
+    aliases = ", ".join(f"{a} -> {t}" for a, t in registry.ALIASES.items() if t in registry.names())
+    print(f"\naliases: {aliases}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokenplay", description="See how language models cut text into tokens.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the web app")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    p.add_argument("--log-level", default="info")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("encode", help="tokenize TEXT (or stdin) and print the same JSON as POST /api/tokenize")
+    p.add_argument("-t", "--tokenizer", default="cl100k_base", help="tokenizer name or model alias")
+    p.add_argument("--engine", choices=ENGINES, default="tiktoken", help="native: OpenAI ranks in our own engine")
+    p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
+    p.add_argument("--indent", type=int, default=None)
+    p.add_argument("text", nargs="?", default=None)
+    p.set_defaults(func=cmd_encode)
+
+    p = sub.add_parser("decode", help="turn token ids (arguments or stdin) back into text")
+    p.add_argument("-t", "--tokenizer", default="cl100k_base")
+    p.add_argument("--engine", choices=ENGINES, default="tiktoken")
+    p.add_argument("ids", nargs="*")
+    p.set_defaults(func=cmd_decode)
+
+    p = sub.add_parser("list", help="list the tokenizers")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TokenplayError as exc:
+        print(f"tokenplay: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

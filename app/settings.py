@@ -1,0 +1,38 @@
+"""All configuration in one typed place, read from ``TOKENPLAY_*`` environment variables.
+
+Bad values are refused at start-up with a message naming the variable. Tests override settings by passing a
+``Settings`` instance to ``create_app``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TOKENPLAY_", extra="ignore")
+
+    max_chars: int = Field(1_000_000, gt=0, description="longest text accepted by tokenize/compare (characters)")
+    max_ids: int = Field(1_000_000, gt=0, description="longest id list accepted by decode")
+    render_tokens: int = Field(3_000, gt=0, description="tokens coloured per page of the live view")
+    url_text_limit: int = Field(2_000, ge=0, description="texts up to this many characters are kept in the URL")
+    templates_dir: Path = REPO_ROOT / "templates"
+    static_dir: Path = REPO_ROOT / "static"
+    vendor_dir: Path = REPO_ROOT / "node_modules" / "htmx.org" / "dist"
+    default_tokenizer: str = "cl100k_base"
+
+    @field_validator("templates_dir", "static_dir")
+    @classmethod
+    def _must_exist(cls, value: Path) -> Path:
+        if not value.is_dir():
+            raise ValueError(f"directory {value} does not exist")
+        return value
+
+
+def get_settings() -> Settings:
+    return Settings()

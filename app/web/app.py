@@ -1,0 +1,64 @@
+"""``create_app()`` builds the FastAPI application: settings, templates, static files, routers, error mapping."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.base import BaseHTTPMiddleware
+
+from app import __version__
+from app.settings import Settings
+
+from . import errors
+from .render import make_environment
+
+
+class BodyLimit(BaseHTTPMiddleware):
+    """Refuse request bodies far beyond any accepted text before reading them (413, not a slow parse)."""
+
+    def __init__(self, app, max_bytes: int):
+        super().__init__(app)
+        self.max_bytes = max_bytes
+
+    async def dispatch(self, request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > self.max_bytes:
+            return JSONResponse(
+                {"detail": f"request body is {int(length):,} bytes; the limit is {self.max_bytes:,}"}, status_code=413
+            )
+        return await call_next(request)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    app = FastAPI(
+        title="Tokenplay",
+        version=__version__,
+        description="See how language models cut text into tokens.",
+    )
+    app.state.settings = settings
+    app.state.jinja = make_environment(settings.templates_dir)
+    # Four UTF-8 bytes a character at most, JSON-escaped up to 12 bytes (\ud83d\ude00 for two): room for any
+    # accepted text plus the JSON around it.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_chars * 12 + 1_000_000)
+    errors.install(app)
+
+    app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
+
+    @app.get("/vendor/htmx.min.js", include_in_schema=False)
+    def htmx_js():
+        path = settings.vendor_dir / "htmx.min.js"
+        if not path.is_file():
+            return PlainTextResponse("htmx is not installed: run `npm ci` in the repository", status_code=503)
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz():
+        return {"status": "ok", "version": __version__}
+
+    from . import api, pages
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    return app

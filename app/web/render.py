@@ -1,0 +1,56 @@
+"""Render a page, or just one named block of it for htmx requests.
+
+A fragment is a named ``{% block %}`` of its page template, so the full page and the partial that htmx swaps in
+can never diverge. :func:`page_or_block` decides between them on the ``HX-Request`` header and always sends
+``Vary: HX-Request`` so caches keep the two apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from app.engines.result import hex_bytes
+
+
+def make_environment(templates_dir) -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(templates_dir)),
+        autoescape=select_autoescape(["html", "htm", "xml", "j2"], default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["hexbytes"] = hex_bytes
+    return env
+
+
+def render_block(env: Environment, template: str, block: str, context: dict[str, Any]) -> str:
+    tmpl = env.get_template(template)
+    ctx = tmpl.new_context(context)
+    return "".join(tmpl.blocks[block](ctx))
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def page_or_block(
+    request: Request,
+    template: str,
+    block: str,
+    context: dict[str, Any],
+    *,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    """The whole page for a normal request, only ``block`` for an htmx request."""
+    env: Environment = request.app.state.jinja
+    full_context = {"request": request, "settings": request.app.state.settings} | context
+    if is_htmx(request):
+        html = render_block(env, template, block, full_context)
+    else:
+        html = env.get_template(template).render(full_context)
+    return HTMLResponse(html, status_code=status_code, headers={"Vary": "HX-Request"} | (headers or {}))
