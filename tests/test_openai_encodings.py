@@ -1,0 +1,107 @@
+"""Our OpenAI encodings against tiktoken's own definitions, and the hash check on the shipped files.
+
+The referee is built from the installed ``tiktoken_ext.openai_public`` constructors (their split patterns,
+special tokens and expected hashes), with the ranks read from our local files instead of the network.
+Every registered tokenizer that runs OpenAI ranks (tiktoken-backed or our own engine) must match it id for id.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import tiktoken
+import tiktoken.load
+import tiktoken_ext.openai_public as openai_public
+
+from app.engines import datafiles, registry
+from app.engines.errors import DataFileError
+
+from samples import ALL
+
+LOCAL = {
+    "r50k_base.tiktoken": "openai/gpt2.tiktoken",
+    "p50k_base.tiktoken": "openai/p50k_base.tiktoken",
+    "cl100k_base.tiktoken": "openai/cl100k_base.tiktoken",
+    "o200k_base.tiktoken": "openai/o200k_base.tiktoken",
+}
+CONSTRUCTORS = {"gpt2": "r50k_base", "p50k_base": "p50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
+
+
+def _reference(name: str) -> tiktoken.Encoding:
+    def local_load(url: str, expected_hash: str | None = None):
+        path = datafiles.data_dir() / LOCAL[url.rsplit("/", 1)[1]]
+        return tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=expected_hash)
+
+    original = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = local_load
+    try:
+        spec = getattr(openai_public, CONSTRUCTORS[name])()
+    finally:
+        openai_public.load_tiktoken_bpe = original
+    spec.pop("explicit_n_vocab", None)
+    return tiktoken.Encoding(**spec)
+
+
+@pytest.fixture(scope="module", params=list(CONSTRUCTORS))
+def reference(request) -> tuple[str, tiktoken.Encoding]:
+    return request.param, _reference(request.param)
+
+
+def _ours(encoding: str) -> list[str]:
+    return [n for n in registry.names() if n in (encoding, f"native-{encoding}")]
+
+
+@pytest.mark.parametrize("sample", list(ALL))
+def test_encode_matches_tiktoken_reference(reference, sample):
+    name, ref = reference
+    text = ALL[sample]
+    for tok_name in _ours(name):
+        tok = registry.get(tok_name)
+        assert tok.encode(text) == ref.encode_ordinary(text), tok_name
+        assert tok.encode(text, allow_special=True) == ref.encode(text, allowed_special="all"), tok_name
+
+
+def test_special_token_ids_match_tiktoken(reference):
+    name, ref = reference
+    tok = registry.get(name)
+    for text, rank in ref._special_tokens.items():
+        assert tok.special_tokens[text] == rank
+
+
+def test_endoftext_plain_by_default_special_when_allowed(reference):
+    name, ref = reference
+    tok = registry.get(name)
+    eot = ref._special_tokens["<|endoftext|>"]
+    assert eot not in tok.encode("x<|endoftext|>y")
+    assert tok.encode("x<|endoftext|>y", allow_special=True).count(eot) == 1
+
+
+def test_tokens_join_back_to_input_for_every_tokenizer():
+    for name in registry.names():
+        result = registry.get(name).tokenize(ALL["mixed"], allow_special=True)
+        assert "".join(s.text for s in result.segments()) == ALL["mixed"], name
+        assert result.ids == [t.id for t in result.tokens]
+
+
+def test_data_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):
+    shutil.copy(datafiles.data_dir() / "manifest.json", tmp_path / "manifest.json")
+    (tmp_path / "openai").mkdir()
+    original = (datafiles.data_dir() / "openai/gpt2.tiktoken").read_bytes()
+    (tmp_path / "openai/gpt2.tiktoken").write_bytes(original.replace(b"IQ== 0", b"IQ== 1", 1))
+    monkeypatch.setenv("TOKENPLAY_DATA_DIR", str(tmp_path))
+    datafiles.manifest.cache_clear()
+    try:
+        with pytest.raises(DataFileError, match="sha256"):
+            datafiles.verified_bytes("openai/gpt2.tiktoken")
+        with pytest.raises(DataFileError, match="missing"):
+            datafiles.verified_bytes("openai/cl100k_base.tiktoken")
+    finally:
+        datafiles.manifest.cache_clear()
+
+
+def test_shipped_files_match_manifest():
+    for rel in datafiles.manifest():
+        assert isinstance(datafiles.verified_bytes(rel), bytes)
+        assert Path(datafiles.data_dir() / rel).stat().st_size > 100_000
