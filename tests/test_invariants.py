@@ -45,3 +45,17 @@ def test_partial_character_tokens_group_into_whole_characters(name):
     for seg in segments:
         assert "\ufffd" not in seg.text
         assert seg.text == text[seg.start : seg.end]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tokenize_window_equals_slice_of_full_result(name):
+    tok = registry.get(name)
+    text = "日本語のテキスト 🇯🇵 and English words, " * 40
+    full = tok.tokenize(text)
+    for offset, limit in [(0, 7), (5, 50), (len(full.ids) - 3, 10)]:
+        window = tok.tokenize_window(text, offset=offset, limit=limit)
+        assert window.ids == full.ids
+        assert window.tokens == full.tokens[offset : offset + limit]
+        assert window.complete is (offset == 0 and limit >= len(full.ids))
+        segs = window.segments()
+        assert "".join(s.text for s in segs) == text[segs[0].start : segs[-1].end]

@@ -94,6 +94,24 @@ class Tokenizer(ABC):
         tokens = byte_level_tokens(ids, self.token_bytes, self.special_ids, self._byte_info_cache())
         return TokenizeResult(self.name, text, ids, tokens)
 
+    def tokenize_window(
+        self, text: str, *, offset: int = 0, limit: int = 2000, allow_special: bool = False
+    ) -> TokenizeResult:
+        """All ids, but Token records only for ``ids[offset:offset + limit]``: what a view of a long text needs.
+
+        Byte-level tokenizers build just the window; others (which override ``tokenize``) are sliced.
+        """
+        if type(self).tokenize is not Tokenizer.tokenize:
+            full = self.tokenize(text, allow_special=allow_special)
+            window = full.tokens[offset : offset + limit]
+            return TokenizeResult(full.tokenizer, text, full.ids, window, offset, len(window) == len(full.ids))
+        check_text(text)
+        ids = self.encode(text, allow_special=allow_special)
+        tokens = byte_level_tokens(
+            ids, self.token_bytes, self.special_ids, self._byte_info_cache(), offset=offset, limit=limit
+        )
+        return TokenizeResult(self.name, text, ids, tokens, offset, len(tokens) == len(ids))
+
     def _byte_info_cache(self) -> dict:
         cache = self.__dict__.get("_token_info_cache")
         if cache is None:

@@ -76,6 +76,9 @@ class TokenizeResult:
     text: str
     ids: list[int]
     tokens: list[Token]
+    offset: int = 0  # index in ``ids`` of tokens[0]; a windowed result holds only some tokens
+    complete: bool = True  # tokens covers every id
+
 
     @property
     def count(self) -> int:
@@ -90,7 +93,9 @@ class TokenizeResult:
         return len(self.text.encode("utf-8", "surrogatepass"))
 
     def segments(self) -> list[Segment]:
-        return group_segments(self.text, self.tokens)
+        if self.complete:
+            return group_segments(self.text, self.tokens)
+        return group_segments(self.text, self.tokens, whole=False)
 
     def stats(self) -> dict:
         count, chars, n_bytes = self.count, self.chars, self.n_bytes
@@ -109,15 +114,37 @@ class TokenizeResult:
             "chars": self.chars,
             "bytes": self.n_bytes,
             "ids": self.ids,
-            "tokens": [t.to_dict() for t in self.tokens],
+            "tokens": tokens_to_dicts(self.tokens),
         }
 
 
-def group_segments(text: str, tokens: Sequence[Token]) -> list[Segment]:
+def tokens_to_dicts(tokens: Iterable[Token]) -> list[dict]:
+    """``Token.to_dict`` for many tokens, with the per-id part (hex bytes, flags) computed once per id."""
+    shared: dict[tuple[int, bool], dict] = {}
+    out = []
+    for t in tokens:
+        key = (t.id, t.special)
+        base = shared.get(key)
+        if base is None:
+            base = shared[key] = {
+                "id": t.id,
+                "bytes": t.bytes.hex(),
+                "text": t.text,
+                "special": t.special,
+                "valid_utf8": t.valid_utf8,
+                "byte_fallback": t.byte_fallback,
+            }
+        out.append({"id": t.id, "bytes": base["bytes"], "start": t.start, "end": t.end, "text": base["text"],
+                    "special": t.special, "valid_utf8": t.valid_utf8, "byte_fallback": t.byte_fallback})
+    return out
+
+
+def group_segments(text: str, tokens: Sequence[Token], whole: bool = True) -> list[Segment]:
     """Fold tokens whose character spans overlap into one segment; segments tile the input exactly.
 
     A segment starts where the previous one ended, so characters that no token covers (possible only for
     tokenizers that normalise text away) join the next segment and the segments still join back to ``text``.
+    With ``whole=False`` (a window of the tokens) the segments tile only the window's own characters.
     """
     segments: list[Segment] = []
     for index, token in enumerate(tokens):
@@ -126,11 +153,11 @@ def group_segments(text: str, tokens: Sequence[Token]) -> list[Segment]:
             last.tokens.append(index)
             last.end = max(last.end, token.end)
         else:
-            start = segments[-1].end if segments else 0
+            start = segments[-1].end if segments else (0 if whole else token.start)
             segments.append(Segment(start, max(start, token.end), "", [index]))
-    if segments:
+    if segments and whole:
         segments[-1].end = max(segments[-1].end, len(text))
-    elif text:
+    elif text and whole:
         segments.append(Segment(0, len(text), "", []))
     for seg in segments:
         seg.text = text[seg.start : seg.end]
@@ -159,17 +186,28 @@ def byte_level_tokens(
     token_bytes,
     special_ids: frozenset[int] | set[int] = frozenset(),
     cache: dict[int, _ByteInfo] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
 ) -> list[Token]:
     """Build :class:`Token` records for a byte-level tokenizer from its ids.
 
     ``token_bytes(id) -> bytes`` gives each token's bytes; their concatenation must be the input's UTF-8.
     Character spans come from counting UTF-8 lead bytes, so a token cut inside a character shares that
     character's span with its neighbour (and both end up in one segment).
+    ``offset``/``limit`` build only the tokens ``ids[offset:offset + limit]`` (a window of a long text); the
+    spans stay offsets into the whole text.
     """
     cache = {} if cache is None else cache
-    tokens: list[Token] = []
+    ids = ids if isinstance(ids, list) else list(ids)
+    stop = len(ids) if limit is None else min(len(ids), offset + limit)
     chars = 0  # characters whose first byte has been seen
-    for tid in ids:
+    for tid in ids[:offset]:
+        info = cache.get(tid)
+        if info is None:
+            info = cache[tid] = _ByteInfo(token_bytes(tid))
+        chars += info.leads
+    tokens: list[Token] = []
+    for tid in ids[offset:stop]:
         info = cache.get(tid)
         if info is None:
             info = cache[tid] = _ByteInfo(token_bytes(tid))
