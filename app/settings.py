@@ -25,6 +25,12 @@ class Settings(BaseSettings):
     static_dir: Path = REPO_ROOT / "static"
     vendor_dir: Path = REPO_ROOT / "node_modules" / "htmx.org" / "dist"
     default_tokenizer: str = "cl100k_base"
+    lab_max_corpus_chars: int = Field(2_000_000, gt=0, description="longest corpus the BPE lab trains on (characters)")
+    lab_max_merges: int = Field(8_192, gt=0, description="most merges one BPE lab run may learn")
+    lab_runs_dir: Path = REPO_ROOT / "var" / "runs"
+    lab_max_runs: int = Field(64, gt=0, description="BPE lab runs kept in memory (older ones reload from lab_runs_dir)")
+    lab_workers: int = Field(2, gt=0, description="BPE lab trainings that run at once")
+    lab_queue: int = Field(8, ge=0, description="BPE lab trainings that may wait for a worker (more: 429)")
 
     @field_validator("templates_dir", "static_dir")
     @classmethod
