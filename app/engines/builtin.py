@@ -15,3 +15,18 @@ for _name, _enc in ENCODINGS.items():
             description=_enc.description,
         )
     )
+
+from .sentencepiece.model import SentencePieceTokenizer  # noqa: E402
+
+register(
+    TokenizerSpec(
+        name="mistral-7b",
+        label="Mistral 7B v0.1 (SentencePiece, tokenplay engine)",
+        family="sentencepiece",
+        factory=lambda: SentencePieceTokenizer.from_data_file(
+            "sentencepiece/mistral-7b-v0.1.model",
+            description="Mistral 7B v0.1: SentencePiece BPE, 32,000 pieces, byte fallback",
+        ),
+        description="Mistral 7B v0.1: SentencePiece BPE, 32,000 pieces, byte fallback",
+    )
+)

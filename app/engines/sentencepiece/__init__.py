@@ -1,0 +1,14 @@
+"""SentencePiece-style tokenization, written for Tokenplay: run real ``.model`` files and train our own.
+
+- ``proto``: read and write the ``ModelProto`` protobuf by hand (no ``protobuf``/``sentencepiece`` at run time);
+- ``normalizer``: the model's text normalization, with offsets back to the input;
+- ``model``: :class:`SentencePieceTokenizer`, BPE encode/decode identical to the ``sentencepiece`` library;
+- ``trainer``: a SentencePiece-style BPE trainer that records its merges as ``MergeStep`` data and saves a real
+  ``.model`` file.
+
+The ``sentencepiece`` package is only the referee in tests and benchmarks; nothing here imports it.
+"""
+
+from .model import ModelLoadError, SentencePieceTokenizer, byte_fallback_count
+
+__all__ = ["ModelLoadError", "SentencePieceTokenizer", "byte_fallback_count"]

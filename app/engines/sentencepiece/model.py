@@ -1,0 +1,495 @@
+"""Run a SentencePiece BPE model (a ``.model`` file) exactly as the ``sentencepiece`` library does, in pure Python.
+
+Encoding is: normalize (see ``normalizer.py``), split into characters (user-defined pieces stay whole and never
+merge), then repeatedly merge the adjacent pair whose concatenation is a vocabulary piece with the highest
+score (ties: the leftmost pair), then split ``UNUSED`` pieces back into the pieces they were made of, and
+finally turn each unknown piece into ``<0xNN>`` byte pieces (byte fallback) or one ``<unk>`` per run of unknown
+characters. Decoding follows the library too: ``▁`` becomes a space, the dummy prefix's space is dropped, byte
+pieces are joined and each invalid byte becomes U+FFFD.
+
+Speed: when the loaded vocabulary guarantees that no piece can span certain boundaries (a character that occurs
+in no multi-character piece, or a ``▁`` run after a non-``▁`` character), the normalized text is cut there and
+each chunk is merged on its own and cached. That is checked per model at load time; otherwise (or when the
+model has ``UNUSED`` pieces, whose re-splitting depends on the whole text) the whole text is merged at once.
+
+This module does not run unigram, word or char models, does not add ``<s>``/``</s>`` (neither does
+``sentencepiece``'s ``encode`` by default), does not sample (BPE-dropout) and ignores a denormalizer spec.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..base import Tokenizer, check_text
+from ..datafiles import verified_bytes
+from ..errors import TokenplayError
+from ..result import Token, TokenizeResult
+from .normalizer import SPACE_SYMBOL, Normalizer
+from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
+
+_NEG = -math.inf
+_SMALL = 48  # chunks up to this many symbols use the list scan; longer ones the heap
+_CACHE_LIMIT = 200_000
+
+
+class ModelLoadError(TokenplayError):
+    """A ``.model`` file this engine cannot run (not BPE, no ``<unk>``, broken byte pieces)."""
+
+
+def byte_piece(b: int) -> str:
+    """The piece that stands for one byte under byte fallback.
+
+    >>> byte_piece(0xE3)
+    '<0xE3>'
+    """
+    return f"<0x{b:02X}>"
+
+
+_BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
+
+
+def piece_to_byte(piece: str) -> int:
+    """The byte a ``<0xNN>`` piece stands for, or -1.
+
+    >>> piece_to_byte("<0x0A>"), piece_to_byte("▁a")
+    (10, -1)
+    """
+    m = _BYTE_PIECE.fullmatch(piece)
+    return int(m.group(1), 16) if m else -1
+
+
+def decode_utf8_like_sentencepiece(data: bytes) -> str:
+    """Bytes to text the way sentencepiece decodes byte pieces: every byte that does not start a valid
+    character becomes its own U+FFFD (Python's ``errors="replace"`` folds some of them into one).
+
+    >>> decode_utf8_like_sentencepiece(bytes([0xE3, 0x81, 0x41]))
+    '��A'
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out: list[str] = []
+    i, n = 0, len(data)
+    while i < n:
+        b = data[i]
+        size = 1 if b < 0x80 else 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 0
+        if size:
+            try:
+                out.append(data[i : i + size].decode("utf-8"))
+                i += size
+                continue
+            except UnicodeDecodeError:
+                pass
+        out.append("\ufffd")
+        i += 1
+    return "".join(out)
+
+
+def _char_class(chars: Iterable[str]) -> str:
+    return "".join(re.escape(c) for c in sorted(chars))
+
+
+class SentencePieceTokenizer(Tokenizer):
+    """A SentencePiece BPE model run by Tokenplay's own code.
+
+    Pieces are shown as they are (``▁Hello``, ``<0xE3>``). ``token_bytes(id)`` is what a piece decodes to in
+    the middle of a text: ``▁`` as a space (``▁Hello`` -> ``b" Hello"``), a byte piece as its byte, a control
+    piece as nothing and ``<unk>`` as the model's unknown surface (`` ⁇ ``). ``decode`` follows sentencepiece
+    (dummy-prefix space dropped, per-byte U+FFFD), so it is not always ``b"".join(token_bytes)``.
+    """
+
+    family = "sentencepiece"
+
+    def __init__(self, model: ModelProto | bytes, *, name: str = "", label: str = "", description: str = ""):
+        if isinstance(model, (bytes, bytearray)):
+            model = ModelProto.parse(bytes(model))
+        self.model = model
+        self.name = name
+        self.label = label
+        self.description = description
+        trainer, norm = model.trainer_spec, model.normalizer_spec
+        if trainer.model_type != BPE:
+            kind = {1: "unigram", 3: "word", 4: "char"}.get(trainer.model_type, str(trainer.model_type))
+            raise ModelLoadError(f"this is a {kind} SentencePiece model; Tokenplay's engine runs BPE models only")
+        pieces = model.pieces
+        self.pieces: list[str] = [p.piece for p in pieces]
+        self.types: list[int] = [p.type for p in pieces]
+        self.scores: list[float] = [p.score for p in pieces]
+        # Normal, user-defined and unused pieces can be merged into; the others are looked up first by piece.
+        self._merge_ids: dict[str, int] = {}
+        reserved: dict[str, int] = {}
+        for i, p in enumerate(pieces):
+            if not p.piece:
+                raise ModelLoadError(f"piece {i} is empty; the model file is broken")
+            target = self._merge_ids if p.type in (NORMAL, USER_DEFINED, UNUSED) else reserved
+            if p.piece in target:
+                raise ModelLoadError(f"piece {p.piece!r} is defined twice; the model file is broken")
+            target[p.piece] = i
+        unk = [i for i, t in enumerate(self.types) if t == UNKNOWN]
+        if len(unk) != 1:
+            raise ModelLoadError("the model must define exactly one <unk> piece")
+        self.unk_id = unk[0]
+        self._lookup = {**self._merge_ids, **reserved}  # reserved pieces win, as in sentencepiece
+        self._score = {p: self.scores[i] for p, i in self._merge_ids.items()}
+        self.byte_fallback = bool(trainer.byte_fallback)
+        self._byte_ids = [self.unk_id] * 256
+        self._id_byte: dict[int, int] = {}
+        for i, t in enumerate(self.types):
+            if t == BYTE:
+                b = piece_to_byte(self.pieces[i])
+                if b < 0:
+                    raise ModelLoadError(f"byte piece {self.pieces[i]!r} is invalid; the model file is broken")
+                self._id_byte[i] = b
+        for b in range(256):
+            self._byte_ids[b] = self._lookup.get(byte_piece(b), self.unk_id)
+        if self.byte_fallback and len(self._id_byte) != 256:
+            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+        self.unk_surface = trainer.unk_surface
+        self.user_defined = [p.piece for p in pieces if p.type == USER_DEFINED]
+        self.has_unused = any(t == UNUSED for t in self.types)
+        self.normalizer = Normalizer(
+            add_dummy_prefix=norm.add_dummy_prefix,
+            remove_extra_whitespaces=norm.remove_extra_whitespaces,
+            escape_whitespaces=norm.escape_whitespaces,
+            treat_whitespace_as_suffix=trainer.treat_whitespace_as_suffix,
+            charsmap=norm.precompiled_charsmap,
+            user_defined=self.user_defined,
+        )
+        self._user_re = (
+            re.compile("|".join(re.escape(u) for u in sorted(self.user_defined, key=len, reverse=True)))
+            if self.user_defined
+            else None
+        )
+        self._chunk_re = self._chunker()
+        self._piece_cache: dict[str, tuple[str, ...]] = {}
+        self._id_cache: dict[str, tuple[int, ...]] = {}
+
+    # -- construction helpers ------------------------------------------------------------------------------
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs) -> "SentencePieceTokenizer":
+        return cls(Path(path).read_bytes(), **kwargs)
+
+    @classmethod
+    def from_data_file(cls, rel: str, **kwargs) -> "SentencePieceTokenizer":
+        """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
+        return cls(verified_bytes(rel), **kwargs)
+
+    def _chunker(self) -> re.Pattern | None:
+        """A regex whose matches are chunks that no vocabulary piece can span, or None (merge whole texts).
+
+        Safe cut points: around any character that occurs in no multi-character mergeable piece, and before a
+        run of spaces (``▁``) when no mergeable piece has a space right after another character.
+        """
+        if self.has_unused:
+            return None
+        multi = [p for p in self._merge_ids if len(p) > 1]
+        inside = set().union(*map(set, multi)) if multi else set()
+        if not inside:
+            return re.compile(r".", re.S)
+        space = SPACE_SYMBOL if self.normalizer.escape_whitespaces else " "
+        cls = _char_class(inside)
+        space_first = space in inside and not any(
+            p[i] == space and p[i - 1] != space for p in multi for i in range(1, len(p))
+        )
+        if space_first:
+            rest = _char_class(inside - {space})
+            return re.compile(f"[^{cls}]|{re.escape(space)}*[{rest}]+|{re.escape(space)}+", re.S)
+        return re.compile(f"[^{cls}]|[{cls}]+", re.S)
+
+    # -- vocabulary ------------------------------------------------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        return len(self.pieces)
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Control pieces (``<s>``, ``</s>``, ...). Text never encodes to them."""
+        return {p: i for i, (p, t) in enumerate(zip(self.pieces, self.types)) if t == CONTROL}
+
+    def id_to_piece(self, token_id: int) -> str:
+        if not 0 <= token_id < len(self.pieces):
+            raise KeyError(token_id)
+        return self.pieces[token_id]
+
+    def piece_to_id(self, piece: str) -> int:
+        """The id of ``piece``, or the ``<unk>`` id (as sentencepiece's ``piece_to_id``)."""
+        return self._lookup.get(piece, self.unk_id)
+
+    def is_byte(self, token_id: int) -> bool:
+        return self.types[token_id] == BYTE
+
+    def token_bytes(self, token_id: int) -> bytes:
+        if not isinstance(token_id, int) or not 0 <= token_id < len(self.pieces):
+            raise KeyError(token_id)
+        t = self.types[token_id]
+        if t == BYTE:
+            return bytes([self._id_byte[token_id]])
+        if t == CONTROL:
+            return b""
+        if t == UNKNOWN:
+            return self.unk_surface.encode("utf-8")
+        return self.pieces[token_id].replace(SPACE_SYMBOL, " ").encode("utf-8")
+
+    def info(self) -> dict:
+        data = super().info()
+        norm = self.model.normalizer_spec
+        data.update(
+            byte_fallback=self.byte_fallback,
+            add_dummy_prefix=norm.add_dummy_prefix,
+            remove_extra_whitespaces=norm.remove_extra_whitespaces,
+            normalizer=norm.name or "identity",
+        )
+        return data
+
+    # -- BPE merging -----------------------------------------------------------------------------------------
+    def _symbols(self, text: str) -> tuple[list[str], list[bool] | None]:
+        if self._user_re is None:
+            return list(text), None
+        symbols: list[str] = []
+        frozen: list[bool] = []
+        pos = 0
+        for m in self._user_re.finditer(text):
+            symbols.extend(text[pos : m.start()])
+            frozen.extend([False] * (m.start() - pos))
+            symbols.append(m.group())
+            frozen.append(True)
+            pos = m.end()
+        symbols.extend(text[pos:])
+        frozen.extend([False] * (len(text) - pos))
+        return symbols, frozen
+
+    def _merge_small(self, symbols: list[str]) -> list[str]:
+        """Greedy merging by scanning a list: fine for short chunks (best score, leftmost on ties)."""
+        get = self._score.get
+        scores = [get(a + b, _NEG) for a, b in zip(symbols, symbols[1:])]
+        while scores:
+            best = max(scores)
+            if best == _NEG:
+                break
+            i = scores.index(best)
+            merged = symbols[i] + symbols[i + 1]
+            symbols[i] = merged
+            del symbols[i + 1]
+            del scores[i]
+            if i:
+                scores[i - 1] = get(symbols[i - 1] + merged, _NEG)
+            if i < len(scores):
+                scores[i] = get(merged + symbols[i + 1], _NEG)
+        return symbols
+
+    def _merge_heap(self, symbols: list[str], frozen: list[bool] | None) -> list[str]:
+        """The library's algorithm: a priority queue of candidate pairs over a linked list of symbols, with
+        stale entries skipped, then ``UNUSED`` pieces split back by the last pair recorded for them."""
+        n = len(symbols)
+        if n == 0:
+            return []
+        pieces = list(symbols)
+        prev = list(range(-1, n - 1))
+        nxt = list(range(1, n + 1))
+        nxt[-1] = -1
+        score = self._score
+        heap: list[tuple[float, int, int, int]] = []
+        rev_merge: dict[str, tuple[str, str]] = {}
+        track_unused = self.has_unused
+        merge_ids, types = self._merge_ids, self.types
+
+        def add(left: int, right: int) -> None:
+            if left < 0 or right < 0 or (frozen is not None and (frozen[left] or frozen[right])):
+                return
+            piece = pieces[left] + pieces[right]
+            s = score.get(piece)
+            if s is None:
+                return
+            heapq.heappush(heap, (-s, left, right, len(piece)))
+            if track_unused and types[merge_ids[piece]] == UNUSED:
+                rev_merge[piece] = (pieces[left], pieces[right])
+
+        for i in range(1, n):
+            add(i - 1, i)
+        pop = heapq.heappop
+        while heap:
+            _, left, right, size = pop(heap)
+            lp, rp = pieces[left], pieces[right]
+            if not lp or not rp or len(lp) + len(rp) != size:
+                continue
+            pieces[left] = lp + rp
+            r_next = nxt[right]
+            nxt[left] = r_next
+            if r_next >= 0:
+                prev[r_next] = left
+            pieces[right] = ""
+            add(prev[left], left)
+            add(left, nxt[left])
+        out: list[str] = []
+        i = 0
+        while i != -1:
+            if track_unused:
+                self._resegment(pieces[i], rev_merge, out)
+            else:
+                out.append(pieces[i])
+            i = nxt[i]
+        return out
+
+    def _resegment(self, piece: str, rev_merge: dict[str, tuple[str, str]], out: list[str]) -> None:
+        pid = self._lookup.get(piece, self.unk_id)
+        if self.types[pid] != UNUSED or piece not in rev_merge:
+            out.append(piece)
+            return
+        left, right = rev_merge[piece]
+        self._resegment(left, rev_merge, out)
+        self._resegment(right, rev_merge, out)
+
+    def _merge(self, text: str) -> list[str]:
+        symbols, frozen = self._symbols(text)
+        if frozen is None and len(symbols) <= _SMALL and not self.has_unused:
+            return self._merge_small(symbols)
+        return self._merge_heap(symbols, frozen)
+
+    def _chunk_pieces(self, chunk: str) -> tuple[str, ...]:
+        cached = self._piece_cache.get(chunk)
+        if cached is None:
+            cached = tuple(self._merge(chunk))
+            if len(chunk) < 64:
+                if len(self._piece_cache) > _CACHE_LIMIT:
+                    self._piece_cache.clear()
+                self._piece_cache[chunk] = cached
+        return cached
+
+    def _pieces(self, normalized: str) -> list[str]:
+        """The merged pieces for a normalized string (before byte fallback)."""
+        if not normalized:
+            return []
+        if self._chunk_re is None:
+            return self._merge(normalized)
+        out: list[str] = []
+        for chunk in self._chunk_re.findall(normalized):
+            out.extend(self._chunk_pieces(chunk))
+        return out
+
+    def _piece_ids(self, pieces: Iterable[str]) -> list[int]:
+        """Ids for merged pieces: byte fallback for unknown ones, or one ``<unk>`` per run of unknowns."""
+        lookup, unk = self._lookup, self.unk_id
+        ids: list[int] = []
+        prev_unk = False
+        for w in pieces:
+            pid = lookup.get(w, unk)
+            is_unk = pid == unk
+            if is_unk and self.byte_fallback:
+                ids.extend(self._byte_ids[b] for b in w.encode("utf-8"))
+            elif not (is_unk and prev_unk):
+                ids.append(pid)
+            prev_unk = is_unk
+        return ids
+
+    # -- the Tokenizer contract --------------------------------------------------------------------------------
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """Ids exactly as ``sentencepiece.SentencePieceProcessor.encode(text)``.
+
+        ``allow_special`` has no effect: SentencePiece never reads control pieces such as ``<s>`` from text.
+        """
+        check_text(text)
+        normalized = self.normalizer.normalize_text(text)
+        if not normalized:
+            return []
+        if self._chunk_re is None or not self.byte_fallback:
+            return self._piece_ids(self._pieces(normalized))
+        ids: list[int] = []
+        cache = self._id_cache
+        for chunk in self._chunk_re.findall(normalized):
+            got = cache.get(chunk)
+            if got is None:
+                got = tuple(self._piece_ids(self._chunk_pieces(chunk)))
+                if len(chunk) < 64:
+                    if len(cache) > _CACHE_LIMIT:
+                        cache.clear()
+                    cache[chunk] = got
+            ids.extend(got)
+        return ids
+
+    def encode_pieces(self, text: str) -> list[str]:
+        """Pieces as ``sentencepiece``'s ``encode(text, out_type=str)``."""
+        return [self.pieces[i] for i in self.encode(text)]
+
+    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
+        """Tokens placed in the original text: a piece's span covers the input characters it came from; the
+        byte pieces of one character all get that character's span (so they group into one segment), and a
+        dummy-prefix ``▁`` standing alone gets the span of the character it prefixes (so it joins that segment)."""
+        check_text(text)
+        normalized, n2o = self.normalizer.normalize(text)
+        tokens: list[Token] = []
+        pos = 0
+        lookup, unk, types = self._lookup, self.unk_id, self.types
+        prev_unk = False
+        for w in self._pieces(normalized):
+            pid = lookup.get(w, unk)
+            start, end = n2o[pos], n2o[pos + len(w)]
+            pos += len(w)
+            is_unk = pid == unk
+            if is_unk and self.byte_fallback:
+                for b in w.encode("utf-8"):
+                    bid = self._byte_ids[b]
+                    tokens.append(Token(bid, bytes([b]), start, end, self.pieces[bid], False, b < 0x80, True))
+            elif is_unk and prev_unk:
+                tokens[-1].end = end
+            elif types[pid] == CONTROL:
+                tokens.append(Token(pid, b"", start, start, w, True))
+            else:
+                if start == end < len(text):  # the dummy-prefix ▁ alone: it prefixes the next character
+                    end = start + 1
+                tokens.append(Token(pid, self.token_bytes(pid), start, end, self.pieces[pid]))
+            prev_unk = is_unk
+        return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text for ``ids`` exactly as ``sentencepiece``'s ``decode(ids)``."""
+        ids = self.check_ids(ids)
+        norm = self.model.normalizer_spec
+        strip_first = norm.add_dummy_prefix or norm.remove_extra_whitespaces
+        out: list[str] = []
+        nonempty = False
+        pending = bytearray()
+        is_bos_ws, bos_ws_seen = True, False
+        for tid in ids:
+            if self.types[tid] == BYTE:
+                pending.append(self._id_byte[tid])
+                continue
+            if pending:
+                s = decode_utf8_like_sentencepiece(bytes(pending))
+                out.append(s)
+                nonempty = nonempty or bool(s)
+                pending.clear()
+            if bos_ws_seen or nonempty:
+                is_bos_ws = False
+            piece = self.pieces[tid]
+            pid = self._lookup.get(piece, self.unk_id)
+            t = self.types[pid]
+            has_bos_ws = False
+            if t == CONTROL:
+                decoded = ""
+            elif t == UNKNOWN:
+                decoded = self.unk_surface if self.pieces[pid] == piece else piece
+            else:
+                if is_bos_ws and strip_first and piece.startswith(SPACE_SYMBOL):
+                    piece = piece[1:]
+                    has_bos_ws = not norm.remove_extra_whitespaces
+                decoded = piece.replace(SPACE_SYMBOL, " ")
+            bos_ws_seen = has_bos_ws
+            out.append(decoded)
+            nonempty = nonempty or bool(decoded)
+        if pending:
+            out.append(decode_utf8_like_sentencepiece(bytes(pending)))
+        return "".join(out)
+
+    def _has_gaps(self) -> bool:
+        return False
+
+
+def byte_fallback_count(result: TokenizeResult) -> int:
+    """How many tokens of a result are ``<0xNN>`` byte-fallback pieces (the playground shows this count)."""
+    return sum(1 for t in result.tokens if t.byte_fallback)
+
