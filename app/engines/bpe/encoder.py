@@ -1,0 +1,287 @@
+"""Encode text with BPE ranks exactly as tiktoken does, plus a step-by-step trace of one encoding.
+
+The ranks are ``bytes -> id`` (the ``.tiktoken`` data, or a trained vocabulary). A pre-token that is itself a
+token becomes that token; otherwise its bytes are merged by repeatedly joining the adjacent pair whose joined
+bytes have the lowest rank, leftmost first, until no joined pair is a token. Short pre-tokens use a list
+scan; long ones (a 100 KB run of one letter, Japanese without spaces) use a heap over a linked list, so they
+cost O(n log n), never O(n^2). Pre-tokens repeat a lot, so results are cached per pre-token.
+
+This module does not know about special-token policy beyond splitting on the allowed ones; guarding
+(refusing special-token text) is the tokenizer's job (:mod:`app.engines.bpe.model`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
+from typing import Collection, Mapping
+
+from ..errors import TokenplayError
+from .patterns import compiled, special_splitter, split_specials
+
+INF = float("inf")
+#: Pre-tokens longer than this many bytes are merged with the heap (O(n log n)).
+LONG_PIECE = 128
+#: Pre-tokens longer than this many characters are not cached.
+CACHE_PIECE_CHARS = 256
+CACHE_LIMIT = 200_000
+#: The trace is for one short text (the lab's "encode a new word" view).
+TRACE_LIMIT_BYTES = 20_000
+
+
+def merge_short(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+    """Token ids for one pre-token by the rank rule, with a list scan: fine for short pieces.
+
+    >>> merge_short(b"aaa", {b"a": 0, b"aa": 1})
+    [1, 0]
+    """
+    parts = [piece[i : i + 1] for i in range(len(piece))]
+    get = ranks.get
+    pr = [get(parts[i] + parts[i + 1], INF) for i in range(len(parts) - 1)]
+    while pr:
+        low = min(pr)
+        if low == INF:
+            break
+        i = pr.index(low)
+        parts[i] += parts[i + 1]
+        del parts[i + 1]
+        del pr[i]
+        if i < len(pr):
+            pr[i] = get(parts[i] + parts[i + 1], INF)
+        if i > 0:
+            pr[i - 1] = get(parts[i - 1] + parts[i], INF)
+    return [ranks[p] for p in parts]
+
+
+def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+    """The same result as :func:`merge_short` in O(n log n): a heap of candidate pairs over a linked list.
+
+    >>> merge_long(b"aaaa", {b"a": 0, b"aa": 1})
+    [1, 1]
+    """
+    n = len(piece)
+    get = ranks.get
+    nxt = list(range(1, n + 1))  # part starting at i ends at nxt[i]
+    prv = list(range(-1, n - 1))
+    alive = [True] * n
+    heap = []
+    for i in range(n - 1):
+        r = get(piece[i : i + 2])
+        if r is not None:
+            heap.append((r, i, i + 1, i + 2))
+    heapify(heap)
+    while heap:
+        _, i, j, k = heappop(heap)
+        if not alive[i] or nxt[i] != j or nxt[j] != k:
+            continue  # a part changed since this candidate was pushed
+        alive[j] = False
+        nxt[i] = k
+        if k < n:
+            prv[k] = i
+            e = nxt[k]
+            r = get(piece[i:e])
+            if r is not None:
+                heappush(heap, (r, i, k, e))
+        p = prv[i]
+        if p >= 0:
+            r = get(piece[p:k])
+            if r is not None:
+                heappush(heap, (r, p, i, k))
+    out = []
+    i = 0
+    while i < n:
+        out.append(ranks[piece[i : nxt[i]]])
+        i = nxt[i]
+    return out
+
+
+def encode_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+    """Ids for one pre-token: the whole piece if it is a token, else merged by rank."""
+    r = ranks.get(piece)
+    if r is not None:
+        return [r]
+    if len(piece) > LONG_PIECE:
+        return merge_long(piece, ranks)
+    return merge_short(piece, ranks)
+
+
+class RankEncoder:
+    """Ranks + split pattern + special tokens: ``encode_ordinary`` and ``encode`` as tiktoken has them."""
+
+    def __init__(self, ranks: Mapping[bytes, int], pattern: str | None, special_tokens: Mapping[str, int] = {}):
+        missing = [b for b in range(256) if bytes([b]) not in ranks]
+        if missing:
+            raise TokenplayError(f"ranks lack single-byte tokens (e.g. byte {missing[0]}); every byte needs a rank")
+        self.ranks = ranks
+        self.pattern = pattern
+        self.special_tokens = dict(special_tokens)
+        self._findall = compiled(pattern).findall if pattern is not None else None
+        self._cache: dict[str, tuple[int, ...]] = {}
+        self._special_res: dict[frozenset, object] = {}
+
+    def split(self, text: str) -> list[str]:
+        if self._findall is None:
+            return [text] if text else []
+        return self._findall(text)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids with special-token text treated as plain text (tiktoken's ``encode_ordinary``)."""
+        cache = self._cache
+        ranks = self.ranks
+        out: list[int] = []
+        extend = out.extend
+        for piece in self.split(text):
+            ids = cache.get(piece)
+            if ids is None:
+                data = piece.encode("utf-8")
+                r = ranks.get(data)
+                ids = (r,) if r is not None else tuple(encode_piece(data, ranks))
+                if len(piece) <= CACHE_PIECE_CHARS:
+                    if len(cache) >= CACHE_LIMIT:
+                        cache.clear()
+                    cache[piece] = ids
+            extend(ids)
+        return out
+
+    def special_regex(self, allowed: Collection[str]):
+        key = frozenset(allowed)
+        found = self._special_res.get(key)
+        if found is None:
+            found = self._special_res[key] = special_splitter(key)
+        return found
+
+    def encode(self, text: str, allowed_special: Collection[str] = ()) -> list[int]:
+        """Ids where the ``allowed_special`` tokens' text becomes their special ids; other text is ordinary."""
+        allowed = [s for s in allowed_special if s in self.special_tokens]
+        if not allowed:
+            return self.encode_ordinary(text)
+        out: list[int] = []
+        for segment, is_special in split_specials(text, self.special_regex(allowed)):
+            if is_special:
+                out.append(self.special_tokens[segment])
+            else:
+                out.extend(self.encode_ordinary(segment))
+        return out
+
+
+@dataclass(slots=True)
+class TraceStep:
+    """One change in an encode trace: a merge, or a whole pre-token replaced by its own token."""
+
+    kind: str  # "merge" or "whole piece"
+    rank: int  # the rank (id) of the token created
+    new_id: int
+    position: int  # index in the token list before the step where the new token starts
+    pair: tuple[int, int] | None  # (left id, right id) for a merge
+    token: bytes  # the new token's bytes
+    tokens: list[int] = field(default_factory=list)  # the whole token list after the step
+
+    def to_dict(self) -> dict:
+        from ..result import escape_bytes
+
+        return {
+            "kind": self.kind,
+            "rank": self.rank,
+            "new_id": self.new_id,
+            "position": self.position,
+            "pair": list(self.pair) if self.pair else None,
+            "token": escape_bytes(self.token),
+            "tokens": self.tokens,
+        }
+
+
+@dataclass(slots=True)
+class EncodeTrace:
+    initial: list[int]  # byte tokens (and special ids) before any merge
+    steps: list[TraceStep]
+    ids: list[int]  # the final ids (equal to ``encode`` when no ``max_rank`` is given)
+
+    def to_dict(self) -> dict:
+        return {"initial": self.initial, "steps": [s.to_dict() for s in self.steps], "ids": self.ids}
+
+
+def encode_trace(
+    text: str,
+    ranks: Mapping[bytes, int],
+    pattern: str | None = None,
+    *,
+    special_tokens: Mapping[str, int] = {},
+    allowed_special: Collection[str] = (),
+    max_rank: int | None = None,
+) -> EncodeTrace:
+    """Every merge made while encoding ``text``, in rank order (lowest first, leftmost among equals).
+
+    Pre-tokens never merge with each other, so doing all of them together in global rank order gives each
+    one exactly the merges it gets alone. A pre-token that is a token but is not reached by merges gets a
+    final ``"whole piece"`` step, so the last token list equals ``encode``. ``max_rank`` keeps only tokens of
+    lower rank (a tokenizer cut back to its first merges; single bytes always stay).
+
+    >>> [s.tokens for s in encode_trace("aaa", {bytes([i]): i for i in range(256)} | {b"aa": 256}).steps]
+    [[256, 97]]
+    """
+    data_len = len(text.encode("utf-8"))
+    if data_len > TRACE_LIMIT_BYTES:
+        raise TokenplayError(
+            f"the encode trace is for short texts: {data_len} bytes given, at most {TRACE_LIMIT_BYTES}; shorten it"
+        )
+    limit = INF if max_rank is None else max_rank
+
+    def rank_of(b: bytes) -> float:
+        r = ranks.get(b)
+        if r is None or (r >= limit and len(b) > 1):
+            return INF
+        return r
+
+    # tokens as [bytes, group]; group -1 for special tokens (never merged), else the pre-token index
+    parts: list[bytes | int] = []
+    groups: list[int] = []
+    pieces: list[bytes] = []
+    allowed = [s for s in allowed_special if s in special_tokens]
+    specials = special_splitter(allowed) if allowed else None
+    for segment, is_special in split_specials(text, specials):
+        if is_special:
+            parts.append(special_tokens[segment])
+            groups.append(-1)
+            continue
+        split = compiled(pattern).findall(segment) if pattern is not None else [segment]
+        for piece in split:
+            data = piece.encode("utf-8")
+            pieces.append(data)
+            for i in range(len(data)):
+                parts.append(data[i : i + 1])
+                groups.append(len(pieces) - 1)
+
+    def ids() -> list[int]:
+        return [p if isinstance(p, int) else ranks[p] for p in parts]
+
+    initial = ids()
+    steps: list[TraceStep] = []
+    while True:
+        best, at = INF, -1
+        for i in range(len(parts) - 1):
+            g = groups[i]
+            if g >= 0 and groups[i + 1] == g:
+                r = rank_of(parts[i] + parts[i + 1])
+                if r < best:
+                    best, at = r, i
+        if at < 0:
+            break
+        left, right = ranks[parts[at]], ranks[parts[at + 1]]
+        parts[at] = parts[at] + parts[at + 1]
+        del parts[at + 1]
+        del groups[at + 1]
+        steps.append(TraceStep("merge", int(best), int(best), at, (left, right), parts[at], ids()))
+    # whole pre-tokens that are tokens themselves (tiktoken's shortcut)
+    i = 0
+    while i < len(parts):
+        g = groups[i]
+        j = i
+        while j < len(parts) and g >= 0 and groups[j] == g:
+            j += 1
+        if g >= 0 and j - i > 1 and rank_of(pieces[g]) < INF:
+            r = ranks[pieces[g]]
+            parts[i:j] = [pieces[g]]
+            groups[i:j] = [g]
+            steps.append(TraceStep("whole piece", r, r, i, None, pieces[g], ids()))
+        i = max(j, i + 1)
+    return EncodeTrace(initial, steps, ids())

@@ -1,0 +1,306 @@
+"""Tokenizers run by our own BPE engine: trained models (:class:`BPETokenizer`) and OpenAI's ranks.
+
+:class:`RankTokenizer` is the shared part: ranks + split pattern + special tokens, encoded with tiktoken's
+semantics by :class:`~app.engines.bpe.encoder.RankEncoder`, with tiktoken-like special-token guarding
+(:meth:`RankTokenizer.encode_guarded`) and an encode trace. :class:`BPETokenizer` is a model we trained: its
+vocabulary is always derived from its merges; it saves to and loads from a readable JSON format of our own
+and exports the ``.tiktoken`` format. :class:`NativeOpenAITokenizer` runs ``gpt2``, ``p50k_base``,
+``cl100k_base`` and ``o200k_base`` from ``tokenizers/openai`` (ids equal to tiktoken's, tested).
+
+Saved format (``format: tokenplay-bpe``, ``version: 1``), JSON with one merge per line::
+
+    {"format": "tokenplay-bpe", "version": 1, "pattern": "gpt4", "pattern_regex": "...",
+     "special_tokens": {"<|endoftext|>": 4096}, "training": {...},
+     "merges": [
+      [101, 32],   <- merge 1 creates id 256 from ids 101 and 32
+      ...]}
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Collection, Iterable, Mapping, Sequence
+
+from ..base import Tokenizer, check_text
+from ..errors import SpecialTokenError, TokenplayError
+from ..openai import ENCODINGS, mergeable_ranks
+from ..steps import TrainResult
+from .encoder import EncodeTrace, RankEncoder, encode_trace
+from .patterns import WHOLE_TEXT_PATTERN, name_of_regex, pattern_name, pattern_regex
+from .trainer import MAX_VOCAB_SIZE, ProgressFn, train, vocab_from_merges
+
+FORMAT = "tokenplay-bpe"
+VERSION = 1
+
+
+class BPEModelError(TokenplayError):
+    """A model file that cannot be loaded or a model that cannot be exported."""
+
+
+def disallowed_special_message(token: str) -> str:
+    return (
+        f"the text contains the special token {token!r}, which is disallowed here. To encode it as the special "
+        f"token, pass allowed_special={{{token!r}}} (or allowed_special='all'); to encode it as plain text, pass "
+        f"disallowed_special=() or leave {token!r} out of disallowed_special."
+    )
+
+
+class RankTokenizer(Tokenizer):
+    """Ranks (bytes -> id), a split regex and special tokens, run by our engine with tiktoken's semantics."""
+
+    family = "tokenplay-bpe"
+
+    def __init__(self, ranks: Mapping[bytes, int], pattern: str | None, special_tokens: Mapping[str, int],
+                 decoder: Mapping[int, bytes] | None = None):
+        self._special = dict(special_tokens)
+        self.encoder = RankEncoder(ranks, pattern, self._special)
+        self._decoder = dict(decoder) if decoder is not None else {r: b for b, r in ranks.items()}
+        clash = [s for s, i in self._special.items() if i in self._decoder]
+        if clash:
+            raise BPEModelError(f"special token {clash[0]!r} reuses id {self._special[clash[0]]} of a normal token")
+        ids = list(self._decoder) + list(self._special.values())
+        self._n_vocab = max(ids) + 1 if ids else 0
+        self._n_ids = len(set(ids))
+
+    @property
+    def pattern(self) -> str | None:
+        return self.encoder.pattern
+
+    @property
+    def ranks(self) -> Mapping[bytes, int]:
+        return self.encoder.ranks
+
+    # -- contract ----------------------------------------------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        return self._n_vocab
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special)
+
+    def _has_gaps(self) -> bool:
+        return self._n_ids != self._n_vocab
+
+    def token_bytes(self, token_id: int) -> bytes:
+        data = self._decoder.get(token_id)
+        if data is not None:
+            return data
+        for text, sid in self._special.items():
+            if sid == token_id:
+                return text.encode("utf-8")
+        raise KeyError(token_id)
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """Ids for ``text``; with ``allow_special`` false, special-token text is plain text (``encode_ordinary``)."""
+        check_text(text)
+        if allow_special:
+            return self.encoder.encode(text, self._special)
+        return self.encoder.encode_ordinary(text)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        check_text(text)
+        return self.encoder.encode_ordinary(text)
+
+    def encode_guarded(
+        self,
+        text: str,
+        *,
+        allowed_special: Collection[str] | str = frozenset(),
+        disallowed_special: Collection[str] | str = "all",
+    ) -> list[int]:
+        """tiktoken's ``encode``: disallowed special-token text raises :class:`SpecialTokenError`."""
+        check_text(text)
+        names = set(self._special)
+        allowed = names if allowed_special == "all" else set(allowed_special)
+        unknown = allowed - names
+        if unknown:
+            raise SpecialTokenError(
+                f"{sorted(unknown)[0]!r} is not a special token of {self.name or 'this tokenizer'}; "
+                f"its special tokens are: {', '.join(sorted(names)) or 'none'}"
+            )
+        disallowed = names - allowed if disallowed_special == "all" else set(disallowed_special)
+        if disallowed:
+            found = self.encoder.special_regex(disallowed)
+            match = found.search(text) if found is not None else None
+            if match:
+                raise SpecialTokenError(disallowed_special_message(match.group()))
+        return self.encoder.encode(text, allowed)
+
+    def encode_trace(self, text: str, *, allow_special: bool = False, max_rank: int | None = None) -> EncodeTrace:
+        """Each merge made while encoding ``text`` in rank order, with the token list after it."""
+        check_text(text)
+        return encode_trace(
+            text,
+            self.encoder.ranks,
+            self.encoder.pattern,
+            special_tokens=self._special,
+            allowed_special=self._special if allow_special else (),
+            max_rank=max_rank,
+        )
+
+
+class NativeOpenAITokenizer(RankTokenizer):
+    """An OpenAI encoding's hash-checked ranks run by our engine (the same ids as tiktoken)."""
+
+    def __init__(self, encoding: str):
+        if encoding not in ENCODINGS:
+            raise BPEModelError(f"unknown OpenAI encoding {encoding!r}; choose one of: {', '.join(ENCODINGS)}")
+        spec = ENCODINGS[encoding]
+        super().__init__(mergeable_ranks(encoding), spec.pattern, spec.special_tokens)
+        self.encoding_name = encoding
+        self.name = f"native-{encoding}"
+        self.label = f"{encoding} (tokenplay engine)"
+        self.description = f"{spec.description}; ranks run by Tokenplay's own BPE engine"
+
+
+def ranks_from_vocab(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
+    """Bytes -> the lowest id with those bytes: ``ranks_from_vocab({0: b"a", 1: b"a"}) == {b"a": 0}``."""
+    ranks: dict[bytes, int] = {}
+    for i in sorted(vocab):
+        ranks.setdefault(vocab[i], i)
+    return ranks
+
+
+class BPETokenizer(RankTokenizer):
+    """A byte-level BPE model trained by Tokenplay: pattern, special tokens, merges in order."""
+
+    def __init__(
+        self,
+        merges: Sequence[tuple[int, int]],
+        pattern: str = "gpt4",
+        special_tokens: Mapping[str, int] | Iterable[str] = (),
+        *,
+        name: str = "",
+        training: dict | None = None,
+    ):
+        self.merges = [(int(a), int(b)) for a, b in merges]
+        self.vocab = vocab_from_merges(self.merges)
+        if pattern in ("custom",):
+            raise BPEModelError("pattern 'custom' needs the regex itself; pass the regex string")
+        try:
+            self.pattern_name: str | None = pattern_name(pattern)
+            regex_str = pattern_regex(pattern)
+        except ValueError:
+            self.pattern_name, regex_str = name_of_regex(pattern), pattern  # a custom split regex
+        if not isinstance(special_tokens, Mapping):
+            first = 256 + len(self.merges)
+            special_tokens = {s: first + i for i, s in enumerate(dict.fromkeys(special_tokens))}
+        super().__init__(ranks_from_vocab(self.vocab), regex_str, special_tokens, decoder=self.vocab)
+        self.name = name
+        self.training = dict(training or {})
+
+    # -- training ----------------------------------------------------------------------------------------
+    @classmethod
+    def train(
+        cls,
+        text: str,
+        vocab_size: int,
+        pattern: str = "gpt4",
+        special_tokens: Iterable[str] = (),
+        tie_break: str = "first",
+        *,
+        top_k: int = 0,
+        max_vocab_size: int = MAX_VOCAB_SIZE,
+        progress: ProgressFn | None = None,
+        name: str = "",
+    ) -> tuple["BPETokenizer", TrainResult]:
+        """Train on ``text`` and return the model with the full step records."""
+        specials = list(dict.fromkeys(special_tokens))
+        result = train(text, vocab_size, pattern, specials, tie_break, top_k=top_k,
+                       max_vocab_size=max_vocab_size, progress=progress)
+        training = {
+            "tie_break": tie_break,
+            "vocab_size": vocab_size,
+            "stop_reason": result.stop_reason,
+            "initial_tokens": result.initial_tokens,
+            "counts": [s.count for s in result.steps],
+            "replaced": [s.replaced for s in result.steps],
+        }
+        return cls(result.merges, pattern, specials, name=name, training=training), result
+
+    @classmethod
+    def from_train_result(cls, result: TrainResult, pattern: str = "gpt4",
+                          special_tokens: Iterable[str] = (), **kw) -> "BPETokenizer":
+        return cls(result.merges, pattern, list(special_tokens), **kw)
+
+    # -- saving ------------------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        head = {
+            "format": FORMAT,
+            "version": VERSION,
+            "pattern": self.pattern_name or "custom",
+            "pattern_regex": self.pattern,
+            "special_tokens": self.special_tokens,
+            "training": self.training,
+        }
+        lines = json.dumps(head, ensure_ascii=False, indent=1)[:-2]
+        merges = ",\n".join(f"  [{a}, {b}]" for a, b in self.merges)
+        return f'{lines},\n "merges": [\n{merges}\n ]\n}}\n'
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model as readable JSON (pattern, special tokens, merges in order)."""
+        path = Path(path)
+        path.write_text(self.to_json(), encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_json(cls, data: str | dict, *, name: str = "") -> "BPETokenizer":
+        try:
+            obj = json.loads(data) if isinstance(data, str) else data
+        except json.JSONDecodeError as exc:
+            raise BPEModelError(f"not a Tokenplay BPE model (invalid JSON: {exc})") from None
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise BPEModelError(f"not a Tokenplay BPE model: expected \"format\": \"{FORMAT}\"")
+        if obj.get("version") != VERSION:
+            raise BPEModelError(f"model format version {obj.get('version')!r} is not supported (expected {VERSION})")
+        merges = obj.get("merges")
+        if not isinstance(merges, list) or not all(isinstance(m, list) and len(m) == 2 for m in merges):
+            raise BPEModelError("\"merges\" must be a list of [left id, right id] pairs")
+        pattern = obj.get("pattern", "gpt4")
+        if pattern == "custom":
+            pattern = obj.get("pattern_regex")
+            if not isinstance(pattern, str):
+                raise BPEModelError("a custom pattern needs its \"pattern_regex\"")
+        try:
+            return cls(merges, pattern, dict(obj.get("special_tokens") or {}), name=name,
+                       training=obj.get("training") or {})
+        except TokenplayError as exc:
+            raise BPEModelError(f"invalid model: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path, *, name: str = "") -> "BPETokenizer":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BPEModelError(f"model file {path} not found") from None
+        return cls.from_json(text, name=name)
+
+    # -- tiktoken ----------------------------------------------------------------------------------------
+    def tiktoken_ranks_text(self) -> str:
+        """The ``.tiktoken`` file body: ``base64(token) id`` per line, by id."""
+        if len(set(self.vocab.values())) != len(self.vocab):
+            raise BPEModelError(
+                "two ids of this vocabulary have the same bytes; the .tiktoken format keys tokens by bytes "
+                "and cannot hold it"
+            )
+        return "".join(f"{base64.b64encode(b).decode()} {i}\n" for i, b in sorted(self.vocab.items()))
+
+    def export_tiktoken(self, path: str | Path) -> Path:
+        """Write the ranks as a ``.tiktoken`` file (load it with ``tiktoken.load.load_tiktoken_bpe``)."""
+        path = Path(path)
+        path.write_text(self.tiktoken_ranks_text(), encoding="ascii")
+        return path
+
+    def tiktoken_pattern(self) -> str:
+        """The split regex tiktoken needs (pattern ``none`` becomes a regex matching the whole text)."""
+        return self.pattern if self.pattern is not None else WHOLE_TEXT_PATTERN
+
+    def info(self) -> dict:
+        out = super().info()
+        out["pattern"] = self.pattern_name or "custom"
+        out["merges"] = len(self.merges)
+        return out

@@ -1,0 +1,102 @@
+"""Pre-tokenizer choices for the BPE engine, by name: ``none``, ``gpt2``, ``gpt4`` (cl100k) and ``o200k``.
+
+A pre-tokenizer cuts text into *pre-tokens*; BPE merges never cross a pre-token boundary. ``none`` keeps the
+text whole (raw bytes, as in the classic lecture code). The pattern strings are OpenAI's, shared with
+:mod:`app.engines.openai` so there is one copy of each. This module only splits text; it does not encode.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable
+
+import regex
+
+from ..openai import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+
+#: Pattern name -> split regex (``None``: no pre-tokenizer, the whole text is one pre-token).
+PATTERNS: dict[str, str | None] = {
+    "none": None,
+    "gpt2": GPT2_PATTERN,
+    "gpt4": CL100K_PATTERN,
+    "o200k": O200K_PATTERN,
+}
+
+#: Names accepted for the same patterns (the encoding each one comes from).
+PATTERN_ALIASES = {"cl100k": "gpt4", "cl100k_base": "gpt4", "o200k_base": "o200k", "p50k_base": "gpt2", "r50k": "gpt2"}
+
+#: What ``pattern="none"`` becomes when a tokenizer is exported to tiktoken, which always needs a regex.
+WHOLE_TEXT_PATTERN = r"[\s\S]+"
+
+
+def pattern_name(name: str) -> str:
+    """The canonical pattern name: ``pattern_name("cl100k") == "gpt4"``; raise ``ValueError`` when unknown."""
+    key = PATTERN_ALIASES.get(name, name)
+    if key not in PATTERNS:
+        raise ValueError(f"unknown pattern {name!r}; choose one of: {', '.join(PATTERNS)}")
+    return key
+
+
+def pattern_regex(name: str) -> str | None:
+    """The split regex for a pattern name (``None`` for ``none``): ``pattern_regex("none") is None``."""
+    return PATTERNS[pattern_name(name)]
+
+
+def name_of_regex(pattern: str | None) -> str | None:
+    """The name of a known split regex, or ``None`` for a custom one: ``name_of_regex(GPT2_PATTERN) == "gpt2"``."""
+    for name, pat in PATTERNS.items():
+        if pat == pattern:
+            return name
+    return None
+
+
+@lru_cache(maxsize=32)
+def compiled(pattern: str) -> regex.Pattern:
+    """The compiled ``regex`` pattern (the ``regex`` module supports the possessive quantifiers OpenAI uses)."""
+    return regex.compile(pattern)
+
+
+def split_text(text: str, pattern: str | None) -> list[str]:
+    """Pre-tokens of ``text`` for a split regex: ``split_text("hi there", GPT2_PATTERN) == ["hi", " there"]``."""
+    if not text:
+        return []
+    if pattern is None:
+        return [text]
+    return compiled(pattern).findall(text)
+
+
+def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
+    """A regex that finds special-token text (longest first), or ``None`` when there are none."""
+    tokens = sorted(set(special_tokens), key=lambda s: (-len(s), s))
+    if not tokens:
+        return None
+    return regex.compile("|".join(regex.escape(t) for t in tokens))
+
+
+def split_specials(text: str, specials: regex.Pattern | None) -> list[tuple[str, bool]]:
+    """Cut text at special-token text: ``[(segment, is_special), ...]``; empty segments are left out."""
+    if specials is None:
+        return [(text, False)] if text else []
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    for m in specials.finditer(text):
+        if m.start() > pos:
+            out.append((text[pos : m.start()], False))
+        out.append((m.group(), True))
+        pos = m.end()
+    if pos < len(text):
+        out.append((text[pos:], False))
+    return out
+
+
+def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = ()) -> list[str]:
+    """Pre-tokens for training: special-token text is cut out and never part of a pre-token.
+
+    >>> pretokenize("a b<|x|>c", GPT2_PATTERN, ["<|x|>"])
+    ['a', ' b', 'c']
+    """
+    chunks: list[str] = []
+    for segment, is_special in split_specials(text, special_splitter(special_tokens)):
+        if not is_special:
+            chunks.extend(split_text(segment, pattern))
+    return chunks
