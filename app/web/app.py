@@ -57,8 +57,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    from . import api, pages
+    from . import api, compare, pages
 
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(compare.router)
+    app.include_router(compare.api_router)
     return app

@@ -1,0 +1,283 @@
+"""Compare tokenizers on one text: per-tokenizer stats, the best value per column, boundary differences.
+
+Pure functions over :class:`~app.engines.result.TokenizeResult`; nothing here knows about the web.
+
+Definitions (the compare page and ``POST /api/compare`` show exactly these):
+
+- **tokens**: number of token ids.
+- **chars/token** and **bytes/token**: characters (code points) and UTF-8 bytes of the input per token; higher is
+  better (a tokenizer that needs fewer tokens for the same text).
+- **fertility**: tokens per *word*, where a word is a maximal run of non-whitespace characters (``str.split()``
+  with no argument, so any Unicode whitespace separates words). Scripts written without spaces (Japanese,
+  Chinese) count a whole run as one word, so their fertility is high by construction. ``None`` when the text has
+  no words. Lower is better.
+- **partial share**: the share of tokens that are not a whole character on their own: tokens whose bytes are not
+  valid UTF-8 by themselves (a byte-level BPE cutting a CJK character or an emoji) and byte-fallback pieces
+  (SentencePiece ``<0xNN>``). Lower is better.
+- **unknown**: tokens whose id is the tokenizer's unknown id (``tokenizer.unk_id``; tokenizers without one
+  never produce unknown tokens). Lower is better.
+- **special**: special tokens (informational, not ranked).
+
+Boundaries are compared on *segments* (tokens that split one character folded together), so a boundary is always
+a character offset: the offsets where a segment starts, other than 0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from .errors import TokenplayError
+from .result import Segment, TokenizeResult
+
+MIN_TOKENIZERS = 2
+
+
+class CompareError(TokenplayError):
+    """A comparison that cannot be made as asked (too few tokenizers, a reference that is not compared)."""
+
+# Column name -> True when a higher value is better. The order is the table's column order.
+COLUMNS: dict[str, bool] = {
+    "tokens": False,
+    "chars_per_token": True,
+    "bytes_per_token": True,
+    "fertility": False,
+    "partial_share": False,
+    "unknown": False,
+}
+
+COLUMN_LABELS: dict[str, str] = {
+    "tokens": "Tokens",
+    "chars_per_token": "Chars / token",
+    "bytes_per_token": "Bytes / token",
+    "fertility": "Tokens / word",
+    "partial_share": "Partial tokens",
+    "unknown": "Unknown",
+}
+
+
+def count_words(text: str) -> int:
+    """Words as the stats count them: maximal runs of non-whitespace characters."""
+    return len(text.split())
+
+
+def _ratio(numerator: int, denominator: int, digits: int = 3) -> float | None:
+    return round(numerator / denominator, digits) if denominator else None
+
+
+@dataclass(slots=True)
+class Stats:
+    tokens: int
+    chars: int
+    bytes: int
+    words: int
+    chars_per_token: float | None
+    bytes_per_token: float | None
+    fertility: float | None
+    partial: int  # tokens that are partial characters or byte-fallback pieces
+    partial_share: float | None
+    unknown: int
+    special: int
+
+    def to_dict(self) -> dict:
+        return {
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "bytes": self.bytes,
+            "words": self.words,
+            "chars_per_token": self.chars_per_token,
+            "bytes_per_token": self.bytes_per_token,
+            "fertility": self.fertility,
+            "partial": self.partial,
+            "partial_share": self.partial_share,
+            "unknown": self.unknown,
+            "special": self.special,
+        }
+
+    def value(self, column: str):
+        return getattr(self, column)
+
+
+def is_partial(token) -> bool:
+    """A token that is not a whole character on its own (invalid UTF-8 alone, or a byte-fallback piece)."""
+    return (not token.valid_utf8) or token.byte_fallback
+
+
+def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: int | None = None) -> Stats:
+    """The stats of one result. ``unk_id`` is the tokenizer's unknown-token id, if it has one."""
+    count, chars, n_bytes = result.count, result.chars, result.n_bytes
+    words = count_words(result.text) if words is None else words
+    partial = sum(1 for t in result.tokens if is_partial(t))
+    unknown = sum(1 for i in result.ids if i == unk_id) if unk_id is not None else 0
+    special = sum(1 for t in result.tokens if t.special)
+    return Stats(
+        tokens=count,
+        chars=chars,
+        bytes=n_bytes,
+        words=words,
+        chars_per_token=_ratio(chars, count),
+        bytes_per_token=_ratio(n_bytes, count),
+        fertility=_ratio(count, words),
+        partial=partial,
+        partial_share=_ratio(partial, count, 4),
+        unknown=unknown,
+        special=special,
+    )
+
+
+def unk_id_of(tokenizer) -> int | None:
+    """The tokenizer's unknown-token id, or ``None`` (byte-level tokenizers have none)."""
+    unk = getattr(tokenizer, "unk_id", None)
+    return unk if isinstance(unk, int) and not isinstance(unk, bool) and unk >= 0 else None
+
+
+def best_per_column(stats: dict[str, Stats]) -> dict[str, list[str]]:
+    """For each column, the tokenizer names that share the best value (ties all win; ``None`` values never do).
+
+    A column where every tokenizer has the same value still lists them all: they are all best.
+    """
+    best: dict[str, list[str]] = {}
+    for column, higher in COLUMNS.items():
+        values = {name: s.value(column) for name, s in stats.items() if s.value(column) is not None}
+        if not values:
+            best[column] = []
+            continue
+        target = max(values.values()) if higher else min(values.values())
+        best[column] = [name for name, v in values.items() if v == target]
+    return best
+
+
+def boundaries(result: TokenizeResult) -> set[int]:
+    """Character offsets where a segment (a token, or partial tokens folded into whole characters) starts, except 0."""
+    return {seg.start for seg in result.segments() if seg.start > 0}
+
+
+@dataclass(slots=True)
+class BoundaryDiff:
+    """How one tokenizer's boundaries differ from the reference's, as character offsets."""
+
+    extra: list[int] = field(default_factory=list)  # this tokenizer cuts here, the reference does not
+    missing: list[int] = field(default_factory=list)  # the reference cuts here, this tokenizer does not
+
+    @property
+    def offsets(self) -> list[int]:
+        return sorted(set(self.extra) | set(self.missing))
+
+    def to_dict(self) -> dict:
+        return {"offsets": self.offsets, "extra": self.extra, "missing": self.missing}
+
+
+def boundary_diff(result: TokenizeResult, reference: TokenizeResult) -> BoundaryDiff:
+    mine, theirs = boundaries(result), boundaries(reference)
+    return BoundaryDiff(extra=sorted(mine - theirs), missing=sorted(theirs - mine))
+
+
+@dataclass(slots=True)
+class MarkedSegment:
+    """A segment for display, with how it relates to the reference's boundaries."""
+
+    start: int
+    end: int
+    text: str
+    tokens: list[int]
+    extra_cut: bool = False  # starts at an offset where the reference does not cut
+    missing_cuts: list[int] = field(default_factory=list)  # reference cuts strictly inside this segment
+
+    def pieces(self) -> list[str]:
+        """The segment's text cut at the reference's boundaries inside it (one piece when there are none)."""
+        cuts = [self.start, *self.missing_cuts, self.end]
+        return [self.text[a - self.start : b - self.start] for a, b in zip(cuts, cuts[1:])]
+
+
+def mark_segments(
+    result: TokenizeResult, reference_boundaries: set[int] | None, *, segments: Sequence[Segment] | None = None
+) -> list[MarkedSegment]:
+    """``result``'s segments (or the given ones), each marked against the reference's boundaries.
+
+    Unmarked when ``reference_boundaries`` is None.
+    """
+    ordered = sorted(reference_boundaries) if reference_boundaries is not None else []
+    marked: list[MarkedSegment] = []
+    for seg in result.segments() if segments is None else segments:
+        m = MarkedSegment(seg.start, seg.end, seg.text, seg.tokens)
+        if reference_boundaries is not None:
+            m.extra_cut = seg.start > 0 and seg.start not in reference_boundaries
+            lo = bisect_right(ordered, seg.start)
+            hi = bisect_left(ordered, seg.end)
+            m.missing_cuts = ordered[lo:hi]
+        marked.append(m)
+    return marked
+
+
+@dataclass(slots=True)
+class Comparison:
+    text: str
+    results: list[TokenizeResult]
+    stats: dict[str, Stats]
+    best: dict[str, list[str]]
+    reference: str | None
+    diffs: dict[str, BoundaryDiff]
+
+    @property
+    def words(self) -> int:
+        return count_words(self.text)
+
+    def to_dict(self) -> dict:
+        return {
+            "text_chars": len(self.text),
+            "text_bytes": len(self.text.encode("utf-8", "surrogatepass")),
+            "words": self.words,
+            "reference": self.reference,
+            "columns": list(COLUMNS),
+            "results": [r.to_dict() | {"stats": self.stats[r.tokenizer].to_dict()} for r in self.results],
+            "best": self.best,
+            "boundary_diff": {name: d.offsets for name, d in self.diffs.items()},
+            "boundary_detail": {name: d.to_dict() for name, d in self.diffs.items()},
+        }
+
+
+def unique_names(names: Iterable[str]) -> list[str]:
+    """``names`` without repeats, first occurrence kept."""
+    return list(dict.fromkeys(names))
+
+
+def check_selection(names: Sequence[str]) -> list[str]:
+    """``names`` de-duplicated; raises :class:`CompareError` when fewer than two remain."""
+    names = unique_names(names)
+    if len(names) < MIN_TOKENIZERS:
+        chosen = ", ".join(names) or "none"
+        raise CompareError(
+            f"choose at least {MIN_TOKENIZERS} different tokenizers to compare (got {len(names)}: {chosen})"
+        )
+    return names
+
+
+def compare(
+    text: str,
+    results: Sequence[TokenizeResult],
+    *,
+    unk_ids: dict[str, int | None] | None = None,
+    reference: str | None = None,
+) -> Comparison:
+    """Stats, best values and boundary differences for results of several tokenizers on the same ``text``.
+
+    ``reference`` names the result the others' boundaries are compared to (default: the first result). It must be
+    one of the results' tokenizers.
+    """
+    unk_ids = unk_ids or {}
+    words = count_words(text)
+    stats = {r.tokenizer: compute_stats(r, unk_ids.get(r.tokenizer), words=words) for r in results}
+    by_name = {r.tokenizer: r for r in results}
+    if reference is None and results:
+        reference = results[0].tokenizer
+    diffs: dict[str, BoundaryDiff] = {}
+    if reference is not None:
+        if reference not in by_name:
+            raise CompareError(
+                f"reference tokenizer {reference!r} is not among the compared ones; "
+                f"choose one of: {', '.join(by_name)}"
+            )
+        ref = by_name[reference]
+        diffs = {r.tokenizer: boundary_diff(r, ref) for r in results}
+    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs)
