@@ -1,14 +1,216 @@
-"""HTML pages (placeholder; the playground page is built on top of this router)."""
+"""HTML pages: the playground (``/``) and the fragments its htmx form asks for.
+
+Routes (every page route answers with :func:`page_or_block`: the whole page normally, the named block of the
+page template for htmx requests):
+
+- ``GET /?tokenizer=&text=&special=1&ws=1&offset=`` the playground, showing the result for the query, so a
+  copied link reproduces the view.
+- ``POST /render`` the live update: block ``result`` (counts, coloured tokens, ids) with an ``HX-Replace-Url``
+  header carrying the tokenizer, the flags and the text when it is short enough for a URL.
+- ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
+- ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
+
+Handlers are plain ``def`` so FastAPI runs them in its thread pool: a long text never blocks the event loop.
+Engine errors raised by htmx requests become an escaped 4xx fragment (``app.web.errors``) that the page swaps
+into the result area; a full-page request renders the page with the message there instead, and the text area
+keeps the user's text either way.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+import re
+from typing import Annotated
+from urllib.parse import urlencode
 
-from .render import page_or_block
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import PlainTextResponse
+
+from app.engines import registry
+from app.engines.base import check_text
+from app.engines.errors import InvalidIdsError, TokenplayError
+
+from .deps import SettingsDep, check_text_size, get_tokenizer
+from .errors import TooLargeError, status_for
+from .render import is_htmx, page_or_block
+from .tokenview import token_view
 
 router = APIRouter(include_in_schema=False)
 
+SAMPLE_TEXT = (
+    "Tokenplay shows how a language model cuts text into tokens.\n"
+    "Type here: every token gets a colour, and hovering one shows its id and bytes.\n"
+    "日本語も一文字ずつ見えます。Emoji too: 🙂👍🏽"
+)
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "on", "yes")
+
+
+def _page_url(tokenizer: str, text: str, special: bool, ws: bool, url_text_limit: int) -> str:
+    params: list[tuple[str, str]] = [("tokenizer", tokenizer)]
+    if text and len(text) <= url_text_limit:
+        params.append(("text", text))
+    if special:
+        params.append(("special", "1"))
+    if ws:
+        params.append(("ws", "1"))
+    return "/?" + urlencode(params)
+
+
+def _tokenizer_options() -> list[dict]:
+    return [s.to_dict() for s in registry.specs()]
+
+
+def _result_context(request: Request, settings, tokenizer: str, text: str, special: bool, ws: bool, offset: int):
+    """Tokenize and build the template context; engine errors propagate to the caller."""
+    check_text_size(text, settings)
+    tok = get_tokenizer(tokenizer)
+    result = tok.tokenize(text, allow_special=special)
+    view = token_view(result, start=offset, limit=settings.render_tokens)
+    return {"tokenizer": tok.name, "result": result, "view": view}
+
+
+def _playground(
+    request: Request,
+    settings,
+    *,
+    tokenizer: str,
+    text: str,
+    special: bool,
+    ws: bool,
+    offset: int = 0,
+    headers: dict[str, str] | None = None,
+):
+    context = {
+        "tokenizers": _tokenizer_options(),
+        "tokenizer": tokenizer,
+        "text": text,
+        "special": special,
+        "ws": ws,
+        "offset": offset,
+        "result": None,
+        "view": None,
+        "error": None,
+    }
+    status = 200
+    try:
+        context |= _result_context(request, settings, tokenizer, text, special, ws, offset)
+    except TokenplayError as exc:
+        if is_htmx(request):
+            raise  # app.web.errors answers with an escaped fragment and the right status
+        context["error"] = str(exc)
+        status = status_for(exc)
+    url = _page_url(context["tokenizer"], text, special, ws, settings.url_text_limit)
+    if headers is not None and status == 200:
+        headers["HX-Replace-Url"] = url
+    return page_or_block(request, "playground.html", "result", context, status_code=status, headers=headers)
+
 
 @router.get("/")
-def playground(request: Request):
-    return page_or_block(request, "playground.html", "result", {})
+def playground(
+    request: Request,
+    settings: SettingsDep,
+    tokenizer: str | None = None,
+    text: str | None = None,
+    special: Annotated[str | None, Query()] = None,
+    ws: Annotated[str | None, Query()] = None,
+    offset: int = 0,
+):
+    if text is None:
+        text = "" if request.url.query else SAMPLE_TEXT
+    return _playground(
+        request,
+        settings,
+        tokenizer=tokenizer or settings.default_tokenizer,
+        text=text,
+        special=_flag(special),
+        ws=_flag(ws),
+        offset=offset,
+    )
+
+
+@router.post("/render")
+def render(
+    request: Request,
+    settings: SettingsDep,
+    text: Annotated[str, Form()] = "",
+    tokenizer: Annotated[str, Form()] = "",
+    special: Annotated[str | None, Form()] = None,
+    ws: Annotated[str | None, Form()] = None,
+    offset: Annotated[int, Form()] = 0,
+):
+    # Browsers send CRLF line ends in form data; the text area holds LF, and so does the view.
+    text = text.replace("\r\n", "\n")
+    return _playground(
+        request,
+        settings,
+        tokenizer=tokenizer or settings.default_tokenizer,
+        text=text,
+        special=_flag(special),
+        ws=_flag(ws),
+        offset=offset,
+        headers={},
+    )
+
+
+_ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
+
+
+def parse_ids(raw: str) -> list[int]:
+    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`."""
+    ids = []
+    for part in _ID_SEPARATORS.split(raw):
+        if not part:
+            continue
+        if not re.fullmatch(r"\d{1,12}", part):
+            shown = part if len(part) <= 20 else part[:20] + "…"
+            raise InvalidIdsError(f"{shown!r} is not a token id; paste whole numbers separated by commas or spaces")
+        ids.append(int(part))
+    return ids
+
+
+@router.post("/decode")
+def decode(
+    request: Request,
+    settings: SettingsDep,
+    ids: Annotated[str, Form()] = "",
+    tokenizer: Annotated[str, Form()] = "",
+):
+    tokenizer = tokenizer or settings.default_tokenizer
+    parsed = parse_ids(ids)
+    if len(parsed) > settings.max_ids:
+        raise TooLargeError(f"{len(parsed):,} ids; the limit is {settings.max_ids:,}")
+    tok = get_tokenizer(tokenizer)
+    decoded = tok.decode(parsed) if parsed else None
+    context = {
+        "tokenizers": _tokenizer_options(),
+        "tokenizer": tok.name,
+        "text": "",
+        "special": False,
+        "ws": False,
+        "offset": 0,
+        "result": None,
+        "view": None,
+        "error": None,
+        "ids_input": ids,
+        "decoded": decoded,
+        "decoded_count": len(parsed),
+    }
+    return page_or_block(request, "playground.html", "decoded", context)
+
+
+@router.post("/ids")
+def all_ids(
+    settings: SettingsDep,
+    text: Annotated[str, Form()] = "",
+    tokenizer: Annotated[str, Form()] = "",
+    special: Annotated[str | None, Form()] = None,
+):
+    """Every token id of the text, comma-separated, as plain text (the page shows only a window of them)."""
+    text = text.replace("\r\n", "\n")
+    check_text_size(text, settings)
+    check_text(text)
+    tok = get_tokenizer(tokenizer or settings.default_tokenizer)
+    ids = tok.encode(text, allow_special=_flag(special))
+    return PlainTextResponse(", ".join(map(str, ids)))

@@ -1,0 +1,139 @@
+"""What the coloured-token macros in ``templates/_tokens.html`` render: a window of a result's segments.
+
+:func:`token_view` turns a :class:`~app.engines.result.TokenizeResult` into a :class:`TokenView`: for each
+segment in the window, its colour, its token ids and the detail shown on hover or focus. Pages build a view
+in Python (cheap, exact for any window) and hand it to the macros::
+
+    view = token_view(result, start=0, limit=settings.render_tokens)
+
+Colours are keyed to the token id (a multiplicative hash into a palette of :data:`PALETTE` classes
+``c0..c9``); when a segment would get the same colour as the one before it, it takes the next colour, so
+neighbours never share one. The colour chain is computed from the first segment, so a later window starts with
+exactly the colours the full view would have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.engines.result import Segment, Token, TokenizeResult, hex_bytes
+
+PALETTE = 10  # colour classes c0..c9 in static/app.css, for light and dark themes
+
+
+def base_colour(token_id: int) -> int:
+    """The colour an id gets when its neighbour does not already have it (Knuth's multiplicative hash)."""
+    return ((token_id * 2654435761) % 4294967296) * PALETTE // 4294967296
+
+
+def colours(segments: list[Segment], tokens: list[Token], stop: int | None = None) -> list[int]:
+    """Colour index of each segment up to ``stop``: keyed to its first token id, never equal to the previous."""
+    out: list[int] = []
+    prev = -1
+    for seg in segments[:stop]:
+        colour = base_colour(tokens[seg.tokens[0]].id) if seg.tokens else 0
+        if colour == prev:
+            colour = (colour + 1) % PALETTE
+        out.append(colour)
+        prev = colour
+    return out
+
+
+@dataclass(slots=True)
+class SegmentView:
+    index: int  # position of the segment in the whole result (``data-seg``)
+    text: str  # the segment's characters, exactly as in the input
+    colour: int  # 0..PALETTE-1
+    ids: list[int]
+    hexes: list[str]  # each token's bytes in hex, e.g. "E3 81"
+    special: bool  # any of its tokens is a special token
+    partial: bool  # several tokens share these characters (a character cut into byte tokens)
+    detail: str  # plain-text detail for the tooltip: ids, bytes in hex, text
+
+    @property
+    def ids_attr(self) -> str:
+        return " ".join(map(str, self.ids))
+
+
+@dataclass(slots=True)
+class TokenView:
+    """A window ``[start, stop)`` of a result's segments, ready for the ``_tokens.html`` macros."""
+
+    result: TokenizeResult
+    items: list[SegmentView]
+    start: int
+    stop: int
+    total: int  # number of segments in the whole result
+    limit: int | None
+    token_start: int = 0  # index of the first token in the window
+    token_stop: int = 0
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.start > 0 or self.stop < self.total
+
+    @property
+    def next_start(self) -> int | None:
+        return self.stop if self.stop < self.total else None
+
+    @property
+    def prev_start(self) -> int | None:
+        if self.start <= 0 or not self.limit:
+            return None
+        return max(0, self.start - self.limit)
+
+
+def _detail(text: str, tokens: list[Token], special: bool) -> str:
+    lines = []
+    for tok in tokens:
+        line = f"id {tok.id} · bytes {hex_bytes(tok.bytes)}"
+        if not tok.valid_utf8 or len(tokens) > 1:
+            line += f" · {tok.text}"
+        lines.append(line)
+    kind = "special token" if special else ("one character, several tokens" if len(tokens) > 1 else "text")
+    lines.append(f"{kind}: {text!r}")
+    return "\n".join(lines)
+
+
+def token_view(
+    result: TokenizeResult,
+    start: int = 0,
+    limit: int | None = None,
+    segments: list[Segment] | None = None,
+) -> TokenView:
+    """The segments ``[start, start + limit)`` of ``result`` (all of them when ``limit`` is None).
+
+    ``start`` is clamped to the last window, so a stale offset after the text shrank still shows tokens.
+    Pass ``segments`` when you already have ``result.segments()``.
+    """
+    segments = result.segments() if segments is None else segments
+    total = len(segments)
+    if limit is not None and limit > 0:
+        last_window = ((total - 1) // limit) * limit if total else 0
+        start = min(max(0, start), last_window)
+        stop = min(total, start + limit)
+    else:
+        start, stop = 0, total
+    palette = colours(segments, result.tokens, stop)
+    items = []
+    tokens = result.tokens
+    for index in range(start, stop):
+        seg = segments[index]
+        toks = [tokens[i] for i in seg.tokens]
+        special = any(t.special for t in toks)
+        items.append(
+            SegmentView(
+                index=index,
+                text=seg.text,
+                colour=palette[index],
+                ids=[t.id for t in toks],
+                hexes=[hex_bytes(t.bytes) for t in toks],
+                special=special,
+                partial=len(toks) > 1,
+                detail=_detail(seg.text, toks, special),
+            )
+        )
+    token_start = segments[start].tokens[0] if items and segments[start].tokens else 0
+    token_stop = (segments[stop - 1].tokens[-1] + 1) if items and segments[stop - 1].tokens else token_start
+    return TokenView(result, items, start, stop, total, limit, token_start, token_stop, result.stats())

@@ -1,0 +1,103 @@
+// Tokenplay: only what htmx cannot do on its own.
+// - hovering or focusing a token highlights its ids (and the other way round): elements sharing data-seg;
+// - the token detail (ids, bytes in hex, text) in #detail on hover or focus, built with textContent only;
+// - arrow keys move focus between tokens (only the first token is in the Tab order);
+// - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them.
+// The text area is never swapped by htmx, so its caret and scroll position stay as they are.
+(function () {
+  "use strict";
+
+  let lit = [];
+
+  function highlight(seg) {
+    for (const el of lit) el.classList.remove("hl");
+    lit = [];
+    const root = document.getElementById("result");
+    if (seg == null || !root) return;
+    lit = Array.from(root.querySelectorAll('[data-seg="' + CSS.escape(seg) + '"]'));
+    for (const el of lit) el.classList.add("hl");
+  }
+
+  function span(cls, text) {
+    const el = document.createElement("span");
+    el.className = cls;
+    el.textContent = text;
+    return el;
+  }
+
+  function showDetail(tok) {
+    const box = document.getElementById("detail");
+    if (!box || !tok) return;
+    const ids = (tok.dataset.ids || "").split(" ").filter(Boolean);
+    const hexes = (tok.dataset.hex || "").split("|");
+    const parts = [span("d-text", JSON.stringify(tok.textContent))];
+    if (tok.classList.contains("special")) parts.push(span("d-tag", "special token"));
+    if (ids.length > 1) parts.push(span("d-tag", ids.length + " tokens, one group of whole characters"));
+    ids.forEach(function (id, i) {
+      const t = span("d-tok", "");
+      t.append(span("d-id", "id " + id), span("d-hex", hexes[i] || ""));
+      parts.push(t);
+    });
+    box.replaceChildren(...parts);
+  }
+
+  function tokenFor(el) {
+    if (el.classList.contains("t")) return el;
+    const root = document.getElementById("tokens");
+    return root && root.querySelector('.t[data-seg="' + CSS.escape(el.dataset.seg) + '"]');
+  }
+
+  function onEnter(event) {
+    const el = event.target instanceof Element && event.target.closest("#result [data-seg]");
+    if (!el) return;
+    highlight(el.dataset.seg);
+    showDetail(tokenFor(el));
+  }
+
+  function onLeave(event) {
+    const el = event.target instanceof Element && event.target.closest("#result [data-seg]");
+    if (el && !(event.relatedTarget instanceof Node && el.contains(event.relatedTarget))) highlight(null);
+  }
+
+  document.addEventListener("mouseover", onEnter);
+  document.addEventListener("focusin", onEnter);
+  document.addEventListener("mouseout", onLeave);
+  document.addEventListener("focusout", onLeave);
+
+  document.addEventListener("keydown", function (event) {
+    const tok = event.target instanceof Element && event.target.closest("#tokens .t");
+    if (!tok) return;
+    let next = null;
+    if (event.key === "ArrowRight" || event.key === "ArrowDown") next = tok.nextElementSibling;
+    else if (event.key === "ArrowLeft" || event.key === "ArrowUp") next = tok.previousElementSibling;
+    else if (event.key === "Home") next = tok.parentElement.firstElementChild;
+    else if (event.key === "End") next = tok.parentElement.lastElementChild;
+    else return;
+    event.preventDefault();
+    if (next) next.focus();
+  });
+
+  document.addEventListener("click", function (event) {
+    const button = event.target instanceof Element && event.target.closest("[data-copy-ids]");
+    const form = document.getElementById("play");
+    if (!button || !form) return;
+    const label = button.textContent;
+    fetch("/ids", { method: "POST", body: new URLSearchParams(new FormData(form)) })
+      .then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        return r.text();
+      })
+      .then(function (text) {
+        return navigator.clipboard.writeText(text).then(function () {
+          const n = text ? text.split(",").length : 0;
+          button.textContent = "Copied " + n.toLocaleString() + " ids";
+        });
+      })
+      .catch(function () {
+        button.textContent = "Copy failed";
+      })
+      .finally(function () {
+        setTimeout(function () { button.textContent = label; }, 2000);
+      });
+  });
+})();
