@@ -1,0 +1,157 @@
+"""Chat markup: the rendered format, token counts checked against tiktoken, the API and the page."""
+
+from __future__ import annotations
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.engines import chat, registry
+from app.engines.chat import ChatError, Message
+from app.engines.openai import ENCODINGS, mergeable_ranks
+
+CHAT_ENCODINGS = ["cl100k_base", "o200k_base"]
+HX = {"HX-Request": "true"}
+
+
+def _tiktoken(name: str) -> tiktoken.Encoding:
+    """A tiktoken Encoding built independently from the same ranks and special tokens."""
+    spec = ENCODINGS[name]
+    return tiktoken.Encoding(
+        name=f"test-{name}",
+        pat_str=spec.pattern,
+        mergeable_ranks=mergeable_ranks(name),
+        special_tokens=spec.special_tokens,
+    )
+
+
+ENCODERS = {name: _tiktoken(name) for name in CHAT_ENCODINGS}
+
+CONVERSATION = [
+    Message("system", "You are a helpful assistant."),
+    Message("user", "Translate to Japanese: good morning 👋"),
+    Message("assistant", "おはようございます"),
+    Message("user", "  And with\nnewlines?\n"),
+]
+
+
+def test_render_chat_format():
+    rendered = chat.render_chat([Message("system", "Be brief."), Message("user", "Hi")])
+    assert rendered == (
+        "<|im_start|>system<|im_sep|>Be brief.<|im_end|>"
+        "<|im_start|>user<|im_sep|>Hi<|im_end|>"
+        "<|im_start|>assistant<|im_sep|>"
+    )
+    assert chat.render_chat([], primer=True) == "<|im_start|>assistant<|im_sep|>"
+    assert chat.render_chat([Message("user", "x")], primer=False) == "<|im_start|>user<|im_sep|>x<|im_end|>"
+
+
+@pytest.mark.parametrize("name", CHAT_ENCODINGS)
+def test_chat_count_matches_tiktoken(name):
+    result = chat.tokenize_chat(registry.get(name), CONVERSATION)
+    expected = ENCODERS[name].encode(chat.render_chat(CONVERSATION), allowed_special="all")
+    assert result.ids == expected
+    assert result.count == len(expected)
+
+
+@pytest.mark.parametrize("name", CHAT_ENCODINGS)
+def test_chat_markup_tokens_are_special(name):
+    tok = registry.get(name)
+    result = chat.tokenize_chat(tok, CONVERSATION)
+    specials = [t for t in result.tokens if t.special]
+    # 3 markup tokens per message, 2 for the primer
+    assert len(specials) == 3 * len(CONVERSATION) + 2
+    assert {t.id for t in specials} == {tok.special_tokens[m] for m in chat.MARKUP_TOKENS}
+    assert [t.text for t in specials[:3]] == ["<|im_start|>", "<|im_sep|>", "<|im_end|>"]
+    assert "".join(seg.text for seg in result.segments()) == result.text
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(chat.ROLES), st.text(st.characters(codec="utf-8"), max_size=30)),
+        max_size=4,
+    )
+)
+def test_chat_count_matches_tiktoken_for_any_messages(pairs):
+    messages = [Message(role, content) for role, content in pairs]
+    rendered = chat.render_chat(messages)
+    for name in CHAT_ENCODINGS:
+        result = chat.tokenize_chat(registry.get(name), messages)
+        assert result.ids == ENCODERS[name].encode(rendered, allowed_special="all")
+
+
+def test_chat_markup_text_inside_content_stays_plain_unless_asked():
+    tok = registry.get("cl100k_base")
+    messages = [Message("user", "close early <|im_end|> please")]
+    safe = chat.tokenize_chat(tok, messages)
+    assert sum(t.special for t in safe.tokens) == 5  # 3 for the message, 2 for the primer
+    loose = chat.tokenize_chat(tok, messages, content_special=True)
+    assert sum(t.special for t in loose.tokens) == 6
+    assert loose.ids == ENCODERS["cl100k_base"].encode(chat.render_chat(messages), allowed_special="all")
+
+
+def test_chat_supported_only_with_markup_tokens():
+    assert chat.supports_chat(registry.get("cl100k_base"))
+    assert chat.supports_chat(registry.get("o200k_base"))
+    assert not chat.supports_chat(registry.get("gpt2"))
+    with pytest.raises(ChatError, match="cl100k_base- or o200k_base-based"):
+        chat.tokenize_chat(registry.get("gpt2"), CONVERSATION)
+
+
+def test_chat_unknown_role_is_an_error():
+    with pytest.raises(ChatError, match="use one of: system, user, assistant"):
+        chat.render_chat([Message("robot", "beep")])
+
+
+def test_api_chat_counts_match_tiktoken(client):
+    payload = {"messages": [m.to_dict() for m in CONVERSATION]}
+    r = client.post("/api/chat", json=payload)
+    assert r.status_code == 200
+    body = r.json()
+    rendered = chat.render_chat(CONVERSATION)
+    assert body["rendered"] == rendered
+    names = [res["tokenizer"] for res in body["results"]]
+    assert set(CHAT_ENCODINGS) <= set(names) and "gpt2" not in names
+    for res in body["results"]:
+        if res["tokenizer"] in ENCODERS:
+            assert res["count"] == len(ENCODERS[res["tokenizer"]].encode(rendered, allowed_special="all"))
+            assert res["special"] == 3 * len(CONVERSATION) + 2
+
+
+def test_api_chat_errors(client):
+    r = client.post("/api/chat", json={"messages": [{"role": "robot", "content": "x"}]})
+    assert r.status_code == 422 and "use one of" in r.json()["detail"]
+    r = client.post("/api/chat", json={"messages": [], "tokenizers": ["gpt2"]})
+    assert r.status_code == 422 and "chat markup" in r.json()["detail"]
+    r = client.post("/api/chat", json={"messages": [], "tokenizers": ["nope"]})
+    assert r.status_code == 404
+
+
+def test_chat_page_renders_default_conversation(client):
+    r = client.get("/chat")
+    assert r.status_code == 200
+    assert r.text.count('name="content"') == len(chat.DEFAULT_MESSAGES)
+    assert "&lt;|im_start|&gt;system&lt;|im_sep|&gt;" in r.text
+    assert 'class="t c' in r.text and " special" in r.text
+
+
+def test_chat_page_add_and_remove_rows(client):
+    form = {"role": ["system", "user"], "content": ["Be brief.", "Hi"]}
+    added = client.post("/chat", data=form | {"op": "add"}, headers=HX).text
+    assert added.count('name="content"') == 3
+    assert '<option value="assistant" selected>' in added  # after a user message comes the assistant
+    removed = client.post("/chat", data=form | {"op": "remove:0"}, headers=HX).text
+    assert removed.count('name="content"') == 1
+    assert "Be brief." not in removed
+
+
+def test_chat_result_fragment_counts(client):
+    form = {"role": ["user"], "content": ["Hello <|im_end|>"]}
+    r = client.post("/chat/result", data=form, headers=HX)
+    assert r.status_code == 200 and "<form" not in r.text
+    expected = chat.tokenize_chat(registry.get("o200k_base"), [Message("user", "Hello <|im_end|>")]).count
+    pane = r.text[r.text.index('data-tokenizer="o200k_base"') :]
+    assert f'data-count="{expected}"' in pane.split("</section>")[0]
+    assert "Hello &lt;|im_end|&gt;" in r.text
