@@ -16,6 +16,28 @@ for _name, _enc in ENCODINGS.items():
         )
     )
 
+from .bpe.model import CUSTOM_BPE_DESCRIPTION, NativeOpenAITokenizer, custom_bpe  # noqa: E402
+
+for _name, _enc in ENCODINGS.items():
+    register(
+        TokenizerSpec(
+            name=f"native-{_name}",
+            label=f"{_name} (tokenplay engine)",
+            family="tokenplay-bpe",
+            factory=lambda n=_name: NativeOpenAITokenizer(n),
+            description=f"{_enc.description}; the same ranks run by Tokenplay's own BPE engine",
+        )
+    )
+register(
+    TokenizerSpec(
+        name="custom-bpe",
+        label="custom-bpe (trained by Tokenplay)",
+        family="tokenplay-bpe",
+        factory=custom_bpe,
+        description=CUSTOM_BPE_DESCRIPTION,
+    )
+)
+
 from .sentencepiece.model import SentencePieceTokenizer  # noqa: E402
 
 register(

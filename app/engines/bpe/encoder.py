@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
+from itertools import chain
 from typing import Collection, Mapping
 
 from ..errors import TokenplayError
-from .patterns import compiled, special_splitter, split_specials
+from .patterns import Splitter, compiled, special_splitter, split_specials
 
 INF = float("inf")
-#: Pre-tokens longer than this many bytes are merged with the heap (O(n log n)).
-LONG_PIECE = 128
+#: Pre-tokens longer than this many bytes are merged with the heap (O(n log n); also faster from ~16 bytes).
+LONG_PIECE = 16
 #: Pre-tokens longer than this many characters are not cached.
 CACHE_PIECE_CHARS = 256
 CACHE_LIMIT = 200_000
@@ -61,20 +62,15 @@ def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     """
     n = len(piece)
     get = ranks.get
-    nxt = list(range(1, n + 1))  # part starting at i ends at nxt[i]
+    nxt = list(range(1, n + 1))  # the part starting at i ends at nxt[i]; -1 once it was merged into its left
     prv = list(range(-1, n - 1))
-    alive = [True] * n
-    heap = []
-    for i in range(n - 1):
-        r = get(piece[i : i + 2])
-        if r is not None:
-            heap.append((r, i, i + 1, i + 2))
-    heapify(heap)
+    heap = [(r, i, i + 1, i + 2) for i in range(n - 1) if (r := get(piece[i : i + 2])) is not None]
+    heapify(heap)  # (rank, left start, right start, right end): lowest rank first, then leftmost
     while heap:
         _, i, j, k = heappop(heap)
-        if not alive[i] or nxt[i] != j or nxt[j] != k:
-            continue  # a part changed since this candidate was pushed
-        alive[j] = False
+        if nxt[i] != j or nxt[j] != k:
+            continue  # one of the two parts changed since this candidate was pushed
+        nxt[j] = -1
         nxt[i] = k
         if k < n:
             prv[k] = i
@@ -90,8 +86,9 @@ def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     out = []
     i = 0
     while i < n:
-        out.append(ranks[piece[i : nxt[i]]])
-        i = nxt[i]
+        e = nxt[i]
+        out.append(ranks[piece[i:e]])
+        i = e
     return out
 
 
@@ -105,6 +102,24 @@ def encode_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     return merge_short(piece, ranks)
 
 
+class _PieceCache(dict):
+    """Pre-token text -> ids; a missing entry is computed (and kept unless the piece is long)."""
+
+    def __init__(self, ranks: Mapping[bytes, int]):
+        super().__init__()
+        self.ranks = ranks
+
+    def __missing__(self, piece: str) -> tuple[int, ...]:
+        data = piece.encode("utf-8")
+        r = self.ranks.get(data)
+        ids = (r,) if r is not None else tuple(encode_piece(data, self.ranks))
+        if len(piece) <= CACHE_PIECE_CHARS:
+            if len(self) >= CACHE_LIMIT:
+                self.clear()
+            self[piece] = ids
+        return ids
+
+
 class RankEncoder:
     """Ranks + split pattern + special tokens: ``encode_ordinary`` and ``encode`` as tiktoken has them."""
 
@@ -115,33 +130,13 @@ class RankEncoder:
         self.ranks = ranks
         self.pattern = pattern
         self.special_tokens = dict(special_tokens)
-        self._findall = compiled(pattern).findall if pattern is not None else None
-        self._cache: dict[str, tuple[int, ...]] = {}
+        self.split = Splitter(pattern)
+        self._cache = _PieceCache(ranks)
         self._special_res: dict[frozenset, object] = {}
-
-    def split(self, text: str) -> list[str]:
-        if self._findall is None:
-            return [text] if text else []
-        return self._findall(text)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids with special-token text treated as plain text (tiktoken's ``encode_ordinary``)."""
-        cache = self._cache
-        ranks = self.ranks
-        out: list[int] = []
-        extend = out.extend
-        for piece in self.split(text):
-            ids = cache.get(piece)
-            if ids is None:
-                data = piece.encode("utf-8")
-                r = ranks.get(data)
-                ids = (r,) if r is not None else tuple(encode_piece(data, ranks))
-                if len(piece) <= CACHE_PIECE_CHARS:
-                    if len(cache) >= CACHE_LIMIT:
-                        cache.clear()
-                    cache[piece] = ids
-            extend(ids)
-        return out
+        return list(chain.from_iterable(map(self._cache.__getitem__, self.split(text))))
 
     def special_regex(self, allowed: Collection[str]):
         key = frozenset(allowed)

@@ -228,17 +228,18 @@ class BPETokenizer(RankTokenizer):
 
     # -- saving ------------------------------------------------------------------------------------------
     def to_json(self) -> str:
-        head = {
-            "format": FORMAT,
-            "version": VERSION,
-            "pattern": self.pattern_name or "custom",
-            "pattern_regex": self.pattern,
-            "special_tokens": self.special_tokens,
-            "training": self.training,
-        }
-        lines = json.dumps(head, ensure_ascii=False, indent=1)[:-2]
+        """The saved form: one field per line, the training facts on one line, then one merge per line."""
+        dump = lambda obj: json.dumps(obj, ensure_ascii=False)  # noqa: E731
+        head = [
+            f' "format": {dump(FORMAT)}',
+            f' "version": {VERSION}',
+            f' "pattern": {dump(self.pattern_name or "custom")}',
+            f' "pattern_regex": {dump(self.pattern)}',
+            f' "special_tokens": {dump(self.special_tokens)}',
+            f' "training": {dump(self.training)}',
+        ]
         merges = ",\n".join(f"  [{a}, {b}]" for a, b in self.merges)
-        return f'{lines},\n "merges": [\n{merges}\n ]\n}}\n'
+        return "{\n" + ",\n".join(head) + f',\n "merges": [\n{merges}\n ]\n}}\n'
 
     def save(self, path: str | Path) -> Path:
         """Write the model as readable JSON (pattern, special tokens, merges in order)."""
@@ -304,3 +305,20 @@ class BPETokenizer(RankTokenizer):
         out["pattern"] = self.pattern_name or "custom"
         out["merges"] = len(self.merges)
         return out
+
+
+CUSTOM_BPE_FILE = "custom-bpe/model.json"
+CUSTOM_BPE_DESCRIPTION = (
+    "Byte-level BPE trained by Tokenplay (4,096 tokens, GPT-4 split pattern) on Python's reference docs "
+    "and generated Japanese; see tokenizers/custom-bpe/README.md"
+)
+
+
+def custom_bpe() -> BPETokenizer:
+    """The shipped ``custom-bpe`` model from ``tokenizers/custom-bpe/model.json``."""
+    from ..datafiles import data_dir
+
+    model = BPETokenizer.load(data_dir() / CUSTOM_BPE_FILE, name="custom-bpe")
+    model.label = "custom-bpe (trained by Tokenplay)"
+    model.description = CUSTOM_BPE_DESCRIPTION
+    return model

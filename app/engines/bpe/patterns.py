@@ -7,6 +7,7 @@ text whole (raw bytes, as in the classic lecture code). The pattern strings are 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Iterable
 
@@ -100,3 +101,65 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
         if not is_special:
             chunks.extend(split_text(segment, pattern))
     return chunks
+
+
+# --- a faster exact split for ASCII stretches --------------------------------------------------------------
+# Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. On ASCII text each OpenAI pattern
+# has an exact twin with ASCII classes (``regex``'s \s on ASCII is [\t\n\v\f\r ]). Long texts are cut into
+# blocks at positions just after an ASCII letter followed by a space: no match of these patterns contains a
+# letter followed by whitespace, none looks behind, and a block never ends in whitespace, so every block is
+# matched exactly as in the whole text. ASCII blocks use the twin, the others the original pattern.
+_S = r"[\t\n\x0b\x0c\r ]"
+_NS = r"[^\t\n\x0b\x0c\r ]"
+_OTHER = r"[^\t\n\x0b\x0c\r A-Za-z0-9]"
+_CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+ASCII_TWINS: dict[str, str] = {
+    GPT2_PATTERN: rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?{_OTHER}++|{_S}++\Z|{_S}+(?!{_NS})|{_S}""",
+    CL100K_PATTERN: (
+        rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+| ?{_OTHER}++[\r\n]*+|{_S}++\Z"""
+        rf"""|{_S}*[\r\n]|{_S}+(?!{_NS})|{_S}"""
+    ),
+    O200K_PATTERN: "|".join(
+        [
+            rf"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+{_CONTRACTION}""",
+            rf"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*{_CONTRACTION}""",
+            r"""[0-9]{1,3}""",
+            rf""" ?{_OTHER}+[\r\n/]*""",
+            rf"""{_S}*[\r\n]+""",
+            rf"""{_S}+(?!{_NS})""",
+            rf"""{_S}+""",
+        ]
+    ),
+}
+_CUT = re.compile(r"[A-Za-z](?= )")
+BLOCK_CHARS = 256
+
+
+class Splitter:
+    """``Splitter(pattern)(text)`` equals ``regex.findall(pattern, text)``, faster on ASCII-heavy text."""
+
+    def __init__(self, pattern: str | None, block_chars: int = BLOCK_CHARS):
+        self.pattern = pattern
+        self.block_chars = block_chars
+        self._findall = compiled(pattern).findall if pattern is not None else None
+        twin = ASCII_TWINS.get(pattern) if pattern is not None else None
+        self._ascii_findall = re.compile(twin).findall if twin is not None else None
+
+    def __call__(self, text: str) -> list[str]:
+        if self._findall is None:
+            return [text] if text else []
+        fast = self._ascii_findall
+        if fast is None:
+            return self._findall(text)
+        if text.isascii():
+            return fast(text)
+        out: list[str] = []
+        pos, n, step = 0, len(text), self.block_chars
+        search = _CUT.search
+        while pos < n:
+            m = search(text, pos + step) if pos + step < n else None
+            end = m.end() if m is not None else n
+            block = text[pos:end]
+            out.extend(fast(block) if block.isascii() else self._findall(block))
+            pos = end
+        return out
