@@ -74,6 +74,42 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train byte-level BPE on a corpus file; progress goes to stderr, the model to --out."""
+    import time
+    from pathlib import Path
+
+    from app.engines.bpe.model import BPETokenizer
+
+    try:
+        corpus = sys.stdin.read() if args.corpus == "-" else Path(args.corpus).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenplayError(f"cannot read corpus {args.corpus!r}: {exc}; pass a UTF-8 text file") from None
+    started = last = time.monotonic()
+
+    def progress(step: int, total: int, record) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if not args.quiet and (now - last >= 1.0 or step == total):
+            last = now
+            print(f"merge {step}/{total} ({now - started:.1f}s): {record.token!r} count {record.count}",
+                  file=sys.stderr)
+
+    model, result = BPETokenizer.train(
+        corpus, args.vocab_size, args.pattern, args.special, args.tie_break,
+        top_k=args.top_k, max_vocab_size=args.max_vocab_size, progress=progress,
+    )
+    model.save(args.out)
+    if args.trace:
+        Path(args.trace).write_text(json.dumps(result.to_dict(), ensure_ascii=False), encoding="utf-8")
+    if args.export_tiktoken:
+        model.export_tiktoken(args.export_tiktoken)
+    final_tokens = result.steps[-1].corpus_tokens if result.steps else result.initial_tokens
+    print(f"{len(result.merges)} merges ({result.stop_reason}); corpus {result.initial_tokens} -> {final_tokens} "
+          f"tokens; model written to {args.out}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenplay", description="See how language models cut text into tokens.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +134,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=ENGINES, default="tiktoken")
     p.add_argument("ids", nargs="*")
     p.set_defaults(func=cmd_decode)
+
+    p = sub.add_parser("train", help="train byte-level BPE on a corpus and save the model")
+    p.add_argument("corpus", help="UTF-8 text file ('-' for stdin)")
+    p.add_argument("--vocab-size", type=int, required=True, help="256 bytes + merges")
+    p.add_argument("--pattern", choices=("none", "gpt2", "gpt4", "o200k"), default="gpt4", help="pre-tokenizer")
+    p.add_argument("--tie-break", choices=("first", "lexical"), default="first")
+    p.add_argument("--special", action="append", default=[], metavar="TOKEN", help="special token (repeatable)")
+    p.add_argument("--out", required=True, help="model file (Tokenplay BPE JSON)")
+    p.add_argument("--trace", default=None, help="write every merge step as JSON here")
+    p.add_argument("--top-k", type=int, default=0, help="record the k most frequent pairs before each merge")
+    p.add_argument("--max-vocab-size", type=int, default=100_000)
+    p.add_argument("--export-tiktoken", default=None, metavar="PATH", help="also write a .tiktoken file")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("list", help="list the tokenizers")
     p.add_argument("--json", action="store_true")
