@@ -57,10 +57,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    from . import api, compare, pages
+    from . import api, compare, lab, pages
 
     app.include_router(api.router)
     app.include_router(pages.router)
     app.include_router(compare.router)
     app.include_router(compare.api_router)
+    app.include_router(lab.router)
     return app

@@ -1,0 +1,291 @@
+"""One training interface over the lab's algorithms: byte-level BPE, character-level BPE, SentencePiece-style.
+
+Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
+*words* (id sequences with counts, in first-seen order) and a merge loop that emits one
+:class:`~app.engines.steps.MergeStep` per merge. Byte- and character-level BPE both run on the fast
+incremental core of :mod:`app.engines.bpe.trainer` (``BPETrainerState``); they differ only in how text becomes
+base ids (UTF-8 bytes, or one id per code point plus an optional end-of-word marker ``</w>``).
+
+:class:`Encoder` turns text into base-id words the same way for training, the step views and "encode a new
+text", so the three can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import regex
+
+from app.engines.bpe.patterns import compiled, pattern_regex
+from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState, BPETrainingError
+from app.engines.errors import TokenplayError
+from app.engines.steps import TIE_BREAKS, MergeStep
+
+ALGORITHMS = ("byte", "char", "sentencepiece")
+ALGORITHM_LABELS = {"byte": "byte-level BPE", "char": "character-level BPE", "sentencepiece": "SentencePiece-style BPE"}
+PATTERNS = ("none", "whitespace", "gpt2", "gpt4")
+PATTERN_LABELS = {
+    "none": "none (the whole text is one word)",
+    "whitespace": "whitespace (words; spaces are not tokens)",
+    "gpt2": "GPT-2 regex",
+    "gpt4": "GPT-4 regex (cl100k)",
+}
+END_OF_WORD = "</w>"
+SP_SPACE = "\u2581"  # ▁, SentencePiece's visible space
+
+#: Top pairs recorded before every merge (the step's pair table).
+TOP_K = 10
+#: Tie lists longer than this are cut when stored (the total is kept in ``n_ties``).
+MAX_TIES = 24
+
+
+class LabOptionsError(TokenplayError):
+    """Training options the lab cannot run (unknown algorithm, bad merge count, ...)."""
+
+
+class Cancelled(Exception):
+    """Raised inside a training loop when its job was cancelled."""
+
+
+@dataclass(slots=True)
+class Options:
+    algorithm: str = "byte"
+    pattern: str = "gpt2"
+    merges: int | None = None  # number of merges, or
+    vocab_size: int | None = None  # a target vocabulary size (base vocabulary + merges)
+    tie_break: str = "first"
+    end_of_word: bool = False
+
+    def check(self, max_merges: int) -> "Options":
+        if self.algorithm not in ALGORITHMS:
+            raise LabOptionsError(f"unknown algorithm {self.algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
+        if self.pattern not in PATTERNS:
+            raise LabOptionsError(f"unknown pattern {self.pattern!r}; choose one of: {', '.join(PATTERNS)}")
+        if self.tie_break not in TIE_BREAKS:
+            raise LabOptionsError(f"unknown tie_break {self.tie_break!r}; choose one of: {', '.join(TIE_BREAKS)}")
+        if self.end_of_word and self.algorithm != "char":
+            raise LabOptionsError("end_of_word (the </w> marker) applies to character-level BPE only (algorithm 'char')")
+        if (self.merges is None) == (self.vocab_size is None):
+            raise LabOptionsError("give exactly one of 'merges' or 'vocab_size'")
+        if self.merges is not None and not 0 <= self.merges <= max_merges:
+            raise LabOptionsError(f"merges must be between 0 and {max_merges:,} (the lab's limit); got {self.merges:,}")
+        if self.vocab_size is not None and self.vocab_size < 1:
+            raise LabOptionsError(f"vocab_size must be positive; got {self.vocab_size}")
+        return self
+
+    def n_merges(self, base_size: int, max_merges: int) -> int:
+        if self.merges is not None:
+            return self.merges
+        n = self.vocab_size - base_size
+        if n < 0:
+            raise LabOptionsError(
+                f"vocab_size {self.vocab_size:,} is below the {base_size:,} base tokens of this corpus; "
+                f"choose at least {base_size:,}"
+            )
+        if n > max_merges:
+            raise LabOptionsError(
+                f"vocab_size {self.vocab_size:,} needs {n:,} merges; the lab's limit is {max_merges:,} merges "
+                f"(a vocab_size of at most {base_size + max_merges:,} here)"
+            )
+        return n
+
+    def to_dict(self) -> dict:
+        return {
+            "algorithm": self.algorithm,
+            "pattern": self.pattern,
+            "merges": self.merges,
+            "vocab_size": self.vocab_size,
+            "tie_break": self.tie_break,
+            "end_of_word": self.end_of_word,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Options":
+        return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word")})
+
+    def describe(self) -> str:
+        eow = " with </w>" if self.end_of_word else ""
+        return f"{ALGORITHM_LABELS[self.algorithm]}{eow}, pre-tokenizer {self.pattern}, ties: {self.tie_break}"
+
+
+# -- pre-tokenizing ------------------------------------------------------------------------------------------
+
+_WS = regex.compile(r"\S+")
+
+
+def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
+    """Character spans of the words of ``text``; text between spans (whitespace for ``whitespace``) is no word."""
+    if not text:
+        return []
+    if pattern == "none":
+        return [(0, len(text))]
+    if pattern == "whitespace":
+        rx = _WS
+    elif pattern == "sp":  # SentencePiece-style: a word is "▁" + the characters up to the next space
+        rx = _SP_WORD
+    else:
+        rx = compiled(pattern_regex(pattern))
+    return [m.span() for m in rx.finditer(text)]
+
+
+_SP_WORD = regex.compile(r" ?[^ ]+| ")
+
+
+class Encoder:
+    """Text to base-id words for one run. ``base`` maps every base id to its surface bytes."""
+
+    def __init__(self, algorithm: str, pattern: str, base: dict[int, bytes], end_of_word: bool = False):
+        self.algorithm = algorithm
+        self.pattern = "sp" if algorithm == "sentencepiece" else pattern
+        self.base = base
+        self.end_of_word = end_of_word
+        self.char_ids: dict[str, int] = {}
+        self.eow_id: int | None = None
+        if algorithm != "byte":
+            for i, b in base.items():
+                s = b.decode("utf-8")
+                if s == END_OF_WORD and end_of_word:
+                    self.eow_id = i
+                else:
+                    self.char_ids[s] = i
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return chunk_spans(text, self.pattern)
+
+    def word_ids(self, chunk: str) -> list[int]:
+        """Base ids of one word; a character the base vocabulary lacks becomes -1 (never merged)."""
+        if self.algorithm == "byte":
+            return list(chunk.encode("utf-8"))
+        if self.algorithm == "sentencepiece":
+            chunk = chunk.replace(" ", SP_SPACE)
+            if not chunk.startswith(SP_SPACE):
+                chunk = SP_SPACE + chunk
+        get = self.char_ids.get
+        ids = [get(c, -1) for c in chunk]
+        if self.eow_id is not None:
+            ids.append(self.eow_id)
+        return ids
+
+    def words(self, text: str) -> list[tuple[list[int], int]]:
+        counts = Counter(text[a:b] for a, b in self.spans(text))
+        return [(self.word_ids(chunk), n) for chunk, n in counts.items()]
+
+
+def base_vocab_for(text: str, algorithm: str, pattern: str, end_of_word: bool) -> dict[int, bytes]:
+    """The base vocabulary: 256 bytes, or every character of the corpus's words in code-point order."""
+    if algorithm == "byte":
+        return dict(BYTE_VOCAB)
+    chars: set[str] = set()
+    pat = "sp" if algorithm == "sentencepiece" else pattern
+    for a, b in chunk_spans(text, pat):
+        chars.update(text[a:b])
+    if algorithm == "sentencepiece":
+        chars.discard(" ")
+        chars.add(SP_SPACE)
+    base = {i: c.encode("utf-8") for i, c in enumerate(sorted(chars))}
+    if end_of_word:
+        base[len(base)] = END_OF_WORD.encode()
+    return base
+
+
+def base_units(text: str, algorithm: str, pattern: str) -> int:
+    """What compression is measured against: the corpus's bytes (byte-level) or characters (the others)."""
+    pat = "sp" if algorithm == "sentencepiece" else pattern
+    spans = chunk_spans(text, pat)
+    if algorithm == "byte":
+        return sum(len(text[a:b].encode("utf-8")) for a, b in spans)
+    return sum(b - a for a, b in spans)
+
+
+# -- training ------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Trained:
+    base: dict[int, bytes]
+    steps: list[MergeStep]
+    n_ties: list[int]
+    initial_tokens: int
+    base_units: int
+    target_merges: int
+    stop_reason: str
+    top0: list = field(default_factory=list)  # pair table before the first merge (same as steps[0].top_pairs)
+
+
+ProgressFn = Callable[[int, int], None]
+
+
+def _record(step: MergeStep, n_ties: list[int]) -> MergeStep:
+    n_ties.append(len(step.ties))
+    if len(step.ties) > MAX_TIES:
+        step.ties = step.ties[:MAX_TIES]
+    return step
+
+
+def train(
+    corpus: str,
+    options: Options,
+    *,
+    max_merges: int,
+    prefix: Sequence[MergeStep] = (),
+    prefix_n_ties: Sequence[int] = (),
+    force: tuple[int, int] | None = None,
+    progress: ProgressFn | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Trained:
+    """Train ``corpus`` with ``options``; with ``prefix`` (and ``force``) continue a run from a chosen point.
+
+    ``prefix`` steps are replayed as given (their records are kept), then ``force`` is merged as the next
+    step (recorded ``forced=True``) and training continues automatically to the target number of merges.
+    ``progress(done, total)`` is called after every merge; ``should_stop()`` returning true raises
+    :class:`Cancelled`.
+    """
+    options.check(max_merges)
+    base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
+    encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
+    total = options.n_merges(len(base), max_merges)
+    try:
+        state = BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break)
+    except BPETrainingError as exc:  # pragma: no cover - the encoder only emits base ids
+        raise LabOptionsError(str(exc)) from None
+    steps: list[MergeStep] = []
+    n_ties: list[int] = []
+    stop_reason = "merge count reached"
+    for old, nt in zip(prefix, prefix_n_ties):
+        state.step(force_pair=old.pair)
+        steps.append(old)
+        n_ties.append(nt)
+        if should_stop is not None and should_stop():
+            raise Cancelled()
+    if force is not None:
+        if len(steps) >= total:
+            total = len(steps) + 1
+        try:
+            steps.append(_record(state.step(force_pair=force, top_k=TOP_K), n_ties))
+        except BPETrainingError as exc:
+            raise LabOptionsError(str(exc)) from None
+        if progress is not None:
+            progress(len(steps), total)
+    while len(steps) < total:
+        if should_stop is not None and should_stop():
+            raise Cancelled()
+        if state.done:
+            stop_reason = "no pair occurs twice"
+            break
+        steps.append(_record(state.step(top_k=TOP_K), n_ties))
+        if progress is not None:
+            progress(len(steps), total)
+    top0 = state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs
+    return Trained(
+        base=base,
+        steps=steps,
+        n_ties=n_ties,
+        initial_tokens=state.initial_tokens,
+        base_units=base_units(corpus, options.algorithm, options.pattern),
+        target_merges=total,
+        stop_reason=stop_reason,
+        top0=list(top0),
+    )
+

@@ -1,0 +1,129 @@
+"""Training off the event loop: a bounded pool of worker threads with a queue, progress and cancellation.
+
+``submit`` refuses work when ``workers + queue`` jobs are already waiting or running (:class:`QueueFull`, which
+the web layer answers with 429 and ``Retry-After``). A job trains with :func:`app.lab.algorithms.train`, which
+reports progress after each merge and checks the job's cancel flag, so a cancelled job stops within one merge.
+The run object in the store is the job's live view: status, progress, and at the end the steps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from app.engines.errors import TokenplayError
+from app.engines.steps import MergeStep
+
+from .algorithms import Cancelled, train
+from .runs import Run, RunStore
+
+
+class QueueFull(TokenplayError):
+    """Every worker is busy and the queue is full; try again shortly."""
+
+    def __init__(self, message: str, retry_after: int = 5):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass
+class Job:
+    run: Run
+    max_merges: int
+    prefix: list[MergeStep] = field(default_factory=list)
+    prefix_n_ties: list[int] = field(default_factory=list)
+    force: tuple[int, int] | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    future: Future | None = None
+
+
+class JobPool:
+    def __init__(self, store: RunStore, workers: int = 2, queue: int = 8):
+        self.store = store
+        self.workers = workers
+        self.capacity = workers + queue
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-train")
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+
+    def active(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values() if not j.finished.is_set())
+
+    def submit(self, job: Job) -> Job:
+        with self._lock:
+            busy = sum(1 for j in self._jobs.values() if not j.finished.is_set())
+            if busy >= self.capacity:
+                raise QueueFull(
+                    f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
+                    "try again in a few seconds"
+                )
+            self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
+            self._jobs[job.run.id] = job
+        job.run.status = "queued"
+        self.store.put(job.run)
+        job.future = self._executor.submit(self._work, job)
+        return job
+
+    def wait(self, run_id: str, timeout: float) -> bool:
+        job = self._jobs.get(run_id)
+        return True if job is None else job.finished.wait(timeout)
+
+    def cancel(self, run_id: str) -> bool:
+        """Ask a queued or running job to stop; ``False`` when there is no such unfinished job here."""
+        job = self._jobs.get(run_id)
+        if job is None or job.finished.is_set():
+            return False
+        job.cancel.set()
+        return True
+
+    def _work(self, job: Job) -> None:
+        run = job.run
+        try:
+            if job.cancel.is_set():
+                raise Cancelled()
+            run.status = "running"
+            self.store.save(run)
+            last_save = [time.monotonic()]
+
+            def progress(done: int, total: int) -> None:
+                run.done_merges, run.target_merges = done, total
+                now = time.monotonic()
+                if now - last_save[0] > 1.0:  # other worker processes read progress from the file
+                    last_save[0] = now
+                    self.store.save(run)
+
+            trained = train(
+                run.corpus,
+                run.options,
+                max_merges=job.max_merges,
+                prefix=job.prefix,
+                prefix_n_ties=job.prefix_n_ties,
+                force=job.force,
+                progress=progress,
+                should_stop=job.cancel.is_set,
+            )
+            run.apply(trained)
+            run.status = "done"
+        except Cancelled:
+            run.status = "cancelled"
+            run.error = "training was cancelled"
+        except TokenplayError as exc:
+            run.status = "error"
+            run.error = str(exc)
+        except Exception as exc:  # pragma: no cover - a bug; keep the worker alive and say what happened
+            run.status = "error"
+            run.error = f"training failed: {type(exc).__name__}: {exc}"
+        finally:
+            try:
+                self.store.put(run)
+            finally:
+                job.finished.set()
+
+    def shutdown(self) -> None:
+        for job in list(self._jobs.values()):
+            job.cancel.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)

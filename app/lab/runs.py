@@ -1,0 +1,253 @@
+"""A lab run as data, and where runs are kept: an in-memory LRU in front of one JSON file per run on disk.
+
+A run is immutable once done: manual mode makes a *new* run (``parent`` names the one it continues), so a URL
+``/lab/runs/<id>?step=k`` always shows the same thing. Any worker process can load a finished run from the
+directory store; a running one is visible there too (status and progress, without steps) until it finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.engines.result import escape_bytes
+from app.engines.steps import MergeStep
+
+from .algorithms import ALGORITHM_LABELS, Options, Trained
+
+STATUSES = ("queued", "running", "done", "cancelled", "error")
+
+
+def new_id() -> str:
+    return secrets.token_hex(5)
+
+
+def valid_id(run_id: str) -> bool:
+    return 4 <= len(run_id) <= 32 and all(c in "0123456789abcdef" for c in run_id)
+
+
+@dataclass
+class Run:
+    id: str
+    corpus: str
+    options: Options
+    status: str = "queued"
+    error: str | None = None
+    done_merges: int = 0
+    target_merges: int = 0
+    created: float = field(default_factory=time.time)
+    parent: str | None = None
+    base: dict[int, bytes] = field(default_factory=dict)
+    steps: list[MergeStep] = field(default_factory=list)
+    n_ties: list[int] = field(default_factory=list)
+    initial_tokens: int = 0
+    base_units: int = 0
+    stop_reason: str = ""
+    top0: list = field(default_factory=list)
+
+    # -- facts -----------------------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "cancelled", "error")
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps)
+
+    def vocab(self) -> dict[int, bytes]:
+        v = dict(self.base)
+        for s in self.steps:
+            v[s.new_id] = s.left + s.right
+        return v
+
+    def tokens_at(self, k: int) -> int:
+        return self.steps[k - 1].corpus_tokens if k > 0 else self.initial_tokens
+
+    def compression_at(self, k: int) -> float:
+        t = self.tokens_at(k)
+        return self.base_units / t if t else 0.0
+
+    def label(self) -> str:
+        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps} merges)"
+
+    def apply(self, trained: Trained) -> None:
+        self.base = trained.base
+        self.steps = trained.steps
+        self.n_ties = trained.n_ties
+        self.initial_tokens = trained.initial_tokens
+        self.base_units = trained.base_units
+        self.stop_reason = trained.stop_reason
+        self.target_merges = trained.target_merges
+        self.done_merges = len(trained.steps)
+        self.top0 = trained.top0
+
+    def summary(self) -> dict:
+        k = self.n_steps
+        return {
+            "id": self.id,
+            "status": self.status,
+            "error": self.error,
+            "parent": self.parent,
+            "options": self.options.to_dict(),
+            "progress": {"done": self.done_merges, "total": self.target_merges},
+            "corpus_chars": len(self.corpus),
+            "base_vocab_size": len(self.base),
+            "merges": k,
+            "vocab_size": len(self.base) + k,
+            "initial_tokens": self.initial_tokens,
+            "final_tokens": self.tokens_at(k) if self.status == "done" else None,
+            "base_units": self.base_units,
+            "compression": round(self.compression_at(k), 4) if self.status == "done" else None,
+            "stop_reason": self.stop_reason,
+        }
+
+    # -- JSON ----------------------------------------------------------------------------------------------
+    def to_json(self, *, with_steps: bool = True) -> dict:
+        d = {
+            "format": "tokenplay-lab-run/1",
+            "id": self.id,
+            "status": self.status,
+            "error": self.error,
+            "done_merges": self.done_merges,
+            "target_merges": self.target_merges,
+            "created": self.created,
+            "parent": self.parent,
+            "options": self.options.to_dict(),
+            "corpus": self.corpus,
+        }
+        if with_steps:
+            d |= {
+                "base": {str(i): b.hex() for i, b in self.base.items()},
+                "initial_tokens": self.initial_tokens,
+                "base_units": self.base_units,
+                "stop_reason": self.stop_reason,
+                "top0": [[a, b, c] for (a, b), c in self.top0],
+                "n_ties": self.n_ties,
+                "steps": [_step_row(s) for s in self.steps],
+            }
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Run":
+        run = cls(
+            id=d["id"],
+            corpus=d["corpus"],
+            options=Options.from_dict(d["options"]),
+            status=d["status"],
+            error=d.get("error"),
+            done_merges=d.get("done_merges", 0),
+            target_merges=d.get("target_merges", 0),
+            created=d.get("created", 0.0),
+            parent=d.get("parent"),
+        )
+        if "steps" in d:
+            run.base = {int(i): bytes.fromhex(h) for i, h in d["base"].items()}
+            run.initial_tokens = d["initial_tokens"]
+            run.base_units = d["base_units"]
+            run.stop_reason = d["stop_reason"]
+            run.top0 = [((a, b), c) for a, b, c in d.get("top0", [])]
+            run.n_ties = d["n_ties"]
+            vocab = dict(run.base)
+            steps = []
+            for row in d["steps"]:
+                s = _step_from_row(row, vocab, run.options.tie_break)
+                vocab[s.new_id] = s.left + s.right
+                steps.append(s)
+            run.steps = steps
+        return run
+
+
+def _step_row(s: MergeStep) -> list:
+    return [
+        s.step,
+        s.pair[0],
+        s.pair[1],
+        s.new_id,
+        s.count,
+        s.replaced,
+        [list(p) for p in s.ties],
+        s.corpus_tokens,
+        int(s.forced),
+        [[a, b, c] for (a, b), c in s.top_pairs],
+    ]
+
+
+def _step_from_row(row: list, vocab: dict[int, bytes], tie_break: str) -> MergeStep:
+    step, a, b, new_id, count, replaced, ties, corpus_tokens, forced, top = row
+    return MergeStep(
+        step=step,
+        pair=(a, b),
+        left=vocab[a],
+        right=vocab[b],
+        new_id=new_id,
+        count=count,
+        replaced=replaced,
+        ties=[(x, y) for x, y in ties],
+        corpus_tokens=corpus_tokens,
+        tie_break=tie_break,
+        forced=bool(forced),
+        top_pairs=[((x, y), c) for x, y, c in top],
+    )
+
+
+def token_text(data: bytes) -> str:
+    return escape_bytes(data)
+
+
+class RunStore:
+    """Runs by id: the most recent ``max_runs`` in memory, every one as ``<dir>/<id>.json`` (atomic writes)."""
+
+    def __init__(self, directory: Path, max_runs: int = 64):
+        self.directory = Path(directory)
+        self.max_runs = max_runs
+        self._mem: OrderedDict[str, Run] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _path(self, run_id: str) -> Path:
+        return self.directory / f"{run_id}.json"
+
+    def put(self, run: Run, *, persist: bool = True) -> None:
+        with self._lock:
+            self._mem[run.id] = run
+            self._mem.move_to_end(run.id)
+            while len(self._mem) > self.max_runs:
+                old_id, old = next(iter(self._mem.items()))
+                if not old.finished:  # never drop a run still training; it is the job's live object
+                    self._mem.move_to_end(old_id)
+                    if all(not r.finished for r in self._mem.values()):
+                        break
+                    continue
+                self._mem.pop(old_id)
+        if persist:
+            self.save(run)
+
+    def save(self, run: Run) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        data = run.to_json(with_steps=run.finished)
+        tmp = self.directory / f".{run.id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, self._path(run.id))
+
+    def get(self, run_id: str) -> Run | None:
+        if not valid_id(run_id):
+            return None
+        with self._lock:
+            run = self._mem.get(run_id)
+            if run is not None:
+                self._mem.move_to_end(run_id)
+                return run
+        path = self._path(run_id)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        run = Run.from_json(data)
+        if run.finished:  # a running run seen from another process is re-read on every request
+            self.put(run, persist=False)
+        return run

@@ -1,0 +1,157 @@
+"""Trained lab runs as playground tokenizers ("use in playground"), registered as ``lab-<run id>``.
+
+Byte-level runs become the BPE engine's own :class:`~app.engines.bpe.BPETokenizer` (tiktoken semantics).
+Character-level and SentencePiece-style runs become a :class:`LabTokenizer`: the run's merges applied by rank
+to each word, with byte fallback for characters the corpus never had (ids after the vocabulary, one per byte),
+so any text tokenizes and the tokens' bytes join back to the text. ``</w>`` is shown in a token's text but
+stands for no bytes; ``▁`` stands for a space.
+"""
+
+from __future__ import annotations
+
+from app.engines import registry
+from app.engines.base import Tokenizer
+from app.engines.registry import TokenizerSpec
+
+from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .runs import Run
+from .views import bpe_encode
+
+PREFIX = "lab-"
+COOKIE = "tp_lab"
+MAX_COOKIE_RUNS = 20
+WHITESPACE_REGEX = r"\S+|\s+"
+
+
+class LabTokenizer(Tokenizer):
+    family = "lab"
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.vocab = run.vocab()
+        self.n_trained = max(self.vocab) + 1 if self.vocab else 0
+        self.ranks = {s.pair: (r, s.new_id) for r, s in enumerate(run.steps)}
+        opts = run.options
+        self.encoder = Encoder(opts.algorithm, opts.pattern, run.base, opts.end_of_word)
+        self.sp = opts.algorithm == "sentencepiece"
+        eow = END_OF_WORD.encode()
+        self._bytes = {}
+        for i, b in self.vocab.items():
+            if opts.end_of_word:
+                b = b.replace(eow, b"")
+            if self.sp:
+                b = b.replace(SP_SPACE.encode(), b" ")
+            self._bytes[i] = b
+        self.description = run.options.describe()
+
+    @property
+    def n_vocab(self) -> int:
+        return self.n_trained + 256
+
+    def token_bytes(self, token_id: int) -> bytes:
+        if self.n_trained <= token_id < self.n_trained + 256:
+            return bytes([token_id - self.n_trained])
+        return self._bytes[token_id]
+
+    def _fallback(self, ch: str) -> list[int]:
+        return [self.n_trained + b for b in ch.encode("utf-8")]
+
+    def _plain(self, text: str) -> list[int]:
+        """Text between words: each character as its base token, or its bytes."""
+        out: list[int] = []
+        for ch in text:
+            key = SP_SPACE if (self.sp and ch == " ") else ch
+            i = self.encoder.char_ids.get(key)
+            out.extend([i] if i is not None else self._fallback(ch))
+        return out
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        out: list[int] = []
+        pos = 0
+        for a, b in self.encoder.spans(text):
+            if a > pos:
+                out.extend(self._plain(text[pos:a]))
+            word = text[a:b]
+            ids = self.encoder.word_ids(word)
+            if self.sp and not word.startswith(" "):
+                ids = ids[1:]  # no dummy-prefix space: the tokens must join back to the text
+            merged = bpe_encode(ids, self.ranks, len(self.ranks))
+            chars = iter(word)
+            for t in merged:
+                if t >= 0:
+                    out.append(t)
+                    if t != self.encoder.eow_id:
+                        for _ in self.vocab[t].decode("utf-8").replace(END_OF_WORD, ""):
+                            next(chars, None)
+                else:
+                    out.extend(self._fallback(next(chars)))
+            pos = b
+        if pos < len(text):
+            out.extend(self._plain(text[pos:]))
+        return out
+
+
+def _build(run: Run) -> Tokenizer:
+    opts = run.options
+    if opts.algorithm == "byte":
+        from app.engines.bpe import BPETokenizer
+
+        pattern = WHITESPACE_REGEX if opts.pattern == "whitespace" else opts.pattern
+        tok = BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
+        tok.family = "lab"
+        tok.description = opts.describe()
+        return tok
+    return LabTokenizer(run)
+
+
+def spec_for(run: Run) -> TokenizerSpec:
+    return TokenizerSpec(
+        name=PREFIX + run.id,
+        label=run.label(),
+        family="lab",
+        factory=lambda: _build(run),
+        description=run.options.describe(),
+    )
+
+
+def register_run(run: Run) -> TokenizerSpec:
+    spec = spec_for(run)
+    registry.register(spec, replace=True)
+    return spec
+
+
+def cookie_ids(cookie_value: str | None) -> list[str]:
+    if not cookie_value:
+        return []
+    out = []
+    for part in cookie_value.split("."):
+        if part and all(c in "0123456789abcdef" for c in part) and len(part) <= 32 and part not in out:
+            out.append(part)
+    return out[-MAX_COOKIE_RUNS:]
+
+
+def cookie_with(cookie_value: str | None, run_id: str) -> str:
+    ids = [i for i in cookie_ids(cookie_value) if i != run_id] + [run_id]
+    return ".".join(ids[-MAX_COOKIE_RUNS:])
+
+
+def user_tokenizers(cookie_value: str | None, lab=None) -> list[TokenizerSpec]:
+    """The lab tokenizers this user put in the playground (cookie ``tp_lab``), registered and in order.
+
+    A run registered by another worker process is loaded from the run store (``lab``) and registered here.
+    """
+    out = []
+    known = {s.name: s for s in registry.specs()}
+    for run_id in cookie_ids(cookie_value):
+        spec = known.get(PREFIX + run_id)
+        if spec is None and lab is not None:
+            run = lab.get(run_id)
+            if run is not None and run.status == "done":
+                spec = register_run(run)
+        if spec is not None:
+            out.append(spec)
+    return out
+
+
+def is_lab_name(name: str) -> bool:
+    return name.startswith(PREFIX)

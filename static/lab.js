@@ -1,0 +1,85 @@
+// BPE lab: keyboard shortcuts, autoplay and presenter mode. Everything else is htmx links and forms.
+(function () {
+  "use strict";
+  let timer = null;
+
+  function nav(name) {
+    const el = document.querySelector('#step [data-nav="' + name + '"]');
+    if (el) el.click();
+  }
+
+  function stepInfo() {
+    const s = document.getElementById("step");
+    return s ? { k: +s.dataset.step, n: +s.dataset.steps } : null;
+  }
+
+  function setPlaying(on) {
+    const btn = document.getElementById("play");
+    if (timer) { clearTimeout(timer); timer = null; }
+    window.__labPlaying = on;
+    if (btn) { btn.setAttribute("aria-pressed", on ? "true" : "false"); btn.textContent = on ? "❚❚ Pause" : "▶ Play"; }
+    if (on) schedule();
+  }
+
+  function schedule() {
+    const speed = document.getElementById("speed");
+    const ms = speed ? +speed.value : 1000;
+    timer = setTimeout(function () {
+      const info = stepInfo();
+      if (!info || info.k >= info.n) { setPlaying(false); return; }
+      nav("next");
+    }, ms);
+  }
+
+  // after each swap of #step, keep playing (the new #play button needs its state back)
+  document.addEventListener("htmx:afterSettle", function (e) {
+    if (!(e.target instanceof Element) || e.target.id !== "step") return;
+    const speed = document.getElementById("speed");
+    if (speed && window.__labSpeed) speed.value = window.__labSpeed;
+    if (window.__labPlaying) setPlaying(true);
+  });
+
+  document.addEventListener("change", function (e) {
+    if (e.target instanceof Element && e.target.id === "speed") window.__labSpeed = e.target.value;
+  });
+
+  document.addEventListener("click", function (e) {
+    const t = e.target instanceof Element ? e.target : null;
+    if (!t) return;
+    if (t.closest("#play")) setPlaying(!window.__labPlaying);
+    if (t.closest("#present-toggle")) togglePresent();
+  });
+
+  function togglePresent(force) {
+    const lab = document.getElementById("lab");
+    if (!lab) return;
+    const on = force === undefined ? !lab.classList.contains("present") : force;
+    lab.classList.toggle("present", on);
+    const btn = document.getElementById("present-toggle");
+    if (btn) btn.setAttribute("aria-pressed", on ? "true" : "false");
+    try { localStorage.setItem("tp-lab-present", on ? "1" : "0"); } catch (err) { /* private mode */ }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    let saved = null;
+    try { saved = localStorage.getItem("tp-lab-present"); } catch (err) { /* private mode */ }
+    if (saved === "1") togglePresent(true);
+  });
+
+  document.addEventListener("keydown", function (e) {
+    if (!document.getElementById("step")) return;
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const t = e.target instanceof Element ? e.target : null;
+    if (t && t.closest("input, textarea, select, [contenteditable]")) {
+      if (!(t.matches("input[type=range]") && (e.key === " " || e.key === "Home" || e.key === "End"))) return;
+    }
+    if (e.key === "ArrowRight") { nav("next"); }
+    else if (e.key === "ArrowLeft") { nav("prev"); }
+    else if (e.key === "Home") { nav("first"); }
+    else if (e.key === "End") { nav("last"); }
+    else if (e.key === " " && !(t && t.closest("button, a"))) { setPlaying(!window.__labPlaying); }
+    else if (e.key === "p" || e.key === "P") { togglePresent(); }
+    else return;
+    e.preventDefault();
+  });
+})();
