@@ -278,6 +278,8 @@ class SentencePieceTrainerState:
             self.buckets.setdefault(c, set()).add(p)
         self.max_count = max(counts.values(), default=0)
         self.banned: set[Pair] = set()
+        self.versions: list[int] = [0] * len(self.words)
+        self._key_cache: dict[Pair, tuple[int, int, int]] = {}
 
     # -- facts ---------------------------------------------------------------------------------------------
     @property
@@ -306,12 +308,18 @@ class SentencePieceTrainerState:
         return c
 
     def _first_key(self, pair: Pair) -> tuple[int, int]:
+        """(first word holding ``pair`` now, position there). Cached per pair until that word changes: a pair
+        that already exists never appears in a new word (merges only create pairs with the new piece)."""
+        cached = self._key_cache.get(pair)
+        if cached is not None and self.versions[cached[0]] == cached[2]:
+            return cached[0], cached[1]
         a, b = pair
         cands = self.where.get(pair)
         while cands:
             w = min(cands)
             i = _find_pair(self.words[w], a, b)
             if i >= 0:
+                self._key_cache[pair] = (w, i, self.versions[w])
                 return (w, i)
             cands.discard(w)
         raise AssertionError(f"pair {pair} has a count but no word holds it")
@@ -324,9 +332,19 @@ class SentencePieceTrainerState:
 
     def _ranked(self, pairs: Iterable[Pair]) -> list[Pair]:
         pairs = list(pairs)
-        if len(pairs) > 1:
-            pairs.sort(key=self.tie_key)
-        return pairs
+        if len(pairs) <= 1:
+            return pairs
+        if self.tie_break == "lexical":
+            surfaces = self.surfaces
+            pairs.sort(key=lambda p: (surfaces[p[0]], surfaces[p[1]]))
+            return pairs
+        cache, versions, first_key = self._key_cache, self.versions, self._first_key
+        keyed = []
+        for p in pairs:
+            c = cache.get(p)
+            keyed.append(((c[0], c[1]) if c is not None and versions[c[0]] == c[2] else first_key(p), p))
+        keyed.sort()
+        return [p for _, p in keyed]
 
     def _winner(self) -> tuple[Pair, list[Pair]] | None:
         """The automatic winner and the pairs tied with it, or ``None`` when no pair occurs twice. A pair
@@ -335,12 +353,16 @@ class SentencePieceTrainerState:
             c = self._top_count()
             if c < 2:
                 return None
-            ranked = self._ranked(self.buckets[c])
-            for i, p in enumerate(ranked):
-                if self.texts[p[0]] + self.texts[p[1]] in self.known:
-                    self._ban(p)
-                    continue
-                return p, [q for q in ranked[i + 1 :] if q not in self.banned]
+            ranked = [p for p in self._ranked(self.buckets[c]) if not self._spells_piece(p)]
+            if ranked:
+                return ranked[0], ranked[1:]
+
+    def _spells_piece(self, pair: Pair) -> bool:
+        """True (and the pair is banned) when the pair's text is already a piece."""
+        if self.texts[pair[0]] + self.texts[pair[1]] in self.known:
+            self._ban(pair)
+            return True
+        return False
 
     def best_pair(self) -> Pair | None:
         """The pair the next automatic step merges, or ``None`` when no pair occurs twice."""
@@ -352,7 +374,7 @@ class SentencePieceTrainerState:
         out: list[tuple[Pair, int]] = []
         c = self._top_count()
         while c >= 1 and len(out) < k:
-            bucket = self.buckets.get(c)
+            bucket = [p for p in list(self.buckets.get(c, ())) if not self._spells_piece(p)]
             if bucket:
                 need = k - len(out)
                 ranked = self._ranked(bucket) if len(bucket) <= need else heapq.nsmallest(need, bucket, key=self.tie_key)
@@ -430,10 +452,11 @@ class SentencePieceTrainerState:
         return record
 
     def _merge(self, pair: Pair, new_id: int) -> int:
-        """Merge ``pair`` in every word holding it; update counts, buckets and ``where`` by the difference."""
+        """Merge ``pair`` in every word holding it, left to right; only the pairs next to each merge change, so
+        counts, buckets and ``where`` are updated from those neighbours alone."""
         a, b = pair
-        words, freqs, where = self.words, self.freqs, self.where
-        lengths, max_len = self.lengths, self.max_piece_length
+        X = new_id
+        words, freqs, where, versions = self.words, self.freqs, self.where, self.versions
         delta: dict[Pair, int] = {}
         get = delta.get
         replaced = 0
@@ -443,32 +466,62 @@ class SentencePieceTrainerState:
             if i < 0:
                 continue
             f = freqs[w]
-            new: list[int] = ids[:i]
             n = len(ids)
+            new: list[int] = []
+            start = 0
             rep = 0
-            while i < n:
-                if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                    new.append(new_id)
-                    i += 2
-                    rep += 1
-                else:
-                    new.append(ids[i])
-                    i += 1
+            while i >= 0:
+                if i > start:
+                    new.extend(ids[start:i])
+                if new:
+                    if i == start:  # right after another merge: (X, X)
+                        p = (X, X)
+                    else:
+                        q = (ids[i - 1], a)
+                        delta[q] = get(q, 0) - f
+                        p = (new[-1], X)
+                    delta[p] = get(p, 0) + f
+                new.append(X)
+                rep += 1
+                start = i + 2
+                # the next occurrence, if any
+                i = -1
+                j = start
+                while j < n - 1:
+                    try:
+                        j = ids.index(a, j, n - 1)
+                    except ValueError:
+                        break
+                    if ids[j + 1] == b:
+                        i = j
+                        break
+                    j += 1
+                if start < n:
+                    r = ids[start]
+                    q = (b, r)
+                    delta[q] = get(q, 0) - f
+                    if i != start:
+                        p = (X, r)
+                        delta[p] = get(p, 0) + f
+            if start < n:
+                new.extend(ids[start:])
             replaced += rep * f
-            for p in zip(ids, ids[1:]):
-                delta[p] = get(p, 0) - f
+            words[w] = new
+            versions[w] += 1
             for p in zip(new, new[1:]):
-                delta[p] = get(p, 0) + f
-                if p[0] == new_id or p[1] == new_id:
+                if p[0] == X or p[1] == X:
                     s = where.get(p)
                     if s is None:
                         where[p] = {w}
                     else:
                         s.add(w)
-            words[w] = new
         counts, buckets, banned = self.counts, self.buckets, self.banned
+        lengths, max_len = self.lengths, self.max_piece_length
+        old = counts.pop(pair, 0)
+        if old:
+            buckets[old].discard(pair)
         for p, d in delta.items():
-            if not d:
+            if not d or p == pair:
                 continue
             x, y = p
             if x < 0 or y < 0 or p in banned or lengths[x] + lengths[y] > max_len:
@@ -487,7 +540,6 @@ class SentencePieceTrainerState:
             else:
                 counts.pop(p, None)
                 where.pop(p, None)
-        counts.pop(pair, None)
         self.n_tokens -= replaced
         return replaced
 
