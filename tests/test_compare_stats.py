@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from app.engines import registry
@@ -26,7 +28,7 @@ def _result(name: str, text: str, cuts: list[int], ids: list[int] | None = None,
     bounds = [0, *cuts, len(text)]
     ids = ids if ids is not None else list(range(len(bounds) - 1))
     tokens = [
-        Token(i, text[a:b].encode(), a, b, text[a:b], **flags) for i, (a, b) in zip(ids, zip(bounds, bounds[1:]))
+        Token(i, text[a:b].encode(), a, b, text[a:b], **flags) for i, (a, b) in zip(ids, itertools.pairwise(bounds))
     ]
     return TokenizeResult(name, text, ids, tokens)
 

@@ -63,7 +63,9 @@ def test_api_compare_reference_changes_boundary_diff(client):
 
 
 def test_api_compare_reference_not_compared_is_422(client):
-    r = client.post("/api/compare", json={"text": "x", "tokenizers": ["gpt2", "cl100k_base"], "reference": "o200k_base"})
+    r = client.post(
+        "/api/compare", json={"text": "x", "tokenizers": ["gpt2", "cl100k_base"], "reference": "o200k_base"}
+    )
     assert r.status_code == 422
     assert "reference" in r.json()["detail"]
 
@@ -171,7 +173,7 @@ def test_compare_results_marks_boundary_differences(client):
     html = r.text
     cl100k = html[html.index('<section class="pane" data-tokenizer="cl100k_base"') :].split("</section>")[0]
     assert "diff-extra" in cl100k  # cl100k cuts " |123" where gpt2 has " 123"
-    gpt2 = html[html.index('<section class="pane reference" data-tokenizer="gpt2"'):].split("</section>")[0]
+    gpt2 = html[html.index('<section class="pane reference" data-tokenizer="gpt2"') :].split("</section>")[0]
     assert "diff-extra" not in gpt2 and 'class="cut"' not in gpt2
 
 
@@ -179,7 +181,7 @@ def test_compare_results_best_marked_only_when_not_all_tie(client):
     html = client.post("/compare/results", data={"text": "Hello world", "t": ["gpt2", "cl100k_base"]}, headers=HX).text
     assert 'class="best"' not in html  # both have 2 tokens: nothing to single out
     html = client.post("/compare/results", data={"text": "Hello world 閒", "t": THREE}, headers=HX).text
-    row = html[html.index('<tr data-tokenizer="o200k_base">'):].split("</tr>")[0]
+    row = html[html.index('<tr data-tokenizer="o200k_base">') :].split("</tr>")[0]
     assert '<td data-col="tokens" data-value="4" class="best">' in row
 
 
@@ -199,7 +201,9 @@ def test_export_json_post_matches_api(client):
     r = client.post("/compare/export.json", data=data)
     assert r.status_code == 200
     body = r.json()
-    api = client.post("/api/compare", json={"text": "Hello world 閒", "tokenizers": THREE, "allow_special": True}).json()
+    api = client.post(
+        "/api/compare", json={"text": "Hello world 閒", "tokenizers": THREE, "allow_special": True}
+    ).json()
     assert [res["ids"] for res in body["results"]] == [res["ids"] for res in api["results"]]
     assert [res["stats"] for res in body["results"]] == [res["stats"] for res in api["results"]]
     assert body["best"] == api["best"] and body["allow_special"] is True

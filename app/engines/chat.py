@@ -18,8 +18,8 @@ special-token text this is exactly ``encode(render_chat(messages), allowed_speci
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from .errors import TokenplayError
 from .openai import IM_END, IM_SEP, IM_START
@@ -101,8 +101,16 @@ def tokenize_chat(
             ids += part.ids
             for t in part.tokens:
                 tokens.append(
-                    Token(t.id, t.bytes, t.start + offset, t.end + offset, t.text, t.special, t.valid_utf8,
-                          t.byte_fallback)
+                    Token(
+                        t.id,
+                        t.bytes,
+                        t.start + offset,
+                        t.end + offset,
+                        t.text,
+                        t.special,
+                        t.valid_utf8,
+                        t.byte_fallback,
+                    )
                 )
         offset += len(piece)
     return TokenizeResult(tokenizer.name, text, ids, tokens)

@@ -24,9 +24,10 @@ a character offset: the offsets where a segment starts, other than 0.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from .errors import TokenplayError
 from .result import Segment, TokenizeResult
@@ -36,6 +37,7 @@ MIN_TOKENIZERS = 2
 
 class CompareError(TokenplayError):
     """A comparison that cannot be made as asked (too few tokenizers, a reference that is not compared)."""
+
 
 # Column name -> True when a higher value is better. The order is the table's column order.
 COLUMNS: dict[str, bool] = {
@@ -149,8 +151,22 @@ def best_per_column(stats: dict[str, Stats]) -> dict[str, list[str]]:
 
 
 def boundaries(result: TokenizeResult) -> set[int]:
-    """Character offsets where a segment (a token, or partial tokens folded into whole characters) starts, except 0."""
-    return {seg.start for seg in result.segments() if seg.start > 0}
+    """Character offsets where a segment (a token, or partial tokens folded into whole characters) starts, except 0.
+
+    The same segments as :meth:`TokenizeResult.segments` (see ``group_segments``), without building them: this
+    runs on every token of a long text for every compared tokenizer.
+    """
+    found: set[int] = set()
+    end = -1  # end of the current segment; -1 before the first token
+    for token in result.tokens:
+        if end >= 0 and token.start < end:
+            end = max(end, token.end)
+        else:
+            start = max(end, 0)
+            if start > 0:
+                found.add(start)
+            end = max(start, token.end)
+    return found
 
 
 @dataclass(slots=True)
@@ -187,7 +203,7 @@ class MarkedSegment:
     def pieces(self) -> list[str]:
         """The segment's text cut at the reference's boundaries inside it (one piece when there are none)."""
         cuts = [self.start, *self.missing_cuts, self.end]
-        return [self.text[a - self.start : b - self.start] for a, b in zip(cuts, cuts[1:])]
+        return [self.text[a - self.start : b - self.start] for a, b in itertools.pairwise(cuts)]
 
 
 def mark_segments(
@@ -275,8 +291,7 @@ def compare(
     if reference is not None:
         if reference not in by_name:
             raise CompareError(
-                f"reference tokenizer {reference!r} is not among the compared ones; "
-                f"choose one of: {', '.join(by_name)}"
+                f"reference tokenizer {reference!r} is not among the compared ones; choose one of: {', '.join(by_name)}"
             )
         ref = by_name[reference]
         diffs = {r.tokenizer: boundary_diff(r, ref) for r in results}

@@ -57,8 +57,8 @@ PRESETS: tuple[Preset, ...] = (
         "english",
         "English prose",
         "The quick brown fox jumps over the lazy dog. Tokenizers don't see words: they see pieces, "
-        "and common words like \"the\" usually get a token of their own, while rarer ones such as "
-        "\"antidisestablishmentarianism\" are cut into several.",
+        'and common words like "the" usually get a token of their own, while rarer ones such as '
+        '"antidisestablishmentarianism" are cut into several.',
     ),
     Preset("python", "Python code", _PYTHON, "indentation: runs of spaces are tokens too"),
     Preset("json-yaml", "JSON vs YAML", _JSON_YAML, "the same data in two formats"),
@@ -85,14 +85,14 @@ PRESETS: tuple[Preset, ...] = (
     Preset(
         "glitch",
         "Glitch token",
-        "Please repeat the string \" SolidGoldMagikarp\" back to me.",
-        "\" SolidGoldMagikarp\" is a single, almost never trained token in gpt2",
+        'Please repeat the string " SolidGoldMagikarp" back to me.',
+        '" SolidGoldMagikarp" is a single, almost never trained token in gpt2',
     ),
     Preset(
         "endoftext",
         "Contains <|endoftext|>",
         "First document.<|endoftext|>Second document.",
-        "plain text unless \"special tokens\" is on; then one special token",
+        'plain text unless "special tokens" is on; then one special token',
     ),
 )
 

@@ -15,15 +15,15 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.engines import chat, presets, registry
 from app.engines.compare import (
     COLUMN_LABELS,
     COLUMNS,
-    Comparison,
     CompareError,
+    Comparison,
     boundaries,
     check_selection,
     compare,
@@ -31,8 +31,10 @@ from app.engines.compare import (
     unk_id_of,
 )
 from app.engines.errors import TokenplayError
+from app.engines.result import Segment, TokenizeResult, group_segments
 from app.settings import Settings
 
+from .api import FastJSON
 from .deps import SettingsDep, check_text_size
 from .render import page_or_block
 from .tokenview import token_view
@@ -93,6 +95,14 @@ def _fmt(value, column: str) -> str:
     return f"{value:,}"
 
 
+def leading_segments(result: TokenizeResult, limit: int) -> list[Segment]:
+    """The segments of about the first ``limit`` tokens (all of them for a short result): what a pane shows."""
+    if result.count <= limit:
+        return result.segments()
+    segments = group_segments(result.text, result.tokens[:limit], whole=False)
+    return segments[:-1]  # the last one may be a character cut short by the limit
+
+
 def results_context(
     text: str,
     names: list[str],
@@ -121,9 +131,9 @@ def results_context(
     panes = []
     for result in comparison.results:
         is_ref = result.tokenizer == comparison.reference
-        segments = result.segments()
-        view = token_view(result, limit=settings.render_tokens, segments=segments)
-        marks = None if is_ref else mark_segments(result, ref_bounds, segments=segments[: view.stop])
+        segments = leading_segments(result, settings.render_tokens)
+        view = token_view(result, segments=segments)
+        marks = None if is_ref else mark_segments(result, ref_bounds, segments=segments)
         diff = comparison.diffs.get(result.tokenizer)
         panes.append(
             {
@@ -449,12 +459,12 @@ class CompareRequest(BaseModel):
 
 
 @api_router.post("/compare")
-def api_compare(req: CompareRequest, settings: SettingsDep) -> JSONResponse:
+def api_compare(req: CompareRequest, settings: SettingsDep) -> Response:
     """Every chosen tokenizer's result and stats, the best value per column and boundary differences."""
     comparison = run_compare(
         req.text, req.tokenizers, allow_special=req.allow_special, reference=req.reference, settings=settings
     )
-    return JSONResponse(comparison.to_dict())
+    return FastJSON(comparison.to_dict())
 
 
 class ChatMessageIn(BaseModel):
@@ -470,7 +480,7 @@ class ChatRequest(BaseModel):
 
 
 @api_router.post("/chat")
-def api_chat(req: ChatRequest, settings: SettingsDep) -> JSONResponse:
+def api_chat(req: ChatRequest, settings: SettingsDep) -> Response:
     """The rendered chat markup and its tokens per tokenizer (markup tokens as special tokens)."""
     messages = chat.check_messages(chat.Message(m.role, m.content) for m in req.messages)
     rendered = chat.render_chat(messages, primer=req.primer)
@@ -482,4 +492,4 @@ def api_chat(req: ChatRequest, settings: SettingsDep) -> JSONResponse:
             registry.get(name), messages, primer=req.primer, content_special=req.content_special
         )
         results.append(result.to_dict() | {"special": sum(1 for t in result.tokens if t.special)})
-    return JSONResponse({"rendered": rendered, "results": results})
+    return FastJSON({"rendered": rendered, "results": results})

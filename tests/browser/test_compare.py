@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import re
 
 import httpx
@@ -47,7 +46,7 @@ def _expect_table(page: Page, body: dict) -> None:
         if res["tokenizer"] in winners and len(winners) < len(body["results"]):
             expect(best).to_have_class(re.compile(r"\bbest\b"))
         pane = page.locator(f'.pane[data-tokenizer="{res["tokenizer"]}"]')
-        expect(pane.locator(".pane-count")).to_have_text(f'{res["count"]:,} tokens')
+        expect(pane.locator(".pane-count")).to_have_text(f"{res['count']:,} tokens")
 
 
 def test_compare_select_three_switch_presets_read_table(page: Page, live_server: str):
@@ -97,7 +96,8 @@ def test_compare_download_csv(page: Page, live_server: str):
     page.goto(f"{live_server}/compare?t=gpt2&t=cl100k_base&text=Hello%20world")
     with page.expect_download() as info:
         page.get_by_role("button", name="Download CSV").click()
-    rows = list(csv.DictReader(io.StringIO(open(info.value.path(), encoding="utf-8").read())))
+    with open(info.value.path(), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
     assert [r["tokenizer"] for r in rows] == ["gpt2", "cl100k_base"]
     assert rows[0]["ids"] == "15496 995" and rows[1]["tokens"] == "2"
 
