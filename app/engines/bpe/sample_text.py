@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import random
+import warnings
 
 STDLIB_MODULES = (
     "abc argparse ast asyncio base64 bisect calendar collections contextlib csv dataclasses datetime decimal "
@@ -30,12 +31,14 @@ def _docstrings(module_name: str) -> list[str]:
     except ImportError:
         return []
     out = [inspect.getdoc(module) or ""]
-    for name, obj in sorted(vars(module).items()):
-        if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
-            continue
-        doc = inspect.getdoc(obj)
-        if doc:
-            out.append(f"{name}\n{doc}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # typing.io and friends warn when touched
+        for name, obj in sorted(vars(module).items()):
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            doc = inspect.getdoc(obj)
+            if doc:
+                out.append(f"{name}\n{doc}")
     return [d for d in out if d]
 
 

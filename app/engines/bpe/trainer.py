@@ -13,9 +13,11 @@ Ties (pairs with the same count) are broken by a rule the user picks, recorded i
 - ``first``: the pair seen first in corpus order, which is what the minimal Python implementations do
   (``max(stats, key=stats.get)`` over a dict filled chunk by chunk). Precisely, the key of a pair is
   (index of the first pre-token in the corpus that holds it now, position of its first occurrence there).
-  Example: in ``"abcd abcd"`` with pattern ``none`` every pair occurs twice; ``(a, b)`` is seen first, wins.
-- ``lexical``: the smallest pair compared as byte strings, left then right. Example: in ``"ba ab"`` with
-  pattern ``none``, ``(b"a", b"b")`` beats ``(b"b", b"a")`` and ``(b" ", b"a")`` beats both.
+- ``lexical``: the smallest pair compared as byte strings, left then right.
+
+Worked example, ``"ba ab ba ab"`` with pattern ``none``: ``(b, a)``, ``(a, " ")``, ``(" ", a)`` and ``(a, b)``
+each occur twice. ``first`` merges ``(b, a)`` (it starts the text); ``lexical`` merges ``(" ", a)``, because
+``b" " < b"a" < b"b"`` (left bytes first, right bytes only between equal lefts: ``(a, " ") < (a, b)``).
 
 :class:`BPETrainerState` is the incremental trainer (the BPE lab's manual mode uses it directly, one
 ``step()`` at a time, possibly forcing a pair); :func:`train` runs it to a vocabulary size. The core works on
