@@ -35,10 +35,11 @@
     if (ids.length > 1) parts.push(span("d-tag", ids.length + " tokens, one group of whole characters"));
     ids.forEach(function (id, i) {
       const t = span("d-tok", "");
-      t.append(span("d-id", "id " + id), span("d-hex", hexes[i] || ""));
+      t.append(span("d-id", "id " + id), " ", span("d-hex", hexes[i] || ""));
       parts.push(t);
     });
-    box.replaceChildren(...parts);
+    // Spaces between the parts keep the detail readable when copied or read aloud.
+    box.replaceChildren(...parts.flatMap(function (p, i) { return i ? [" ", p] : [p]; }));
   }
 
   function tokenFor(el) {

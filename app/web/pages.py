@@ -10,7 +10,8 @@ page template for htmx requests):
 - ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
 - ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
 
-Handlers are plain ``def`` so FastAPI runs them in its thread pool: a long text never blocks the event loop.
+Form handlers read the form themselves (to allow fields as long as the longest accepted text) and then run the
+work in the thread pool, as the plain ``def`` page handler does: a long text never blocks the event loop.
 Engine errors raised by htmx requests become an escaped 4xx fragment (``app.web.errors``) that the page swaps
 into the result area; a full-page request renders the page with the message there instead, and the text area
 keeps the user's text either way.
@@ -22,8 +23,10 @@ import re
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.formparsers import MultiPartException
 
 from app.engines import registry
 from app.engines.base import check_text
@@ -130,26 +133,41 @@ def playground(
     )
 
 
+async def _form(request: Request, settings) -> dict[str, str]:
+    """The posted form fields, allowing one field as long as the longest accepted text.
+
+    Starlette caps a form field at 1 MB by default; a text of ``max_chars`` characters can be several times
+    that once UTF-8- and percent-encoded, so the cap follows the setting (the size check proper comes after).
+    """
+    try:
+        form = await request.form(max_part_size=settings.max_chars * 12 + 1024, max_fields=50, max_files=0)
+    except MultiPartException as exc:
+        raise TooLargeError(f"the form is too large ({exc.message}); the limit is {settings.max_chars:,} characters")
+    return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+def _offset(raw: str | None) -> int:
+    try:
+        return max(0, int(raw or 0))
+    except ValueError:
+        return 0
+
+
 @router.post("/render")
-def render(
-    request: Request,
-    settings: SettingsDep,
-    text: Annotated[str, Form()] = "",
-    tokenizer: Annotated[str, Form()] = "",
-    special: Annotated[str | None, Form()] = None,
-    ws: Annotated[str | None, Form()] = None,
-    offset: Annotated[int, Form()] = 0,
-):
+async def render(request: Request, settings: SettingsDep):
+    """Fields: ``text``, ``tokenizer``, ``special``, ``ws`` (checkboxes), ``offset`` (first segment shown)."""
+    form = await _form(request, settings)
     # Browsers send CRLF line ends in form data; the text area holds LF, and so does the view.
-    text = text.replace("\r\n", "\n")
-    return _playground(
+    text = form.get("text", "").replace("\r\n", "\n")
+    return await run_in_threadpool(
+        _playground,
         request,
         settings,
-        tokenizer=tokenizer or settings.default_tokenizer,
+        tokenizer=form.get("tokenizer") or settings.default_tokenizer,
         text=text,
-        special=_flag(special),
-        ws=_flag(ws),
-        offset=offset,
+        special=_flag(form.get("special")),
+        ws=_flag(form.get("ws")),
+        offset=_offset(form.get("offset")),
         headers={},
     )
 
@@ -171,12 +189,13 @@ def parse_ids(raw: str) -> list[int]:
 
 
 @router.post("/decode")
-def decode(
-    request: Request,
-    settings: SettingsDep,
-    ids: Annotated[str, Form()] = "",
-    tokenizer: Annotated[str, Form()] = "",
-):
+async def decode(request: Request, settings: SettingsDep):
+    """Fields: ``ids`` (as typed or pasted) and ``tokenizer``."""
+    form = await _form(request, settings)
+    return await run_in_threadpool(_decode, request, settings, form.get("ids", ""), form.get("tokenizer", ""))
+
+
+def _decode(request: Request, settings, ids: str, tokenizer: str):
     tokenizer = tokenizer or settings.default_tokenizer
     parsed = parse_ids(ids)
     if len(parsed) > settings.max_ids:
@@ -201,16 +220,17 @@ def decode(
 
 
 @router.post("/ids")
-def all_ids(
-    settings: SettingsDep,
-    text: Annotated[str, Form()] = "",
-    tokenizer: Annotated[str, Form()] = "",
-    special: Annotated[str | None, Form()] = None,
-):
+async def all_ids(request: Request, settings: SettingsDep):
     """Every token id of the text, comma-separated, as plain text (the page shows only a window of them)."""
-    text = text.replace("\r\n", "\n")
+    form = await _form(request, settings)
+    text = form.get("text", "").replace("\r\n", "\n")
+    ids = await run_in_threadpool(
+        _encode, settings, text, form.get("tokenizer") or settings.default_tokenizer, _flag(form.get("special"))
+    )
+    return PlainTextResponse(", ".join(map(str, ids)))
+
+
+def _encode(settings, text: str, tokenizer: str, special: bool) -> list[int]:
     check_text_size(text, settings)
     check_text(text)
-    tok = get_tokenizer(tokenizer or settings.default_tokenizer)
-    ids = tok.encode(text, allow_special=_flag(special))
-    return PlainTextResponse(", ".join(map(str, ids)))
+    return get_tokenizer(tokenizer).encode(text, allow_special=special)

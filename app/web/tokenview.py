@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.engines.result import Segment, Token, TokenizeResult, hex_bytes
+from app.engines.result import Segment, Token, TokenizeResult, group_segments, hex_bytes
 
 PALETTE = 10  # colour classes c0..c9 in static/app.css, for light and dark themes
 
@@ -61,21 +61,21 @@ class TokenView:
 
     result: TokenizeResult
     items: list[SegmentView]
-    start: int
+    start: int  # segment indexes: the window is segments [start, stop)
     stop: int
-    total: int  # number of segments in the whole result
     limit: int | None
-    token_start: int = 0  # index of the first token in the window
-    token_stop: int = 0
+    token_start: int  # token indexes: the window shows tokens [token_start, token_stop)
+    token_stop: int
+    has_more: bool  # segments after the window
     stats: dict = field(default_factory=dict)
 
     @property
     def truncated(self) -> bool:
-        return self.start > 0 or self.stop < self.total
+        return self.start > 0 or self.has_more
 
     @property
     def next_start(self) -> int | None:
-        return self.stop if self.stop < self.total else None
+        return self.stop if self.has_more else None
 
     @property
     def prev_start(self) -> int | None:
@@ -96,6 +96,24 @@ def _detail(text: str, tokens: list[Token], special: bool) -> str:
     return "\n".join(lines)
 
 
+def segments_until(result: TokenizeResult, stop: int) -> tuple[list[Segment], bool]:
+    """The first ``stop`` segments of ``result`` (exactly as ``result.segments()[:stop]``) and whether more follow.
+
+    Grouping only a prefix of the tokens keeps a window of a very long text cheap: a segment is complete once a
+    later token has started the next one, so the prefix is grown until it holds ``stop + 1`` segments.
+    """
+    tokens = result.tokens
+    k = stop + 1
+    while True:
+        if k >= len(tokens):
+            segments = group_segments(result.text, tokens)
+            return segments[:stop], len(segments) > stop
+        segments = group_segments(result.text, tokens[:k])
+        if len(segments) > stop:
+            return segments[:stop], True
+        k = 2 * k + 16
+
+
 def token_view(
     result: TokenizeResult,
     start: int = 0,
@@ -104,22 +122,29 @@ def token_view(
 ) -> TokenView:
     """The segments ``[start, start + limit)`` of ``result`` (all of them when ``limit`` is None).
 
-    ``start`` is clamped to the last window, so a stale offset after the text shrank still shows tokens.
-    Pass ``segments`` when you already have ``result.segments()``.
+    ``start`` past the end shows the last window, so a stale offset after the text shrank still shows tokens.
+    Pass ``segments`` when you already have ``result.segments()``; otherwise only the segments up to the end
+    of the window are grouped.
     """
-    segments = result.segments() if segments is None else segments
-    total = len(segments)
+    start = max(0, start)
     if limit is not None and limit > 0:
-        last_window = ((total - 1) // limit) * limit if total else 0
-        start = min(max(0, start), last_window)
-        stop = min(total, start + limit)
+        if segments is not None:
+            prefix, has_more = segments[: start + limit], len(segments) > start + limit
+        else:
+            prefix, has_more = segments_until(result, start + limit)
+        if start >= len(prefix) and prefix:
+            start = ((len(prefix) - 1) // limit) * limit
+        elif not prefix:
+            start = 0
+        stop = min(len(prefix), start + limit)
     else:
-        start, stop = 0, total
-    palette = colours(segments, result.tokens, stop)
+        prefix = result.segments() if segments is None else segments
+        start, stop, has_more = 0, len(prefix), False
+    palette = colours(prefix, result.tokens, stop)
     items = []
     tokens = result.tokens
     for index in range(start, stop):
-        seg = segments[index]
+        seg = prefix[index]
         toks = [tokens[i] for i in seg.tokens]
         special = any(t.special for t in toks)
         items.append(
@@ -134,6 +159,7 @@ def token_view(
                 detail=_detail(seg.text, toks, special),
             )
         )
-    token_start = segments[start].tokens[0] if items and segments[start].tokens else 0
-    token_stop = (segments[stop - 1].tokens[-1] + 1) if items and segments[stop - 1].tokens else token_start
-    return TokenView(result, items, start, stop, total, limit, token_start, token_stop, result.stats())
+    with_tokens = [prefix[i].tokens for i in range(start, stop) if prefix[i].tokens]
+    token_start = with_tokens[0][0] if with_tokens else 0
+    token_stop = with_tokens[-1][-1] + 1 if with_tokens else token_start
+    return TokenView(result, items, start, stop, limit, token_start, token_stop, has_more, result.stats())

@@ -1,0 +1,473 @@
+"""HTTP tests of the playground page: full page vs htmx fragment, the coloured view, errors, windows, decode."""
+
+from __future__ import annotations
+
+import functools
+from html.parser import HTMLParser
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import tiktoken
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from app.engines import registry
+from app.engines.openai import ENCODINGS, mergeable_ranks
+from app.engines.errors import InvalidTextError
+from app.settings import Settings
+from app.web.app import create_app
+from app.web.errors import status_for
+from app.web.pages import parse_ids
+from app.web.tokenview import PALETTE, base_colour, token_view
+
+HX = {"HX-Request": "true"}
+
+
+@functools.cache
+def enc(name: str) -> tiktoken.Encoding:
+    """tiktoken itself on the shipped ranks (no download): the referee for counts and ids."""
+    spec = ENCODINGS[name]
+    return tiktoken.Encoding(
+        name=f"test-pages-{name}",
+        pat_str=spec.pattern,
+        mergeable_ranks=mergeable_ranks(name),
+        special_tokens=spec.special_tokens,
+    )
+
+
+class Page(HTMLParser):
+    """Collects the coloured token spans (with their text), the id spans, counts, textarea and error text."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.tokens: list[dict] = []
+        self.ids: list[dict] = []
+        self.counts: dict[str, str] = {}
+        self.textarea: str | None = None
+        self.errors: list[str] = []
+        self.ws_marks: list[str] = []
+        self.selected: list[str] = []
+        self.checked: list[str] = []
+        self._stack: list[tuple[str, dict, str]] = []  # (tag, attrs, role) open elements
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: (v or "") for k, v in attrs}
+        classes = a.get("class", "").split()
+        role = ""
+        if tag == "span" and "t" in classes:
+            self.tokens.append({"attrs": a, "classes": classes, "text": ""})
+            role = "token"
+        elif tag == "span" and "id" in classes:
+            self.ids.append({"attrs": a, "classes": classes, "text": ""})
+            role = "id"
+        elif tag == "span" and "w" in classes:
+            self.ws_marks.append(classes[-1])
+        elif tag == "span" and a.get("id", "").startswith(("count-", "chars-", "bytes-")):
+            role = "count:" + a["id"]
+            self.counts[a["id"]] = ""
+        elif tag == "textarea":
+            self.textarea = ""
+            role = "textarea"
+        elif tag == "div" and "error" in classes:
+            self.errors.append("")
+            role = "error"
+        elif tag == "option" and "selected" in a:
+            self.selected.append(a["value"])
+        elif tag == "input" and "checked" in a:
+            self.checked.append(a["name"])
+        if tag not in ("input", "meta", "link", "br"):
+            self._stack.append((tag, a, role))
+
+    def handle_endtag(self, tag):
+        if tag == "textarea" and self.textarea and self.textarea.startswith("\n"):
+            self.textarea = self.textarea[1:]  # as browsers do: a newline right after <textarea> is dropped
+        while self._stack:
+            if self._stack.pop()[0] == tag:
+                break
+
+    def handle_data(self, data):
+        roles = [r for _, _, r in self._stack if r]
+        if not roles:
+            return
+        if "token" in roles:
+            self.tokens[-1]["text"] += data
+        role = roles[-1]
+        if role == "id":
+            self.ids[-1]["text"] += data
+        elif role.startswith("count:"):
+            self.counts[role[6:]] += data
+        elif role == "textarea":
+            self.textarea += data
+        elif role == "error":
+            self.errors[-1] += data
+
+    @property
+    def count(self) -> int:
+        return int(self.counts["count-tokens"].replace(",", ""))
+
+    @property
+    def token_text(self) -> str:
+        return "".join(t["text"] for t in self.tokens)
+
+    def colours(self) -> list[str]:
+        return [next(c for c in t["classes"] if c[0] == "c" and c[1:].isdigit()) for t in self.tokens]
+
+
+def render(client, text, tokenizer="cl100k_base", **extra):
+    return client.post("/render", data={"text": text, "tokenizer": tokenizer, **extra}, headers=HX)
+
+
+# -- full page vs fragment ---------------------------------------------------------------------------------
+
+
+def test_get_playground_renders_full_page_with_nav_and_form(client):
+    r = client.get("/")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+    assert "HX-Request" in r.headers["vary"]
+    html = r.text
+    assert html.lstrip().lower().startswith("<!doctype html>")
+    for href in ('href="/"', 'href="/compare"', 'href="/lab"', 'src="/vendor/htmx.min.js"', 'href="/static/app.css"'):
+        assert href in html
+    assert 'hx-post="/render"' in html and 'hx-target="#result"' in html
+    page = Page(html)
+    assert page.textarea and page.count > 0  # the sample text, already tokenized
+    assert page.selected[0] == "cl100k_base"
+
+
+def test_get_playground_with_query_reproduces_the_view(client):
+    r = client.get("/", params={"tokenizer": "gpt2", "text": "a<|endoftext|>b c", "special": "1", "ws": "1"})
+    page = Page(r.text)
+    assert page.textarea == "a<|endoftext|>b c"
+    assert page.selected[0] == "gpt2"
+    assert set(page.checked) >= {"special", "ws"}
+    assert page.count == len(enc("gpt2").encode("a<|endoftext|>b c", allowed_special="all"))
+    assert "w-sp" in page.ws_marks
+
+
+def test_get_playground_with_empty_query_text_shows_empty_state(client):
+    page = Page(client.get("/?tokenizer=gpt2").text)
+    assert page.textarea == "" and page.count == 0 and page.tokens == []
+
+
+def test_render_htmx_returns_only_the_result_block(client):
+    r = render(client, "Hello world")
+    assert r.status_code == 200
+    assert "HX-Request" in r.headers["vary"]
+    assert "<html" not in r.text and "<textarea" not in r.text and "<nav" not in r.text
+    page = Page(r.text)
+    assert page.count == 2
+    assert page.counts == {
+        "count-tokens": "2",
+        "count-chars": "11",
+        "count-bytes": "11",
+        "chars-per-token": "5.50",
+        "bytes-per-token": "5.50",
+    }
+    assert [i["text"] for i in page.ids] == ["9906", "1917"]
+
+
+def test_render_without_htmx_returns_the_full_page(client):
+    r = client.post("/render", data={"text": "Hello world", "tokenizer": "gpt2"})
+    assert r.status_code == 200
+    page = Page(r.text)
+    assert "<html" in r.text and page.textarea == "Hello world" and page.count == 2
+
+
+def test_render_replaces_url_with_tokenizer_and_short_text(client, settings):
+    r = render(client, "héllo & <b>", tokenizer="o200k_base", special="1", ws="1")
+    url = urlsplit(r.headers["HX-Replace-Url"])
+    assert url.path == "/"
+    assert parse_qs(url.query) == {"tokenizer": ["o200k_base"], "text": ["héllo & <b>"], "special": ["1"], "ws": ["1"]}
+    long_text = "x" * (settings.url_text_limit + 1)
+    url = urlsplit(render(client, long_text).headers["HX-Replace-Url"])
+    assert parse_qs(url.query) == {"tokenizer": ["cl100k_base"]}
+
+
+def test_render_alias_resolves_to_tokenizer_name(client):
+    r = render(client, "hi", tokenizer="gpt-4o")
+    assert "tokenizer=o200k_base" in r.headers["HX-Replace-Url"]
+
+
+# -- the coloured view --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokenizer", ["gpt2", "cl100k_base", "o200k_base"])
+def test_render_counts_and_ids_match_tiktoken(client, tokenizer):
+    text = "Tokenizers split text: 日本語のテキスト, emoji 🙂👍🏽, and code `x += 1`.\n\tDone."
+    page = Page(render(client, text, tokenizer=tokenizer).text)
+    ids = enc(tokenizer).encode(text)
+    assert page.count == len(ids)
+    assert [int(i["text"]) for i in page.ids] == ids
+    assert page.counts["count-chars"] == str(len(text))
+    assert page.counts["count-bytes"] == str(len(text.encode()))
+
+
+def test_render_script_is_escaped_text(client):
+    text = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    r = render(client, text)
+    assert "<script>" not in r.text and "<img" not in r.text
+    assert Page(r.text).token_text == text
+
+
+def test_get_playground_escapes_script_in_textarea(client):
+    r = client.get("/", params={"text": "</textarea><script>alert(1)</script>"})
+    assert "<script>alert(1)" not in r.text
+    assert Page(r.text).textarea == "</textarea><script>alert(1)</script>"
+
+
+def test_render_partial_characters_form_one_group_with_all_ids(client):
+    # gpt2 cuts 閒 into two byte tokens, neither valid UTF-8 alone.
+    page = Page(render(client, "閒", tokenizer="gpt2").text)
+    assert len(page.tokens) == 1
+    tok = page.tokens[0]
+    assert tok["text"] == "閒" and "\ufffd" not in tok["text"]
+    assert "partial" in tok["classes"]
+    ids = enc("gpt2").encode("閒")
+    assert tok["attrs"]["data-ids"] == " ".join(map(str, ids))
+    assert tok["attrs"]["data-hex"] == "E9 96|92"
+    assert "E9 96" in tok["attrs"]["title"] and str(ids[0]) in tok["attrs"]["title"]
+    assert [int(i["text"]) for i in page.ids] == ids
+    assert {i["attrs"]["data-seg"] for i in page.ids} == {tok["attrs"]["data-seg"]}
+
+
+def test_render_emoji_never_shows_replacement_character(client):
+    text = "🙂👍🏽 家族 👨‍👩‍👧"
+    for name in ("gpt2", "cl100k_base", "o200k_base"):
+        page = Page(render(client, text, tokenizer=name).text)
+        assert page.token_text == text
+        assert all("\ufffd" not in t["text"] for t in page.tokens)
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_render_tokens_join_back_to_the_input(client, text):
+    text = text.replace("\r\n", "\n")  # the form route normalises CRLF (browsers send it for the text area)
+    for name in ("gpt2", "o200k_base"):
+        page = Page(render(client, text, tokenizer=name).text)
+        assert page.token_text == text
+        assert page.count == len(enc(name).encode(text))
+
+
+def test_render_neighbours_never_share_a_colour_and_ids_keep_theirs(client):
+    text = "the the the the " * 20 + "aaaa bbbb aaaa bbbb " * 10 + "\n\n\n" * 5
+    page = Page(render(client, text, tokenizer="cl100k_base").text)
+    colours = page.colours()
+    assert all(a != b for a, b in zip(colours, colours[1:]))
+    # A token's colour is its id's colour unless the previous token already had that one.
+    for tok, colour, prev in zip(page.tokens, colours, [None] + colours[:-1]):
+        base = f"c{base_colour(int(tok['attrs']['data-ids'].split()[0]))}"
+        assert colour == base or (prev == base and colour == f"c{(int(base[1:]) + 1) % PALETTE}")
+
+
+def test_base_colour_spreads_ids_over_the_palette():
+    counts = [0] * PALETTE
+    for tid in range(10_000):
+        counts[base_colour(tid)] += 1
+    assert min(counts) > 800
+
+
+def test_render_special_tokens_off_by_default_on_when_toggled(client):
+    text = "a<|endoftext|>b"
+    plain = Page(render(client, text, tokenizer="gpt2").text)
+    assert not any("special" in t["classes"] for t in plain.tokens)
+    assert "50256" not in [i["text"] for i in plain.ids]
+    special = Page(render(client, text, tokenizer="gpt2", special="1").text)
+    marked = [t for t in special.tokens if "special" in t["classes"]]
+    assert len(marked) == 1 and marked[0]["text"] == "<|endoftext|>"
+    assert marked[0]["attrs"]["data-ids"] == "50256"
+    assert special.count == 3 and special.token_text == text
+
+
+def test_render_show_whitespace_marks_spaces_tabs_newlines(client):
+    text = "a b\tc\nd"
+    off = Page(render(client, text).text)
+    assert off.ws_marks == []
+    on = Page(render(client, text, ws="1").text)
+    assert sorted(on.ws_marks) == ["w-nl", "w-sp", "w-tab"]
+    assert on.token_text == text  # the real characters stay in the page (glyphs are CSS pseudo-elements)
+
+
+def test_render_tokens_are_focusable_with_details(client):
+    page = Page(render(client, "Hello world").text)
+    assert [t["attrs"]["tabindex"] for t in page.tokens] == ["0", "-1"]
+    title = page.tokens[0]["attrs"]["title"]
+    assert "id 9906" in title and "48 65 6C 6C 6F" in title and "Hello" in title
+
+
+def test_render_crlf_is_normalised_to_lf(client):
+    page = Page(render(client, "a\r\nb").text)
+    assert page.token_text == "a\nb" and page.counts["count-chars"] == "3"
+
+
+# -- errors -------------------------------------------------------------------------------------------------
+
+
+def test_render_unknown_tokenizer_answers_404_fragment_naming_valid_ones(client):
+    r = render(client, "hi", tokenizer="nope")
+    assert r.status_code == 404
+    page = Page(r.text)
+    assert page.errors and "nope" in page.errors[0]
+    for name in registry.names():
+        assert name in page.errors[0]
+    assert "HX-Replace-Url" not in r.headers
+
+
+def test_get_unknown_tokenizer_shows_page_with_error_and_keeps_text(client):
+    r = client.get("/", params={"tokenizer": "<b>nope</b>", "text": "keep me"})
+    assert r.status_code == 404
+    assert "<b>nope" not in r.text
+    page = Page(r.text)
+    assert page.textarea == "keep me"
+    assert "<b>nope</b>" in page.errors[0] and "cl100k_base" in page.errors[0]
+
+
+@pytest.fixture()
+def small_client():
+    app = create_app(Settings(max_chars=50, render_tokens=5, url_text_limit=10, max_ids=4))
+    with TestClient(app) as c:
+        yield c
+
+
+def test_render_text_over_the_limit_answers_413_with_message(small_client):
+    r = render(small_client, "x" * 51)
+    assert r.status_code == 413
+    assert "limit is 50" in Page(r.text).errors[0]
+
+
+def test_render_full_page_over_the_limit_keeps_text(small_client):
+    r = small_client.post("/render", data={"text": "y" * 60, "tokenizer": "gpt2"})
+    assert r.status_code == 413
+    page = Page(r.text)
+    assert page.textarea == "y" * 60 and "limit" in page.errors[0]
+
+
+def test_lone_surrogate_maps_to_422():
+    tok = registry.get("cl100k_base")
+    with pytest.raises(InvalidTextError) as exc:
+        tok.tokenize("a\ud800b")
+    assert status_for(exc.value) == 422
+
+
+def test_get_playground_with_undecodable_query_text_does_not_fail(client):
+    # A browser cannot send a lone surrogate in a form or URL: bad UTF-8 arrives as U+FFFD.
+    r = client.get("/?text=%ED%A0%80x")
+    assert r.status_code == 200 and Page(r.text).textarea.endswith("x")
+
+
+# -- long texts: exact counts, a window of coloured tokens ----------------------------------------------------
+
+
+def test_render_long_text_windows_tokens_with_exact_counts(small_client):
+    text = " ".join(f"w{i}" for i in range(15))  # 30 tokens in gpt2, well over the window of 5
+    ids = enc("gpt2").encode(text)
+    r = render(small_client, text, tokenizer="gpt2")
+    page = Page(r.text)
+    assert page.count == len(ids)
+    assert len(page.tokens) == 5
+    assert [int(i["text"]) for i in page.ids] == ids[:5]
+    assert 'id="show-more"' in r.text and '"offset": 5' in r.text
+    second = Page(render(small_client, text, tokenizer="gpt2", offset="5").text)
+    assert second.count == len(ids)
+    assert [t["attrs"]["data-seg"] for t in second.tokens] == ["5", "6", "7", "8", "9"]
+    assert second.colours()[0] != page.colours()[-1]
+    # Walking all windows gives back the whole text, with the colours of the unwindowed view.
+    full = token_view(registry.get("gpt2").tokenize(text))
+    seen, colours, offset = "", [], 0
+    while offset is not None:
+        p = Page(render(small_client, text, tokenizer="gpt2", offset=str(offset)).text)
+        seen += p.token_text
+        colours += p.colours()
+        offset = offset + 5 if len(seen) < len(text) else None
+    assert seen == text
+    assert colours == [f"c{item.colour}" for item in full.items]
+
+
+def test_render_stale_offset_is_clamped_to_the_last_window(small_client):
+    page = Page(render(small_client, "a b c d e f g", tokenizer="gpt2", offset="500").text)
+    assert page.count == 7 and [t["attrs"]["data-seg"] for t in page.tokens] == ["5", "6"]
+
+
+def test_ids_route_returns_every_id(small_client):
+    text = " ".join(f"w{i}" for i in range(15))
+    r = small_client.post("/ids", data={"text": text, "tokenizer": "gpt2"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    assert [int(x) for x in r.text.split(", ")] == enc("gpt2").encode(text)
+
+
+def test_render_max_size_text_is_exact_and_fast(client, settings):
+    import time
+
+    text = ("Tokenplay 日本語 🙂 " * (settings.max_chars // 16 + 1))[: settings.max_chars]
+    start = time.perf_counter()
+    r = render(client, text, tokenizer="cl100k_base")
+    elapsed = time.perf_counter() - start
+    page = Page(r.text)
+    assert page.count == len(enc("cl100k_base").encode(text))
+    assert len(page.tokens) == settings.render_tokens
+    assert len(r.content) < 3_000_000
+    assert elapsed < 15
+
+
+# -- decode box -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ["9906, 1917", "[9906, 1917]", "9906 1917", "9906\n1917\n"])
+def test_decode_accepts_lists_in_common_shapes(client, raw):
+    r = client.post("/decode", data={"ids": raw, "tokenizer": "cl100k_base"}, headers=HX)
+    assert r.status_code == 200
+    assert "<html" not in r.text
+    assert '<pre class="decoded-text">Hello world</pre>' in r.text
+
+
+def test_decode_escapes_decoded_text(client):
+    ids = enc("cl100k_base").encode("<script>alert(1)</script>")
+    r = client.post("/decode", data={"ids": str(ids), "tokenizer": "cl100k_base"}, headers=HX)
+    assert "<script>" not in r.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+
+
+def test_decode_bad_ids_answer_422_with_message(client):
+    r = client.post("/decode", data={"ids": "9906, abc", "tokenizer": "cl100k_base"}, headers=HX)
+    assert r.status_code == 422 and "abc" in Page(r.text).errors[0]
+    r = client.post("/decode", data={"ids": "99999999", "tokenizer": "cl100k_base"}, headers=HX)
+    assert r.status_code == 422 and "99999999" in Page(r.text).errors[0]
+
+
+def test_decode_too_many_ids_answers_413(small_client):
+    r = small_client.post("/decode", data={"ids": "1 2 3 4 5", "tokenizer": "gpt2"}, headers=HX)
+    assert r.status_code == 413
+
+
+def test_decode_empty_shows_nothing(client):
+    r = client.post("/decode", data={"ids": "  ", "tokenizer": "gpt2"}, headers=HX)
+    assert r.status_code == 200 and r.text.strip() == ""
+
+
+def test_parse_ids_rejects_negative_and_float():
+    assert parse_ids("[1,2, 3]") == [1, 2, 3]
+    for bad in ("-1", "1.5", "1e3"):
+        with pytest.raises(ValueError):
+            parse_ids(bad)
+
+
+# -- assets -------------------------------------------------------------------------------------------------------
+
+
+def test_static_assets_and_htmx_are_served(client):
+    assert client.get("/static/app.css").status_code == 200
+    assert client.get("/static/app.js").status_code == 200
+    r = client.get("/vendor/htmx.min.js")
+    assert r.status_code == 200 and "htmx" in r.text[:2000]
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=60), stop=st.integers(0, 70))
+def test_segments_until_matches_full_grouping(text, stop):
+    from app.web.tokenview import segments_until
+
+    result = registry.get("gpt2").tokenize(text)
+    full = result.segments()
+    prefix, more = segments_until(result, stop)
+    assert [s.to_dict() for s in prefix] == [s.to_dict() for s in full[:stop]]
+    assert more == (len(full) > stop)
