@@ -4,7 +4,9 @@ Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface by
 *words* (id sequences with counts, in first-seen order) and a merge loop that emits one
 :class:`~app.engines.steps.MergeStep` per merge. Byte- and character-level BPE both run on the fast
 incremental core of :mod:`app.engines.bpe.trainer` (``BPETrainerState``); they differ only in how text becomes
-base ids (UTF-8 bytes, or one id per code point plus an optional end-of-word marker ``</w>``).
+base ids (UTF-8 bytes, or one id per code point plus an optional end-of-word marker ``</w>``). SentencePiece-style
+runs use :class:`app.engines.sentencepiece.trainer.SentencePieceTrainerState` (lines, ``▁``, byte fallback,
+its own whitespace split: the ``pattern`` option does not apply) and keep the trained ``.model`` file.
 
 :class:`Encoder` turns text into base-id words the same way for training, the step views and "encode a new
 text", so the three can never disagree.
@@ -21,6 +23,8 @@ import regex
 from app.engines.bpe.patterns import compiled, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState, BPETrainingError
 from app.engines.errors import TokenplayError
+from app.engines.sentencepiece.trainer import MAX_VOCAB_SIZE as SP_MAX_VOCAB_SIZE
+from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.steps import TIE_BREAKS, MergeStep
 
 ALGORITHMS = ("byte", "char", "sentencepiece")
@@ -113,6 +117,7 @@ class Options:
 # -- pre-tokenizing ------------------------------------------------------------------------------------------
 
 _WS = regex.compile(r"\S+")
+_SP_REST = regex.compile(r" [^ \n]*")
 
 
 def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
@@ -121,24 +126,37 @@ def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
         return []
     if pattern == "none":
         return [(0, len(text))]
-    if pattern == "whitespace":
-        rx = _WS
-    elif pattern == "sp":  # SentencePiece-style: a word is "▁" + the characters up to the next space
-        rx = _SP_WORD
-    else:
-        rx = compiled(pattern_regex(pattern))
+    rx = _WS if pattern == "whitespace" else compiled(pattern_regex(pattern))
     return [m.span() for m in rx.finditer(text)]
 
 
-_SP_WORD = regex.compile(r" ?[^ ]+| ")
+def sp_spans(text: str) -> list[tuple[int, int, bool]]:
+    """SentencePiece-style words: per non-empty line, the text before the first space (it gets the dummy-prefix
+    ``▁``, so it may be empty), then each space with the characters up to the next space or line end."""
+    out: list[tuple[int, int, bool]] = []
+    pos = 0
+    for line in text.split("\n"):
+        if line:
+            first = line.find(" ")
+            first = len(line) if first < 0 else first
+            out.append((pos, pos + first, True))
+            for m in _SP_REST.finditer(line, first):
+                out.append((pos + m.start(), pos + m.end(), False))
+        pos += len(line) + 1
+    return out
 
 
 class Encoder:
-    """Text to base-id words for one run. ``base`` maps every base id to its surface bytes."""
+    """Text to base-id words for one run. ``base`` maps every base id to its surface bytes.
+
+    ``spans(text)`` gives ``(start, end, lead)`` per word; ``word_ids(text[start:end], lead)`` its base ids. A
+    character the base vocabulary lacks becomes -1 (never merged). ``lead`` marks a SentencePiece-style line
+    start, which gets the dummy-prefix ``▁``.
+    """
 
     def __init__(self, algorithm: str, pattern: str, base: dict[int, bytes], end_of_word: bool = False):
         self.algorithm = algorithm
-        self.pattern = "sp" if algorithm == "sentencepiece" else pattern
+        self.pattern = pattern
         self.base = base
         self.end_of_word = end_of_word
         self.char_ids: dict[str, int] = {}
@@ -148,20 +166,19 @@ class Encoder:
                 s = b.decode("utf-8")
                 if s == END_OF_WORD and end_of_word:
                     self.eow_id = i
-                else:
-                    self.char_ids[s] = i
+                elif len(s) == 1:  # not SentencePiece's <unk>, <s>, </s> or <0xNN> pieces
+                    self.char_ids.setdefault(s, i)
 
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        return chunk_spans(text, self.pattern)
+    def spans(self, text: str) -> list[tuple[int, int, bool]]:
+        if self.algorithm == "sentencepiece":
+            return sp_spans(text)
+        return [(a, b, False) for a, b in chunk_spans(text, self.pattern)]
 
-    def word_ids(self, chunk: str) -> list[int]:
-        """Base ids of one word; a character the base vocabulary lacks becomes -1 (never merged)."""
+    def word_ids(self, chunk: str, lead: bool = False) -> list[int]:
         if self.algorithm == "byte":
             return list(chunk.encode("utf-8"))
         if self.algorithm == "sentencepiece":
-            chunk = chunk.replace(" ", SP_SPACE)
-            if not chunk.startswith(SP_SPACE):
-                chunk = SP_SPACE + chunk
+            chunk = (SP_SPACE if lead else "") + chunk.replace(" ", SP_SPACE)
         get = self.char_ids.get
         ids = [get(c, -1) for c in chunk]
         if self.eow_id is not None:
@@ -169,8 +186,8 @@ class Encoder:
         return ids
 
     def words(self, text: str) -> list[tuple[list[int], int]]:
-        counts = Counter(text[a:b] for a, b in self.spans(text))
-        return [(self.word_ids(chunk), n) for chunk, n in counts.items()]
+        counts = Counter((text[a:b], lead) for a, b, lead in self.spans(text))
+        return [(self.word_ids(chunk, lead), n) for (chunk, lead), n in counts.items()]
 
 
 def base_vocab_for(text: str, algorithm: str, pattern: str, end_of_word: bool) -> dict[int, bytes]:
@@ -178,12 +195,8 @@ def base_vocab_for(text: str, algorithm: str, pattern: str, end_of_word: bool) -
     if algorithm == "byte":
         return dict(BYTE_VOCAB)
     chars: set[str] = set()
-    pat = "sp" if algorithm == "sentencepiece" else pattern
-    for a, b in chunk_spans(text, pat):
+    for a, b in chunk_spans(text, pattern):
         chars.update(text[a:b])
-    if algorithm == "sentencepiece":
-        chars.discard(" ")
-        chars.add(SP_SPACE)
     base = {i: c.encode("utf-8") for i, c in enumerate(sorted(chars))}
     if end_of_word:
         base[len(base)] = END_OF_WORD.encode()
@@ -192,8 +205,9 @@ def base_vocab_for(text: str, algorithm: str, pattern: str, end_of_word: bool) -
 
 def base_units(text: str, algorithm: str, pattern: str) -> int:
     """What compression is measured against: the corpus's bytes (byte-level) or characters (the others)."""
-    pat = "sp" if algorithm == "sentencepiece" else pattern
-    spans = chunk_spans(text, pat)
+    if algorithm == "sentencepiece":
+        return sum(len(line) for line in text.split("\n"))
+    spans = chunk_spans(text, pattern)
     if algorithm == "byte":
         return sum(len(text[a:b].encode("utf-8")) for a, b in spans)
     return sum(b - a for a, b in spans)
@@ -212,6 +226,7 @@ class Trained:
     target_merges: int
     stop_reason: str
     top0: list = field(default_factory=list)  # pair table before the first merge (same as steps[0].top_pairs)
+    model: bytes | None = None  # SentencePiece-style: the trained ``.model`` file
 
 
 ProgressFn = Callable[[int, int], None]
@@ -243,13 +258,24 @@ def train(
     :class:`Cancelled`.
     """
     options.check(max_merges)
-    base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
-    encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
-    total = options.n_merges(len(base), max_merges)
-    try:
-        state = BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break)
-    except BPETrainingError as exc:  # pragma: no cover - the encoder only emits base ids
-        raise LabOptionsError(str(exc)) from None
+    if options.algorithm == "sentencepiece":
+        try:
+            state = SentencePieceTrainerState(
+                corpus, SP_MAX_VOCAB_SIZE, byte_fallback=True, tie_break=options.tie_break
+            )
+        except TokenplayError as exc:
+            raise LabOptionsError(str(exc)) from None
+        base = {i: state.surfaces[i] for i in range(state.base_size)}
+        total = options.n_merges(len(base), max_merges)
+        state.requested_vocab_size = len(base) + max(total, len(prefix) + (force is not None))
+    else:
+        base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
+        encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
+        total = options.n_merges(len(base), max_merges)
+        try:
+            state = BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break)
+        except BPETrainingError as exc:  # pragma: no cover - the encoder only emits base ids
+            raise LabOptionsError(str(exc)) from None
     steps: list[MergeStep] = []
     n_ties: list[int] = []
     stop_reason = "merge count reached"
@@ -264,7 +290,7 @@ def train(
             total = len(steps) + 1
         try:
             steps.append(_record(state.step(force_pair=force, top_k=TOP_K), n_ties))
-        except BPETrainingError as exc:
+        except TokenplayError as exc:
             raise LabOptionsError(str(exc)) from None
         if progress is not None:
             progress(len(steps), total)
@@ -287,5 +313,6 @@ def train(
         target_merges=total,
         stop_reason=stop_reason,
         top0=list(top0),
+        model=state.model().serialize() if options.algorithm == "sentencepiece" else None,
     )
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 EXAMPLES: dict[str, dict] = {
     "aaabdaaabac": {
-        "title": "aaabdaaabac (Wikipedia's BPE example)",
+        "title": "aaabdaaabac",
         "form": {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "size_kind": "merges", "size": 3, "tie_break": "first"},
     },
     "low-lower": {
-        "title": "low lower newest widest (Sennrich et al., with </w>)",
+        "title": "low lower newest widest (</w>)",
         "form": {
             "corpus": "low low low low low lower lower newest newest newest newest newest newest widest widest widest",
             "algorithm": "char",
@@ -20,7 +20,7 @@ EXAMPLES: dict[str, dict] = {
         },
     },
     "hug-pun": {
-        "title": "hug pug pun bun hugs (Hugging Face course)",
+        "title": "hug pug pun bun",
         "form": {
             "corpus": ("hug " * 10 + "pug " * 5 + "pun " * 12 + "bun " * 4 + "hugs " * 5).strip(),
             "algorithm": "char",
@@ -31,7 +31,7 @@ EXAMPLES: dict[str, dict] = {
         },
     },
     "japanese": {
-        "title": "Japanese (byte-level: characters split into bytes)",
+        "title": "Japanese, byte-level",
         "form": {
             "corpus": "東京は日本の首都です。京都は古い都です。東京と京都は日本の大きな都市です。日本の都市はきれいです。",
             "algorithm": "byte",
@@ -42,7 +42,7 @@ EXAMPLES: dict[str, dict] = {
         },
     },
     "japanese-sp": {
-        "title": "Japanese (SentencePiece-style: whole characters)",
+        "title": "Japanese, SentencePiece-style",
         "form": {
             "corpus": "東京は日本の首都です。京都は古い都です。東京と京都は日本の大きな都市です。日本の都市はきれいです。",
             "algorithm": "sentencepiece",
@@ -53,7 +53,7 @@ EXAMPLES: dict[str, dict] = {
         },
     },
     "english": {
-        "title": "English sentences (GPT-2 pre-tokenizer)",
+        "title": "English, GPT-2 regex",
         "form": {
             "corpus": (
                 "The cat sat on the mat. The dog sat on the log. The cat and the dog are friends. "

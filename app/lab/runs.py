@@ -50,6 +50,7 @@ class Run:
     base_units: int = 0
     stop_reason: str = ""
     top0: list = field(default_factory=list)
+    model: bytes | None = None  # SentencePiece-style runs: the trained .model file
 
     # -- facts -----------------------------------------------------------------------------------------------
     @property
@@ -86,6 +87,7 @@ class Run:
         self.target_merges = trained.target_merges
         self.done_merges = len(trained.steps)
         self.top0 = trained.top0
+        self.model = trained.model
 
     def summary(self) -> dict:
         k = self.n_steps
@@ -130,6 +132,7 @@ class Run:
                 "top0": [[a, b, c] for (a, b), c in self.top0],
                 "n_ties": self.n_ties,
                 "steps": [_step_row(s) for s in self.steps],
+                "model": self.model.hex() if self.model else None,
             }
         return d
 
@@ -153,6 +156,7 @@ class Run:
             run.stop_reason = d["stop_reason"]
             run.top0 = [((a, b), c) for a, b, c in d.get("top0", [])]
             run.n_ties = d["n_ties"]
+            run.model = bytes.fromhex(d["model"]) if d.get("model") else None
             vocab = dict(run.base)
             steps = []
             for row in d["steps"]:

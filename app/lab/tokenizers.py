@@ -1,7 +1,8 @@
 """Trained lab runs as playground tokenizers ("use in playground"), registered as ``lab-<run id>``.
 
-Byte-level runs become the BPE engine's own :class:`~app.engines.bpe.BPETokenizer` (tiktoken semantics).
-Character-level and SentencePiece-style runs become a :class:`LabTokenizer`: the run's merges applied by rank
+Byte-level runs become the BPE engine's own :class:`~app.engines.bpe.BPETokenizer` (tiktoken semantics);
+SentencePiece-style runs the SentencePiece engine running the run's trained ``.model``. Character-level runs
+become a :class:`LabTokenizer`: the run's merges applied by rank
 to each word, with byte fallback for characters the corpus never had (ids after the vocabulary, one per byte),
 so any text tokenizes and the tokens' bytes join back to the text. ``</w>`` is shown in a token's text but
 stands for no bytes; ``▁`` stands for a space.
@@ -68,11 +69,11 @@ class LabTokenizer(Tokenizer):
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         out: list[int] = []
         pos = 0
-        for a, b in self.encoder.spans(text):
+        for a, b, lead in self.encoder.spans(text):
             if a > pos:
                 out.extend(self._plain(text[pos:a]))
             word = text[a:b]
-            ids = self.encoder.word_ids(word)
+            ids = self.encoder.word_ids(word, lead)
             if self.sp and not word.startswith(" "):
                 ids = ids[1:]  # no dummy-prefix space: the tokens must join back to the text
             merged = bpe_encode(ids, self.ranks, len(self.ranks))
@@ -101,6 +102,10 @@ def _build(run: Run) -> Tokenizer:
         tok.family = "lab"
         tok.description = opts.describe()
         return tok
+    if opts.algorithm == "sentencepiece" and run.model:
+        from app.engines.sentencepiece import SentencePieceTokenizer
+
+        return SentencePieceTokenizer(run.model, name=PREFIX + run.id, label=run.label(), description=opts.describe())
     return LabTokenizer(run)
 
 

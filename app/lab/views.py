@@ -106,18 +106,17 @@ class RunView:
         self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
         self.window = run.corpus[:window_chars]
         self.truncated = len(run.corpus) > window_chars
-        spans = self.encoder.spans(self.window)
-        items: list[tuple[str, str]] = []  # ("gap", text) or ("word", text)
+        items: list[tuple[str, str, bool]] = []  # ("gap", text, False) or ("word", text, lead)
         pos = 0
-        for a, b in spans:
+        for a, b, lead in self.encoder.spans(self.window):
             if a > pos:
-                items.append(("gap", self.window[pos:a]))
-            items.append(("word", self.window[a:b]))
+                items.append(("gap", self.window[pos:a], False))
+            items.append(("word", self.window[a:b], lead))
             pos = b
         if pos < len(self.window):
-            items.append(("gap", self.window[pos:]))
+            items.append(("gap", self.window[pos:], False))
         self.items = items
-        self.word_ids = {w: self.encoder.word_ids(w) for kind, w in items if kind == "word"}
+        self.word_ids = {(w, lead): self.encoder.word_ids(w, lead) for kind, w, lead in items if kind == "word"}
         self._cache: OrderedDict[int, list[Piece]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -135,16 +134,16 @@ class RunView:
                 self._cache.move_to_end(k)
                 return hit
         new_id = self.run.steps[k - 1].new_id if k > 0 else None
-        encoded: dict[str, list[int]] = {}
+        encoded: dict[tuple[str, bool], list[int]] = {}
         out: list[Piece] = []
         prev = -1
-        for kind, text in self.items:
+        for kind, text, lead in self.items:
             if kind == "gap":
                 out.append(Piece(-2, text))
                 continue
-            ids = encoded.get(text)
+            ids = encoded.get((text, lead))
             if ids is None:
-                ids = encoded[text] = bpe_encode(self.word_ids[text], self.ranks, k)
+                ids = encoded[(text, lead)] = bpe_encode(self.word_ids[(text, lead)], self.ranks, k)
             for tid in ids:
                 if tid < 0:
                     out.append(Piece(-1, "?"))
@@ -225,8 +224,7 @@ class RunView:
     # -- encode a new text -------------------------------------------------------------------------------
     def encode_trace(self, text: str, k: int) -> dict:
         """Apply merges of rank < ``k`` to ``text`` one merge at a time (every occurrence at once), in rank order."""
-        spans = self.encoder.spans(text)
-        words = [self.encoder.word_ids(text[a:b]) for a, b in spans]
+        words = [self.encoder.word_ids(text[a:b], lead) for a, b, lead in self.encoder.spans(text)]
         ranks = {p: v for p, v in self.ranks.items() if v[0] < k}
 
         def snapshot() -> list[list[str]]:

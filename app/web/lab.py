@@ -151,6 +151,8 @@ def api_train(request: Request, body: TrainRequest):
         lab = get_lab(request)
         _check_corpus_size(lab, body.corpus)
         run = lab.start(body.corpus, _options(body), wait=QUICK_WAIT)
+        if run.status == "error":
+            raise _Http(422, run.error or "training failed")
         return JSONResponse(_summary(run), status_code=200 if run.finished else 202)
 
     return _guard(request, go)
@@ -205,6 +207,8 @@ def api_merge(request: Request, run_id: str, k: int, body: MergeRequest):
         run = _run_or_404(lab, run_id)
         _check_step(run, k)
         new = lab.continue_with(run, k, _pair_ids(run, k, body.pair), wait=QUICK_WAIT)
+        if new.status == "error":
+            raise _Http(422, new.error or "training failed")
         return JSONResponse(_summary(new) | {"step": k + 1}, status_code=200 if new.finished else 202)
 
     return _guard(request, go)
@@ -340,6 +344,8 @@ def lab_train(
         return fail(429, str(exc), {"Retry-After": str(exc.retry_after)})
     except TokenplayError as exc:
         return fail(422, str(exc))
+    if run.status == "error":
+        return fail(422, run.error or "training failed")
     return _to_run(request, run)
 
 
@@ -432,6 +438,8 @@ def lab_merge(
         _check_step(run, after)
         pair = _pair_ids(run, after, [left, right])
         new = lab.continue_with(run, after, pair, wait=QUICK_WAIT)
+        if new.status == "error":
+            raise _Http(422, new.error or "training failed")
         return _to_run(request, new, after + 1)
 
     return _guard(request, go)
