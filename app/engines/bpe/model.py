@@ -155,6 +155,17 @@ class NativeOpenAITokenizer(RankTokenizer):
         self.label = f"{encoding} (tokenplay engine)"
         self.description = f"{spec.description}; ranks run by Tokenplay's own BPE engine"
 
+    @staticmethod
+    def cached(encoding: str) -> "NativeOpenAITokenizer":
+        """One shared instance per encoding (building one reads the ranks and starts an empty cache)."""
+        found = _NATIVE.get(encoding)
+        if found is None:
+            found = _NATIVE[encoding] = NativeOpenAITokenizer(encoding)
+        return found
+
+
+_NATIVE: dict[str, NativeOpenAITokenizer] = {}
+
 
 def ranks_from_vocab(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
     """Bytes -> the lowest id with those bytes: ``ranks_from_vocab({0: b"a", 1: b"a"}) == {b"a": 0}``."""

@@ -1,0 +1,155 @@
+"""The native BPE encoder: ids equal tiktoken's for every OpenAI encoding, exact fast paths, encode trace."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from samples import ALL
+
+from app.engines.bpe.encoder import encode_trace, merge_long, merge_short
+from app.engines.bpe.model import BPETokenizer, NativeOpenAITokenizer
+from app.engines.bpe.patterns import PATTERNS, Splitter, compiled
+from app.engines.bpe.sample_text import english_text, japanese_text
+from app.engines import registry
+from app.engines.openai import ENCODINGS, TiktokenTokenizer
+
+NAMES = list(ENCODINGS)
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def pair(request):
+    return NativeOpenAITokenizer(request.param), TiktokenTokenizer(request.param)
+
+
+EXTRA = {
+    "zwj_and_flags": "👩‍💻 👨‍👩‍👧 🏳️‍⚧️ 🇺🇦🇯🇵🇧🇷 👍🏻👍🏿 #️⃣",
+    "whitespace_runs": " " * 300 + "x" + "\n" * 50 + "\t" * 40 + "y \u3000\u00a0 \r\n\r\n  z   ",
+    "contractions": "I'M sure it's FINE, they'LL see we'VE done IT'S job'S",
+    "mixed_scripts": "Ünïcödé Ελληνικά русский текст עברית العربية हिन्दी ไทย 中文漢字 カタカナ ひらがな",
+    "japanese_no_spaces": "日本語の文章には空白がありません" * 200,
+    "digits": "1234567890" * 50 + " 3.14159265358979 1e10 0b1010",
+    "control_chars": "a\x00b\x1cc\x1fd\x7fe\x85f\u2028g",
+}
+
+
+@pytest.mark.parametrize("label", list(ALL) + list(EXTRA))
+def test_ids_equal_tiktoken_on_varied_texts(pair, label):
+    native, ref = pair
+    text = ALL.get(label) or EXTRA[label]
+    assert native.encode(text) == ref.encode(text)
+    assert native.encode(text, allow_special=True) == ref.encode(text, allow_special=True)
+    assert native.decode(native.encode(text)) == text
+
+
+@pytest.mark.slow
+def test_ids_equal_tiktoken_on_large_texts(pair):
+    native, ref = pair
+    for text in (english_text(400_000), japanese_text(200_000)):
+        assert native.encode(text) == ref.encode(text)
+
+
+@pytest.mark.slow
+def test_long_run_of_one_letter_is_not_quadratic(pair):
+    native, ref = pair
+    text = "a" * 100_000
+    started = time.perf_counter()
+    ids = native.encode(text)
+    elapsed = time.perf_counter() - started
+    assert ids == ref.encode(text)
+    assert elapsed < 20  # quadratic would be ~10^10 steps; n log n is well under a second
+
+
+ALPHABET = list("aZk sS'tdlLvVrReEmM09 \t\n\r\x0b\x0c\x1c\x85\u00a0é日本ſK/.,!?-ー") + ["  ", "\n\n", "'s", "'LL", "👍", "\u3000"]
+texts = st.lists(st.sampled_from(ALPHABET), max_size=80).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts, block=st.integers(1, 12))
+def test_fast_split_equals_regex(text, block):
+    for pattern in PATTERNS.values():
+        if pattern is None:
+            continue
+        want = compiled(pattern).findall(text)
+        assert Splitter(pattern, block_chars=block)(text) == want
+        ascii_only = text.encode("ascii", "ignore").decode()
+        assert Splitter(pattern, block_chars=block)(ascii_only) == compiled(pattern).findall(ascii_only)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts)
+def test_native_equals_tiktoken_on_random_text(text):
+    for name in ("gpt2", "o200k_base"):
+        assert NativeOpenAITokenizer.cached(name).encode(text) == registry.get(name).encode(text)
+
+
+ranks_tables = st.dictionaries(
+    st.binary(min_size=2, max_size=4), st.integers(256, 400), max_size=40
+).map(lambda extra: {bytes([i]): i for i in range(256)} | extra)
+
+
+@settings(max_examples=200, deadline=None)
+@given(piece=st.lists(st.sampled_from([b"a", b"b", b"ab", b"\xe3\x81"]), min_size=1, max_size=60).map(b"".join),
+       ranks=ranks_tables)
+def test_heap_merge_equals_list_merge(piece, ranks):
+    ranks = dict(ranks)
+    for i, extra in enumerate([b"aa", b"ab", b"ba", b"aaa", b"aba", b"bab", b"abab"]):
+        ranks.setdefault(extra, 500 + (i * 7) % 5)  # equal ranks too: the leftmost must win
+    assert merge_long(piece, ranks) == merge_short(piece, ranks)
+
+
+def test_merge_rule_examples():
+    ranks = {bytes([i]): i for i in range(256)} | {b"aa": 256}
+    assert merge_short(b"aaa", ranks) == [256, 97]
+    assert merge_long(b"aaaaa", ranks) == [256, 256, 97]
+
+
+# -- encode trace -----------------------------------------------------------------------------------------
+
+
+def test_trace_worked_example():
+    model, _ = BPETokenizer.train("aaabdaaabac", 259, pattern="none")
+    trace = model.encode_trace("aaab aaa")
+    assert trace.initial == [97, 97, 97, 98, 32, 97, 97, 97]
+    assert [(s.pair, s.new_id, s.position) for s in trace.steps] == [
+        ((97, 97), 256, 0),
+        ((97, 97), 256, 4),
+        ((256, 97), 257, 0),
+        ((256, 97), 257, 3),
+        ((257, 98), 258, 0),
+    ]
+    assert trace.steps[0].tokens == [256, 97, 98, 32, 97, 97, 97]
+    assert trace.steps[-1].tokens == [258, 32, 257] == trace.ids == model.encode("aaab aaa")
+    assert trace.to_dict()["steps"][-1]["token"] == "aaab"
+
+
+def test_trace_max_rank_uses_only_the_first_merges():
+    model, _ = BPETokenizer.train("aaabdaaabac", 259, pattern="none")
+    assert model.encode_trace("aaab", max_rank=257).ids == [256, 97, 98]
+    assert model.encode_trace("aaab", max_rank=256).ids == [97, 97, 97, 98]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_trace_ends_with_the_encoding(name):
+    native = NativeOpenAITokenizer.cached(name)
+    for text in (ALL["english"], ALL["emoji"], ALL["japanese"], ALL["special"], "  hello   world\n\n"):
+        trace = native.encode_trace(text, allow_special=True)
+        assert trace.ids == native.encode(text, allow_special=True)
+        for step in trace.steps:
+            assert native.decode_bytes(step.tokens) == text.encode()
+            if step.kind == "merge":
+                assert native.token_bytes(step.pair[0]) + native.token_bytes(step.pair[1]) == step.token
+
+
+def test_trace_refuses_long_text():
+    with pytest.raises(ValueError, match="shorten"):
+        NativeOpenAITokenizer.cached("gpt2").encode_trace("x" * 30_000)
+
+
+def test_native_pattern_is_the_openai_one():
+    for name, spec in ENCODINGS.items():
+        assert NativeOpenAITokenizer.cached(name).pattern == spec.pattern
+        assert isinstance(compiled(spec.pattern), regex.Pattern)
