@@ -471,3 +471,22 @@ def test_segments_until_matches_full_grouping(text, stop):
     prefix, more = segments_until(result, stop)
     assert [s.to_dict() for s in prefix] == [s.to_dict() for s in full[:stop]]
     assert more == (len(full) > stop)
+
+
+@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("special", ["", "1"])
+def test_render_every_tokenizer_joins_back_without_replacement_characters(client, name, special):
+    text = "Hello  world!\n\tTabs, 日本語, emoji 🙂👍🏽 and <|endoftext|> <s></s>"
+    r = render(client, text, tokenizer=name, special=special)
+    assert r.status_code == 200
+    page = Page(r.text)
+    assert page.token_text == text and "\ufffd" not in page.token_text
+    assert page.count == len(registry.get(name).encode(text, allow_special=bool(special)))
+    assert sum(len(t["attrs"]["data-ids"].split()) for t in page.tokens) == page.count
+
+
+def test_picker_groups_tokenizers_by_family(client):
+    html = client.get("/").text
+    for spec in registry.specs():
+        assert f'value="{spec.name}"' in html
+    assert html.count("<optgroup") == len({s.family for s in registry.specs()})

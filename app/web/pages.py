@@ -62,7 +62,11 @@ def _page_url(tokenizer: str, text: str, special: bool, ws: bool, url_text_limit
 
 
 def _tokenizer_options() -> list[dict]:
-    return [s.to_dict() for s in registry.specs()]
+    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``."""
+    groups: dict[str, list[dict]] = {}
+    for spec in registry.specs():
+        groups.setdefault(spec.family or "other", []).append(spec.to_dict())
+    return [{"family": family, "tokenizers": specs} for family, specs in groups.items()]
 
 
 def _result_context(request: Request, settings, tokenizer: str, text: str, special: bool, ws: bool, offset: int):
