@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -88,6 +89,16 @@ def decode_utf8_like_sentencepiece(data: bytes) -> str:
         out.append("\ufffd")
         i += 1
     return "".join(out)
+
+
+def _is_word_char(c: str) -> bool:
+    """Letters, marks and decimal digits: the characters words are made of (for finer chunking).
+
+    >>> _is_word_char("é"), _is_word_char("²"), _is_word_char(".")
+    (True, False, False)
+    """
+    cat = unicodedata.category(c)
+    return cat[0] in "LM" or cat == "Nd"
 
 
 def _char_class(chars: Iterable[str]) -> str:
@@ -182,8 +193,9 @@ class SentencePieceTokenizer(Tokenizer):
     def _chunker(self) -> re.Pattern | None:
         """A regex whose matches are chunks that no vocabulary piece can span, or None (merge whole texts).
 
-        Safe cut points: around any character that occurs in no multi-character mergeable piece, and before a
-        run of spaces (``▁``) when no mergeable piece has a space right after another character.
+        Safe cut points: around any character that occurs in no multi-character mergeable piece; before a run of
+        spaces (``▁``) when no mergeable piece has a space right after another character; and between word
+        characters (letters, marks, digits) and other characters when no piece goes from one kind to the other.
         """
         if self.has_unused:
             return None
@@ -196,10 +208,21 @@ class SentencePieceTokenizer(Tokenizer):
         space_first = space in inside and not any(
             p[i] == space and p[i - 1] != space for p in multi for i in range(1, len(p))
         )
-        if space_first:
-            rest = _char_class(inside - {space})
-            return re.compile(f"[^{cls}]|{re.escape(space)}*[{rest}]+|{re.escape(space)}+", re.S)
-        return re.compile(f"[^{cls}]|[{cls}]+", re.S)
+        if not space_first:
+            return re.compile(f"[^{cls}]|[{cls}]+", re.S)
+        sp = re.escape(space)
+        rest = inside - {space}
+        # Finer cuts between word characters and the rest, when no piece goes from one kind to the other.
+        word = {c for c in rest if _is_word_char(c)}
+        other = rest - word
+        mixed = any(
+            (p[i - 1] in word and p[i] in other) or (p[i - 1] in other and p[i] in word)
+            for p in multi
+            for i in range(1, len(p))
+        )
+        if mixed or not word or not other:
+            return re.compile(f"[^{cls}]|{sp}*[{_char_class(rest)}]+|{sp}+", re.S)
+        return re.compile(f"[^{cls}]|{sp}*[{_char_class(word)}]+|{sp}*[{_char_class(other)}]+|{sp}+", re.S)
 
     # -- vocabulary ------------------------------------------------------------------------------------------
     @property
