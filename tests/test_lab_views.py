@@ -1,0 +1,113 @@
+"""The lab's step views against the trainers: the corpus at step k is what training had after k merges."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.lab.algorithms import Options, chunk_spans, sp_spans, train
+from app.lab.runs import Run, new_id
+from app.lab.views import RunView, bpe_encode
+
+
+def make_run(corpus: str, **opts) -> Run:
+    options = Options(**opts)
+    run = Run(new_id(), corpus, options)
+    run.apply(train(corpus, options, max_merges=10_000))
+    run.status = "done"
+    return run
+
+
+def naive(ids: list[int], merges: list[tuple[tuple[int, int], int]]) -> list[int]:
+    """Apply each merge in order to the whole list, left to right (what the trainer does)."""
+    for (a, b), new in merges:
+        out, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
+                out.append(new)
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        ids = out
+    return ids
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=60), st.data())
+def test_bpe_encode_equals_applying_merges_in_order(seq, data):
+    merges, next_id, alive = [], 5, list(range(5))
+    for _ in range(data.draw(st.integers(0, 12))):
+        a, b = data.draw(st.sampled_from(alive)), data.draw(st.sampled_from(alive))
+        if any(p == (a, b) for p, _ in merges):
+            continue
+        merges.append(((a, b), next_id))
+        alive.append(next_id)
+        next_id += 1
+    ranks = {p: (r, new) for r, (p, new) in enumerate(merges)}
+    for k in range(len(merges) + 1):
+        assert bpe_encode(seq, ranks, k) == naive(list(seq), merges[:k])
+
+
+corpora = st.text(alphabet="ab c\nあい", min_size=1, max_size=80)
+
+
+@settings(max_examples=60, deadline=None)
+@given(corpora, st.sampled_from(["byte", "char", "sentencepiece"]), st.sampled_from(["none", "whitespace", "gpt2"]),
+       st.sampled_from(["first", "lexical"]), st.booleans())
+def test_corpus_view_token_count_matches_the_records_at_every_step(corpus, algorithm, pattern, tie_break, eow):
+    if not corpus.strip():
+        return
+    run = make_run(corpus, algorithm=algorithm, pattern=pattern, merges=12, tie_break=tie_break,
+                   end_of_word=eow and algorithm == "char")
+    view = RunView(run)
+    for k in range(run.n_steps + 1):
+        pieces = [p for p in view.corpus_at(k) if p.id != -2]
+        assert len(pieces) == run.tokens_at(k), (k, corpus)
+        if k:
+            assert sum(p.new for p in pieces) == run.steps[k - 1].replaced
+
+
+def test_corpus_view_highlights_the_new_tokens():
+    run = make_run("aaabdaaabac", algorithm="byte", pattern="none", merges=3)
+    view = RunView(run)
+    assert [(p.text, p.new) for p in view.corpus_at(1)][:3] == [("aa", True), ("a", False), ("b", False)]
+    colours = [p.colour for p in view.corpus_at(3)]
+    assert all(a != b for a, b in zip(colours, colours[1:]))
+
+
+def test_corpus_view_shows_only_the_window():
+    run = make_run("abc " * 2000, algorithm="byte", pattern="gpt2", merges=5)
+    assert run.n_steps == 3 and run.stop_reason == "no pair occurs twice"  # ab, abc, " abc"
+    view = RunView(run, window_chars=100)
+    assert view.truncated and "".join(p.text for p in view.corpus_at(3)) == ("abc " * 25)
+    assert len(view.state(3)["tokens"]) == 26
+    assert view.state(3)["corpus_tokens"] == run.steps[-1].corpus_tokens == 2001  # "abc", 1999 " abc", " "
+
+
+@pytest.mark.parametrize(
+    ("text", "spans"),
+    [
+        ("a b", [(0, 1, True), (1, 3, False)]),
+        ("  two", [(0, 0, True), (0, 1, False), (1, 5, False)]),
+        ("x\n\ny z", [(0, 1, True), (3, 4, True), (4, 6, False)]),
+    ],
+)
+def test_sp_spans_follow_sentencepiece_words(text, spans):
+    assert sp_spans(text) == spans
+
+
+def test_whitespace_pattern_drops_spaces():
+    assert chunk_spans("low  lower\n", "whitespace") == [(0, 3), (5, 10)]
+
+
+def test_merge_tree_and_vocab_entries():
+    run = make_run("aaabdaaabac", algorithm="byte", pattern="none", merges=3)
+    view = RunView(run)
+    tree = view.merge_tree(258)
+    assert tree["text"] == "aaab" and tree["step"] == 3
+    assert [c["text"] for c in tree["children"]] == ["aaa", "b"]
+    assert [c["text"] for c in tree["children"][0]["children"]] == ["aa", "a"]
+    entries, total = view.vocab_entries(2, "aa")
+    assert [e["text"] for e in entries] == ["aaa", "aa", "\\xaa"] and total == 3
