@@ -1,6 +1,8 @@
 // Tokenplay: only what htmx cannot do on its own.
-// - hovering or focusing a token highlights its ids (and the other way round): elements sharing data-seg;
-// - the token detail (ids, bytes in hex, text) in #detail on hover or focus, built with textContent only;
+// - hovering or focusing a token highlights its ids (and the other way round): elements sharing data-seg inside
+//   the same [data-token-scope] container (one view of one result; elsewhere nothing happens);
+// - the token detail (ids, bytes in hex, text) in the scope's [data-token-detail] element on hover or focus,
+//   built with textContent only;
 // - arrow keys move focus between tokens (only the first token is in the Tab order);
 // - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them.
 // The text area is never swapped by htmx, so its caret and scroll position stay as they are.
@@ -9,12 +11,11 @@
 
   let lit = [];
 
-  function highlight(seg) {
+  function highlight(scope, seg) {
     for (const el of lit) el.classList.remove("hl");
     lit = [];
-    const root = document.getElementById("result");
-    if (seg == null || !root) return;
-    lit = Array.from(root.querySelectorAll('[data-seg="' + CSS.escape(seg) + '"]'));
+    if (seg == null || !scope) return;
+    lit = Array.from(scope.querySelectorAll('[data-seg="' + CSS.escape(seg) + '"]'));
     for (const el of lit) el.classList.add("hl");
   }
 
@@ -25,8 +26,8 @@
     return el;
   }
 
-  function showDetail(tok) {
-    const box = document.getElementById("detail");
+  function showDetail(scope, tok) {
+    const box = scope.querySelector("[data-token-detail]");
     if (!box || !tok) return;
     const ids = (tok.dataset.ids || "").split(" ").filter(Boolean);
     const hexes = (tok.dataset.hex || "").split("|");
@@ -42,22 +43,26 @@
     box.replaceChildren(...parts.flatMap(function (p, i) { return i ? [" ", p] : [p]; }));
   }
 
-  function tokenFor(el) {
+  function tokenFor(scope, el) {
     if (el.classList.contains("t")) return el;
-    const root = document.getElementById("tokens");
-    return root && root.querySelector('.t[data-seg="' + CSS.escape(el.dataset.seg) + '"]');
+    return scope.querySelector('.t[data-seg="' + CSS.escape(el.dataset.seg) + '"]');
+  }
+
+  function linked(event) {
+    const el = event.target instanceof Element && event.target.closest("[data-token-scope] [data-seg]");
+    return el ? [el, el.closest("[data-token-scope]")] : [null, null];
   }
 
   function onEnter(event) {
-    const el = event.target instanceof Element && event.target.closest("#result [data-seg]");
+    const [el, scope] = linked(event);
     if (!el) return;
-    highlight(el.dataset.seg);
-    showDetail(tokenFor(el));
+    highlight(scope, el.dataset.seg);
+    showDetail(scope, tokenFor(scope, el));
   }
 
   function onLeave(event) {
-    const el = event.target instanceof Element && event.target.closest("#result [data-seg]");
-    if (el && !(event.relatedTarget instanceof Node && el.contains(event.relatedTarget))) highlight(null);
+    const [el] = linked(event);
+    if (el && !(event.relatedTarget instanceof Node && el.contains(event.relatedTarget))) highlight(null, null);
   }
 
   document.addEventListener("mouseover", onEnter);
@@ -66,13 +71,13 @@
   document.addEventListener("focusout", onLeave);
 
   document.addEventListener("keydown", function (event) {
-    const tok = event.target instanceof Element && event.target.closest("#tokens .t");
+    const tok = event.target instanceof Element && event.target.closest(".t[tabindex]");
     if (!tok) return;
     let next = null;
     if (event.key === "ArrowRight" || event.key === "ArrowDown") next = tok.nextElementSibling;
     else if (event.key === "ArrowLeft" || event.key === "ArrowUp") next = tok.previousElementSibling;
-    else if (event.key === "Home") next = tok.parentElement.firstElementChild;
-    else if (event.key === "End") next = tok.parentElement.lastElementChild;
+    else if (event.key === "Home") next = tok.parentElement.querySelector(".t[tabindex]");
+    else if (event.key === "End") next = tok.parentElement.querySelector(".t[tabindex]:last-child");
     else return;
     event.preventDefault();
     if (next) next.focus();

@@ -233,6 +233,19 @@ def test_long_text_counts_stay_exact_with_a_window_and_show_more(play: Page, set
     expect(play.locator("#tokens .t").first).to_have_attribute("data-seg", str(settings.render_tokens))
 
 
+def test_copy_all_ids_copies_every_id_of_a_long_text(play: Page, settings, live_server: str):
+    play.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
+    text = "".join(f"w{i} " for i in range(settings.render_tokens))
+    set_text(play, text)
+    ids = enc("cl100k_base").encode(text)
+    expect_count(play, len(ids))
+    assert play.locator("#ids .id").count() < len(ids)  # the page shows a window of them
+    play.locator("#copy-ids").click()
+    expect(play.locator("#copy-ids")).to_have_text(f"Copied {len(ids):,} ids")
+    copied = play.evaluate("navigator.clipboard.readText()")
+    assert [int(x) for x in copied.split(", ")] == ids
+
+
 @pytest.mark.skipif(not os.environ.get("TOKENPLAY_SCREENSHOT"), reason="set TOKENPLAY_SCREENSHOT=1 to refresh it")
 def test_screenshot_for_readme(page: Page, live_server: str):
     text = (
