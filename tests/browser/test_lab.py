@@ -1,0 +1,203 @@
+"""The BPE lab in real Chromium (Playwright): train aaabdaaabac, step with the keyboard, manual mode, tools.
+
+Run with ``.venv/bin/python -m pytest tests/browser/test_lab.py -q``. ``TOKENPLAY_SCREENSHOT_DIR=dir`` also
+saves screenshots of a step at 1280x720 and on a phone (390x844) there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture()
+def lab(page: Page, live_server: str) -> Page:
+    def no_dialog(dialog):
+        message = dialog.message
+        dialog.dismiss()
+        pytest.fail(f"a dialog opened: {message!r}")
+
+    page.on("dialog", no_dialog)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live_server}/lab")
+    return page
+
+
+def train_aaab(page: Page, merges: int = 3, tie_break: str = "first") -> None:
+    page.locator("#corpus").fill("aaabdaaabac")
+    page.select_option("select[name=algorithm]", "byte")
+    page.select_option("select[name=pattern]", "none")
+    page.locator("input[name=size]").fill(str(merges))
+    page.select_option("select[name=size_kind]", "merges")
+    page.select_option("select[name=tie_break]", tie_break)
+    page.get_by_role("button", name="Train").click()
+    expect(page.locator("#step")).to_have_attribute("data-step", str(merges))
+
+
+def step_is(page: Page, k: int) -> None:
+    expect(page.locator("#step")).to_have_attribute("data-step", str(k))
+    expect(page).to_have_url(re.compile(rf"/lab/runs/[0-9a-f]+\?step={k}$" if k is not None else ""))
+
+
+def corpus_tokens(page: Page) -> list[str]:
+    return page.locator("#corpus-tokens .t").all_inner_texts()
+
+
+def table_rows(page: Page) -> list[tuple[str, str, str]]:
+    rows = page.locator(".pair-table tbody tr")
+    out = []
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td")
+        pair = " ".join(cells.nth(0).locator(".chip").all_inner_texts())
+        out.append((pair, cells.nth(1).inner_text().strip(), cells.nth(2).inner_text().strip()))
+    return out
+
+
+def test_step_aaabdaaabac_with_the_keyboard(lab: Page):
+    train_aaab(lab)
+    assert corpus_tokens(lab) == ["aaab", "d", "aaab", "a", "c"]
+    lab.keyboard.press("ArrowLeft")
+    step_is(lab, 2)
+    expect(lab.locator(".merge-card")).to_contain_text("Merge 2 of 3")
+    expect(lab.locator(".merge-line")).to_contain_text("aa + a → aaa")
+    assert corpus_tokens(lab) == ["aaa", "b", "d", "aaa", "b", "a", "c"]
+    assert lab.locator("#corpus-tokens .t.new").all_inner_texts() == ["aaa", "aaa"]
+    rows = table_rows(lab)
+    assert rows[0] == ("aa a", "2", "★ merged = tie")
+    assert rows[1] == ("a b", "2", "= tie")
+    assert all(note == "" for _, _, note in rows[2:])
+    expect(lab.locator(".tie-note")).to_contain_text("2 pairs had 2 occurrences")
+    expect(lab.locator(".tie-note")).to_contain_text("the pair seen first in the corpus wins")
+    expect(lab.locator("#stat-tokens")).to_have_text("7")
+
+    lab.keyboard.press("ArrowLeft")
+    step_is(lab, 1)
+    assert corpus_tokens(lab) == ["aa", "a", "b", "d", "aa", "a", "b", "a", "c"]
+    assert table_rows(lab)[0] == ("a a", "4", "★ merged")
+    lab.keyboard.press("Home")
+    step_is(lab, 0)
+    assert corpus_tokens(lab) == list("aaabdaaabac")
+    expect(lab.locator(".merge-card")).to_contain_text("before any merge")
+    lab.keyboard.press("ArrowRight")
+    step_is(lab, 1)
+    lab.keyboard.press("End")
+    step_is(lab, 3)
+    lab.keyboard.press("ArrowRight")  # already at the last step
+    step_is(lab, 3)
+
+    # the URL carries run and step: going back in history and reloading come back to the same place
+    lab.go_back()
+    step_is(lab, 1)
+    lab.reload()
+    step_is(lab, 1)
+    assert corpus_tokens(lab) == ["aa", "a", "b", "d", "aa", "a", "b", "a", "c"]
+
+
+def test_lexical_tie_break_is_stated_and_applied(lab: Page):
+    train_aaab(lab, tie_break="lexical")
+    lab.keyboard.press("ArrowLeft")
+    step_is(lab, 2)
+    expect(lab.locator(".merge-line")).to_contain_text("a + b → ab")
+    expect(lab.locator(".tie-note")).to_contain_text("the smallest pair (compared as bytes) wins")
+
+
+def test_slider_number_and_autoplay(lab: Page):
+    train_aaab(lab)
+    lab.locator("#step-number").fill("1")
+    lab.locator("#step-number").press("Enter")
+    step_is(lab, 1)
+    lab.locator("#step-slider").fill("2")
+    step_is(lab, 2)
+    lab.keyboard.press("Home")
+    step_is(lab, 0)
+    lab.select_option("#speed", "100")
+    lab.locator("body").press(" ")
+    step_is(lab, 3)
+    expect(lab.locator("#play")).to_have_attribute("aria-pressed", "false")
+
+
+def test_manual_mode_merges_the_chosen_pair(lab: Page):
+    train_aaab(lab)
+    first_url = lab.url
+    lab.keyboard.press("ArrowLeft")
+    step_is(lab, 2)
+    # at merge 2 the automatic winner was (aa, a); merge (a, b) instead
+    lab.locator(".pair-table tbody tr").nth(1).get_by_role("button").click()
+    expect(lab.locator(".merge-card")).to_contain_text("chosen by hand")
+    step_is(lab, 2)
+    assert lab.url != first_url
+    expect(lab.locator(".merge-line")).to_contain_text("a + b → ab")
+    assert corpus_tokens(lab) == ["aa", "ab", "d", "aa", "ab", "a", "c"]
+    lab.keyboard.press("ArrowRight")
+    step_is(lab, 3)
+    expect(lab.locator(".merge-line")).to_contain_text("aa + ab → aaab")
+    assert corpus_tokens(lab) == ["aaab", "d", "aaab", "a", "c"]
+    expect(lab.locator(".merge-list")).to_contain_text("by hand")
+
+
+def test_encode_vocab_and_merge_tree(lab: Page):
+    train_aaab(lab)
+    lab.locator("#encode-text").fill("aaabaaac")
+    lab.get_by_role("button", name="Encode").click()
+    steps = lab.locator(".trace-steps li")
+    expect(steps).to_have_count(4)
+    expect(steps.nth(3)).to_contain_text("merge 3")
+    expect(lab.locator(".trace")).to_contain_text("3 tokens")
+    lab.locator("#vocab-q").fill("aab")
+    expect(lab.locator(".vocab-list li")).to_have_count(1)
+    lab.locator(".vocab-list .vocab-tok").first.click()
+    expect(lab.locator(".merge-tree")).to_contain_text("merge 3")
+    lab.locator("#corpus-tokens .t").nth(1).click()  # "d", a base token
+    expect(lab.locator(".tree h3")).to_contain_text("d")
+
+
+def test_use_in_playground_and_presenter_mode(lab: Page, live_server: str):
+    train_aaab(lab)
+    lab.get_by_role("button", name="Use in playground").click()
+    expect(lab.locator("#used")).to_contain_text("Added to your playground")
+    lab.keyboard.press("p")
+    expect(lab.locator("#lab")).to_have_class(re.compile(r"\bpresent\b"))
+    big = lab.locator(".merge-line").evaluate("el => parseFloat(getComputedStyle(el).fontSize)")
+    assert big >= 40
+    lab.locator("#present-toggle").click()
+    expect(lab.locator("#lab")).not_to_have_class(re.compile(r"\bpresent\b"))
+
+
+def test_training_progress_then_step_view(lab: Page):
+    # a corpus big enough to be still running after the quick wait on a slow machine; either way it ends on the step view
+    from app.engines.bpe.sample_text import english_text
+
+    lab.locator("#corpus").evaluate("(el, v) => { el.value = v; }", english_text(300_000))
+    lab.select_option("select[name=pattern]", "gpt2")
+    lab.locator("input[name=size]").fill("200")
+    lab.get_by_role("button", name="Train").click()
+    expect(lab.locator("#step")).to_have_attribute("data-step", "200", timeout=60_000)
+
+
+def test_bad_input_shows_the_message_and_keeps_the_corpus(lab: Page):
+    lab.locator("#corpus").fill("abc abc")
+    lab.locator("input[name=size]").fill("99999")
+    lab.get_by_role("button", name="Train").click()
+    expect(lab.locator(".error")).to_contain_text("8,192")
+    expect(lab.locator("#corpus")).to_have_value("abc abc")
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
+def test_step_view_fits_the_screen(lab: Page, size):
+    lab.set_viewport_size({"width": size[0], "height": size[1]})
+    train_aaab(lab)
+    lab.keyboard.press("ArrowLeft")
+    step_is(lab, 2)
+    width = lab.evaluate("document.documentElement.scrollWidth")
+    assert width <= size[0], "no horizontal scrolling"
+    expect(lab.locator("[data-nav=next]")).to_be_in_viewport()
+    out = os.environ.get("TOKENPLAY_SCREENSHOT_DIR")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        lab.screenshot(path=str(Path(out) / f"lab-{size[0]}x{size[1]}.png"))
