@@ -211,3 +211,13 @@ def test_export_json_post_matches_api(client):
 
 def test_export_unknown_format_is_422(client):
     assert client.get("/compare/export.xml", params={"t": THREE, "text": "x"}).status_code == 422
+
+
+def test_compare_text_over_limit_shows_message_in_page():
+    with TestClient(create_app(Settings(max_chars=5))) as c:
+        r = c.get("/compare", params={"t": THREE, "text": "toolongtext"})
+        assert r.status_code == 413
+        assert 'id="compare-text"' in r.text and "toolongtext" in r.text  # the form and the text stay
+        assert "limit is 5" in r.text
+        r = c.post("/compare/results", data={"text": "toolongtext", "t": THREE}, headers=HX)
+        assert r.status_code == 413 and "limit is 5" in r.text and "<textarea" not in r.text

@@ -36,6 +36,7 @@ from app.settings import Settings
 
 from .api import FastJSON
 from .deps import SettingsDep, check_text_size
+from .errors import status_for
 from .render import page_or_block
 from .tokenview import token_view
 
@@ -112,7 +113,7 @@ def results_context(
     settings: Settings,
 ) -> dict:
     """Everything the results block needs; a selection problem becomes a message in place of the results."""
-    context: dict = {"error": None, "comparison": None, "panes": [], "rows": []}
+    context: dict = {"error": None, "status": 200, "comparison": None, "panes": [], "rows": []}
     try:
         chosen = check_selection(_safe_resolve(names))  # unknown names in a URL are dropped, not an error page
     except CompareError as exc:
@@ -125,7 +126,12 @@ def results_context(
             reference = None
     if reference not in chosen:
         reference = chosen[0]
-    comparison = run_compare(text, chosen, allow_special=allow_special, reference=reference, settings=settings)
+    try:
+        comparison = run_compare(text, chosen, allow_special=allow_special, reference=reference, settings=settings)
+    except TokenplayError as exc:  # too long, bad text: say so where the results would be, keep the form
+        context["error"] = str(exc)
+        context["status"] = status_for(exc)
+        return context
     ref_result = next(r for r in comparison.results if r.tokenizer == comparison.reference)
     ref_bounds = boundaries(ref_result)
     panes = []
@@ -234,7 +240,7 @@ def compare_page(
         preset_key=chosen_preset.key if chosen_preset else None,
         settings=settings,
     )
-    return page_or_block(request, "compare.html", "main", context)
+    return page_or_block(request, "compare.html", "main", context, status_code=context["status"])
 
 
 @router.post("/compare/results")
@@ -256,7 +262,7 @@ def compare_results(
             allow_special=special,
             settings=settings,
         )
-    return page_or_block(request, "compare.html", "results", context, headers=headers)
+    return page_or_block(request, "compare.html", "results", context, status_code=context["status"], headers=headers)
 
 
 # -- downloads -----------------------------------------------------------------------------------------------------
