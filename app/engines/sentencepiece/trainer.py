@@ -64,7 +64,7 @@ def normalize_corpus(text: str, add_dummy_prefix: bool = True) -> list[str]:
     ['▁Hello▁world', '▁▁▁two']
     """
     prefix = SPACE_SYMBOL if add_dummy_prefix else ""
-    return [prefix + line.replace(" ", SPACE_SYMBOL) for line in text.split("\n") if line]
+    return [prefix + line for line in text.replace(" ", SPACE_SYMBOL).split("\n") if line]
 
 
 def split_words(normalized: str) -> list[str]:
@@ -211,6 +211,8 @@ class SentencePieceTrainerState:
         if not sentences:
             raise SentencePieceTrainingError("the corpus is empty; give some text to train on")
         joined = "\n".join(sentences)
+        # distinct words in first-seen order with their counts (words never cross lines)
+        word_counts = Counter(_WORDS.findall(joined))
         char_counts = Counter(joined)
         char_counts.pop("\n", None)
         chars = required_chars(char_counts, character_coverage)
@@ -238,15 +240,13 @@ class SentencePieceTrainerState:
             self.known.setdefault(p.piece, i)
         char_id = {c: self.char_start + i for i, c in enumerate(chars)}
 
-        word_counts: dict[str, int] = {}
-        for sentence in sentences:
-            for w in split_words(sentence):
-                word_counts[w] = word_counts.get(w, 0) + 1
         self.words: list[list[int]] = []
         self.freqs: list[int] = []
         n_tokens = 0
+        char_id.update((c, -1) for c in self.unknown_chars)
+        to_id = char_id.__getitem__
         for w, f in word_counts.items():
-            ids = [char_id.get(c, -1) for c in w]
+            ids = list(map(to_id, w))
             self.words.append(ids)
             self.freqs.append(f)
             n_tokens += len(ids) * f
@@ -259,14 +259,14 @@ class SentencePieceTrainerState:
         counts: dict[Pair, int] = {}
         where: dict[Pair, set[int]] = {}
         lengths, max_len = self.lengths, max_piece_length
-        for w, ids in enumerate(self.words):
-            f = self.freqs[w]
+        check = bool(self.unknown_chars)  # base pieces are single characters, so only unknowns can be invalid
+        get, wget = counts.get, where.get
+        for w, (ids, f) in enumerate(zip(self.words, self.freqs)):
             for p in zip(ids, ids[1:]):
-                a, b = p
-                if a < 0 or b < 0 or lengths[a] + lengths[b] > max_len:
+                if check and (p[0] < 0 or p[1] < 0):
                     continue
-                counts[p] = counts.get(p, 0) + f
-                s = where.get(p)
+                counts[p] = get(p, 0) + f
+                s = wget(p)
                 if s is None:
                     where[p] = {w}
                 else:
@@ -398,13 +398,17 @@ class SentencePieceTrainerState:
     # -- one merge -------------------------------------------------------------------------------------------
     def step(self, force_pair: Pair | None = None, *, top_k: int = 0) -> MergeStep:
         """Merge the winning pair (or ``force_pair``, the lab's "merge this next") and return the step record."""
+        return self._step(force_pair, top_k, None)
+
+    def _step(self, force_pair: Pair | None, top_k: int, won: tuple[Pair, list[Pair]] | None) -> MergeStep:
         if self.vocab_size >= self.requested_vocab_size:
             raise SentencePieceTrainingError(
                 f"the vocabulary already has {self.vocab_size} pieces (vocab_size); training is complete"
             )
         top = self.current_top_pairs(top_k) if top_k > 0 else []
         if force_pair is None:
-            won = self._winner()
+            if won is None:
+                won = self._winner()
             if won is None:
                 raise SentencePieceTrainingError(
                     "no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)"
@@ -462,59 +466,93 @@ class SentencePieceTrainerState:
         replaced = 0
         for w in where.pop(pair, ()):
             ids = words[w]
-            i = _find_pair(ids, a, b)
-            if i < 0:
-                continue
-            f = freqs[w]
+            ca = ids.count(a)
+            if not ca:
+                continue  # a stale entry: the word no longer holds the pair
             n = len(ids)
-            new: list[int] = []
-            start = 0
+            last = n - 1
+            f = freqs[w]
+            if ca == 1:  # the common case: one occurrence at most
+                i = ids.index(a)
+                if i == last or ids[i + 1] != b:
+                    continue
+                if i:
+                    left = ids[i - 1]
+                    q = (left, a)
+                    delta[q] = get(q, 0) - f
+                    p = (left, X)
+                    delta[p] = get(p, 0) + f
+                    s = where.get(p)
+                    if s is None:
+                        where[p] = {w}
+                    else:
+                        s.add(w)
+                if i + 2 < n:
+                    r = ids[i + 2]
+                    q = (b, r)
+                    delta[q] = get(q, 0) - f
+                    p = (X, r)
+                    delta[p] = get(p, 0) + f
+                    s = where.get(p)
+                    if s is None:
+                        where[p] = {w}
+                    else:
+                        s.add(w)
+                words[w] = ids[:i] + [X] + ids[i + 2 :]
+                versions[w] += 1
+                replaced += f
+                continue
+            i = 0
+            while i < last and not (ids[i] == a and ids[i + 1] == b):
+                i += 1
+            if i >= last:
+                continue
+            new = ids[:i]
+            start = i
             rep = 0
-            while i >= 0:
-                if i > start:
-                    new.extend(ids[start:i])
+            created: list[Pair] = []
+            while True:
                 if new:
-                    if i == start:  # right after another merge: (X, X)
+                    if rep and i == start:  # right after another merge: (X, X)
                         p = (X, X)
                     else:
                         q = (ids[i - 1], a)
                         delta[q] = get(q, 0) - f
                         p = (new[-1], X)
                     delta[p] = get(p, 0) + f
+                    created.append(p)
                 new.append(X)
                 rep += 1
                 start = i + 2
-                # the next occurrence, if any
-                i = -1
-                j = start
-                while j < n - 1:
-                    try:
-                        j = ids.index(a, j, n - 1)
-                    except ValueError:
-                        break
-                    if ids[j + 1] == b:
-                        i = j
-                        break
-                    j += 1
+                nxt = start
+                while nxt < last and not (ids[nxt] == a and ids[nxt + 1] == b):
+                    nxt += 1
+                if nxt >= last:
+                    nxt = -1
                 if start < n:
                     r = ids[start]
                     q = (b, r)
                     delta[q] = get(q, 0) - f
-                    if i != start:
+                    if nxt != start:
                         p = (X, r)
                         delta[p] = get(p, 0) + f
+                        created.append(p)
+                if nxt < 0:
+                    break
+                if nxt > start:
+                    new.extend(ids[start:nxt])
+                i = nxt
             if start < n:
                 new.extend(ids[start:])
             replaced += rep * f
             words[w] = new
             versions[w] += 1
-            for p in zip(new, new[1:]):
-                if p[0] == X or p[1] == X:
-                    s = where.get(p)
-                    if s is None:
-                        where[p] = {w}
-                    else:
-                        s.add(w)
+            for p in created:
+                s = where.get(p)
+                if s is None:
+                    where[p] = {w}
+                else:
+                    s.add(w)
         counts, buckets, banned = self.counts, self.buckets, self.banned
         lengths, max_len = self.lengths, self.max_piece_length
         old = counts.pop(pair, 0)
@@ -546,8 +584,11 @@ class SentencePieceTrainerState:
     # -- results -------------------------------------------------------------------------------------------
     def run(self, *, top_k: int = 0) -> TrainResult:
         """Step until the vocabulary is full or no pair occurs twice; return the result."""
-        while self.vocab_size < self.requested_vocab_size and self.best_pair() is not None:
-            self.step(top_k=top_k)
+        while self.vocab_size < self.requested_vocab_size:
+            won = self._winner()
+            if won is None:
+                break
+            self._step(None, top_k, won)
         return self.result()
 
     def result(self) -> TrainResult:
