@@ -3,7 +3,7 @@
 Routes (every page route answers with :func:`page_or_block`: the whole page normally, the named block of the
 page template for htmx requests):
 
-- ``GET /?tokenizer=&text=&special=1&ws=1&offset=`` the playground, showing the result for the query, so a
+- ``GET /?tokenizer=&text=&special=1&ws=1&offset=`` (offset: first token of the coloured window) the playground, showing the result for the query, so a
   copied link reproduces the view.
 - ``POST /render`` the live update: block ``result`` (counts, coloured tokens, ids) with an ``HX-Replace-Url``
   header carrying the tokenizer, the flags and the text when it is short enough for a URL.
@@ -35,7 +35,7 @@ from app.engines.errors import InvalidIdsError, TokenplayError
 from .deps import SettingsDep, check_text_size, get_tokenizer
 from .errors import TooLargeError, status_for
 from .render import is_htmx, page_or_block
-from .tokenview import token_view
+from .tokenview import window_view
 
 router = APIRouter(include_in_schema=False)
 
@@ -73,9 +73,9 @@ def _result_context(request: Request, settings, tokenizer: str, text: str, speci
     """Tokenize and build the template context; engine errors propagate to the caller."""
     check_text_size(text, settings)
     tok = get_tokenizer(tokenizer)
-    result = tok.tokenize(text, allow_special=special)
-    view = token_view(result, start=offset, limit=settings.render_tokens)
-    return {"tokenizer": tok.name, "result": result, "view": view}
+    # Exact ids and counts for the whole text; Token records only for the window on screen.
+    view = window_view(tok, text, offset=offset, limit=settings.render_tokens, allow_special=special)
+    return {"tokenizer": tok.name, "result": view.result, "view": view}
 
 
 def _playground(

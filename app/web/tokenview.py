@@ -163,3 +163,75 @@ def token_view(
     token_start = with_tokens[0][0] if with_tokens else 0
     token_stop = with_tokens[-1][-1] + 1 if with_tokens else token_start
     return TokenView(result, items, start, stop, limit, token_start, token_stop, has_more, result.stats())
+
+
+def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, allow_special: bool = False) -> TokenView:
+    """Exact ids and counts for all of ``text``, coloured segments only for one window of its tokens.
+
+    Builds Token records only around the window (``Tokenizer.tokenize_window``), so a 1M-character text costs
+    little more than encoding it. The window holds the segments whose first token index is in
+    ``[offset, offset + limit)``: a character cut into byte tokens across the boundary stays whole, in the
+    window where it starts. ``offset`` past the end shows the last window. Here ``view.start``/``view.stop``
+    and ``next_start``/``prev_start`` are token indexes, and ``SegmentView.index`` is the index of the
+    segment's first token (unique and increasing, as ``data-seg`` needs). Colours restart with each window
+    (the previous window is not on screen), so neighbours never share one.
+    """
+    limit = max(1, limit)
+    offset = max(0, offset)
+    slack = 64
+    while True:
+        lo = max(0, offset - 1)  # one token before the window tells whether its first character started earlier
+        result = tokenizer.tokenize_window(text, offset=lo, limit=offset - lo + limit + slack, allow_special=allow_special)
+        n = len(result.ids)
+        if n and offset >= n:
+            offset = ((n - 1) // limit) * limit
+            continue
+        tokens = result.tokens
+        reaches_end = result.offset + len(tokens) >= n
+        if result.complete:
+            segments = group_segments(text, tokens)
+        else:
+            segments = group_segments(text, tokens, whole=False)
+            if lo == 0 and segments:
+                segments[0].start = 0
+                segments[0].text = text[: segments[0].end]
+            if reaches_end and segments:
+                segments[-1].end = len(text)
+                segments[-1].text = text[segments[-1].start :]
+        base = result.offset
+        chosen = [
+            (pos, seg)
+            for pos, seg in enumerate(segments)
+            if (seg.tokens and offset <= base + seg.tokens[0] < offset + limit) or (not seg.tokens and n == 0)
+        ]
+        # The last chosen segment must be complete: a later segment follows it, or no tokens follow at all.
+        if chosen and chosen[-1][0] == len(segments) - 1 and not reaches_end:
+            slack *= 4
+            continue
+        break
+    items = []
+    prev = -1
+    for _, seg in chosen:
+        toks = [tokens[i] for i in seg.tokens]
+        colour = base_colour(toks[0].id) if toks else 0
+        if colour == prev:
+            colour = (colour + 1) % PALETTE
+        prev = colour
+        special = any(t.special for t in toks)
+        items.append(
+            SegmentView(
+                index=base + seg.tokens[0] if seg.tokens else 0,
+                text=seg.text,
+                colour=colour,
+                ids=[t.id for t in toks],
+                hexes=[hex_bytes(t.bytes) for t in toks],
+                special=special,
+                partial=len(toks) > 1,
+                detail=_detail(seg.text, toks, special),
+            )
+        )
+    with_tokens = [seg.tokens for _, seg in chosen if seg.tokens]
+    token_start = base + with_tokens[0][0] if with_tokens else offset
+    token_stop = base + with_tokens[-1][-1] + 1 if with_tokens else token_start
+    stop = min(n, offset + limit)
+    return TokenView(result, items, offset, stop, limit, token_start, token_stop, stop < n, result.stats())
