@@ -8,6 +8,7 @@ import pytest
 import sentencepiece as spm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from samples import ALL
 
 from app.engines import registry
 from app.engines.datafiles import data_path
@@ -15,7 +16,6 @@ from app.engines.errors import InvalidIdsError, InvalidTextError
 from app.engines.sentencepiece import SentencePieceTokenizer, byte_fallback_count
 from app.engines.sentencepiece.model import ModelLoadError, decode_utf8_like_sentencepiece
 from app.engines.sentencepiece.proto import UNUSED, USER_DEFINED, ModelProto, Piece
-from samples import ALL
 
 MISTRAL = "sentencepiece/mistral-7b-v0.1.model"
 

@@ -179,7 +179,7 @@ def test_worked_example_korean_falls_back_to_bytes_and_decodes_back(tmp_path):
     ids = ours.encode(text)
     assert ids == sp.encode(text)
     pieces = [ours.id_to_piece(i) for i in ids]
-    korean = "안녕하세요".encode("utf-8")
+    korean = "안녕하세요".encode()
     byte_pieces = [p for p in pieces if p.startswith("<0x")]
     assert byte_pieces == [f"<0x{b:02X}>" for b in korean]  # 5 syllables x 3 bytes, none in the vocabulary
     assert ours.decode(ids) == sp.decode(ids) == text

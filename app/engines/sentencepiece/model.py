@@ -22,8 +22,8 @@ import heapq
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
@@ -182,11 +182,11 @@ class SentencePieceTokenizer(Tokenizer):
 
     # -- construction helpers ------------------------------------------------------------------------------
     @classmethod
-    def from_file(cls, path: str | Path, **kwargs) -> "SentencePieceTokenizer":
+    def from_file(cls, path: str | Path, **kwargs) -> SentencePieceTokenizer:
         return cls(Path(path).read_bytes(), **kwargs)
 
     @classmethod
-    def from_data_file(cls, rel: str, **kwargs) -> "SentencePieceTokenizer":
+    def from_data_file(cls, rel: str, **kwargs) -> SentencePieceTokenizer:
         """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
         return cls(verified_bytes(rel), **kwargs)
 
@@ -202,14 +202,14 @@ class SentencePieceTokenizer(Tokenizer):
         multi = [p for p in self._merge_ids if len(p) > 1]
         inside = set().union(*map(set, multi)) if multi else set()
         if not inside:
-            return re.compile(r".", re.S)
+            return re.compile(r".", re.DOTALL)
         space = SPACE_SYMBOL if self.normalizer.escape_whitespaces else " "
         cls = _char_class(inside)
         space_first = space in inside and not any(
             p[i] == space and p[i - 1] != space for p in multi for i in range(1, len(p))
         )
         if not space_first:
-            return re.compile(f"[^{cls}]|[{cls}]+", re.S)
+            return re.compile(f"[^{cls}]|[{cls}]+", re.DOTALL)
         sp = re.escape(space)
         rest = inside - {space}
         # Finer cuts between word characters and the rest, when no piece goes from one kind to the other.
@@ -221,8 +221,8 @@ class SentencePieceTokenizer(Tokenizer):
             for i in range(1, len(p))
         )
         if mixed or not word or not other:
-            return re.compile(f"[^{cls}]|{sp}*[{_char_class(rest)}]+|{sp}+", re.S)
-        return re.compile(f"[^{cls}]|{sp}*[{_char_class(word)}]+|{sp}*[{_char_class(other)}]+|{sp}+", re.S)
+            return re.compile(f"[^{cls}]|{sp}*[{_char_class(rest)}]+|{sp}+", re.DOTALL)
+        return re.compile(f"[^{cls}]|{sp}*[{_char_class(word)}]+|{sp}*[{_char_class(other)}]+|{sp}+", re.DOTALL)
 
     # -- vocabulary ------------------------------------------------------------------------------------------
     @property

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Iterable
+from collections.abc import Iterable
 
 SPACE_SYMBOL = "\u2581"  # ▁ LOWER ONE EIGHTH BLOCK
 _SPACES = re.compile(" {2,}")

@@ -135,7 +135,7 @@ class Message:
     """
 
     SCHEMA: ClassVar[dict[str, F]] = {}
-    SUBMESSAGES: ClassVar[dict[str, type["Message"]]] = {}
+    SUBMESSAGES: ClassVar[dict[str, type[Message]]] = {}
 
     def __init__(self, **values: Any):
         object.__setattr__(self, "_values", {})
@@ -177,7 +177,7 @@ class Message:
 
     # -- parsing -------------------------------------------------------------------------------------------
     @classmethod
-    def parse(cls, data: bytes) -> "Message":
+    def parse(cls, data: bytes) -> Message:
         msg = cls()
         by_number = cls._by_number()
         values = msg._values
@@ -202,7 +202,7 @@ class Message:
         cache = cls.__dict__.get("_BY_NUMBER")
         if cache is None:
             cache = {f.number: (name, f) for name, f in cls.SCHEMA.items()}
-            setattr(cls, "_BY_NUMBER", cache)
+            cls._BY_NUMBER = cache
         return cache
 
     @classmethod
@@ -274,7 +274,7 @@ class Message:
 
 
 class TrainerSpec(Message):
-    SCHEMA = {
+    SCHEMA: ClassVar[dict[str, F]] = {
         "input": F(1, "string", repeated=True),
         "input_format": F(7, "string", ""),
         "model_prefix": F(2, "string", ""),
@@ -325,7 +325,7 @@ class TrainerSpec(Message):
 
 
 class NormalizerSpec(Message):
-    SCHEMA = {
+    SCHEMA: ClassVar[dict[str, F]] = {
         "name": F(1, "string", ""),
         "precompiled_charsmap": F(2, "bytes", b""),
         "add_dummy_prefix": F(3, "bool", True),
@@ -336,12 +336,12 @@ class NormalizerSpec(Message):
 
 
 class SelfTestSample(Message):
-    SCHEMA = {"input": F(1, "string", ""), "expected": F(2, "string", "")}
+    SCHEMA: ClassVar[dict[str, F]] = {"input": F(1, "string", ""), "expected": F(2, "string", "")}
 
 
 class SelfTestData(Message):
-    SCHEMA = {"samples": F(1, "Sample", repeated=True)}
-    SUBMESSAGES = {"Sample": SelfTestSample}
+    SCHEMA: ClassVar[dict[str, F]] = {"samples": F(1, "Sample", repeated=True)}
+    SUBMESSAGES: ClassVar[dict[str, type[Message]]] = {"Sample": SelfTestSample}
 
 
 @dataclass(slots=True)
@@ -385,7 +385,7 @@ class ModelProto:
     unknown: tuple[bytes, ...] = ()
 
     @classmethod
-    def parse(cls, data: bytes) -> "ModelProto":
+    def parse(cls, data: bytes) -> ModelProto:
         """Read a serialized ``ModelProto``.
 
         >>> m = ModelProto([Piece("<unk>", 0.0, UNKNOWN), Piece("▁a", -1.5)], TrainerSpec(model_type=BPE),

@@ -32,9 +32,9 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..base import check_text
 from ..errors import TokenplayError
@@ -258,7 +258,6 @@ class SentencePieceTrainerState:
 
         counts: dict[Pair, int] = {}
         where: dict[Pair, set[int]] = {}
-        lengths, max_len = self.lengths, max_piece_length
         check = bool(self.unknown_chars)  # base pieces are single characters, so only unknowns can be invalid
         get, wget = counts.get, where.get
         for w, (ids, f) in enumerate(zip(self.words, self.freqs)):
