@@ -159,7 +159,7 @@ def _offset(raw: str | None) -> int:
 
 @router.post("/render")
 async def render(request: Request, settings: SettingsDep):
-    """Fields: ``text``, ``tokenizer``, ``special``, ``ws`` (checkboxes), ``offset`` (first segment shown)."""
+    """Fields: ``text``, ``tokenizer``, ``special``, ``ws`` (checkboxes), ``offset`` (first token of the coloured window)."""
     form = await _form(request, settings)
     # Browsers send CRLF line ends in form data; the text area holds LF, and so does the view.
     text = form.get("text", "").replace("\r\n", "\n")
