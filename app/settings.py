@@ -7,8 +7,9 @@ Bad values are refused at start-up with a message naming the variable. Tests ove
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,12 @@ class Settings(BaseSettings):
     lab_max_runs: int = Field(64, gt=0, description="BPE lab runs kept in memory (older ones reload from lab_runs_dir)")
     lab_workers: int = Field(2, gt=0, description="BPE lab trainings that run at once")
     lab_queue: int = Field(8, ge=0, description="BPE lab trainings that may wait for a worker (more: 429)")
+    lab_pool: Literal["process", "thread"] = Field("process", description="BPE lab trainings run in worker processes or threads")
+    lab_time_limit_seconds: float = Field(300.0, gt=0, description="a BPE lab training is stopped after this long")
+    lab_run_ttl_seconds: float = Field(7 * 86400, gt=0, description="BPE lab runs are forgotten this long after they were stored")
+    lab_memory_bytes: int = Field(256 << 20, gt=0, description="estimated bytes of BPE lab runs kept in memory per process")
+    lab_store_bytes: int = Field(2 << 30, gt=0, description="bytes of BPE lab runs kept in the run store (oldest go first)")
+    redis_url: str | None = Field(None, validation_alias=AliasChoices("REDIS_URL", "TOKENPLAY_REDIS_URL"), description="keep BPE lab runs in Redis")
 
     @field_validator("templates_dir", "static_dir")
     @classmethod

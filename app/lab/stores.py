@@ -1,0 +1,405 @@
+"""Where lab runs are kept when more than one worker process serves the app: a directory, or Redis.
+
+Both stores have :class:`app.lab.runs.RunStore`'s interface (``put(run, persist=True)``, ``save(run)``,
+``get(run_id)``) so the lab and its worker pool can use either, plus what several processes need:
+
+- a bounded in-memory LRU in front (:class:`MemoryLRU`): at most ``max_runs`` runs *and* ``max_bytes`` of
+  estimated size, and nothing older than ``ttl`` seconds; a run still training is never dropped (it is the
+  job's live object);
+- expiry in the shared store too: files older than ``ttl`` are swept (and the oldest ones beyond
+  ``max_store_bytes``), Redis keys carry a TTL and the oldest runs beyond the byte cap are deleted;
+- cross-process cancellation (``request_cancel`` / ``cancel_requested``) and heartbeats of running trainings
+  (``beat``), so a run whose worker process died is reported as failed instead of "running" forever.
+
+:func:`make_store` picks Redis when ``REDIS_URL`` (or ``TOKENPLAY_REDIS_URL``) is set, else the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from pathlib import Path
+
+from .runs import Run, valid_id
+
+#: A running run whose heartbeat is older than this is reported as failed (its worker process is gone).
+STALE_AFTER = 60.0
+STALE_MESSAGE = "the worker process training this run stopped before it finished; train it again"
+
+
+def estimate_bytes(run: Run) -> int:
+    """A rough size of a run in memory: its corpus, its merge records, its model file."""
+    size = 200 + len(run.corpus) * 2
+    size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in run.steps)
+    size += 64 * len(run.base) + len(run.model or b"")
+    return size
+
+
+class MemoryLRU:
+    """Runs by id, most recent last, bounded by count, estimated bytes and age."""
+
+    def __init__(self, max_runs: int = 64, max_bytes: int = 256 << 20, ttl: float = 7 * 86400):
+        self.max_runs = max_runs
+        self.max_bytes = max_bytes
+        self.ttl = ttl
+        self._mem: OrderedDict[str, tuple[Run, int, float]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._mem)
+
+    @property
+    def total_bytes(self) -> int:
+        return self._bytes
+
+    def put(self, run: Run) -> None:
+        size = estimate_bytes(run) if run.finished else 0
+        with self._lock:
+            old = self._mem.pop(run.id, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._mem[run.id] = (run, size, time.time())
+            self._bytes += size
+            self._evict()
+
+    def _evict(self) -> None:
+        now = time.time()
+        for run_id, (run, size, added) in list(self._mem.items()):
+            if run.finished and now - added > self.ttl:
+                del self._mem[run_id]
+                self._bytes -= size
+        for run_id, (run, size, _) in list(self._mem.items()):  # oldest first
+            if len(self._mem) <= self.max_runs and self._bytes <= self.max_bytes:
+                break
+            if run.finished:  # never drop a run still training
+                del self._mem[run_id]
+                self._bytes -= size
+
+    def get(self, run_id: str) -> Run | None:
+        with self._lock:
+            hit = self._mem.get(run_id)
+            if hit is None:
+                return None
+            run, size, added = hit
+            if run.finished and time.time() - added > self.ttl:
+                del self._mem[run_id]
+                self._bytes -= size
+                return None
+            self._mem.move_to_end(run_id)
+            return run
+
+    def drop(self, run_id: str) -> None:
+        with self._lock:
+            hit = self._mem.pop(run_id, None)
+            if hit is not None:
+                self._bytes -= hit[1]
+
+
+class _SharedStore:
+    """What both stores share: the memory LRU, ``put``/``get`` over ``_write``/``_read`` of the shared copy."""
+
+    def __init__(self, max_runs: int, max_bytes: int, ttl: float):
+        self.ttl = ttl
+        self.mem = MemoryLRU(max_runs, max_bytes, ttl)
+
+    # RunStore's interface --------------------------------------------------------------------------------------
+    def put(self, run: Run, *, persist: bool = True) -> None:
+        self.mem.put(run)
+        if persist:
+            self.save(run)
+
+    def save(self, run: Run) -> None:
+        data = json.dumps(run.to_json(with_steps=run.finished), separators=(",", ":")).encode()
+        self._write(run.id, data, finished=run.finished)
+        if not run.finished:
+            self.beat(run.id)
+
+    def get(self, run_id: str) -> Run | None:
+        if not valid_id(run_id):
+            return None
+        run = self.mem.get(run_id)
+        if run is not None:
+            return run
+        data = self._read(run_id)
+        if data is None:
+            return None
+        try:
+            run = Run.from_json(json.loads(data))
+        except (ValueError, KeyError, TypeError):
+            return None
+        if run.finished:
+            self.mem.put(run)
+        elif self._beat_age(run_id) > STALE_AFTER:
+            run.status, run.error = "error", STALE_MESSAGE
+        return run
+
+    # several processes ---------------------------------------------------------------------------------------
+    def beat(self, run_id: str) -> None:
+        raise NotImplementedError
+
+    def _beat_age(self, run_id: str) -> float:
+        raise NotImplementedError
+
+    def request_cancel(self, run_id: str) -> None:
+        raise NotImplementedError
+
+    def cancel_requested(self, run_id: str) -> bool:
+        raise NotImplementedError
+
+    def _write(self, run_id: str, data: bytes, *, finished: bool) -> None:
+        raise NotImplementedError
+
+    def _read(self, run_id: str) -> bytes | None:
+        raise NotImplementedError
+
+
+class DirectoryStore(_SharedStore):
+    """One ``<id>.json`` per run in a directory (atomic replace), shared by every process on the machine.
+
+    Files older than ``ttl`` seconds are removed by a sweep (at most once a minute, on writes), and the oldest
+    finished runs beyond ``max_store_bytes`` too. ``<id>.beat`` / ``<id>.cancel`` mark running trainings.
+    """
+
+    SWEEP_EVERY = 60.0
+
+    def __init__(
+        self,
+        directory: Path,
+        max_runs: int = 64,
+        *,
+        max_bytes: int = 256 << 20,
+        ttl: float = 7 * 86400,
+        max_store_bytes: int = 2 << 30,
+    ):
+        super().__init__(max_runs, max_bytes, ttl)
+        self.directory = Path(directory)
+        self.max_store_bytes = max_store_bytes
+        self._last_sweep = 0.0
+        self._sweep_lock = threading.Lock()
+
+    def _path(self, run_id: str, ext: str = "json") -> Path:
+        return self.directory / f"{run_id}.{ext}"
+
+    def _write(self, run_id: str, data: bytes, *, finished: bool) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.directory / f".{run_id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, self._path(run_id))
+        if finished:
+            for ext in ("beat", "cancel"):
+                self._path(run_id, ext).unlink(missing_ok=True)
+        self.sweep()
+
+    def _read(self, run_id: str) -> bytes | None:
+        path = self._path(run_id)
+        try:
+            if time.time() - path.stat().st_mtime > self.ttl:
+                return None
+            return path.read_bytes()
+        except OSError:
+            return None
+
+    def beat(self, run_id: str) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._path(run_id, "beat").write_bytes(b"")  # its mtime is the heartbeat
+
+    def _beat_age(self, run_id: str) -> float:
+        try:
+            return time.time() - self._path(run_id, "beat").stat().st_mtime
+        except OSError:
+            try:  # runs written by a store without heartbeats: judge by the run file itself
+                return time.time() - self._path(run_id).stat().st_mtime
+            except OSError:
+                return float("inf")
+
+    def request_cancel(self, run_id: str) -> None:
+        if valid_id(run_id):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._path(run_id, "cancel").write_bytes(b"")
+
+    def cancel_requested(self, run_id: str) -> bool:
+        return self._path(run_id, "cancel").exists()
+
+    def sweep(self, *, force: bool = False) -> int:
+        """Remove expired runs (and the oldest beyond the byte cap); returns how many files went."""
+        now = time.time()
+        if not force and now - self._last_sweep < self.SWEEP_EVERY:
+            return 0
+        if not self._sweep_lock.acquire(blocking=False):
+            return 0
+        try:
+            self._last_sweep = now
+            removed = 0
+            files = []
+            try:
+                entries = list(os.scandir(self.directory))
+            except OSError:
+                return 0
+            for entry in entries:
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                age = now - st.st_mtime
+                if entry.name.endswith(".tmp") and age > 3600:
+                    Path(entry.path).unlink(missing_ok=True)
+                elif entry.name.endswith((".beat", ".cancel")) and age > max(self.ttl, 86400):
+                    Path(entry.path).unlink(missing_ok=True)
+                elif entry.name.endswith(".json"):
+                    if age > self.ttl:
+                        self._remove(entry.name[:-5])
+                        removed += 1
+                    else:
+                        files.append((st.st_mtime, st.st_size, entry.name[:-5]))
+            total = sum(size for _, size, _ in files)
+            for _, size, run_id in sorted(files):
+                if total <= self.max_store_bytes:
+                    break
+                if self._path(run_id, "beat").exists():  # still training
+                    continue
+                self._remove(run_id)
+                total -= size
+                removed += 1
+            return removed
+        finally:
+            self._sweep_lock.release()
+
+    def _remove(self, run_id: str) -> None:
+        for ext in ("json", "beat", "cancel"):
+            self._path(run_id, ext).unlink(missing_ok=True)
+        self.mem.drop(run_id)
+
+
+class RedisStore(_SharedStore):
+    """Runs in Redis: ``<prefix>run:<id>`` (zlib-compressed JSON) with a TTL, shared by every worker and host.
+
+    ``<prefix>index`` (sorted set, score = write time) and ``<prefix>sizes`` (hash) track the stored runs so the
+    oldest finished ones are deleted when their total passes ``max_store_bytes``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        max_runs: int = 64,
+        *,
+        max_bytes: int = 256 << 20,
+        ttl: float = 7 * 86400,
+        max_store_bytes: int = 512 << 20,
+        prefix: str = "tokenplay:lab:",
+        client=None,
+    ):
+        super().__init__(max_runs, max_bytes, ttl)
+        if client is None:
+            import redis
+
+            client = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
+        self.redis = client
+        self.url = url
+        self.prefix = prefix
+        self.max_store_bytes = max_store_bytes
+
+    def _key(self, kind: str, run_id: str = "") -> str:
+        return f"{self.prefix}{kind}:{run_id}" if run_id else f"{self.prefix}{kind}"
+
+    def _write(self, run_id: str, data: bytes, *, finished: bool) -> None:
+        blob = zlib.compress(data, 3)
+        ttl = max(1, int(self.ttl))
+        p = self.redis.pipeline()
+        p.set(self._key("run", run_id), blob, ex=ttl)
+        p.zadd(self._key("index"), {run_id: time.time()})
+        p.hset(self._key("sizes"), run_id, len(blob))
+        if finished:
+            p.delete(self._key("beat", run_id), self._key("cancel", run_id))
+        p.execute()
+        if finished:
+            self.trim()
+
+    def _read(self, run_id: str) -> bytes | None:
+        blob = self.redis.get(self._key("run", run_id))
+        if blob is None:
+            return None
+        try:
+            return zlib.decompress(blob)
+        except zlib.error:
+            return None
+
+    def beat(self, run_id: str) -> None:
+        self.redis.set(self._key("beat", run_id), str(time.time()), ex=int(STALE_AFTER * 10))
+
+    def _beat_age(self, run_id: str) -> float:
+        raw = self.redis.get(self._key("beat", run_id))
+        if raw is None:
+            return float("inf")
+        try:
+            return time.time() - float(raw)
+        except ValueError:
+            return float("inf")
+
+    def request_cancel(self, run_id: str) -> None:
+        if valid_id(run_id):
+            self.redis.set(self._key("cancel", run_id), b"1", ex=86400)
+
+    def cancel_requested(self, run_id: str) -> bool:
+        return bool(self.redis.exists(self._key("cancel", run_id)))
+
+    def trim(self) -> int:
+        """Forget expired ids and delete the oldest finished runs beyond ``max_store_bytes``."""
+        index, sizes = self._key("index"), self._key("sizes")
+        ids = [i.decode() for i in self.redis.zrange(index, 0, -1)]  # oldest first
+        if not ids:
+            return 0
+        p = self.redis.pipeline()
+        for run_id in ids:
+            p.exists(self._key("run", run_id))
+            p.exists(self._key("beat", run_id))
+        flags = p.execute()
+        raw_sizes = self.redis.hmget(sizes, ids)
+        gone, live = [], []
+        for n, run_id in enumerate(ids):
+            exists, running = flags[2 * n], flags[2 * n + 1]
+            if not exists:
+                gone.append(run_id)
+            else:
+                live.append((run_id, int(raw_sizes[n] or 0), bool(running)))
+        total = sum(size for _, size, _ in live)
+        for run_id, size, running in live:
+            if total <= self.max_store_bytes:
+                break
+            if running:
+                continue
+            gone.append(run_id)
+            self.redis.delete(self._key("run", run_id))
+            self.mem.drop(run_id)
+            total -= size
+        if gone:
+            p = self.redis.pipeline()
+            p.zrem(index, *gone)
+            p.hdel(sizes, *gone)
+            p.execute()
+        return len(gone)
+
+    def stored_bytes(self) -> int:
+        return sum(int(v) for v in self.redis.hvals(self._key("sizes")))
+
+
+def redis_url(settings) -> str | None:
+    """``REDIS_URL`` from the settings (``TOKENPLAY_REDIS_URL``) or the plain environment variable."""
+    return getattr(settings, "redis_url", None) or os.environ.get("REDIS_URL") or None
+
+
+def make_store(settings):
+    """The run store the settings ask for: :class:`RedisStore` when ``REDIS_URL`` is set, else a directory."""
+    common = dict(
+        max_runs=settings.lab_max_runs,
+        max_bytes=getattr(settings, "lab_memory_bytes", 256 << 20),
+        ttl=getattr(settings, "lab_run_ttl_seconds", 7 * 86400),
+    )
+    url = redis_url(settings)
+    if url:
+        return RedisStore(url, max_store_bytes=getattr(settings, "lab_store_bytes", 512 << 20), **common)
+    return DirectoryStore(settings.lab_runs_dir, max_store_bytes=getattr(settings, "lab_store_bytes", 2 << 30), **common)

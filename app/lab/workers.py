@@ -1,0 +1,384 @@
+"""Training in worker *processes*: CPU-heavy merges never hold the web process's GIL.
+
+:class:`ProcessJobPool` has :class:`app.lab.jobs.JobPool`'s interface (``submit``, ``wait``, ``cancel``,
+``active``, ``shutdown``, ``store``, ``workers``, ``capacity``) and takes the same :class:`~app.lab.jobs.Job`
+objects, so the lab can swap one for the other. Per job:
+
+- at most ``workers`` jobs train at once, ``queue`` more may wait; beyond that :class:`~app.lab.jobs.QueueFull`
+  (429 with ``Retry-After``);
+- a supervisor thread in the web process forks a child from a *forkserver* (safe in a threaded server, fast
+  because the training modules are preloaded there), reads its progress from a pipe and updates the run;
+- cancellation: a message down the pipe stops the child within one merge; if it does not stop within a grace
+  period, or the job passes ``time_limit`` seconds, the child is killed;
+- a run can be cancelled from any worker process: ``cancel`` of a job this process does not hold writes a
+  request into the shared store, which the owning supervisor polls;
+- heartbeats of queued and running jobs go to the store, so another process can tell a live training from one
+  whose worker process died.
+
+:func:`make_pool` picks this pool or the thread pool from ``settings.lab_pool``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue as queue_mod
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from app.engines.errors import TokenplayError
+
+from .algorithms import Cancelled, Options
+from .jobs import Job, QueueFull
+
+#: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
+PRELOAD = ["app.lab.algorithms"]
+#: Seconds a cancelled child gets to stop by itself before it is killed.
+CANCEL_GRACE = 2.0
+#: Seconds between progress messages from a child, and between heartbeats to the store.
+PROGRESS_EVERY = 0.2
+BEAT_EVERY = 5.0
+
+_CTX = None
+_CTX_LOCK = threading.Lock()
+
+
+def _context():
+    global _CTX
+    with _CTX_LOCK:
+        if _CTX is None:
+            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            _CTX = multiprocessing.get_context(method)
+            if method == "forkserver":
+                _CTX.set_forkserver_preload(PRELOAD)
+        return _CTX
+
+
+def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force) -> None:
+    """Train one job in a worker process: ``("progress", done, total)`` now and then, then one final message."""
+    from .algorithms import train
+
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY:
+            last[0] = now
+            conn.send(("progress", done, total))
+
+    try:
+        trained = train(
+            corpus,
+            Options.from_dict(options),
+            max_merges=max_merges,
+            prefix=prefix,
+            prefix_n_ties=prefix_n_ties,
+            force=force,
+            progress=progress,
+            should_stop=conn.poll,  # anything sent down the pipe while training means "stop"
+        )
+        conn.send(("done", trained))
+    except Cancelled:
+        conn.send(("cancelled",))
+    except TokenplayError as exc:
+        conn.send(("error", str(exc)))
+    except MemoryError:
+        conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges"))
+    except Exception as exc:  # pragma: no cover - a bug; say what happened
+        conn.send(("error", f"training failed: {type(exc).__name__}: {exc}"))
+
+
+def _worker_main(conn) -> None:
+    """A worker process: train the jobs that come down the pipe, one at a time, until the pipe closes."""
+    import app.lab.algorithms  # noqa: F401 - import once, before the first job
+
+    conn.send(("ready",))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] == "train":
+            _train(conn, *msg[1:])
+        elif msg[0] == "exit":
+            return
+        # anything else (a late "stop" for a job that had already finished) is ignored
+
+
+class _Worker:
+    """One long-lived training process and the parent's end of its pipe."""
+
+    def __init__(self):
+        ctx = _context()
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child,), name="lab-trainer", daemon=True)
+        self.proc.start()
+        child.close()
+        self.jobs = 0
+        self.ready = False
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        if not self.ready and self.conn.poll(timeout):
+            try:
+                self.ready = self.conn.recv() == ("ready",)
+            except (EOFError, OSError):
+                return False
+        return self.ready
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+            self.proc.join(5)
+        finally:
+            self.conn.close()
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(("exit",))
+        except (OSError, ValueError):
+            pass
+        self.proc.join(2)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.conn.close()
+
+
+class ProcessJobPool:
+    #: A worker process is replaced after this many jobs (memory a large training leaves behind goes back).
+    RECYCLE_AFTER = 20
+
+    def __init__(self, store, workers: int = 2, queue: int = 8, *, time_limit: float = 300.0, warm: bool = True):
+        self.store = store
+        self.workers = workers
+        self.capacity = workers + queue
+        self.time_limit = time_limit
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-supervise")
+        self._idle: queue_mod.SimpleQueue = queue_mod.SimpleQueue()
+        self._all: list[_Worker] = []
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._beater = threading.Thread(target=self._beat_loop, name="lab-heartbeat", daemon=True)
+        self._beater.start()
+        for _ in range(workers):
+            self._idle.put(None)  # a slot; its process starts on first use, or now when warm
+        if warm:
+            threading.Thread(target=self._warm, name="lab-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        slots = [self._idle.get() for _ in range(self.workers)]
+        try:
+            slots = [w if w is not None else self._spawn() for w in slots]
+        except Exception:  # pragma: no cover - the first job will report the problem
+            pass
+        for w in slots:
+            self._idle.put(w)
+
+    def _spawn(self) -> _Worker:
+        w = _Worker()
+        with self._lock:
+            self._all = [x for x in self._all if x.alive()] + [w]
+        return w
+
+    def worker_pids(self) -> list[int]:
+        return [w.proc.pid for w in self._all if w.alive()]
+
+    # JobPool's interface -----------------------------------------------------------------------------------------
+    def active(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values() if not j.finished.is_set())
+
+    def submit(self, job: Job) -> Job:
+        with self._lock:
+            busy = sum(1 for j in self._jobs.values() if not j.finished.is_set())
+            if busy >= self.capacity:
+                raise QueueFull(
+                    f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
+                    "try again in a few seconds",
+                    retry_after=max(2, min(30, 3 * (busy - self.workers + 1))),
+                )
+            self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
+            self._jobs[job.run.id] = job
+        job.run.status = "queued"
+        self.store.put(job.run)
+        job.future = self._executor.submit(self._supervise, job)
+        return job
+
+    def wait(self, run_id: str, timeout: float) -> bool:
+        job = self._jobs.get(run_id)
+        if job is not None:
+            return job.finished.wait(timeout)
+        # Another process's job: watch the shared store.
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.store.get(run_id)
+            if run is None or run.finished:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def cancel(self, run_id: str) -> bool:
+        """Ask a queued or running job to stop, here or (through the store) in another worker process."""
+        job = self._jobs.get(run_id)
+        if job is not None:
+            if job.finished.is_set():
+                return False
+            job.cancel.set()
+            return True
+        run = self.store.get(run_id)
+        if run is None or run.finished or not hasattr(self.store, "request_cancel"):
+            return False
+        self.store.request_cancel(run_id)
+        return True
+
+    def shutdown(self) -> None:
+        self._closed.set()
+        for job in list(self._jobs.values()):
+            job.cancel.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        for w in list(self._all):
+            threading.Thread(target=w.stop, daemon=True).start()
+
+    # supervision -------------------------------------------------------------------------------------------------
+    def _beat_loop(self) -> None:
+        beat = getattr(self.store, "beat", None)
+        while not self._closed.wait(BEAT_EVERY):
+            if beat is None:
+                return
+            for run_id, job in list(self._jobs.items()):
+                if not job.finished.is_set():
+                    try:
+                        beat(run_id)
+                    except Exception:  # pragma: no cover - a store hiccup must not stop the heartbeats
+                        pass
+
+    def _remote_cancel(self, run_id: str) -> bool:
+        check = getattr(self.store, "cancel_requested", None)
+        try:
+            return bool(check and check(run_id))
+        except Exception:  # pragma: no cover
+            return False
+
+    def _supervise(self, job: Job) -> None:
+        run = job.run
+        worker = self._idle.get()
+        keep = False
+        try:
+            if job.cancel.is_set() or self._remote_cancel(run.id) or self._closed.is_set():
+                raise Cancelled()
+            if worker is None or not worker.alive():
+                worker = self._spawn()
+            if not worker.wait_ready():
+                raise RuntimeError("the training process did not start")
+            run.status = "running"
+            self.store.save(run)
+            worker.jobs += 1
+            worker.conn.send(
+                ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties, job.force)
+            )
+            keep = self._follow(job, worker)
+        except Cancelled:
+            run.status, run.error = "cancelled", "training was cancelled"
+            keep = True
+        except Exception as exc:  # pragma: no cover - a bug; keep the pool alive and say what happened
+            run.status, run.error = "error", f"training failed: {type(exc).__name__}: {exc}"
+        finally:
+            try:
+                self.store.put(run)
+            finally:
+                job.finished.set()
+                if worker is not None and (not keep or worker.jobs >= self.RECYCLE_AFTER or self._closed.is_set()):
+                    worker.kill() if not keep else worker.stop()
+                    worker = None
+                if worker is None and not self._closed.is_set():
+                    try:
+                        worker = self._spawn()  # replace it now, so the next job does not wait for a start
+                    except Exception:  # pragma: no cover
+                        worker = None
+                self._idle.put(worker)
+
+    def _follow(self, job: Job, worker: _Worker) -> bool:
+        """Relay progress until the job ends; ``True`` when the worker process can take another job."""
+        run, conn, proc = job.run, worker.conn, worker.proc
+        started = time.monotonic()
+        cancel_sent: float | None = None
+        last_save = last_remote = started
+        while True:
+            now = time.monotonic()
+            if cancel_sent is None and (job.cancel.is_set() or self._closed.is_set()):
+                cancel_sent = now
+                conn.send(("stop",))
+            if cancel_sent is None and now - last_remote > 0.5:
+                last_remote = now
+                if self._remote_cancel(run.id):
+                    job.cancel.set()
+                    continue
+            if cancel_sent is not None and now - cancel_sent > CANCEL_GRACE:
+                run.status, run.error = "cancelled", "training was cancelled"
+                return False
+            if now - started > self.time_limit:
+                run.status = "error"
+                run.error = (
+                    f"training took longer than the lab's limit of {self.time_limit:g} seconds and was stopped; "
+                    "try a smaller corpus or fewer merges"
+                )
+                return False
+            try:
+                msg = conn.recv() if conn.poll(0.1) else None
+            except (EOFError, OSError):
+                msg = ("died",)
+            if msg is None:
+                if proc.is_alive():
+                    continue
+                msg = ("died",)
+            kind = msg[0]
+            if kind == "progress":
+                run.done_merges, run.target_merges = msg[1], msg[2]
+                if now - last_save > 1.0:  # other worker processes read progress from the store
+                    last_save = now
+                    self.store.save(run)
+                continue
+            if kind == "done":
+                run.apply(msg[1])
+                run.status = "done"
+                return True
+            if kind == "cancelled":
+                run.status, run.error = "cancelled", "training was cancelled"
+                return True
+            if kind == "died":
+                proc.join(1)
+                run.status = "error"
+                run.error = f"the training process stopped unexpectedly (exit code {proc.exitcode}); train again"
+                return False
+            run.status, run.error = "error", msg[1]
+            return True
+
+
+def make_pool(store, settings):
+    """The worker pool the settings ask for (``lab_pool``: ``process``, the default, or ``thread``)."""
+    workers, queue = settings.lab_workers, settings.lab_queue
+    if getattr(settings, "lab_pool", "process") == "thread":
+        from .jobs import JobPool
+
+        return JobPool(store, workers, queue)
+    return ProcessJobPool(store, workers, queue, time_limit=getattr(settings, "lab_time_limit_seconds", 300.0))
+
+
+def make_lab(settings):
+    """A :class:`~app.lab.service.Lab` on :func:`~app.lab.stores.make_store` and :func:`make_pool`.
+
+    Until ``Lab.from_settings`` builds these itself, this swaps them into a lab built the usual way.
+    """
+    from .service import Lab
+    from .stores import make_store
+
+    lab = Lab.from_settings(settings)
+    lab.pool.shutdown()  # the default thread pool, never used
+    lab.store = make_store(settings)
+    lab.pool = make_pool(lab.store, settings)
+    return lab
+
