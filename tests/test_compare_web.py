@@ -221,3 +221,8 @@ def test_compare_text_over_limit_shows_message_in_page():
         assert "limit is 5" in r.text
         r = c.post("/compare/results", data={"text": "toolongtext", "t": THREE}, headers=HX)
         assert r.status_code == 413 and "limit is 5" in r.text and "<textarea" not in r.text
+
+
+def test_compare_preset_links_keep_the_choice(client):
+    html = client.get("/compare", params={"t": ["gpt2", "o200k_base"], "ref": "o200k_base", "text": "x"}).text
+    assert 'href="/compare?preset=japanese&amp;t=gpt2&amp;t=o200k_base&amp;ref=o200k_base"' in html

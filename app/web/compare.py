@@ -80,7 +80,7 @@ def page_url(names: list[str], text: str, *, reference: str | None, allow_specia
     if reference:
         params.append(("ref", reference))
     if allow_special:
-        params.append(("special", "1"))
+        params.append(("special", "true"))
     if len(text) <= settings.url_text_limit:
         params.append(("text", text))
     return "/compare?" + urlencode(params)
@@ -189,11 +189,24 @@ def page_context(
 ) -> dict:
     context = results_context(text, names, allow_special=allow_special, reference=reference, settings=settings)
     comparison = context["comparison"]
+    chosen_names = _safe_resolve(names)
+    ref_name = comparison.reference if comparison else reference
+
+    def preset_href(key: str) -> str:
+        """A plain link to a preset with the current choice (what the htmx request asks for, without JavaScript)."""
+        params = [("preset", key), *(("t", n) for n in chosen_names)]
+        if ref_name:
+            params.append(("ref", ref_name))
+        if allow_special:
+            params.append(("special", "true"))
+        return "/compare?" + urlencode(params)
+
     return context | {
+        "preset_href": preset_href,
         "text": text,
         "specs": registry.specs(),
-        "chosen": set(_safe_resolve(names)),
-        "reference": comparison.reference if comparison else reference,
+        "chosen": set(chosen_names),
+        "reference": ref_name,
         "allow_special": allow_special,
         "presets": presets.PRESETS,
         "preset_key": preset_key,

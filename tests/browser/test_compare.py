@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 
 import httpx
@@ -56,9 +57,9 @@ def test_compare_select_three_switch_presets_read_table(page: Page, live_server:
     expect(page.locator("#compare-stats tbody tr")).to_have_count(3)
 
     for key in ("japanese", "python", "emoji"):
-        page.locator(f'button.preset[data-preset="{key}"]').click()
+        page.locator(f'a.preset[data-preset="{key}"]').click()
         expect(page.locator("#compare-text")).to_have_value(BY_KEY[key].text)
-        expect(page.locator(f'button.preset[data-preset="{key}"]')).to_have_class(re.compile(r"\bactive\b"))
+        expect(page.locator(f'a.preset[data-preset="{key}"]')).to_have_class(re.compile(r"\bactive\b"))
         _expect_table(page, _api(live_server, BY_KEY[key].text, THREE))
         assert f"preset={key}" in page.url
 
@@ -119,3 +120,12 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
     page.get_by_role("button", name="Remove message 1").click()
     expect(page.locator('textarea[name="content"]')).to_have_count(2)
     expect(page.locator("#chat-rendered")).not_to_contain_text("<|im_start|>system")
+
+
+def test_compare_copy_json_to_clipboard(page: Page, live_server: str):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
+    page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=Hello%20world")
+    page.get_by_role("button", name="Copy JSON").click()
+    expect(page.locator(".copy-status")).to_have_text("Copied JSON.")
+    copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
+    assert [r["ids"] for r in copied["results"]] == [[15496, 995], [13225, 2375]]
