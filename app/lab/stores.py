@@ -103,8 +103,9 @@ class MemoryLRU:
 class _SharedStore:
     """What both stores share: the memory LRU, ``put``/``get`` over ``_write``/``_read`` of the shared copy."""
 
-    def __init__(self, max_runs: int, max_bytes: int, ttl: float):
+    def __init__(self, max_runs: int, max_bytes: int, ttl: float, stale_after: float = STALE_AFTER):
         self.ttl = ttl
+        self.stale_after = stale_after
         self.mem = MemoryLRU(max_runs, max_bytes, ttl)
 
     # RunStore's interface --------------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ class _SharedStore:
             return None
         if run.finished:
             self.mem.put(run)
-        elif self._beat_age(run_id) > STALE_AFTER:
+        elif self._beat_age(run_id) > self.stale_after:
             run.status, run.error = "error", STALE_MESSAGE
         return run
 
@@ -175,8 +176,9 @@ class DirectoryStore(_SharedStore):
         max_bytes: int = 256 << 20,
         ttl: float = 7 * 86400,
         max_store_bytes: int = 2 << 30,
+        stale_after: float = STALE_AFTER,
     ):
-        super().__init__(max_runs, max_bytes, ttl)
+        super().__init__(max_runs, max_bytes, ttl, stale_after)
         self.directory = Path(directory)
         self.max_store_bytes = max_store_bytes
         self._last_sweep = 0.0
@@ -292,8 +294,9 @@ class RedisStore(_SharedStore):
         max_store_bytes: int = 512 << 20,
         prefix: str = "tokenplay:lab:",
         client=None,
+        stale_after: float = STALE_AFTER,
     ):
-        super().__init__(max_runs, max_bytes, ttl)
+        super().__init__(max_runs, max_bytes, ttl, stale_after)
         if client is None:
             import redis
 
@@ -329,7 +332,7 @@ class RedisStore(_SharedStore):
             return None
 
     def beat(self, run_id: str) -> None:
-        self.redis.set(self._key("beat", run_id), str(time.time()), ex=int(STALE_AFTER * 10))
+        self.redis.set(self._key("beat", run_id), str(time.time()), ex=int(self.stale_after * 10) + 1)
 
     def _beat_age(self, run_id: str) -> float:
         raw = self.redis.get(self._key("beat", run_id))
@@ -394,11 +397,12 @@ def redis_url(settings) -> str | None:
 
 def make_store(settings):
     """The run store the settings ask for: :class:`RedisStore` when ``REDIS_URL`` is set, else a directory."""
-    common = dict(
-        max_runs=settings.lab_max_runs,
-        max_bytes=getattr(settings, "lab_memory_bytes", 256 << 20),
-        ttl=getattr(settings, "lab_run_ttl_seconds", 7 * 86400),
-    )
+    common = {
+        "max_runs": settings.lab_max_runs,
+        "max_bytes": getattr(settings, "lab_memory_bytes", 256 << 20),
+        "ttl": getattr(settings, "lab_run_ttl_seconds", 7 * 86400),
+        "stale_after": getattr(settings, "lab_stale_after_seconds", STALE_AFTER),
+    }
     url = redis_url(settings)
     if url:
         return RedisStore(url, max_store_bytes=getattr(settings, "lab_store_bytes", 512 << 20), **common)

@@ -246,7 +246,8 @@ class ProcessJobPool:
     # supervision -------------------------------------------------------------------------------------------------
     def _beat_loop(self) -> None:
         beat = getattr(self.store, "beat", None)
-        while not self._closed.wait(BEAT_EVERY):
+        every = min(BEAT_EVERY, getattr(self.store, "stale_after", 60.0) / 4)
+        while not self._closed.wait(every):
             if beat is None:
                 return
             for run_id, job in list(self._jobs.items()):
