@@ -215,7 +215,6 @@ class RunView:
             "base_units": run.base_units,
             "compression": round(run.compression_at(k), 4),
             "vocab_size": len(run.base) + k,
-            "merges": [self.pair_text(s.pair) for s in steps[:k]],
             "window_chars": len(self.window),
             "window_truncated": self.truncated,
             "tokens": tokens,

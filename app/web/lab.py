@@ -43,6 +43,8 @@ api = APIRouter(prefix="/api/train", tags=["lab"])
 
 #: How long POST /api/train and the form wait for a small run to finish before answering "running".
 QUICK_WAIT = 0.5
+#: Merges listed on the step view (the latest ones; the export has them all).
+MERGE_LIST = 200
 _LAB_LOCK = threading.Lock()
 
 
@@ -176,9 +178,7 @@ def api_step(request: Request, run_id: str, k: int):
     def go():
         run = _run_or_404(get_lab(request), run_id)
         _check_step(run, k)
-        state = view_for(run).state(k)
-        state.pop("merges")
-        return state | {"id": run.id}
+        return view_for(run).state(k) | {"id": run.id}
 
     return _guard(request, go)
 
@@ -395,7 +395,8 @@ def _step_ctx(request: Request, run: Run, k: int) -> dict:
         table=table,
         pieces=pieces,
         chart=lab_export.chart(run, k),
-        merges=[(i + 1, v.pair_text(s.pair), v.token_text(s.new_id), s.forced) for i, s in enumerate(run.steps[:k])],
+        merges=[(i + 1, v.pair_text(s.pair), v.token_text(s.new_id), s.forced) for i, s in enumerate(run.steps[max(0, k - MERGE_LIST):k], start=max(0, k - MERGE_LIST))],
+        merges_hidden=max(0, k - MERGE_LIST),
         url=lambda step: _run_url(run, step),
         manual_after=max(k - 1, 0),
         is_playground=f"{PREFIX}{run.id}",
