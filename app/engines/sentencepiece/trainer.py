@@ -497,7 +497,7 @@ class SentencePieceTrainerState:
                         where[p] = {w}
                     else:
                         s.add(w)
-                words[w] = ids[:i] + [X] + ids[i + 2 :]
+                ids[i : i + 2] = (X,)
                 versions[w] += 1
                 replaced += f
                 continue
