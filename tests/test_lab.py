@@ -11,8 +11,8 @@ import tiktoken
 from fastapi.testclient import TestClient
 
 from app.engines import registry
-from app.lab import user_tokenizers
 from app.lab import jobs as lab_jobs
+from app.lab import user_tokenizers
 from app.lab.algorithms import Cancelled
 from app.settings import Settings
 from app.web.app import create_app
@@ -381,7 +381,7 @@ def test_form_train_redirects_to_the_run(lab):
 
 
 def test_form_train_upload_and_errors(lab):
-    r = lab.post("/lab/train", data={"size": "2", "pattern": "none"}, files={"file": ("c.txt", "abab abab".encode(), "text/plain")}, follow_redirects=False)
+    r = lab.post("/lab/train", data={"size": "2", "pattern": "none"}, files={"file": ("c.txt", b"abab abab", "text/plain")}, follow_redirects=False)
     assert r.status_code == 303
     r = lab.post("/lab/train", data={"size": "2"}, files={"file": ("c.bin", b"\xff\xfe\x00", "application/octet-stream")})
     assert r.status_code == 422 and "not UTF-8" in r.text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -74,7 +76,7 @@ def test_corpus_view_highlights_the_new_tokens():
     view = RunView(run)
     assert [(p.text, p.new) for p in view.corpus_at(1)][:3] == [("aa", True), ("a", False), ("b", False)]
     colours = [p.colour for p in view.corpus_at(3)]
-    assert all(a != b for a, b in zip(colours, colours[1:]))
+    assert all(a != b for a, b in itertools.pairwise(colours))
 
 
 def test_corpus_view_shows_only_the_window():

@@ -15,8 +15,8 @@ text", so the three can never disagree.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import regex
 
@@ -62,7 +62,7 @@ class Options:
     tie_break: str = "first"
     end_of_word: bool = False
 
-    def check(self, max_merges: int) -> "Options":
+    def check(self, max_merges: int) -> Options:
         if self.algorithm not in ALGORITHMS:
             raise LabOptionsError(f"unknown algorithm {self.algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
         if self.pattern not in PATTERNS:
@@ -106,7 +106,7 @@ class Options:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Options":
+    def from_dict(cls, d: dict) -> Options:
         return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word")})
 
     def describe(self) -> str:

@@ -114,7 +114,7 @@ class JobPool:
         except TokenplayError as exc:
             run.status = "error"
             run.error = str(exc)
-        except Exception as exc:  # pragma: no cover - a bug; keep the worker alive and say what happened
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
             run.status = "error"
             run.error = f"training failed: {type(exc).__name__}: {exc}"
         finally:

@@ -137,7 +137,7 @@ class Run:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> "Run":
+    def from_json(cls, d: dict) -> Run:
         run = cls(
             id=d["id"],
             corpus=d["corpus"],

@@ -26,7 +26,7 @@ class Lab:
         self.max_merges = max_merges
 
     @classmethod
-    def from_settings(cls, settings) -> "Lab":
+    def from_settings(cls, settings) -> Lab:
         return cls(
             settings.lab_runs_dir,
             max_runs=settings.lab_max_runs,

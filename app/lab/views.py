@@ -10,6 +10,7 @@ Counts, compression and vocab size come from the step records.
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -233,7 +234,7 @@ class RunView:
         while len(stages) <= MAX_TRACE_STAGES:
             best = None
             for w in words:
-                for p in zip(w, w[1:]):
+                for p in itertools.pairwise(w):
                     r = ranks.get(p)
                     if r is not None and (best is None or r[0] < best[0]):
                         best = (r[0], p, r[1])

@@ -8,7 +8,6 @@ here, at the HTTP boundary: corpus characters (413), merges / vocab size (422), 
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Annotated, Literal
 from urllib.parse import urlencode
@@ -19,11 +18,10 @@ from markupsafe import escape
 from pydantic import BaseModel, Field, model_validator
 
 from app.engines.errors import TokenplayError
+from app.lab import export as lab_export
 from app.lab.algorithms import (
     ALGORITHM_LABELS,
-    ALGORITHMS,
     PATTERN_LABELS,
-    PATTERNS,
     LabOptionsError,
     Options,
 )
@@ -33,7 +31,6 @@ from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 from app.lab.views import MAX_ENCODE_CHARS, view_for
-from app.lab import export as lab_export
 
 from .errors import TooLargeError
 from .render import is_htmx, page_or_block
