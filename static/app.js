@@ -4,6 +4,7 @@
 // - the token detail (ids, bytes in hex, text) in the scope's [data-token-detail] element on hover or focus,
 //   built with textContent only;
 // - arrow keys move focus between tokens (only the first token is in the Tab order);
+// - a short summary of each update goes to the #announce status region (screen readers);
 // - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them.
 // The text area is never swapped by htmx, so its caret and scroll position stay as they are.
 (function () {
@@ -81,6 +82,13 @@
     else return;
     event.preventDefault();
     if (next) next.focus();
+  });
+
+  // After htmx swaps a result in, a one-line summary goes to the page's status region for screen readers.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const status = document.getElementById("announce");
+    const source = event.detail && event.detail.target && event.detail.target.querySelector("[data-announce]");
+    if (status && source) status.textContent = source.dataset.announce;
   });
 
   document.addEventListener("click", function (event) {

@@ -69,6 +69,7 @@ def test_type_updates_counts_and_colours_and_keeps_the_caret(play: Page):
     box.press_sequentially("Hello world", delay=10)
     expect_count(play, len(enc("cl100k_base").encode("Hello world")))
     expect(play.locator("#count-chars")).to_have_text("11")
+    expect(play.locator("#announce")).to_have_text("2 tokens, 11 characters")
     first = token_classes(play)
     box.press_sequentially(", and more tokens!", delay=10)
     text = "Hello world, and more tokens!"
@@ -211,6 +212,9 @@ def test_decode_box_decodes_ids_and_reports_bad_ones(play: Page):
     ids = enc("cl100k_base").encode("Hello <world> 🙂")
     play.locator("#ids-input").fill(str(ids))
     expect(play.locator("#decoded .decoded-text")).to_have_text("Hello <world> 🙂")
+    # Switching the tokenizer decodes the same ids again with the new one.
+    play.select_option("#tokenizer", "gpt2")
+    expect(play.locator("#decoded .decoded-text")).to_have_text(enc("gpt2").decode(ids))
     play.locator("#ids-input").fill("9906, banana")
     expect(play.locator("#decoded .error")).to_contain_text("banana")
     assert play.locator("#text").input_value() == ""
