@@ -22,7 +22,9 @@ LOW = "low low low low low lower lower newest newest newest newest newest newest
 
 
 def make_client(tmp_path, **overrides) -> TestClient:
-    settings = Settings(lab_runs_dir=tmp_path / "runs", **overrides)
+    """An app with its own runs directory; trainings in threads (the process pool has its own tests, and one
+    here) so that a test can stand in a slow trainer."""
+    settings = Settings(lab_runs_dir=tmp_path / "runs", **({"lab_pool": "thread"} | overrides))
     return TestClient(create_app(settings))
 
 
@@ -347,7 +349,21 @@ def test_use_in_playground_registers_the_tokenizer_for_this_user(lab, algorithm)
     registry.unregister(name)
 
 
-# -- persistence ---------------------------------------------------------------------------------------------
+# -- persistence, worker processes -----------------------------------------------------------------------------
+
+
+def test_train_in_worker_processes_steps_and_manual_mode(tmp_path):
+    with make_client(tmp_path, lab_pool="process") as c:
+        run = train(c, **AAAB)
+        assert c.get(f"/api/train/{run['id']}/steps/2").json()["ties"] == [["a", "b"]]
+        r = c.post(f"/api/train/{run['id']}/steps/1/merge", json={"pair": ["a", "b"]})
+        new = r.json()
+        deadline = time.monotonic() + 30
+        while new["status"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            new = c.get(f"/api/train/{new['id']}").json()
+        assert c.get(f"/api/train/{new['id']}/steps/2").json()["forced"] is True
+        c.app.state.lab.shutdown()
 
 
 def test_run_reloads_from_the_directory_store_in_another_process(tmp_path):

@@ -27,14 +27,17 @@ class Lab:
 
     @classmethod
     def from_settings(cls, settings) -> Lab:
-        return cls(
-            settings.lab_runs_dir,
-            max_runs=settings.lab_max_runs,
-            workers=settings.lab_workers,
-            queue=settings.lab_queue,
-            max_corpus_chars=settings.lab_max_corpus_chars,
-            max_merges=settings.lab_max_merges,
-        )
+        """The lab the settings describe: the shared run store (directory or Redis, :mod:`.stores`) and the
+        worker pool (processes by default, :mod:`.workers`), so several server processes can serve one lab."""
+        from .stores import make_store
+        from .workers import make_pool
+
+        lab = cls.__new__(cls)
+        lab.store = make_store(settings)
+        lab.pool = make_pool(lab.store, settings)
+        lab.max_corpus_chars = settings.lab_max_corpus_chars
+        lab.max_merges = settings.lab_max_merges
+        return lab
 
     def check_corpus(self, corpus: str) -> None:
         """Raise :class:`LabOptionsError` for an empty corpus (size limits are checked at the HTTP boundary)."""
