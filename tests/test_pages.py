@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
@@ -10,11 +11,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import tiktoken
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from app.engines import registry
-from app.engines.openai import ENCODINGS, mergeable_ranks
 from app.engines.errors import InvalidTextError
+from app.engines.openai import ENCODINGS, mergeable_ranks
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.errors import status_for
@@ -255,7 +258,7 @@ def test_render_neighbours_never_share_a_colour_and_ids_keep_theirs(client):
     text = "the the the the " * 20 + "aaaa bbbb aaaa bbbb " * 10 + "\n\n\n" * 5
     page = Page(render(client, text, tokenizer="cl100k_base").text)
     colours = page.colours()
-    assert all(a != b for a, b in zip(colours, colours[1:]))
+    assert all(a != b for a, b in itertools.pairwise(colours))
     # A token's colour is its id's colour unless the previous token already had that one.
     for tok, colour, prev in zip(page.tokens, colours, [None] + colours[:-1]):
         base = f"c{base_colour(int(tok['attrs']['data-ids'].split()[0]))}"
@@ -381,7 +384,7 @@ def test_render_long_text_windows_tokens_with_exact_counts(small_client):
         seen += p.token_text
         ids_seen += [int(i["text"]) for i in p.ids]
         colours = p.colours()
-        assert all(a != b for a, b in zip(colours, colours[1:]))
+        assert all(a != b for a, b in itertools.pairwise(colours))
         m = re.search(r'id="show-more"[^>]*"offset": (\d+)', r.text)
         offset = int(m.group(1)) if m else None
     assert seen == text and ids_seen == ids

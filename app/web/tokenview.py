@@ -181,7 +181,9 @@ def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, all
     slack = 64
     while True:
         lo = max(0, offset - 1)  # one token before the window tells whether its first character started earlier
-        result = tokenizer.tokenize_window(text, offset=lo, limit=offset - lo + limit + slack, allow_special=allow_special)
+        result = tokenizer.tokenize_window(
+            text, offset=lo, limit=offset - lo + limit + slack, allow_special=allow_special
+        )
         n = len(result.ids)
         if n and offset >= n:
             offset = ((n - 1) // limit) * limit

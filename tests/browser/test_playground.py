@@ -7,6 +7,7 @@ Run with ``.venv/bin/python -m pytest tests/browser -q``. Set ``TOKENPLAY_SCREEN
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from pathlib import Path
@@ -78,10 +79,12 @@ def test_type_updates_counts_and_colours_and_keeps_the_caret(play: Page):
     assert token_classes(play) != first
     # The text area was never replaced: it still has focus and the caret is at the end.
     assert play.evaluate("document.activeElement.id") == "text"
-    assert play.evaluate("[document.getElementById('text').selectionStart, document.getElementById('text').value.length]") == [len(text), len(text)]
+    assert play.evaluate(
+        "[document.getElementById('text').selectionStart, document.getElementById('text').value.length]"
+    ) == [len(text), len(text)]
     # Neighbours never share a colour, as painted.
     backgrounds = play.locator("#tokens .t").evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
-    assert all(a != b for a, b in zip(backgrounds, backgrounds[1:]))
+    assert all(a != b for a, b in itertools.pairwise(backgrounds))
     assert len(set(backgrounds)) > 3
 
 
