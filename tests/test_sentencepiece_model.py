@@ -178,13 +178,17 @@ def _with_unused(data: bytes) -> bytes:
     return proto.serialize()
 
 
-def _check_same(ours: SentencePieceTokenizer, theirs: spm.SentencePieceProcessor, text: str) -> None:
+def _check_same(ours: SentencePieceTokenizer, theirs: spm.SentencePieceProcessor, text: str, windows=True) -> None:
     ids = theirs.encode(text)
     assert ours.encode(text) == ids, text
     assert ours.decode(ids) == theirs.decode(ids)
     result = ours.tokenize(text)
     assert result.ids == ids
     assert "".join(s.text for s in result.segments()) == text
+    for offset, limit in ((0, 3), (2, 5), (len(ids) - 1, 4)) if windows else ():
+        window = ours.tokenize_window(text, offset=offset, limit=limit)
+        assert window.ids == ids
+        assert window.tokens == result.tokens[max(0, offset) : max(0, offset) + limit]
 
 
 def test_library_models_encode_identically_on_varied_text(library_model):
@@ -192,7 +196,7 @@ def test_library_models_encode_identically_on_varied_text(library_model):
     text = varied_text(400, seed=3) + " foo bar <tag><ctl> ＡＢＣ　ｶﾀｶﾅ ①②"
     _check_same(ours, theirs, text)
     for line in text.splitlines():
-        _check_same(ours, theirs, line)
+        _check_same(ours, theirs, line, windows=False)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -206,7 +210,7 @@ def test_unused_pieces_are_split_back_like_the_library(tmp_path):
     ours, theirs = SentencePieceTokenizer(data), spm.SentencePieceProcessor(model_proto=data)
     assert ours.has_unused and ours._chunk_re is None
     for line in varied_text(300, seed=5).splitlines():
-        _check_same(ours, theirs, line)
+        _check_same(ours, theirs, line, windows=False)
 
 
 def test_user_defined_pieces_stay_whole(tmp_path):

@@ -441,32 +441,59 @@ class SentencePieceTokenizer(Tokenizer):
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
         """Tokens placed in the original text: a piece's span covers the input characters it came from; the
         byte pieces of one character all get that character's span (so they group into one segment), and a
-        dummy-prefix ``▁`` standing alone gets the span of the character it prefixes (so it joins that segment)."""
+        dummy-prefix ``▁`` standing alone gets the span of the character it prefixes (so it joins that segment).
+        """
+        return self._tokenize(text, 0, None)
+
+    def tokenize_window(
+        self, text: str, *, offset: int = 0, limit: int = 2000, allow_special: bool = False
+    ) -> TokenizeResult:
+        """All ids, but Token records only for ``ids[offset:offset + limit]`` (what a view of a long text needs)."""
+        return self._tokenize(text, max(0, offset), max(0, limit))
+
+    def _tokenize(self, text: str, offset: int, limit: int | None) -> TokenizeResult:
         check_text(text)
         normalized, n2o = self.normalizer.normalize(text)
         tokens: list[Token] = []
+        ids: list[int] = []
+        end_window = None if limit is None else offset + limit
         pos = 0
-        lookup, unk, types = self._lookup, self.unk_id, self.types
+        lookup, unk, types, pieces = self._lookup, self.unk_id, self.types, self.pieces
+        byte_ids, fallback = self._byte_ids, self.byte_fallback
+        n_text = len(text)
         prev_unk = False
         for w in self._pieces(normalized):
             pid = lookup.get(w, unk)
-            start, end = n2o[pos], n2o[pos + len(w)]
-            pos += len(w)
             is_unk = pid == unk
-            if is_unk and self.byte_fallback:
-                for b in w.encode("utf-8"):
-                    bid = self._byte_ids[b]
-                    tokens.append(Token(bid, bytes([b]), start, end, self.pieces[bid], False, b < 0x80, True))
+            nxt = pos + len(w)
+            if is_unk and fallback:
+                data = w.encode("utf-8")
+                first = len(ids)
+                ids.extend(byte_ids[b] for b in data)
+                if (end_window is None or first < end_window) and len(ids) > offset:
+                    start, end = n2o[pos], n2o[nxt]
+                    for k, b in enumerate(data):
+                        if offset <= first + k and (end_window is None or first + k < end_window):
+                            bid = byte_ids[b]
+                            tokens.append(Token(bid, bytes([b]), start, end, pieces[bid], False, b < 0x80, True))
             elif is_unk and prev_unk:
-                tokens[-1].end = end
-            elif types[pid] == CONTROL:
-                tokens.append(Token(pid, b"", start, start, w, True))
+                if tokens and len(ids) - 1 >= offset and (end_window is None or len(ids) - 1 < end_window):
+                    tokens[-1].end = n2o[nxt]
             else:
-                if start == end < len(text):  # the dummy-prefix ▁ alone: it prefixes the next character
-                    end = start + 1
-                tokens.append(Token(pid, self.token_bytes(pid), start, end, self.pieces[pid]))
+                index = len(ids)
+                ids.append(pid)
+                if index >= offset and (end_window is None or index < end_window):
+                    start, end = n2o[pos], n2o[nxt]
+                    if types[pid] == CONTROL:
+                        tokens.append(Token(pid, b"", start, start, w, True))
+                    else:
+                        if start == end < n_text:  # the dummy-prefix ▁ alone: it prefixes the next character
+                            end = start + 1
+                        tokens.append(Token(pid, self.token_bytes(pid), start, end, pieces[pid]))
             prev_unk = is_unk
-        return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
+            pos = nxt
+        complete = offset == 0 and len(tokens) == len(ids)
+        return TokenizeResult(self.name, text, ids, tokens, offset if limit is not None else 0, complete)
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as ``sentencepiece``'s ``decode(ids)``."""

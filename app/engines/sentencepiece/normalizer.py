@@ -121,6 +121,12 @@ class Normalizer:
         starts after any removed leading spaces)."""
         if not text:
             return "", [0]
+        if self.simple and not self.remove_extra_whitespaces and not self.treat_whitespace_as_suffix:
+            # one normalized character per input character, after the optional dummy prefix
+            n2o = list(range(len(text) + 1))
+            if self.add_dummy_prefix:
+                n2o.insert(0, 0)
+            return self.normalize_text(text), n2o
         units = self._units(text)
         i = 0
         if self.remove_extra_whitespaces:
