@@ -247,7 +247,7 @@ def test_render_emoji_never_shows_replacement_character(client):
 @hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
 def test_render_tokens_join_back_to_the_input(client, text):
-    text = text.replace("\r\n", "\n")  # the form route normalises CRLF (browsers send it for the text area)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # as a text area holds it (the page normalises)
     for name in ("gpt2", "o200k_base"):
         page = Page(render(client, text, tokenizer=name).text)
         assert page.token_text == text
@@ -300,9 +300,11 @@ def test_render_tokens_are_focusable_with_details(client):
     assert "id 9906" in title and "48 65 6C 6C 6F" in title and "Hello" in title
 
 
-def test_render_crlf_is_normalised_to_lf(client):
-    page = Page(render(client, "a\r\nb").text)
-    assert page.token_text == "a\nb" and page.counts["count-chars"] == "3"
+def test_render_crlf_and_cr_are_normalised_to_lf_as_in_a_text_area(client):
+    page = Page(render(client, "a\r\nb\rc").text)
+    assert page.token_text == "a\nb\nc" and page.counts["count-chars"] == "5"
+    page = Page(client.get("/", params={"text": "a\r\nb"}).text)
+    assert page.token_text == "a\nb" and page.textarea == "a\nb"
 
 
 # -- errors -------------------------------------------------------------------------------------------------

@@ -46,6 +46,14 @@ SAMPLE_TEXT = (
 )
 
 
+def text_area_value(text: str) -> str:
+    """The text as a text area holds it: browsers turn CRLF and lone CR into LF (and send CRLF in forms).
+
+    Normalising here keeps the view, the counts and the URL equal to what the user sees and edits.
+    """
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").lower() in ("1", "true", "on", "yes")
 
@@ -126,6 +134,7 @@ def playground(
 ):
     if text is None:
         text = "" if request.url.query else SAMPLE_TEXT
+    text = text_area_value(text)
     return _playground(
         request,
         settings,
@@ -161,8 +170,7 @@ def _offset(raw: str | None) -> int:
 async def render(request: Request, settings: SettingsDep):
     """Fields: ``text``, ``tokenizer``, ``special``, ``ws`` (checkboxes), ``offset`` (first token of the coloured window)."""
     form = await _form(request, settings)
-    # Browsers send CRLF line ends in form data; the text area holds LF, and so does the view.
-    text = form.get("text", "").replace("\r\n", "\n")
+    text = text_area_value(form.get("text", ""))
     return await run_in_threadpool(
         _playground,
         request,
@@ -227,7 +235,7 @@ def _decode(request: Request, settings, ids: str, tokenizer: str):
 async def all_ids(request: Request, settings: SettingsDep):
     """Every token id of the text, comma-separated, as plain text (the page shows only a window of them)."""
     form = await _form(request, settings)
-    text = form.get("text", "").replace("\r\n", "\n")
+    text = text_area_value(form.get("text", ""))
     ids = await run_in_threadpool(
         _encode, settings, text, form.get("tokenizer") or settings.default_tokenizer, _flag(form.get("special"))
     )
