@@ -63,7 +63,7 @@ def split_text(text: str, pattern: str | None) -> list[str]:
         return []
     if pattern is None:
         return [text]
-    return compiled(pattern).findall(text)
+    return splitter(pattern)(text)
 
 
 def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern | None:
@@ -163,3 +163,9 @@ class Splitter:
             out.extend(fast(block) if block.isascii() else self._findall(block))
             pos = end
         return out
+
+
+@lru_cache(maxsize=32)
+def splitter(pattern: str) -> Splitter:
+    """The shared :class:`Splitter` for a split regex."""
+    return Splitter(pattern)

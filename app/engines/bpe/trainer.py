@@ -29,7 +29,7 @@ base ids. Nothing here prints or encodes new text; the reference implementation 
 from __future__ import annotations
 
 import heapq
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..base import check_text
@@ -152,28 +152,38 @@ class BPETrainerState:
         self.steps: list[MergeStep] = []
         self.words: list[list[int]] = []
         self.freqs: list[int] = []
-        counts: dict[Pair, int] = {}
+        counts: Counter[Pair] = Counter()
         where: dict[Pair, set[int]] = {}
+        where_get = where.get
         n_tokens = 0
+        vocab_keys = self.vocab.keys()
         for w, (ids, freq) in enumerate(words):
             ids = list(ids)
             if freq < 1:
                 raise BPETrainingError(f"word {w} has count {freq}; counts must be at least 1")
-            unknown = set(ids) - self.vocab.keys()
-            if unknown:
-                raise BPETrainingError(f"word {w} uses ids {sorted(unknown)[:5]} that the base vocabulary lacks")
+            if not vocab_keys >= set(ids):
+                unknown = sorted(set(ids) - vocab_keys)
+                raise BPETrainingError(f"word {w} uses ids {unknown[:5]} that the base vocabulary lacks")
             self.words.append(ids)
             self.freqs.append(freq)
             n_tokens += len(ids) * freq
-            for p in zip(ids, ids[1:]):
-                counts[p] = counts.get(p, 0) + freq
-                s = where.get(p)
+            pairs = list(zip(ids, ids[1:]))
+            if freq == 1:
+                counts.update(pairs)
+            else:
+                for p, c in Counter(pairs).items():
+                    counts[p] += c * freq
+            for p in set(pairs):
+                s = where_get(p)
                 if s is None:
                     where[p] = {w}
                 else:
                     s.add(w)
+        counts = dict(counts)
         self.counts = counts
         self.where = where
+        self._version = [0] * len(self.words)  # bumped when a word is rewritten
+        self._key_cache: dict[Pair, tuple[int, int, int, tuple[int, int]]] = {}  # w, pos, version, key
         self.buckets: dict[int, set[Pair]] = {}
         for p, c in counts.items():
             self.buckets.setdefault(c, set()).add(p)
@@ -190,14 +200,23 @@ class BPETrainerState:
 
     # -- ordering ----------------------------------------------------------------------------------------
     def _first_key(self, pair: Pair) -> tuple[int, int]:
-        """(first word holding ``pair``, position there): smaller means seen earlier in the corpus."""
+        """(first word holding ``pair``, position there): smaller means seen earlier in the corpus.
+
+        Cached: a pair only ever leaves words (new pairs always hold the newest id), so the cached first
+        word stays first for as long as that word is not rewritten (tracked by ``_version``).
+        """
+        cached = self._key_cache.get(pair)
+        if cached is not None and self._version[cached[0]] == cached[2]:
+            return cached[3]
         a, b = pair
         cands = self.where.get(pair)
         while cands:
             w = min(cands)
             i = find_pair(self.words[w], a, b)
             if i >= 0:
-                return (w, i)
+                key = (w, i)
+                self._key_cache[pair] = (w, i, self._version[w], key)
+                return key
             cands.discard(w)  # stale entry
         raise AssertionError(f"pair {pair} has a count but no word holds it")
 
@@ -208,9 +227,21 @@ class BPETrainerState:
         return self._first_key(pair)
 
     def _ranked(self, pairs: Iterable[Pair]) -> list[Pair]:
+        """``pairs`` in tie-break order (the same order :meth:`tie_key` gives, with the cache inlined)."""
         pairs = list(pairs)
         if len(pairs) > 1:
-            pairs.sort(key=self.tie_key)
+            if self.tie_break == "lexical":
+                pairs.sort(key=self.tie_key)
+            else:
+                cache_get, version, slow = self._key_cache.get, self._version, self._first_key
+
+                def key(pair: Pair) -> tuple[int, int]:
+                    cached = cache_get(pair)
+                    if cached is not None and version[cached[0]] == cached[2]:
+                        return cached[3]
+                    return slow(pair)
+
+                pairs.sort(key=key)
         return pairs
 
     def _top_count(self) -> int:
@@ -289,44 +320,90 @@ class BPETrainerState:
         return record
 
     def _merge(self, pair: Pair, new_id: int) -> int:
-        """Apply one merge to every word holding ``pair``; update counts, buckets and ``where``."""
+        """Apply one merge to every word holding ``pair``; update counts, buckets and ``where``.
+
+        Only pairs next to a replaced occurrence change: for each occurrence ``.. L a b R ..`` becoming
+        ``.. L X R ..``, ``(L, a)`` and ``(b, R)`` lose and ``(L, X)`` and ``(X, R)`` gain; between two
+        occurrences (``a b a b``) the old ``(b, a)`` goes once and ``(X, X)`` comes once.
+        """
         a, b = pair
         X = new_id
-        words, freqs, where = self.words, self.freqs, self.where
-        delta: dict[Pair, int] = {}
-        get = delta.get
+        words, freqs, where, version = self.words, self.freqs, self.where, self._version
+        delta: defaultdict[Pair, int] = defaultdict(int)
         replaced = 0
+        where_get = where.get
         for w in where.pop(pair, ()):
             t = words[w]
-            i = find_pair(t, a, b)
-            if i < 0:
+            last = len(t) - 1
+            n_a = t.count(a)
+            if n_a == 1:  # the common case: one candidate, no loop
+                i = t.index(a)
+                if i == last or t[i + 1] != b:
+                    continue  # stale entry
+                f = freqs[w]
+                out = t[:i]
+                out.append(X)
+                out += t[i + 2 :]
+                words[w] = out
+                version[w] += 1
+                replaced += f
+                delta[pair] -= f
+                if i:
+                    left = out[i - 1]
+                    delta[(left, a)] -= f
+                    p = (left, X)
+                    delta[p] += f
+                    s = where_get(p)
+                    if s is None:
+                        where[p] = {w}
+                    else:
+                        s.add(w)
+                if i < last - 1:
+                    right = out[i + 1]
+                    delta[(b, right)] -= f
+                    p = (X, right)
+                    delta[p] += f
+                    s = where_get(p)
+                    if s is None:
+                        where[p] = {w}
+                    else:
+                        s.add(w)
                 continue
+            # occurrences, left to right, without overlaps
+            found: list[int] = []
+            i = -1
+            after = 0  # the next occurrence may start here
+            index = t.index
+            for _ in range(n_a):
+                i = index(a, i + 1)
+                if i >= after and i < last and t[i + 1] == b:
+                    found.append(i)
+                    after = i + 2
+            if not found:
+                continue  # stale entry
             f = freqs[w]
-            # rebuild the word from the first occurrence on
-            out = t[:i]
-            new_pos = []
-            n = len(t)
-            while i < n:
-                if i + 1 < n and t[i] == a and t[i + 1] == b:
-                    new_pos.append(len(out))
-                    out.append(X)
-                    i += 2
-                else:
-                    out.append(t[i])
-                    i += 1
+            out = []
+            prev = 0
+            for i in found:
+                out += t[prev:i]
+                out.append(X)
+                prev = i + 2
+            out += t[prev:]
             words[w] = out
+            version[w] += 1
+            n_found = len(found)
+            replaced += f * n_found
+            delta[pair] -= f * n_found
             m = len(out)
-            replaced += f * len(new_pos)
-            delta[pair] = get(pair, 0) - f * len(new_pos)
-            for k in new_pos:
-                if k > 0:
+            for shift, i in enumerate(found):
+                k = i - shift  # position of X in the new word
+                if k:
                     left = out[k - 1]
                     if left != X:  # else (b, a) was removed by the previous occurrence
-                        p = (left, a)
-                        delta[p] = get(p, 0) - f
+                        delta[(left, a)] -= f
                     p = (left, X)
-                    delta[p] = get(p, 0) + f
-                    s = where.get(p)
+                    delta[p] += f
+                    s = where_get(p)
                     if s is None:
                         where[p] = {w}
                     else:
@@ -334,19 +411,17 @@ class BPETrainerState:
                 if k + 1 < m:
                     right = out[k + 1]
                     if right != X:
-                        p = (b, right)
-                        delta[p] = get(p, 0) - f
+                        delta[(b, right)] -= f
                         p = (X, right)
-                        delta[p] = get(p, 0) + f
-                        s = where.get(p)
+                        delta[p] += f
+                        s = where_get(p)
                         if s is None:
                             where[p] = {w}
                         else:
                             s.add(w)
                     else:  # the old pair between two occurrences; (X, X) is added by the next one
-                        p = (b, a)
-                        delta[p] = get(p, 0) - f
-        counts, buckets = self.counts, self.buckets
+                        delta[(b, a)] -= f
+        counts, buckets, key_cache = self.counts, self.buckets, self._key_cache
         for p, d in delta.items():
             if not d:
                 continue
@@ -366,6 +441,7 @@ class BPETrainerState:
             else:
                 counts.pop(p, None)
                 where.pop(p, None)
+                key_cache.pop(p, None)
         self.n_tokens -= replaced
         return replaced
 
