@@ -452,7 +452,8 @@ def chat_edit(
 ):
     """Add or remove a message row (or, without JavaScript, re-render the page): answers the whole editor."""
     messages = _apply_op(chat.parse_messages(role or [], content or []), op)
-    return page_or_block(request, "chat.html", "editor", chat_context(messages, settings))
+    context = chat_context(messages, settings) | {"focus_last": op == "add"}
+    return page_or_block(request, "chat.html", "editor", context)
 
 
 @router.post("/chat/result")

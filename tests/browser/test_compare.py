@@ -25,6 +25,11 @@ def _api(live_server: str, text: str, names: list[str], reference: str | None = 
     return r.json()
 
 
+def _settled(page: Page, target: str) -> None:
+    """Wait until htmx has wired up what it swapped into ``target`` (it does so when the swap settles)."""
+    expect(page.locator(f"{target}.htmx-settling, {target} .htmx-added")).to_have_count(0)
+
+
 def _select_only(page: Page, names: list[str]) -> None:
     for box in page.locator('#compare-options input[name="t"]').all():
         want = box.get_attribute("value") in names
@@ -60,6 +65,7 @@ def test_compare_select_three_switch_presets_read_table(page: Page, live_server:
         page.locator(f'a.preset[data-preset="{key}"]').click()
         expect(page.locator("#compare-text")).to_have_value(BY_KEY[key].text)
         expect(page.locator(f'a.preset[data-preset="{key}"]')).to_have_class(re.compile(r"\bactive\b"))
+        _settled(page, "#compare-main")
         _expect_table(page, _api(live_server, BY_KEY[key].text, THREE))
         assert f"preset={key}" in page.url
 
@@ -107,6 +113,8 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
     page.goto(f"{live_server}/chat")
     page.get_by_role("button", name="Add message").click()
     expect(page.locator('textarea[name="content"]')).to_have_count(3)
+    _settled(page, "#chat-editor")
+    expect(page.locator("#content-2")).to_be_focused()  # the new row takes the focus
     page.locator("#content-2").fill("Sure 👍 that is 12345 tokens")
     messages = [*chat.DEFAULT_MESSAGES, chat.Message("assistant", "Sure 👍 that is 12345 tokens")]
     rendered = chat.render_chat(messages)
