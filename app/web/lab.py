@@ -12,7 +12,8 @@ import threading
 from typing import Annotated, Literal
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, File, Form, Query, Request, UploadFile
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from markupsafe import escape
 from pydantic import BaseModel, Field, model_validator
@@ -268,14 +269,9 @@ def _export(request: Request, run_id: str, fmt: str) -> Response:
 # -- pages ------------------------------------------------------------------------------------------------------
 
 
-def _layout(request: Request) -> str:
-    return "base.html" if (request.app.state.settings.templates_dir / "base.html").is_file() else "lab_layout.html"
-
-
 def _ctx(request: Request, **kw) -> dict:
     lab = get_lab(request)
     return {
-        "layout": _layout(request),
         "algorithms": ALGORITHM_LABELS,
         "patterns": PATTERN_LABELS,
         "examples": EXAMPLES,
@@ -294,32 +290,50 @@ def lab_page(request: Request, example: str | None = None):
 
 
 @router.post("/lab/train", include_in_schema=False)
-def lab_train(
-    request: Request,
-    corpus: Annotated[str, Form()] = "",
-    algorithm: Annotated[str, Form()] = "byte",
-    pattern: Annotated[str, Form()] = "gpt2",
-    size_kind: Annotated[str, Form()] = "merges",
-    size: Annotated[str, Form()] = "10",
-    tie_break: Annotated[str, Form()] = "first",
-    end_of_word: Annotated[str | None, Form()] = None,
-    file: Annotated[UploadFile | None, File()] = None,
-):
+async def lab_train(request: Request):
+    """The setup form (pasted corpus or uploaded file). The form is parsed here with the lab's own size limit
+    (Starlette's default stops form fields at 1 MB); training starts in the worker pool, off the event loop."""
     lab = get_lab(request)
-    form = {"corpus": corpus, "algorithm": algorithm, "pattern": pattern, "size_kind": size_kind, "size": size, "tie_break": tie_break, "end_of_word": bool(end_of_word)}
+    limit = lab.max_corpus_chars * 4 + 1024  # UTF-8 bytes of the largest accepted corpus
+    try:
+        data = await request.form(max_files=1, max_fields=20, max_part_size=limit)
+    except Exception as exc:  # noqa: BLE001 - Starlette's MultiPartException and friends
+        empty = {"corpus": "", "algorithm": "byte", "pattern": "gpt2", "size_kind": "merges", "size": 10,
+                 "tie_break": "first", "end_of_word": False}
+        message = f"the form could not be read ({exc}); the lab takes a corpus of at most {lab.max_corpus_chars:,} characters"
+        return page_or_block(request, "lab.html", "setup", _ctx(request, form=empty, error=message), status_code=413)
+    file = data.get("file")
+    raw = None
+    filename = None
+    if file is not None and not isinstance(file, str) and file.filename:
+        filename = file.filename
+        raw = await file.read(limit + 1)
+    fields = {k: data.get(k) for k in ("corpus", "algorithm", "pattern", "size_kind", "size", "tie_break", "end_of_word")}
+    return await run_in_threadpool(_start_from_form, request, lab, fields, raw, filename, limit)
+
+
+def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
+    def get(key: str, default: str) -> str:
+        v = fields.get(key)
+        return v if isinstance(v, str) else default
+
+    corpus, algorithm, pattern = get("corpus", ""), get("algorithm", "byte"), get("pattern", "gpt2")
+    size_kind, size, tie_break = get("size_kind", "merges"), get("size", "10"), get("tie_break", "first")
+    end_of_word = bool(fields.get("end_of_word"))
+    form = {"corpus": corpus, "algorithm": algorithm, "pattern": pattern, "size_kind": size_kind, "size": size,
+            "tie_break": tie_break, "end_of_word": end_of_word}
 
     def fail(status: int, message: str, headers: dict | None = None):
         return page_or_block(request, "lab.html", "setup", _ctx(request, form=form, error=message), status_code=status, headers=headers)
 
     text = corpus
-    if file is not None and file.filename:
-        raw = file.file.read(lab.max_corpus_chars * 4 + 1)
-        if len(raw) > lab.max_corpus_chars * 4:
+    if raw is not None:
+        if len(raw) > limit:
             return fail(413, f"the file is larger than the lab's limit of {lab.max_corpus_chars:,} characters")
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
-            return fail(422, f"{file.filename} is not UTF-8 text; save it as UTF-8 and upload it again")
+            return fail(422, f"{filename} is not UTF-8 text; save it as UTF-8 and upload it again")
         form["corpus"] = text[:20_000]
     if len(text) > lab.max_corpus_chars:
         return fail(413, f"the corpus is {len(text):,} characters; the lab trains on at most {lab.max_corpus_chars:,}")
@@ -333,7 +347,7 @@ def lab_train(
         n if size_kind != "vocab_size" else None,
         n if size_kind == "vocab_size" else None,
         tie_break,
-        bool(end_of_word) and algorithm == "char",
+        end_of_word and algorithm == "char",
     )
     try:
         run = lab.start(text, opts, wait=QUICK_WAIT)
