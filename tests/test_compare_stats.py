@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.engines import registry
 from app.engines.compare import (
@@ -182,3 +184,11 @@ def test_presets_cover_the_issue_list():
 def test_glitch_preset_is_one_token_in_gpt2():
     ids = registry.get("gpt2").encode(" SolidGoldMagikarp")
     assert len(ids) == 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.text(st.characters(codec="utf-8"), max_size=40))
+def test_boundaries_equal_segment_starts_for_every_tokenizer(text):
+    for name in registry.names():
+        result = registry.get(name).tokenize(text)
+        assert boundaries(result) == {seg.start for seg in result.segments() if seg.start > 0}, name
