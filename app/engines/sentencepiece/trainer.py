@@ -278,7 +278,7 @@ class SentencePieceTrainerState:
         self.max_count = max(counts.values(), default=0)
         self.banned: set[Pair] = set()
         self.versions: list[int] = [0] * len(self.words)
-        self._key_cache: dict[Pair, tuple[int, int, int]] = {}
+        self._key_cache: dict[Pair, tuple[tuple[int, int], int]] = {}  # pair -> ((word, position), version)
 
     # -- facts ---------------------------------------------------------------------------------------------
     @property
@@ -310,16 +310,17 @@ class SentencePieceTrainerState:
         """(first word holding ``pair`` now, position there). Cached per pair until that word changes: a pair
         that already exists never appears in a new word (merges only create pairs with the new piece)."""
         cached = self._key_cache.get(pair)
-        if cached is not None and self.versions[cached[0]] == cached[2]:
-            return cached[0], cached[1]
+        if cached is not None and self.versions[cached[0][0]] == cached[1]:
+            return cached[0]
         a, b = pair
         cands = self.where.get(pair)
         while cands:
             w = min(cands)
             i = _find_pair(self.words[w], a, b)
             if i >= 0:
-                self._key_cache[pair] = (w, i, self.versions[w])
-                return (w, i)
+                key = (w, i)
+                self._key_cache[pair] = (key, self.versions[w])
+                return key
             cands.discard(w)
         raise AssertionError(f"pair {pair} has a count but no word holds it")
 
@@ -341,7 +342,7 @@ class SentencePieceTrainerState:
         keyed = []
         for p in pairs:
             c = cache.get(p)
-            keyed.append(((c[0], c[1]) if c is not None and versions[c[0]] == c[2] else first_key(p), p))
+            keyed.append((c[0] if c is not None and versions[c[0][0]] == c[1] else first_key(p), p))
         keyed.sort()
         return [p for _, p in keyed]
 
