@@ -1,0 +1,43 @@
+"""Run every benchmark in turn and print their tables (what README.md's benchmark section shows).
+
+    python bench/run_all.py [--quick]
+
+Each script runs in its own process, one after the other, so none competes with another for the two cores.
+Every table compares us with the peer measured in the same run; nothing here is a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = [
+    ("Playground server time (issue 2)", "bench_api.py", [], ["--repeat", "5"]),
+    ("Byte-level BPE: training and encoding (issue 3)", "bench_bpe.py", [], ["--quick"]),
+    ("SentencePiece engine and trainer (issue 4)", "bench_sentencepiece.py", [], ["--quick"]),
+    ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run, not the README numbers)")
+    args = parser.parse_args()
+    print(f"# Tokenplay benchmarks — {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, "
+          f"{platform.machine()}\n")
+    failed = 0
+    for title, script, full, quick in SCRIPTS:
+        print(f"## {title}\n\n`python bench/{script} {' '.join(quick if args.quick else full)}`\n", flush=True)
+        proc = subprocess.run([sys.executable, str(HERE / script), *(quick if args.quick else full)])
+        failed += proc.returncode != 0
+        print(flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
