@@ -113,3 +113,11 @@ def test_merge_tree_and_vocab_entries():
     assert [c["text"] for c in tree["children"][0]["children"]] == ["aa", "a"]
     entries, total = view.vocab_entries(2, "aa")
     assert [e["text"] for e in entries] == ["aaa", "aa", "\\xaa"] and total == 3
+
+
+def test_display_text_escapes_invalid_utf8_and_control_bytes():
+    from app.lab.views import display_text
+
+    assert display_text("あ".encode()[:2]) == "\\xe3\\x81"
+    assert display_text(b"\x00") == "\\x00" and display_text(b"a\x7f") == "a\\x7f"
+    assert display_text(b"a\nb\t") == "a\nb\t" and display_text("日本".encode()) == "日本"

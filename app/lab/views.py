@@ -74,6 +74,15 @@ def bpe_encode(ids: list[int], ranks: dict[tuple[int, int], tuple[int, int]], li
     return [tok[i] for i in range(n) if alive[i]]
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127] if chr(c) not in "\n\t"}
+
+
+def display_text(data: bytes) -> str:
+    r"""A token as text: its UTF-8, or ``\xNN`` escapes when it is not valid UTF-8 on its own; control
+    characters other than newline and tab are escaped too (``b"\x00"`` shows as ``\x00``, not as nothing)."""
+    return escape_bytes(data).translate(_CONTROL)
+
+
 @dataclass(slots=True)
 class Piece:
     """One item of the corpus view: a token (``id`` >= 0), an unknown character (-1) or text between words (-2)."""
@@ -100,7 +109,7 @@ class RunView:
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
         self.run = run
         self.vocab = run.vocab()
-        self.text = {i: escape_bytes(b) for i, b in self.vocab.items()}
+        self.text = {i: display_text(b) for i, b in self.vocab.items()}
         self.ranks = {s.pair: (r, s.new_id) for r, s in enumerate(run.steps)}
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
