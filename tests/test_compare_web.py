@@ -226,3 +226,22 @@ def test_compare_text_over_limit_shows_message_in_page():
 def test_compare_preset_links_keep_the_choice(client):
     html = client.get("/compare", params={"t": ["gpt2", "o200k_base"], "ref": "o200k_base", "text": "x"}).text
     assert 'href="/compare?preset=japanese&amp;t=gpt2&amp;t=o200k_base&amp;ref=o200k_base"' in html
+
+
+def test_compare_picker_shows_this_browsers_lab_tokenizers(client):
+    from app.engines.openai import TiktokenTokenizer
+    from app.engines.registry import TokenizerSpec, register, unregister
+    from app.lab.tokenizers import COOKIE
+
+    name = "lab-0123abcd"
+    register(TokenizerSpec(name, "my lab BPE", "lab", lambda: registry.get("gpt2").__class__("gpt2")), replace=True)
+    try:
+        assert f'value="{name}"' not in client.get("/compare").text  # someone else's run: not offered
+        client.cookies.set(COOKIE, "0123abcd")
+        html = client.get("/compare").text
+        assert f'name="t" value="{name}"' in html and "my lab BPE" in html
+        client.cookies.clear()
+        html = client.get("/compare", params={"t": ["gpt2", name], "text": "hi"}).text  # chosen in a shared URL
+        assert f'value="{name}" checked' in html and f'<tr data-tokenizer="{name}">' in html
+    finally:
+        unregister(name)

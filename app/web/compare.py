@@ -31,7 +31,9 @@ from app.engines.compare import (
     unk_id_of,
 )
 from app.engines.errors import TokenplayError
+from app.engines.registry import TokenizerSpec
 from app.engines.result import Segment, TokenizeResult, group_segments
+from app.lab.tokenizers import COOKIE, is_lab_name, user_tokenizers
 from app.settings import Settings
 
 from .api import FastJSON
@@ -48,6 +50,17 @@ DEFAULT_PRESET = "english"
 
 
 # -- shared logic -----------------------------------------------------------------------------------------------
+
+
+def picker_specs(request: Request, chosen: list[str]) -> list[TokenizerSpec]:
+    """What the picker offers: the shipped tokenizers, this browser's lab tokenizers (cookie ``tp_lab``, as the
+    lab's "use in playground" sets it) and any other registered tokenizer already chosen (e.g. from a shared URL).
+    """
+    lab = getattr(request.app.state, "lab", None)  # only if the lab is running here; never started from this page
+    mine = user_tokenizers(request.cookies.get(COOKIE), lab)
+    specs = [s for s in registry.specs() if not is_lab_name(s.name) or s.name in set(chosen)]
+    listed = {s.name for s in specs}
+    return specs + [s for s in mine if s.name not in listed]
 
 
 def default_selection() -> list[str]:
@@ -185,7 +198,14 @@ def results_context(
 
 
 def page_context(
-    text: str, names: list[str], *, allow_special: bool, reference: str | None, preset_key: str | None, settings
+    request: Request,
+    text: str,
+    names: list[str],
+    *,
+    allow_special: bool,
+    reference: str | None,
+    preset_key: str | None,
+    settings,
 ) -> dict:
     context = results_context(text, names, allow_special=allow_special, reference=reference, settings=settings)
     comparison = context["comparison"]
@@ -204,7 +224,7 @@ def page_context(
     return context | {
         "preset_href": preset_href,
         "text": text,
-        "specs": registry.specs(),
+        "specs": picker_specs(request, chosen_names),
         "chosen": set(chosen_names),
         "reference": ref_name,
         "allow_special": allow_special,
@@ -246,6 +266,7 @@ def compare_page(
         chosen_preset = presets.get_preset(DEFAULT_PRESET)
         text = chosen_preset.text
     context = page_context(
+        request,
         text,
         t or default_selection(),
         allow_special=special,
@@ -265,7 +286,9 @@ def compare_results(
     ref: Annotated[str | None, Form()] = None,
     special: Annotated[bool, Form()] = False,
 ):
-    context = page_context(text, t or [], allow_special=special, reference=ref, preset_key=None, settings=settings)
+    context = page_context(
+        request, text, t or [], allow_special=special, reference=ref, preset_key=None, settings=settings
+    )
     headers = {}
     if context["comparison"] is not None:
         headers["HX-Replace-Url"] = page_url(
@@ -385,6 +408,8 @@ def chat_tokenizers() -> list[str]:
     """Registered tokenizers that have the chat markup tokens (building each one the first time)."""
     names = []
     for name in registry.names():
+        if is_lab_name(name):  # trained in the lab: no chat markup tokens, and not worth building to find out
+            continue
         try:
             if chat.supports_chat(registry.get(name)):
                 names.append(name)
