@@ -234,7 +234,7 @@ def test_compare_picker_shows_this_browsers_lab_tokenizers(client):
     from app.lab.tokenizers import COOKIE
 
     name = "lab-0123abcd"
-    register(TokenizerSpec(name, "my lab BPE", "lab", lambda: registry.get("gpt2").__class__("gpt2")), replace=True)
+    register(TokenizerSpec(name, "my lab BPE", "lab", lambda: TiktokenTokenizer("gpt2")), replace=True)
     try:
         assert f'value="{name}"' not in client.get("/compare").text  # someone else's run: not offered
         client.cookies.set(COOKIE, "0123abcd")
