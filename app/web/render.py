@@ -24,6 +24,9 @@ def make_environment(templates_dir) -> Environment:
         lstrip_blocks=True,
     )
     env.filters["hexbytes"] = hex_bytes
+    from .tokenview import install
+
+    install(env)
     return env
 
 

@@ -14,7 +14,10 @@ exactly the colours the full view would have.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from jinja2 import Environment
+from markupsafe import Markup
 
 from app.engines.result import Segment, Token, TokenizeResult, group_segments, hex_bytes
 
@@ -45,14 +48,23 @@ class SegmentView:
     text: str  # the segment's characters, exactly as in the input
     colour: int  # 0..PALETTE-1
     ids: list[int]
-    hexes: list[str]  # each token's bytes in hex, e.g. "E3 81"
     special: bool  # any of its tokens is a special token
     partial: bool  # several tokens share these characters (a character cut into byte tokens)
-    detail: str  # plain-text detail for the tooltip: ids, bytes in hex, text
+    tokens: list[Token]  # the segment's tokens (hexes and detail are derived from them when rendered)
 
     @property
     def ids_attr(self) -> str:
         return " ".join(map(str, self.ids))
+
+    @property
+    def hexes(self) -> list[str]:
+        """Each token's bytes in hex, e.g. ``E3 81``."""
+        return [hex_bytes(t.bytes) for t in self.tokens]
+
+    @property
+    def detail(self) -> str:
+        """Plain-text detail for the tooltip: ids, bytes in hex, text."""
+        return _detail(self.text, self.tokens, self.special)
 
 
 @dataclass(slots=True)
@@ -147,18 +159,7 @@ def token_view(
         seg = prefix[index]
         toks = [tokens[i] for i in seg.tokens]
         special = any(t.special for t in toks)
-        items.append(
-            SegmentView(
-                index=index,
-                text=seg.text,
-                colour=palette[index],
-                ids=[t.id for t in toks],
-                hexes=[hex_bytes(t.bytes) for t in toks],
-                special=special,
-                partial=len(toks) > 1,
-                detail=_detail(seg.text, toks, special),
-            )
-        )
+        items.append(SegmentView(index, seg.text, palette[index], [t.id for t in toks], special, len(toks) > 1, toks))
     with_tokens = [prefix[i].tokens for i in range(start, stop) if prefix[i].tokens]
     token_start = with_tokens[0][0] if with_tokens else 0
     token_stop = with_tokens[-1][-1] + 1 if with_tokens else token_start
@@ -220,20 +221,72 @@ def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, all
             colour = (colour + 1) % PALETTE
         prev = colour
         special = any(t.special for t in toks)
-        items.append(
-            SegmentView(
-                index=base + seg.tokens[0] if seg.tokens else 0,
-                text=seg.text,
-                colour=colour,
-                ids=[t.id for t in toks],
-                hexes=[hex_bytes(t.bytes) for t in toks],
-                special=special,
-                partial=len(toks) > 1,
-                detail=_detail(seg.text, toks, special),
-            )
-        )
+        index = base + seg.tokens[0] if seg.tokens else 0
+        items.append(SegmentView(index, seg.text, colour, [t.id for t in toks], special, len(toks) > 1, toks))
     with_tokens = [seg.tokens for _, seg in chosen if seg.tokens]
     token_start = base + with_tokens[0][0] if with_tokens else offset
     token_stop = base + with_tokens[-1][-1] + 1 if with_tokens else token_start
     stop = min(n, offset + limit)
     return TokenView(result, items, offset, stop, limit, token_start, token_stop, stop < n, result.stats())
+
+
+# Stands for the segment index in a memoised span: the one part of a segment's markup that depends on where
+# the segment is. Segments whose text contains it are rendered directly, never memoised.
+_INDEX = "\x00"
+
+
+class SpanCache:
+    """Memoised output of the ``token_span`` / ``id_spans`` macros of ``templates/_tokens.html``.
+
+    Typing re-renders a text that is almost the same as the last one, and any text repeats its tokens, so each
+    distinct segment (ids, text, colour, flags) is rendered by the macro once; a render joins the memoised
+    pieces around the segment's index. The markup itself still comes only from the template. Bounded: the
+    memo is dropped whenever it grows past ``max_entries``.
+    """
+
+    def __init__(self, env: Environment, max_entries: int = 200_000):
+        self.env = env
+        self.max_entries = max_entries
+        self._spans: dict[tuple, list[str]] = {}
+        self._ids: dict[tuple, list[str]] = {}
+
+    @property
+    def _module(self):
+        return self.env.get_template("_tokens.html").module
+
+    def _pieces(self, memo: dict, key: tuple, render) -> list[str] | None:
+        pieces = memo.get(key)
+        if pieces is None:
+            if len(memo) >= self.max_entries:
+                memo.clear()
+            pieces = memo[key] = str(render()).split(_INDEX)
+        return pieces
+
+    def tokens(self, view: TokenView, show_ws: bool = False, focusable: bool = True) -> Markup:
+        span = self._module.token_span
+        out = []
+        for n, s in enumerate(view.items):
+            tabindex = (0 if n == 0 else -1) if focusable else None
+            if _INDEX in s.text:
+                out.append(str(span(s, show_ws, tabindex)))
+                continue
+            key = (s.colour, s.special, s.text, show_ws, tabindex, *s.ids)
+            pieces = self._pieces(self._spans, key, lambda: span(replace(s, index=_INDEX), show_ws, tabindex))
+            out.append(str(s.index).join(pieces))
+        return Markup("".join(out))
+
+    def ids(self, view: TokenView) -> Markup:
+        id_spans = self._module.id_spans
+        out = []
+        for s in view.items:
+            key = (s.colour, s.special, *s.ids)
+            pieces = self._pieces(self._ids, key, lambda: id_spans(replace(s, index=_INDEX)))
+            out.append(str(s.index).join(pieces))
+        return Markup("".join(out))
+
+
+def install(env: Environment) -> None:
+    """Give templates ``tokens_markup(view, show_ws, focusable)`` and ``ids_markup(view)`` (used by the macros)."""
+    cache = SpanCache(env)
+    env.globals["tokens_markup"] = cache.tokens
+    env.globals["ids_markup"] = cache.ids

@@ -253,8 +253,8 @@ def test_copy_all_ids_copies_every_id_of_a_long_text(play: Page, settings, live_
     assert [int(x) for x in copied.split(", ")] == ids
 
 
-@pytest.mark.skipif(not os.environ.get("TOKENPLAY_SCREENSHOT"), reason="set TOKENPLAY_SCREENSHOT=1 to refresh it")
-def test_screenshot_for_readme(page: Page, live_server: str):
+def test_screenshot_for_readme(page: Page, live_server: str, tmp_path):
+    """The README's picture, taken for real on every run; TOKENPLAY_SCREENSHOT=1 refreshes docs/screenshot.png."""
     text = (
         "Tokenizers cut text into pieces that a language model reads.\n"
         "日本語の文章もトークンに分かれます。\n"
@@ -268,4 +268,9 @@ def test_screenshot_for_readme(page: Page, live_server: str):
     page.locator("#ids-input").fill("15496, 995")
     expect(page.locator("#decoded .decoded-text")).to_have_text("Hello world")
     page.locator("#tokens .t.partial").first.hover()
-    page.screenshot(path=str(REPO / "docs" / "screenshot.png"))
+    expect(page.locator("#detail")).to_contain_text("tokens, one group of whole characters")
+    shot = tmp_path / "screenshot.png"
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    if os.environ.get("TOKENPLAY_SCREENSHOT"):
+        (REPO / "docs" / "screenshot.png").write_bytes(shot.read_bytes())
