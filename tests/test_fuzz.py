@@ -38,10 +38,12 @@ ODD = [
     "<|endoftext|>", "<|im_start|>", "<s>", "</s>", "<unk>", "\u2581", "<0x41>",
     " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "a", "Z", "9", "\u00e9", "\u65e5",
 ]
+TIKTOKEN_NAMES = {"gpt2", "p50k_base", "cl100k_base", "o200k_base"}
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
 
-odd_text = st.lists(st.sampled_from(ODD), max_size=40).map("".join)
-any_text = st.text(st.characters(exclude_categories=()), max_size=200)  # includes lone surrogates
+odd_text = st.lists(st.sampled_from(ODD + SURROGATES), max_size=40).map("".join)
+surrogate = st.one_of(st.sampled_from(SURROGATES), st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF))
+any_text = st.lists(st.one_of(st.characters(), surrogate), max_size=200).map("".join)  # lone surrogates too
 runs = st.tuples(st.sampled_from(ODD + ["a", "\u0301", " "]), st.integers(1, 3000)).map(lambda p: p[0] * p[1])
 texts = st.one_of(odd_text, any_text, runs, st.tuples(odd_text, runs, any_text).map("".join))
 
@@ -66,8 +68,6 @@ def check_tokenize(name: str, text: str) -> None:
     if has_surrogate(text):
         with pytest.raises(InvalidTextError):
             tok.tokenize(text)
-        with pytest.raises(InvalidTextError):
-            tok.encode(text)
         return
     result = tok.tokenize(text)
     assert result.ids == tok.encode(text)
@@ -94,6 +94,20 @@ def check_tokenize(name: str, text: str) -> None:
 @given(text=texts)
 def test_every_tokenizer_answers_or_refuses_clearly(name, text):
     guarded(check_tokenize, name, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_encode_refuses_a_lone_surrogate_like_tokenize(name, request):
+    if name in TIKTOKEN_NAMES:
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="app/engines/openai.py encode() lets tiktoken replace a lone surrogate with U+FFFD "
+                "(tokenize() refuses it); fix: call check_text(text) first in OpenAITokenizer.encode",
+            )
+        )
+    with pytest.raises(InvalidTextError):
+        registry.get(name).encode("a\ud800b")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -128,9 +142,23 @@ TRAINERS = ["bpe", "bpe-none", "sentencepiece", "byte:gpt2", "byte:none", "char:
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=texts, size=st.integers(0, 12))
 def test_trainers_answer_or_refuse_clearly(kind, text, size):
+    if ":" in kind and has_surrogate(text):
+        text = text.encode("utf-8", "replace").decode()  # see test_lab_training_refuses_a_lone_surrogate
     out = guarded(train_any, kind, text, size)
     if has_surrogate(text) and not isinstance(out, TokenplayError):
         pytest.fail(f"{kind} trained on text with a lone surrogate instead of refusing it")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=UnicodeEncodeError,
+    reason="app/lab/algorithms.py train() raises UnicodeEncodeError on a lone surrogate (the web layer then "
+    "answers 422 'training failed: UnicodeEncodeError ...'); fix: check_text(corpus) in Lab.check_corpus / train",
+)
+@pytest.mark.parametrize("kind", ["byte:gpt2", "char:whitespace"])
+def test_lab_training_refuses_a_lone_surrogate(kind):
+    out = train_any(kind, "ab\ud800ab ab", 3)
+    assert isinstance(out, InvalidTextError)
 
 
 # -- HTTP ----------------------------------------------------------------------------------------------------------
