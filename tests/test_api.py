@@ -113,3 +113,8 @@ def test_openapi_docs_served(client):
 
 def test_healthz(client):
     assert client.get("/healthz").json()["status"] == "ok"
+
+
+def test_answers_carry_server_timing(client):
+    r = client.post("/api/tokenize", json={"text": "hi", "tokenizer": "gpt2"})
+    assert float(r.headers["server-timing"].split("app;dur=")[1]) >= 0

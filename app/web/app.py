@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
@@ -30,6 +32,27 @@ class BodyLimit(BaseHTTPMiddleware):
         return await call_next(request)
 
 
+class ServerTiming:
+    """Pure ASGI middleware: a ``Server-Timing: app;dur=<ms>`` header on every answer (seen in browser devtools,
+    read by bench/bench_api.py). Measures from the request's arrival to the response start."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start = time.perf_counter()
+
+        async def timed_send(message):
+            if message["type"] == "http.response.start":
+                dur = (time.perf_counter() - start) * 1000
+                message["headers"] = [*message.get("headers", []), (b"server-timing", f"app;dur={dur:.2f}".encode())]
+            await send(message)
+
+        await self.app(scope, receive, timed_send)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     app = FastAPI(
@@ -42,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Four UTF-8 bytes a character at most, JSON-escaped up to 12 bytes (\ud83d\ude00 for two): room for any
     # accepted text plus the JSON around it.
     app.add_middleware(BodyLimit, max_bytes=settings.max_chars * 12 + 1_000_000)
+    app.add_middleware(ServerTiming)
     errors.install(app)
 
     app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
