@@ -10,5 +10,19 @@ The ``sentencepiece`` package is only the referee in tests and benchmarks; nothi
 """
 
 from .model import ModelLoadError, SentencePieceTokenizer, byte_fallback_count
+from .trainer import (
+    SentencePieceTrainerState,
+    SentencePieceTrainingError,
+    TrainedSentencePiece,
+    train_sentencepiece,
+)
 
-__all__ = ["ModelLoadError", "SentencePieceTokenizer", "byte_fallback_count"]
+__all__ = [
+    "ModelLoadError",
+    "SentencePieceTokenizer",
+    "SentencePieceTrainerState",
+    "SentencePieceTrainingError",
+    "TrainedSentencePiece",
+    "byte_fallback_count",
+    "train_sentencepiece",
+]
