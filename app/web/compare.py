@@ -441,7 +441,7 @@ def chat_context(messages: list[chat.Message], settings: Settings) -> dict:
         "rendered": rendered,
         "panes": panes,
         "roles": chat.ROLES,
-        "active_nav": "compare",
+        "active_nav": "chat",
     }
 
 
