@@ -218,3 +218,11 @@ def test_user_defined_pieces_stay_whole(tmp_path):
     ours = SentencePieceTokenizer(data)
     assert USER_DEFINED in ours.types
     assert "<tag>" in ours.encode_pieces("x<tag>y")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_library_models_decode_any_ids_like_the_library(library_model, data):
+    ours, theirs = library_model
+    ids = data.draw(st.lists(st.integers(0, ours.n_vocab - 1), max_size=20))
+    assert ours.decode(ids) == theirs.decode(ids)
