@@ -110,6 +110,8 @@ class Options:
         return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word")})
 
     def describe(self) -> str:
+        if self.algorithm == "sentencepiece":
+            return f"{ALGORITHM_LABELS[self.algorithm]} (▁ marks spaces, byte fallback), ties: {self.tie_break}"
         eow = " with </w>" if self.end_of_word else ""
         return f"{ALGORITHM_LABELS[self.algorithm]}{eow}, pre-tokenizer {self.pattern}, ties: {self.tie_break}"
 
