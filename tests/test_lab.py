@@ -156,6 +156,29 @@ def test_cancel_stops_a_running_training(tmp_path, monkeypatch):
         assert r.status_code == 409 and "cancelled" in r.json()["detail"]
 
 
+def test_cancel_and_summary_of_unknown_or_finished_runs(lab, tmp_path, monkeypatch):
+    assert lab.post("/api/train/0123456789/cancel").status_code == 404
+    run = train(lab, **AAAB)
+    r = lab.post(f"/api/train/{run['id']}/cancel")
+    assert r.status_code == 200 and r.json()["cancel_requested"] is False and r.json()["status"] == "done"
+
+
+def test_summary_of_a_running_run_has_progress_and_no_steps(tmp_path, monkeypatch):
+    release = threading.Event()
+    monkeypatch.setattr(lab_jobs, "train", slow_train(release))
+    with make_client(tmp_path) as c:
+        run = c.post("/api/train", json=AAAB).json()
+        try:
+            time.sleep(0.1)
+            now = c.get(f"/api/train/{run['id']}").json()
+            assert now["status"] == "running" and "steps" not in now and now["progress"]["total"] == 2000
+            page = c.get(f"/lab/runs/{run['id']}")
+            assert 'hx-trigger="every 500ms"' in page.text and "Cancel" in page.text
+            assert c.get(f"/api/train/{run['id']}/steps/0").status_code == 409
+        finally:
+            release.set()
+
+
 def test_progress_page_polls_until_done_then_redirects(lab):
     run = train(lab, **AAAB)
     r = lab.get(f"/lab/runs/{run['id']}/progress", headers={"HX-Request": "true"})
