@@ -76,6 +76,29 @@ def split_words(normalized: str) -> list[str]:
     return _WORDS.findall(normalized)
 
 
+def count_words(sentences: list[str]) -> Counter:
+    """Distinct words (see :func:`split_words`) with their counts, in first-seen order.
+
+    >>> count_words(["▁a▁b", "▁a▁▁c"])
+    Counter({'▁a': 2, '▁b': 1, '▁': 1, '▁c': 1})
+    """
+    return Counter(_WORDS.findall("\n".join(sentences)))
+
+
+def count_chars(word_counts: Counter) -> Counter:
+    """Character occurrences over the corpus, from its distinct words (cheaper than counting the whole text).
+
+    >>> count_chars(Counter({"▁ab": 2, "▁b": 1}))
+    Counter({'▁': 3, 'b': 3, 'a': 2})
+    """
+    chars = Counter("".join(word_counts))
+    for w, f in word_counts.items():
+        if f > 1:
+            for c in w:
+                chars[c] += f - 1
+    return chars
+
+
 def required_chars(counts: Counter, coverage: float) -> list[str]:
     """Characters kept in the base vocabulary, most frequent first (ties by code point), until ``coverage`` of
     all occurrences is covered (SentencePiece's rule: add while the covered share is below ``coverage``).
@@ -210,11 +233,8 @@ class SentencePieceTrainerState:
         sentences = normalize_corpus(text, add_dummy_prefix)
         if not sentences:
             raise SentencePieceTrainingError("the corpus is empty; give some text to train on")
-        joined = "\n".join(sentences)
-        # distinct words in first-seen order with their counts (words never cross lines)
-        word_counts = Counter(_WORDS.findall(joined))
-        char_counts = Counter(joined)
-        char_counts.pop("\n", None)
+        word_counts = count_words(sentences)
+        char_counts = count_chars(word_counts)
         chars = required_chars(char_counts, character_coverage)
         self.unknown_chars = sorted(set(char_counts) - set(chars))
 
