@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from app.lab.algorithms import Options, chunk_spans, sp_spans, train
@@ -121,3 +121,36 @@ def test_display_text_escapes_invalid_utf8_and_control_bytes():
     assert display_text("あ".encode()[:2]) == "\\xe3\\x81"
     assert display_text(b"\x00") == "\\x00" and display_text(b"a\x7f") == "a\\x7f"
     assert display_text(b"a\nb\t") == "a\nb\t" and display_text("日本".encode()) == "日本"
+
+
+wordy = st.lists(st.sampled_from(["ab", "ba", "abc", "c", "あい", "aaa", "bab"]), min_size=3, max_size=20).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(wordy, st.sampled_from(["byte", "char", "sentencepiece"]), st.data())
+def test_manual_continuation_keeps_the_prefix_and_matches_its_records(corpus, algorithm, data):
+    if not corpus.strip():
+        return
+    pattern = "whitespace" if algorithm == "char" else "none"
+    run = make_run(corpus, algorithm=algorithm, pattern=pattern, merges=8)
+    if not run.n_steps:
+        return
+    k = data.draw(st.integers(0, run.n_steps - 1))
+    candidates = [p for p, _ in (run.steps[k].top_pairs or [])]
+    if not candidates:
+        return
+    pair = data.draw(st.sampled_from(candidates))
+    options = Options(algorithm=algorithm, pattern=pattern, merges=8)
+    cont = Run(new_id(), corpus, options, parent=run.id)
+    try:
+        cont.apply(train(corpus, options, max_merges=100, prefix=run.steps[:k], prefix_n_ties=run.n_ties[:k], force=pair))
+    except Exception as exc:  # a pair SentencePiece refuses (it spells an existing piece) is a clear error
+        assert "already piece" in str(exc) or "cannot be merged" in str(exc), exc
+        return
+    cont.status = "done"
+    event(f"continued ({algorithm})")
+    assert [s.pair for s in cont.steps[:k]] == [s.pair for s in run.steps[:k]]
+    assert cont.steps[k].pair == pair and cont.steps[k].forced
+    view = RunView(cont)
+    for j in range(cont.n_steps + 1):
+        assert len([p for p in view.corpus_at(j) if p.id != -2]) == cont.tokens_at(j)
