@@ -92,17 +92,17 @@ def _worker_main(conn) -> None:
     """A worker process: train the jobs that come down the pipe, one at a time, until the pipe closes."""
     import app.lab.algorithms  # noqa: F401 - import once, before the first job
 
-    conn.send(("ready",))
-    while True:
-        try:
+    try:
+        conn.send(("ready",))
+        while True:
             msg = conn.recv()
-        except (EOFError, OSError):
-            return
-        if msg[0] == "train":
-            _train(conn, *msg[1:])
-        elif msg[0] == "exit":
-            return
-        # anything else (a late "stop" for a job that had already finished) is ignored
+            if msg[0] == "train":
+                _train(conn, *msg[1:])
+            elif msg[0] == "exit":
+                return
+            # anything else (a late "stop" for a job that had already finished) is ignored
+    except (EOFError, OSError):  # the web process went away (or shut the pool down): nothing to report to
+        return
 
 
 class _Worker:
