@@ -56,10 +56,6 @@ def get_lab(request: Request) -> Lab:
     return lab
 
 
-class NotFound(TokenplayError):
-    pass
-
-
 def _run_or_404(lab: Lab, run_id: str) -> Run:
     run = lab.get(run_id)
     if run is None:
