@@ -246,3 +246,53 @@ def test_dummy_prefix_off_and_tie_break_recorded():
         train_sentencepiece("ab", 40, tie_break="random")
     with pytest.raises(SentencePieceTrainingError, match="empty"):
         train_sentencepiece("\n\n", 40)
+
+
+def brute_force_winner(state: SentencePieceTrainerState):
+    """The winner and ties recomputed from the state's words alone (no incremental bookkeeping)."""
+    counts: dict = {}
+    first: dict = {}
+    for wi, ids in enumerate(state.words):
+        for j, p in enumerate(zip(ids, ids[1:])):
+            a, b = p
+            if a < 0 or b < 0 or state.lengths[a] + state.lengths[b] > state.max_piece_length:
+                continue
+            if state.texts[a] + state.texts[b] in state.known:
+                continue
+            counts[p] = counts.get(p, 0) + state.freqs[wi]
+            first.setdefault(p, (wi, j))
+    if not counts or max(counts.values()) < 2:
+        return None, counts
+    c = max(counts.values())
+    tied = [p for p in counts if counts[p] == c]
+    if state.tie_break == "lexical":
+        tied.sort(key=lambda p: (state.surfaces[p[0]], state.surfaces[p[1]]))
+    else:
+        tied.sort(key=lambda p: first[p])
+    return (tied[0], tied[1:]), counts
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=texts_strategy,
+    tie_break=st.sampled_from(["first", "lexical"]),
+    choices=st.lists(st.integers(0, 5), min_size=1, max_size=25),
+)
+def test_incremental_state_matches_a_recount_after_forced_and_automatic_steps(text, tie_break, choices):
+    try:
+        state = SentencePieceTrainerState(text, 100_000, byte_fallback=False, tie_break=tie_break, max_piece_length=4)
+    except SentencePieceTrainingError:
+        return
+    for choice in choices:
+        expected, counts = brute_force_winner(state)
+        got = state._winner()
+        assert (got and (got[0], got[1])) == (expected and (expected[0], expected[1]))
+        for p, c in counts.items():
+            assert state.pair_count(p) == c
+        candidates = sorted(counts)
+        if choice and candidates:  # force some pair, not necessarily the winner
+            state.step(force_pair=candidates[choice % len(candidates)])
+        elif expected is not None:
+            assert state.step().pair == expected[0]
+        else:
+            break

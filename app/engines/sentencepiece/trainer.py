@@ -299,6 +299,8 @@ class SentencePieceTrainerState:
         self.banned: set[Pair] = set()
         self.versions: list[int] = [0] * len(self.words)
         self._key_cache: dict[Pair, tuple[tuple[int, int], int]] = {}  # pair -> ((word, position), version)
+        self._rank_cache: list[Pair] | None = None  # the top bucket ranked, while it is unchanged
+        self._rank_count = -1
 
     # -- facts ---------------------------------------------------------------------------------------------
     @property
@@ -316,8 +318,19 @@ class SentencePieceTrainerState:
         c = self.counts.pop(pair, 0)
         if c:
             self.buckets[c].discard(pair)
+            if c == self._rank_count:
+                self._rank_cache = None
         self.where.pop(pair, None)
         self.banned.add(pair)
+
+    def _ban_spellings(self, text: str) -> None:
+        """Ban the pairs of existing pieces that spell ``text`` (just made a piece). Pairs made later are checked
+        when they are ranked."""
+        known = self.known
+        for k in range(1, len(text)):
+            left, right = known.get(text[:k]), known.get(text[k:])
+            if left is not None and right is not None and (left, right) in self.counts:
+                self._ban((left, right))
 
     def _top_count(self) -> int:
         c, buckets = self.max_count, self.buckets
@@ -373,7 +386,12 @@ class SentencePieceTrainerState:
             c = self._top_count()
             if c < 2:
                 return None
-            ranked = [p for p in self._ranked(self.buckets[c]) if not self._spells_piece(p)]
+            if self._rank_cache is not None and self._rank_count == c:
+                ranked = self._rank_cache
+            else:
+                ranked = [p for p in self._ranked(self.buckets[c]) if not self._spells_piece(p)]
+                # kept while the bucket only loses its winners (ties keep their order: see _merge)
+                self._rank_cache, self._rank_count = ranked, c
             if ranked:
                 return ranked[0], ranked[1:]
 
@@ -457,6 +475,7 @@ class SentencePieceTrainerState:
         self.lengths.append(len(text))
         self.known[text] = new_id
         replaced = self._merge(pair, new_id)
+        self._ban_spellings(text)
         self.merges.append(pair)
         record = MergeStep(
             step=len(self.merges),
@@ -578,6 +597,10 @@ class SentencePieceTrainerState:
         old = counts.pop(pair, 0)
         if old:
             buckets[old].discard(pair)
+        rank_count = self._rank_count if self._rank_cache is not None else -1
+        if old == rank_count and pair in self._rank_cache:  # type: ignore[operator]
+            self._rank_cache.remove(pair)  # type: ignore[union-attr]
+        touched = False
         for p, d in delta.items():
             if not d or p == pair:
                 continue
@@ -586,6 +609,8 @@ class SentencePieceTrainerState:
                 continue
             old = counts.get(p, 0)
             c = old + d
+            if old == rank_count or c == rank_count:
+                touched = True
             if old:
                 buckets[old].discard(p)
             if c > 0:
@@ -598,6 +623,8 @@ class SentencePieceTrainerState:
             else:
                 counts.pop(p, None)
                 where.pop(p, None)
+        if touched:
+            self._rank_cache = None
         self.n_tokens -= replaced
         return replaced
 
