@@ -21,6 +21,7 @@ objects, so the lab can swap one for the other. Per job:
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue as queue_mod
 import threading
 import time
@@ -38,6 +39,8 @@ CANCEL_GRACE = 2.0
 #: Seconds between progress messages from a child, and between heartbeats to the store.
 PROGRESS_EVERY = 0.2
 BEAT_EVERY = 5.0
+#: Niceness of the training processes (0..19): when the CPUs are busy, requests go first.
+NICE = int(os.environ.get("TOKENPLAY_LAB_NICE", "15"))
 
 _CTX = None
 _CTX_LOCK = threading.Lock()
@@ -92,6 +95,10 @@ def _worker_main(conn) -> None:
     """A worker process: train the jobs that come down the pipe, one at a time, until the pipe closes."""
     import app.lab.algorithms  # noqa: F401 - import once, before the first job
 
+    try:  # training is batch work: the web processes answering typists come first
+        os.nice(NICE)
+    except OSError:  # pragma: no cover
+        pass
     try:
         conn.send(("ready",))
         while True:
