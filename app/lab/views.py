@@ -91,6 +91,7 @@ class Piece:
     text: str
     new: bool = False  # made by the merge of the step shown
     colour: int = 0  # 0..9, keyed to the id, never the same as the previous token's
+    ws: bool = False  # holds a space or newline (the view draws them visibly)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "text": self.text, "new": self.new}
@@ -110,6 +111,7 @@ class RunView:
         self.run = run
         self.vocab = run.vocab()
         self.text = {i: display_text(b) for i, b in self.vocab.items()}
+        self.has_ws = {i for i, t in self.text.items() if " " in t or "\n" in t}
         self.ranks = {s.pair: (r, s.new_id) for r, s in enumerate(run.steps)}
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
@@ -162,7 +164,8 @@ class RunView:
                     if c == prev:
                         c = (c + 1) % PALETTE
                     prev = c
-                    out.append(Piece(tid, self.text[tid], tid == new_id, c))
+                    t = self.text[tid]
+                    out.append(Piece(tid, t, tid == new_id, c, tid in self.has_ws))
         with self._lock:
             self._cache[k] = out
             while len(self._cache) > 32:

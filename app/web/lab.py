@@ -42,7 +42,7 @@ api = APIRouter(prefix="/api/train", tags=["lab"])
 #: How long POST /api/train and the form wait for a small run to finish before answering "running".
 QUICK_WAIT = 0.5
 #: Merges listed on the step view (the latest ones; the export has them all).
-MERGE_LIST = 200
+MERGE_LIST = 100
 _LAB_LOCK = threading.Lock()
 
 
