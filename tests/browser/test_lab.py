@@ -191,11 +191,20 @@ def test_bad_input_shows_the_message_and_keeps_the_corpus(lab: Page):
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
 def test_step_view_fits_the_screen(lab: Page, size):
     lab.set_viewport_size({"width": size[0], "height": size[1]})
+    setup_overflow = lab.evaluate(
+        "w => [...document.querySelectorAll('.lab *')].filter(e => e.getBoundingClientRect().right > w + 1).length",
+        size[0],
+    )
+    assert setup_overflow == 0
     train_aaab(lab)
     lab.keyboard.press("ArrowLeft")
     step_is(lab, 2)
-    width = lab.evaluate("document.documentElement.scrollWidth")
-    assert width <= size[0], "no horizontal scrolling"
+    overflow = lab.evaluate(
+        "w => [...document.querySelectorAll('.lab *')].filter(e => e.getBoundingClientRect().right > w + 1)"
+        ".map(e => e.tagName + '.' + e.className)",
+        size[0],
+    )
+    assert overflow == [], "nothing of the lab sticks out of the screen"
     expect(lab.locator("[data-nav=next]")).to_be_in_viewport()
     out = os.environ.get("TOKENPLAY_SCREENSHOT_DIR")
     if out:
