@@ -89,7 +89,9 @@ def test_mistral_tokens_show_pieces_and_group_byte_fallback(mistral):
     assert [t.text for t in fallback] == ["<0xEA>", "<0x99>", "<0xAE>"]
     assert [t.bytes for t in fallback] == [b"\xea", b"\x99", b"\xae"]
     assert {(t.start, t.end) for t in fallback} == {(6, 7)}
-    assert byte_fallback_count(result) == 3
+    assert byte_fallback_count(result) == 3 == mistral.count_byte_fallback(result.ids)
+    window = mistral.tokenize_window(text * 3, offset=0, limit=2)
+    assert byte_fallback_count(window) == 0 and mistral.count_byte_fallback(window.ids) == 9
     segments = result.segments()
     assert "ꙮ" in [s.text for s in segments]
     assert "".join(s.text for s in segments) == text

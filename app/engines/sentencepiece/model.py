@@ -246,6 +246,17 @@ class SentencePieceTokenizer(Tokenizer):
     def is_byte(self, token_id: int) -> bool:
         return self.types[token_id] == BYTE
 
+    def count_byte_fallback(self, ids: Iterable[int]) -> int:
+        """How many of ``ids`` are ``<0xNN>`` byte pieces: the byte-fallback count for a whole text, also when
+        a windowed result holds Token records for part of it only.
+
+        >>> tok = SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+        >>> tok.count_byte_fallback(tok.encode("ꙮ ok"))
+        3
+        """
+        id_byte = self._id_byte
+        return sum(1 for i in ids if i in id_byte)
+
     def token_bytes(self, token_id: int) -> bytes:
         if not isinstance(token_id, int) or not 0 <= token_id < len(self.pieces):
             raise KeyError(token_id)
@@ -540,6 +551,10 @@ class SentencePieceTokenizer(Tokenizer):
 
 
 def byte_fallback_count(result: TokenizeResult) -> int:
-    """How many tokens of a result are ``<0xNN>`` byte-fallback pieces (the playground shows this count)."""
+    """How many tokens of a result are ``<0xNN>`` byte-fallback pieces (the playground shows this count).
+
+    Counts the Token records, so for a windowed result (``result.complete`` false) it counts the window only;
+    ``SentencePieceTokenizer.count_byte_fallback(result.ids)`` counts the whole text.
+    """
     return sum(1 for t in result.tokens if t.byte_fallback)
 
