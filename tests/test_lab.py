@@ -372,6 +372,17 @@ def test_use_in_playground_registers_the_tokenizer_for_this_user(lab, algorithm)
     registry.unregister(name)
 
 
+def test_user_tokenizers_loads_a_run_another_process_trained(tmp_path):
+    with make_client(tmp_path) as c:
+        run = train(c, **AAAB)
+    with make_client(tmp_path) as fresh:  # another worker process: the run is only on disk
+        fresh.get("/lab")  # starts this app's lab
+        specs = user_tokenizers(run["id"], fresh.app.state.lab)
+        assert [s.name for s in specs] == [f"lab-{run['id']}"]
+        assert registry.get(f"lab-{run['id']}").encode("aaabdaaabac") == [258, 100, 258, 97, 99]
+    registry.unregister(f"lab-{run['id']}")
+
+
 # -- persistence, worker processes -----------------------------------------------------------------------------
 
 
