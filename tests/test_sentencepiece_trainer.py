@@ -296,3 +296,26 @@ def test_incremental_state_matches_a_recount_after_forced_and_automatic_steps(te
             assert state.step().pair == expected[0]
         else:
             break
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corpus=st.text(min_size=1, max_size=150), probe=st.text(max_size=40), extra=st.integers(0, 50))
+def test_any_unicode_corpus_saves_a_model_sentencepiece_loads(corpus, probe, extra):
+    try:
+        state = SentencePieceTrainerState(corpus * 2, 100_000, byte_fallback=extra % 2 == 0)
+    except SentencePieceTrainingError:
+        return
+    state.requested_vocab_size = state.base_size + extra
+    state.run()
+    data = state.model().serialize()
+    sp = spm.SentencePieceProcessor(model_proto=data)
+    ours = SentencePieceTokenizer(data)
+    for text in (probe, corpus):
+        assert ours.encode(text) == sp.encode(text)
+
+
+def test_nul_is_never_a_piece():
+    model, _ = train_sentencepiece("a\x00b a\x00b a\x00b", 300)
+    assert all("\x00" not in p.piece for p in model.pieces)
+    sp = spm.SentencePieceProcessor(model_proto=model.serialize())
+    assert model.tokenizer().encode("a\x00b") == sp.encode("a\x00b")

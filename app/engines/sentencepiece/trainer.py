@@ -8,8 +8,8 @@ What it does, in the order SentencePiece does it:
    so no piece ever holds a ``▁`` after another character.
 2. The base vocabulary is code points, not bytes: ``<unk>``, ``<s>``, ``</s>``, then the 256 ``<0xNN>`` pieces
    when byte fallback is on, then the characters, most frequent first, until ``character_coverage`` of all
-   character occurrences is covered. Rarer characters stay out: they never merge, and at encoding time they
-   become byte pieces (byte fallback) or ``<unk>``.
+   character occurrences is covered. Rarer characters (and NUL, which a ``.model`` cannot hold) stay out: they
+   never merge, and at encoding time they become byte pieces (byte fallback) or ``<unk>``.
 3. Each step merges the most frequent adjacent pair of pieces (counted over distinct words times their
    frequency, overlaps counted) everywhere, left to right, and records a :class:`~app.engines.steps.MergeStep`
    (``left``/``right`` are the UTF-8 of the two pieces). Ties follow the same rules as the byte-level trainer:
@@ -235,7 +235,8 @@ class SentencePieceTrainerState:
             raise SentencePieceTrainingError("the corpus is empty; give some text to train on")
         word_counts = count_words(sentences)
         char_counts = count_chars(word_counts)
-        chars = required_chars(char_counts, character_coverage)
+        # NUL can never be a piece (sentencepiece refuses to load one); it is always left to byte fallback/<unk>
+        chars = required_chars(Counter({c: n for c, n in char_counts.items() if c != "\x00"}), character_coverage)
         self.unknown_chars = sorted(set(char_counts) - set(chars))
 
         pieces: list[Piece] = [Piece(p, 0.0, t) for p, t in META_PIECES]
