@@ -109,7 +109,8 @@ def work_train_reference(kind: str, size: int, vocab: int, repeat: int) -> dict:
     for target in (0, n_merges // 2, n_merges):
         while len(state.merges) < target and not state.done:
             state.step()
-        chunks = [list(state.words[index[p]]) for p in pieces]
+        words = state.words  # id lists, built once
+        chunks = [list(words[index[p]]) for p in pieces]
         vocab_now = dict(state.vocab)
         t0 = clock()
         reference_step(chunks, vocab_now, state.next_id, "first")

@@ -1,12 +1,16 @@
 """The fast byte-level BPE trainer: one merge per step, every step recorded as data.
 
-Training works on *words*: the distinct pre-tokens with how often each occurs, as lists of integer ids. A
-pair's count is the sum over words of its occurrences (overlaps counted: ``aaa`` has two ``(a, a)``) times
-the word's frequency. Each step merges the most frequent pair in every word that holds it, left to right,
-and updates only what changed:
+Training works on *words*: the distinct pre-tokens with how often each occurs, as sequences of integer ids
+(stored as strings with one character per id, so finding and replacing a pair runs in C). A pair's count is
+the sum over words of its occurrences (overlaps counted: ``aaa`` has two ``(a, a)``) times the word's
+frequency. Each step merges the most frequent pair in every word that holds it, left to right, and updates
+only what changed:
 
 - ``where``: pair -> ids of words that may hold it (a superset; stale entries are dropped when met);
 - ``buckets``: count -> pairs with that count; the top count never grows, so a pointer walks it down.
+
+A merge costs Python work per occurrence and C work per character of the words it touches. With pattern
+``none`` the whole corpus is one word, so every merge scans it in C (1 MB to 4096 tokens: about 10 s).
 
 Ties (pairs with the same count) are broken by a rule the user picks, recorded in every step:
 
@@ -42,6 +46,9 @@ Pair = tuple[int, int]
 #: Default upper bound on ``vocab_size`` (``train(..., max_vocab_size=...)`` changes it).
 MAX_VOCAB_SIZE = 100_000
 
+#: Ids are stored as characters (``chr(id)``), so no id can pass the largest code point.
+MAX_ID = 0x10FFFF
+
 #: The byte-level base vocabulary: id ``i`` is the byte ``i``.
 BYTE_VOCAB: dict[int, bytes] = {i: bytes([i]) for i in range(256)}
 
@@ -69,9 +76,9 @@ def check_vocab_size(vocab_size: int, base_size: int = 256, max_vocab_size: int 
             f"vocab_size {vocab_size} is below the {base_size} base tokens (one per byte); "
             f"pass a vocab_size of at least {base_size}"
         )
-    if vocab_size > max_vocab_size:
+    if vocab_size > min(max_vocab_size, MAX_ID + 1):
         raise BPETrainingError(
-            f"vocab_size {vocab_size} is above the limit of {max_vocab_size}; pass a smaller vocab_size "
+            f"vocab_size {vocab_size} is above the limit of {min(max_vocab_size, MAX_ID + 1)}; pass a smaller vocab_size "
             "or raise max_vocab_size"
         )
     return vocab_size - base_size
@@ -150,7 +157,7 @@ class BPETrainerState:
         self.next_id = max(self.vocab) + 1 if self.vocab else 0
         self.merges: list[Pair] = []
         self.steps: list[MergeStep] = []
-        self.words: list[list[int]] = []
+        self._words: list[str] = []  # one character per id: chr(id)
         self.freqs: list[int] = []
         counts: Counter[Pair] = Counter()
         where: dict[Pair, set[int]] = {}
@@ -164,7 +171,10 @@ class BPETrainerState:
             if not vocab_keys >= set(ids):
                 unknown = sorted(set(ids) - vocab_keys)
                 raise BPETrainingError(f"word {w} uses ids {unknown[:5]} that the base vocabulary lacks")
-            self.words.append(ids)
+            try:
+                self._words.append(bytes(ids).decode("latin-1"))  # ids < 256: the fast way to chr() each
+            except ValueError:
+                self._words.append("".join(map(chr, ids)))
             self.freqs.append(freq)
             n_tokens += len(ids) * freq
             pairs = list(zip(ids, ids[1:]))
@@ -182,7 +192,7 @@ class BPETrainerState:
         counts = dict(counts)
         self.counts = counts
         self.where = where
-        self._version = [0] * len(self.words)  # bumped when a word is rewritten
+        self._version = [0] * len(self._words)  # bumped when a word is rewritten
         self._key_cache: dict[Pair, tuple[int, int, int, tuple[int, int]]] = {}  # w, pos, version, key
         self.buckets: dict[int, set[Pair]] = {}
         for p, c in counts.items():
@@ -198,6 +208,14 @@ class BPETrainerState:
         """A byte-level run on ``text`` cut by the named pre-tokenizer (special-token text left out)."""
         return cls(words_from_text(text, pattern, special_tokens), BYTE_VOCAB, tie_break=tie_break)
 
+    @property
+    def words(self) -> list[list[int]]:
+        """The current words as id lists (built on demand: for inspection and tests)."""
+        return [list(map(ord, w)) for w in self._words]
+
+    def word(self, w: int) -> list[int]:
+        return list(map(ord, self._words[w]))
+
     # -- ordering ----------------------------------------------------------------------------------------
     def _first_key(self, pair: Pair) -> tuple[int, int]:
         """(first word holding ``pair``, position there): smaller means seen earlier in the corpus.
@@ -212,7 +230,7 @@ class BPETrainerState:
         cands = self.where.get(pair)
         while cands:
             w = min(cands)
-            i = find_pair(self.words[w], a, b)
+            i = self._words[w].find(chr(a) + chr(b))
             if i >= 0:
                 key = (w, i)
                 self._key_cache[pair] = (w, i, self._version[w], key)
@@ -298,6 +316,8 @@ class BPETrainerState:
             ties = [p for p in self._ranked(self.buckets[count]) if p != pair]
         top = self.current_top_pairs(top_k) if top_k > 0 else []
         new_id = self.next_id
+        if new_id > MAX_ID:
+            raise BPETrainingError(f"no more ids: the trainer stores ids as characters, at most {MAX_ID}")
         replaced = self._merge(pair, new_id)
         self.next_id += 1
         self.vocab[new_id] = self.vocab[pair[0]] + self.vocab[pair[1]]
@@ -322,34 +342,33 @@ class BPETrainerState:
     def _merge(self, pair: Pair, new_id: int) -> int:
         """Apply one merge to every word holding ``pair``; update counts, buckets and ``where``.
 
-        Only pairs next to a replaced occurrence change: for each occurrence ``.. L a b R ..`` becoming
-        ``.. L X R ..``, ``(L, a)`` and ``(b, R)`` lose and ``(L, X)`` and ``(X, R)`` gain; between two
-        occurrences (``a b a b``) the old ``(b, a)`` goes once and ``(X, X)`` comes once.
+        Words are strings with one character per id, so finding and replacing a pair runs in C
+        (``str.find``/``str.replace`` go left to right without overlaps, as BPE does); Python only loops over
+        the occurrences. For each occurrence ``.. L a b R ..`` becoming ``.. L X R ..``, ``(L, a)`` and
+        ``(b, R)`` lose and ``(L, X)`` and ``(X, R)`` gain; between two occurrences (``a b a b``) the old
+        ``(b, a)`` goes once and ``(X, X)`` comes once.
         """
         a, b = pair
         X = new_id
-        words, freqs, where, version = self.words, self.freqs, self.where, self._version
+        ab, x = chr(a) + chr(b), chr(X)
+        words, freqs, where, version = self._words, self.freqs, self.where, self._version
         delta: defaultdict[Pair, int] = defaultdict(int)
         replaced = 0
         where_get = where.get
         for w in where.pop(pair, ()):
             t = words[w]
-            last = len(t) - 1
-            n_a = t.count(a)
-            if n_a == 1:  # the common case: one candidate, no loop
-                i = t.index(a)
-                if i == last or t[i + 1] != b:
-                    continue  # stale entry
-                f = freqs[w]
-                out = t[:i]
-                out.append(X)
-                out += t[i + 2 :]
-                words[w] = out
+            i = t.find(ab)
+            if i < 0:
+                continue  # stale entry
+            f = freqs[w]
+            j = t.find(ab, i + 2)
+            if j < 0:  # the common case: one occurrence
+                words[w] = t[:i] + x + t[i + 2 :]
                 version[w] += 1
                 replaced += f
                 delta[pair] -= f
                 if i:
-                    left = out[i - 1]
+                    left = ord(t[i - 1])
                     delta[(left, a)] -= f
                     p = (left, X)
                     delta[p] += f
@@ -358,8 +377,8 @@ class BPETrainerState:
                         where[p] = {w}
                     else:
                         s.add(w)
-                if i < last - 1:
-                    right = out[i + 1]
+                if i + 2 < len(t):
+                    right = ord(t[i + 2])
                     delta[(b, right)] -= f
                     p = (X, right)
                     delta[p] += f
@@ -369,26 +388,14 @@ class BPETrainerState:
                     else:
                         s.add(w)
                 continue
-            # occurrences, left to right, without overlaps
-            found: list[int] = []
-            i = -1
-            after = 0  # the next occurrence may start here
-            index = t.index
-            for _ in range(n_a):
-                i = index(a, i + 1)
-                if i >= after and i < last and t[i + 1] == b:
-                    found.append(i)
-                    after = i + 2
-            if not found:
-                continue  # stale entry
-            f = freqs[w]
-            out = []
-            prev = 0
-            for i in found:
-                out += t[prev:i]
-                out.append(X)
-                prev = i + 2
-            out += t[prev:]
+            found = [i, j]
+            find = t.find
+            while True:
+                j = find(ab, j + 2)
+                if j < 0:
+                    break
+                found.append(j)
+            out = t.replace(ab, x)
             words[w] = out
             version[w] += 1
             n_found = len(found)
@@ -398,8 +405,9 @@ class BPETrainerState:
             for shift, i in enumerate(found):
                 k = i - shift  # position of X in the new word
                 if k:
-                    left = out[k - 1]
-                    if left != X:  # else (b, a) was removed by the previous occurrence
+                    left_c = out[k - 1]
+                    left = ord(left_c)
+                    if left_c != x:  # else (b, a) was removed by the previous occurrence
                         delta[(left, a)] -= f
                     p = (left, X)
                     delta[p] += f
@@ -409,8 +417,9 @@ class BPETrainerState:
                     else:
                         s.add(w)
                 if k + 1 < m:
-                    right = out[k + 1]
-                    if right != X:
+                    right_c = out[k + 1]
+                    if right_c != x:
+                        right = ord(right_c)
                         delta[(b, right)] -= f
                         p = (X, right)
                         delta[p] += f
