@@ -278,7 +278,8 @@ class SentencePieceTrainerState:
         self.stop_reason: str | None = None
 
         counts: dict[Pair, int] = {}
-        where: dict[Pair, set[int]] = {}
+        # pair -> words that hold or held it (appended, so stale or repeated entries are skipped when met)
+        where: dict[Pair, list[int]] = {}
         check = bool(self.unknown_chars)  # base pieces are single characters, so only unknowns can be invalid
         get, wget = counts.get, where.get
         for w, (ids, f) in enumerate(zip(self.words, self.freqs)):
@@ -288,9 +289,9 @@ class SentencePieceTrainerState:
                 counts[p] = get(p, 0) + f
                 s = wget(p)
                 if s is None:
-                    where[p] = {w}
+                    where[p] = [w]
                 else:
-                    s.add(w)
+                    s.append(w)
         self.counts = counts
         self.where = where
         self.buckets: dict[int, set[Pair]] = {}
@@ -355,7 +356,7 @@ class SentencePieceTrainerState:
                 key = (w, i)
                 self._key_cache[pair] = (key, self.versions[w])
                 return key
-            cands.discard(w)
+            cands[:] = [x for x in cands if x != w]  # a stale entry (the word lost the pair)
         raise AssertionError(f"pair {pair} has a count but no word holds it")
 
     def tie_key(self, pair: Pair):
@@ -524,9 +525,9 @@ class SentencePieceTrainerState:
                     delta[p] = get(p, 0) + f
                     s = where.get(p)
                     if s is None:
-                        where[p] = {w}
+                        where[p] = [w]
                     else:
-                        s.add(w)
+                        s.append(w)
                 if i + 2 < n:
                     r = ids[i + 2]
                     q = (b, r)
@@ -535,9 +536,9 @@ class SentencePieceTrainerState:
                     delta[p] = get(p, 0) + f
                     s = where.get(p)
                     if s is None:
-                        where[p] = {w}
+                        where[p] = [w]
                     else:
-                        s.add(w)
+                        s.append(w)
                 ids[i : i + 2] = (X,)
                 versions[w] += 1
                 replaced += f
@@ -590,9 +591,9 @@ class SentencePieceTrainerState:
             for p in created:
                 s = where.get(p)
                 if s is None:
-                    where[p] = {w}
+                    where[p] = [w]
                 else:
-                    s.add(w)
+                    s.append(w)
         counts, buckets, banned = self.counts, self.buckets, self.banned
         lengths, max_len = self.lengths, self.max_piece_length
         old = counts.pop(pair, 0)
