@@ -18,8 +18,9 @@ from app.web.app import create_app
 
 
 @pytest.fixture(scope="session")
-def settings() -> Settings:
-    return Settings()
+def settings(tmp_path_factory) -> Settings:
+    # Lab runs go to a temporary directory, never into the working tree; threads keep the suite light.
+    return Settings(lab_runs_dir=tmp_path_factory.mktemp("runs"), lab_pool="thread")
 
 
 @pytest.fixture(scope="session")

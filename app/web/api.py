@@ -6,14 +6,15 @@ Handlers are plain ``def`` so FastAPI runs them in its thread pool: a large text
 from __future__ import annotations
 
 import orjson
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.engines import registry
 
-from .deps import SettingsDep, check_text_size, get_tokenizer
+from .deps import SettingsDep, check_text_size
 from .errors import TooLargeError
+from .pickers import get_tokenizer
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -82,16 +83,16 @@ def list_tokenizers() -> dict:
 
 
 @router.post("/tokenize", response_model=TokenizeResponse)
-def tokenize(req: TokenizeRequest, settings: SettingsDep) -> Response:
+def tokenize(req: TokenizeRequest, settings: SettingsDep, request: Request) -> Response:
     check_text_size(req.text, settings)
-    tok = get_tokenizer(req.tokenizer)
+    tok = get_tokenizer(request, req.tokenizer)
     # Returned as a ready response: re-validating 250k token dicts through the model would dominate the time.
     return FastJSON(tok.tokenize(req.text, allow_special=req.allow_special).to_dict())
 
 
 @router.post("/decode", response_model=DecodeResponse)
-def decode(req: DecodeRequest, settings: SettingsDep) -> dict:
+def decode(req: DecodeRequest, settings: SettingsDep, request: Request) -> dict:
     if len(req.ids) > settings.max_ids:
         raise TooLargeError(f"{len(req.ids):,} ids; the limit is {settings.max_ids:,}")
-    tok = get_tokenizer(req.tokenizer)
+    tok = get_tokenizer(request, req.tokenizer)
     return {"text": tok.decode(req.ids)}

@@ -31,14 +31,14 @@ from app.engines.compare import (
     unk_id_of,
 )
 from app.engines.errors import TokenplayError
-from app.engines.registry import TokenizerSpec
 from app.engines.result import Segment, TokenizeResult, group_segments
-from app.lab.tokenizers import COOKIE, is_lab_name, user_tokenizers
+from app.lab.tokenizers import is_lab_name
 from app.settings import Settings
 
 from .api import FastJSON
 from .deps import SettingsDep, check_text_size
 from .errors import status_for
+from .pickers import picker_specs
 from .render import page_or_block
 from .tokenview import token_view
 
@@ -50,17 +50,6 @@ DEFAULT_PRESET = "english"
 
 
 # -- shared logic -----------------------------------------------------------------------------------------------
-
-
-def picker_specs(request: Request, chosen: list[str]) -> list[TokenizerSpec]:
-    """What the picker offers: the shipped tokenizers, this browser's lab tokenizers (cookie ``tp_lab``, as the
-    lab's "use in playground" sets it) and any other registered tokenizer already chosen (e.g. from a shared URL).
-    """
-    lab = getattr(request.app.state, "lab", None)  # only if the lab is running here; never started from this page
-    mine = user_tokenizers(request.cookies.get(COOKIE), lab)
-    specs = [s for s in registry.specs() if not is_lab_name(s.name) or s.name in set(chosen)]
-    listed = {s.name for s in specs}
-    return specs + [s for s in mine if s.name not in listed]
 
 
 def default_selection() -> list[str]:

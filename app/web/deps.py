@@ -6,8 +6,6 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.engines import registry
-from app.engines.base import Tokenizer
 from app.settings import Settings
 
 from .errors import TooLargeError
@@ -27,8 +25,3 @@ def check_text_size(text: str, settings: Settings) -> str:
             "(set TOKENPLAY_MAX_CHARS to change it)"
         )
     return text
-
-
-def get_tokenizer(name: str) -> Tokenizer:
-    """The tokenizer called ``name`` (or an alias); unknown names raise an error listing the valid ones."""
-    return registry.get(name)

@@ -28,12 +28,12 @@ from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.formparsers import MultiPartException
 
-from app.engines import registry
 from app.engines.base import check_text
 from app.engines.errors import InvalidIdsError, TokenplayError
 
-from .deps import SettingsDep, check_text_size, get_tokenizer
+from .deps import SettingsDep, check_text_size
 from .errors import TooLargeError, status_for
+from .pickers import get_tokenizer, picker_specs
 from .render import is_htmx, page_or_block
 from .tokenview import window_view
 
@@ -69,10 +69,13 @@ def _page_url(tokenizer: str, text: str, special: bool, ws: bool, url_text_limit
     return "/?" + urlencode(params)
 
 
-def _tokenizer_options() -> list[dict]:
-    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``."""
+def _tokenizer_options(request: Request, chosen: str) -> list[dict]:
+    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``.
+
+    Lab tokenizers are listed only for the browser that put them in the playground (see ``pickers``).
+    """
     groups: dict[str, list[dict]] = {}
-    for spec in registry.specs():
+    for spec in picker_specs(request, [chosen]):
         groups.setdefault(spec.family or "other", []).append(spec.to_dict())
     return [{"family": family, "tokenizers": specs} for family, specs in groups.items()]
 
@@ -80,7 +83,7 @@ def _tokenizer_options() -> list[dict]:
 def _result_context(request: Request, settings, tokenizer: str, text: str, special: bool, ws: bool, offset: int):
     """Tokenize and build the template context; engine errors propagate to the caller."""
     check_text_size(text, settings)
-    tok = get_tokenizer(tokenizer)
+    tok = get_tokenizer(request, tokenizer)
     # Exact ids and counts for the whole text; Token records only for the window on screen.
     view = window_view(tok, text, offset=offset, limit=settings.render_tokens, allow_special=special)
     return {"tokenizer": tok.name, "result": view.result, "view": view}
@@ -98,7 +101,7 @@ def _playground(
     headers: dict[str, str] | None = None,
 ):
     context = {
-        "tokenizers": _tokenizer_options(),
+        "tokenizers": _tokenizer_options(request, tokenizer),
         "tokenizer": tokenizer,
         "text": text,
         "special": special,
@@ -212,10 +215,10 @@ def _decode(request: Request, settings, ids: str, tokenizer: str):
     parsed = parse_ids(ids)
     if len(parsed) > settings.max_ids:
         raise TooLargeError(f"{len(parsed):,} ids; the limit is {settings.max_ids:,}")
-    tok = get_tokenizer(tokenizer)
+    tok = get_tokenizer(request, tokenizer)
     decoded = tok.decode(parsed) if parsed else None
     context = {
-        "tokenizers": _tokenizer_options(),
+        "tokenizers": _tokenizer_options(request, tok.name),
         "tokenizer": tok.name,
         "text": "",
         "special": False,
@@ -237,12 +240,12 @@ async def all_ids(request: Request, settings: SettingsDep):
     form = await _form(request, settings)
     text = text_area_value(form.get("text", ""))
     ids = await run_in_threadpool(
-        _encode, settings, text, form.get("tokenizer") or settings.default_tokenizer, _flag(form.get("special"))
+        _encode, request, settings, text, form.get("tokenizer") or settings.default_tokenizer, _flag(form.get("special"))
     )
     return PlainTextResponse(", ".join(map(str, ids)))
 
 
-def _encode(settings, text: str, tokenizer: str, special: bool) -> list[int]:
+def _encode(request: Request, settings, text: str, tokenizer: str, special: bool) -> list[int]:
     check_text_size(text, settings)
     check_text(text)
-    return get_tokenizer(tokenizer).encode(text, allow_special=special)
+    return get_tokenizer(request, tokenizer).encode(text, allow_special=special)

@@ -254,12 +254,13 @@ class SpanCache:
     def _module(self):
         return self.env.get_template("_tokens.html").module
 
-    def _pieces(self, memo: dict, key: tuple, render) -> list[str] | None:
+    def _pieces(self, memo: dict, key: tuple, macro, s: SegmentView, *args) -> list[str]:
+        """The macro's output for ``s`` split around its index (rendered once per key)."""
         pieces = memo.get(key)
         if pieces is None:
             if len(memo) >= self.max_entries:
                 memo.clear()
-            pieces = memo[key] = str(render()).split(_INDEX)
+            pieces = memo[key] = str(macro(replace(s, index=_INDEX), *args)).split(_INDEX)
         return pieces
 
     def tokens(self, view: TokenView, show_ws: bool = False, focusable: bool = True) -> Markup:
@@ -271,7 +272,7 @@ class SpanCache:
                 out.append(str(span(s, show_ws, tabindex)))
                 continue
             key = (s.colour, s.special, s.text, show_ws, tabindex, *s.ids)
-            pieces = self._pieces(self._spans, key, lambda: span(replace(s, index=_INDEX), show_ws, tabindex))
+            pieces = self._pieces(self._spans, key, span, s, show_ws, tabindex)
             out.append(str(s.index).join(pieces))
         return Markup("".join(out))
 
@@ -280,7 +281,7 @@ class SpanCache:
         out = []
         for s in view.items:
             key = (s.colour, s.special, *s.ids)
-            pieces = self._pieces(self._ids, key, lambda: id_spans(replace(s, index=_INDEX)))
+            pieces = self._pieces(self._ids, key, id_spans, s)
             out.append(str(s.index).join(pieces))
         return Markup("".join(out))
 

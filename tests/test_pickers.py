@@ -1,0 +1,51 @@
+"""Lab tokenizers in the pickers: listed for the browser that added them, usable through any worker."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from app.engines import registry
+from app.settings import Settings
+from app.web.app import create_app
+
+
+def _train_and_use(client: TestClient) -> str:
+    r = client.post(
+        "/api/train",
+        json={"corpus": "low lower newest widest " * 20, "algorithm": "byte", "pattern": "gpt2", "merges": 12},
+    )
+    run_id = r.json()["id"]
+    for _ in range(200):
+        if client.get(f"/api/train/{run_id}").json()["status"] == "done":
+            break
+    assert client.post(f"/api/train/{run_id}/use").status_code == 200
+    return f"lab-{run_id}"
+
+
+def test_playground_picker_lists_lab_tokenizer_only_for_its_browser(tmp_path):
+    app = create_app(Settings(lab_runs_dir=tmp_path, lab_pool="thread"))
+    with TestClient(app) as mine, TestClient(app) as other:
+        name = _train_and_use(mine)
+        assert f'value="{name}"' in mine.get("/").text
+        assert f'value="{name}"' not in other.get("/").text
+        # A shared link naming it still works for anyone.
+        assert f'value="{name}"' in other.get(f"/?tokenizer={name}&text=lower").text
+
+
+def test_lab_tokenizer_trained_in_one_worker_tokenizes_in_another(tmp_path):
+    settings = Settings(lab_runs_dir=tmp_path, lab_pool="thread")
+    with TestClient(create_app(settings)) as first:
+        name = _train_and_use(first)
+        expected = first.post("/api/tokenize", json={"text": "lowest widest", "tokenizer": name}).json()
+    registry.unregister(name)  # a second worker process has never seen it
+    with TestClient(create_app(settings)) as second:
+        answer = second.post("/api/tokenize", json={"text": "lowest widest", "tokenizer": name})
+        assert answer.status_code == 200
+        assert answer.json()["ids"] == expected["ids"]
+        assert len(expected["ids"]) < len("lowest widest".encode())  # the merges were applied
+
+
+def test_unknown_lab_tokenizer_is_404_listing_names(client):
+    r = client.post("/api/tokenize", json={"text": "x", "tokenizer": "lab-0123456789"})
+    assert r.status_code == 404
+    assert "cl100k_base" in r.json()["detail"]
