@@ -152,3 +152,11 @@ def test_custom_bpe_ships_ready():
     for text in ALL.values():
         assert tok.decode(tok.encode(text)) == text
     assert len(tok.encode(ALL["english"])) < len(ALL["english"].encode()) / 2  # it does compress
+
+
+def test_custom_split_regex_round_trips(tmp_path):
+    tok = BPETokenizer([(97, 98)], r"\S+|\s+", ["<|x|>"])
+    assert tok.pattern_name is None and tok.encode("ab ab") == [256, 32, 256]
+    loaded = BPETokenizer.load(tok.save(tmp_path / "m.json"))
+    assert loaded.pattern == r"\S+|\s+" and loaded.encode("ab ab") == [256, 32, 256]
+    assert BPETokenizer([], None).pattern_name == "none"

@@ -181,7 +181,7 @@ class BPETokenizer(RankTokenizer):
     def __init__(
         self,
         merges: Sequence[tuple[int, int]],
-        pattern: str = "gpt4",
+        pattern: str | None = "gpt4",
         special_tokens: Mapping[str, int] | Iterable[str] = (),
         *,
         name: str = "",
@@ -189,6 +189,8 @@ class BPETokenizer(RankTokenizer):
     ):
         self.merges = [(int(a), int(b)) for a, b in merges]
         self.vocab = vocab_from_merges(self.merges)
+        if pattern is None:
+            pattern = "none"
         if pattern in ("custom",):
             raise BPEModelError("pattern 'custom' needs the regex itself; pass the regex string")
         try:
