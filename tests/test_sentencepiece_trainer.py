@@ -238,7 +238,9 @@ def test_force_pair_and_step_records():
 
 
 def test_dummy_prefix_off_and_tie_break_recorded():
-    model, result = train_sentencepiece("ab ab ab", 40, byte_fallback=False, add_dummy_prefix=False, tie_break="lexical")
+    model, result = train_sentencepiece(
+        "ab ab ab", 40, byte_fallback=False, add_dummy_prefix=False, tie_break="lexical"
+    )
     assert result.steps[0].tie_break == "lexical"
     tok = model.tokenizer()
     assert tok.encode_pieces("ab ab") == ["ab", "▁ab"]

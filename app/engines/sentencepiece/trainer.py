@@ -222,7 +222,9 @@ class SentencePieceTrainerState:
         if max_piece_length < 2:
             raise SentencePieceTrainingError(f"max_piece_length must be at least 2, got {max_piece_length}")
         if not isinstance(vocab_size, int) or vocab_size > MAX_VOCAB_SIZE:
-            raise SentencePieceTrainingError(f"vocab_size must be an integer up to {MAX_VOCAB_SIZE}, got {vocab_size!r}")
+            raise SentencePieceTrainingError(
+                f"vocab_size must be an integer up to {MAX_VOCAB_SIZE}, got {vocab_size!r}"
+            )
         self.tie_break = tie_break
         self.byte_fallback = byte_fallback
         self.add_dummy_prefix = add_dummy_prefix
@@ -247,7 +249,8 @@ class SentencePieceTrainerState:
         pieces.extend(Piece(c, 0.0, NORMAL) for c in chars)
         self.base_size = len(pieces)
         if vocab_size < self.base_size:
-            parts = f"{self.n_special} special" + (" + 256 byte" if byte_fallback else "") + f" + {len(chars)} character"
+            parts = f"{self.n_special} special" + (" + 256 byte" if byte_fallback else "")
+            parts += f" + {len(chars)} character"
             raise SentencePieceTrainingError(
                 f"vocab_size {vocab_size} is smaller than the base vocabulary ({parts} pieces = {self.base_size}); "
                 f"use at least {self.base_size}, or lower character_coverage to leave rare characters out"
@@ -417,7 +420,10 @@ class SentencePieceTrainerState:
             bucket = [p for p in list(self.buckets.get(c, ())) if not self._spells_piece(p)]
             if bucket:
                 need = k - len(out)
-                ranked = self._ranked(bucket) if len(bucket) <= need else heapq.nsmallest(need, bucket, key=self.tie_key)
+                if len(bucket) <= need:
+                    ranked = self._ranked(bucket)
+                else:
+                    ranked = heapq.nsmallest(need, bucket, key=self.tie_key)
                 out.extend((p, c) for p in ranked)
             c -= 1
         return out
