@@ -1,6 +1,6 @@
 """Load test on loopback: 50 simulated typists on the playground and 5 concurrent lab trainings.
 
-Starts its own server (``uvicorn app.serve:app`` on a free 127.0.0.1 port, ``--workers`` processes, runs in a
+Starts its own server (``uvicorn app.main:app`` on a free 127.0.0.1 port, ``--workers`` processes, runs in a
 temporary directory) or uses ``--url`` (loopback addresses only). Bounded: ``--duration`` seconds (default 20)
 and at most ``--max-requests`` requests. Each typist types into a growing ~10 KB text and sends what the page
 sends, every 150–300 ms: the htmx fragment (``POST /render``, 4 in 5) or ``POST /api/tokenize`` (1 in 5). Each
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--url", help="an already running server on loopback (default: start one)")
     ap.add_argument("--workers", type=int, default=2, help="uvicorn worker processes of the server started here")
     ap.add_argument("--pool", choices=("process", "thread"), default="process", help="lab training pool")
-    ap.add_argument("--app", default="app.serve:app", help="ASGI app of the server started here")
+    ap.add_argument("--app", default="app.main:app", help="ASGI app of the server started here")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds (at most 120)")
     ap.add_argument("--max-requests", type=int, default=50_000)
     ap.add_argument("--typists", type=int, default=50)

@@ -23,11 +23,9 @@ from app.settings import Settings
 from app.web.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
 
-from corpora import mixed_text  # noqa: E402
-
-BIG = {"algorithm": "byte", "pattern": "gpt2", "merges": 8000}
+from slow_corpus import LONG_TRAINING as BIG  # noqa: E402
+from slow_corpus import slow_corpus  # noqa: E402
 
 
 def done_run(corpus: str = "low low low lower lower newest newest widest", merges: int = 5) -> Run:
@@ -149,7 +147,7 @@ def test_process_pool_trains_like_the_thread_pool(tmp_path):
 
 def test_queue_full_then_cancel_then_time_limit(tmp_path):
     pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, time_limit=2)
-    corpus = mixed_text(1_500_000)
+    corpus = slow_corpus()
     try:
         first = pool.submit(Job(Run(new_id(), corpus, Options(**BIG)), 8192)).run
         second = pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run
@@ -170,7 +168,7 @@ def test_queue_full_then_cancel_then_time_limit(tmp_path):
 def test_cancel_a_running_training_and_through_the_store(tmp_path):
     pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 2)
     other = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, warm=False)  # another web process
-    corpus = mixed_text(1_500_000)
+    corpus = slow_corpus()
     try:
         run = pool.submit(Job(Run(new_id(), corpus, Options(**BIG)), 8192)).run
         deadline = time.monotonic() + 30
@@ -195,7 +193,7 @@ def test_cancel_a_running_training_and_through_the_store(tmp_path):
 def test_a_killed_trainer_process_fails_its_run_and_is_replaced(tmp_path):
     pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1)
     try:
-        run = pool.submit(Job(Run(new_id(), mixed_text(1_500_000), Options(**BIG)), 8192)).run
+        run = pool.submit(Job(Run(new_id(), slow_corpus(), Options(**BIG)), 8192)).run
         while run.status != "running":
             time.sleep(0.05)
         time.sleep(0.3)
@@ -215,7 +213,7 @@ def test_the_lab_api_on_the_process_pool(tmp_path):
     app.state.lab = make_lab(settings)
     try:
         with TestClient(app) as c:
-            big = c.post("/api/train", json={"corpus": mixed_text(1_500_000)} | BIG)
+            big = c.post("/api/train", json={"corpus": slow_corpus()} | BIG)
             assert big.status_code == 202
             busy = c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
             assert busy.status_code == 429 and int(busy.headers["Retry-After"]) > 0, busy.text

@@ -1,4 +1,4 @@
-"""Several worker processes: real uvicorn servers (``app.serve:app``) sharing one runs directory.
+"""Several worker processes: real uvicorn servers (``app.main:app``) sharing one runs directory.
 
 - two single-worker servers on their own ports: train through one, step (and continue) through the other;
 - ``--workers 2`` on one port: whichever worker answers, every run can be stepped;
@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from corpora import mixed_text  # noqa: E402
+from slow_corpus import LONG_TRAINING, slow_corpus  # noqa: E402
 
 AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
 
@@ -39,7 +39,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         environ = os.environ | {"TOKENPLAY_LAB_RUNS_DIR": str(runs_dir), "PYTHONUNBUFFERED": "1"} | env
         environ.pop("REDIS_URL", None)
-        cmd = [sys.executable, "-m", "uvicorn", "app.serve:app", "--host", "127.0.0.1", "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
         cmd += ["--workers", str(workers), "--log-level", "warning"]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, start_new_session=True)
         deadline = time.monotonic() + 30
@@ -144,7 +144,7 @@ def test_a_killed_server_loses_no_finished_run(servers, tmp_path):
     for run_id in done:
         assert wait_done(a.client, run_id)["status"] == "done"
     big = a.client.post(
-        "/api/train", json={"corpus": mixed_text(1_500_000), "algorithm": "byte", "pattern": "gpt2", "merges": 8000}
+        "/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING
     )
     assert big.status_code == 202, big.text
     big_id = big.json()["id"]

@@ -19,6 +19,7 @@ from app.lab.runs import Run, new_id
 from app.lab.stores import STALE_MESSAGE, RedisStore, make_store
 from app.lab.workers import make_lab
 from app.settings import Settings
+from slow_corpus import LONG_TRAINING, slow_corpus
 from app.web.app import create_app
 
 
@@ -172,15 +173,9 @@ def test_a_run_trained_through_one_app_is_steppable_through_another(redis_url, t
 
 
 def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from corpora import mixed_text
-
     a, b = _app(redis_url, tmp_path, "a"), _app(redis_url, tmp_path, "b")
     with TestClient(a) as ca, TestClient(b) as cb:
-        body = {"corpus": mixed_text(1_500_000), "algorithm": "byte", "pattern": "gpt2", "merges": 8000}
+        body = {"corpus": slow_corpus()} | LONG_TRAINING
         r = ca.post("/api/train", json=body)
         assert r.status_code == 202, r.text
         run_id = r.json()["id"]

@@ -1,6 +1,6 @@
 """While a large training runs, typing in the playground stays fast.
 
-A real uvicorn server (``app.serve:app``: trainings in worker processes) on a free loopback port. The test
+A real uvicorn server (``app.main:app``: trainings in worker processes) on a free loopback port. The test
 measures ``/api/tokenize`` latency on a 10 KB text without training (baseline), then again while a large lab
 training runs, and checks the second stays within a generous multiple of the first. A functional isolation
 check (the training must not stall the web process), not a speed benchmark: ``bench/load.py`` measures speed.
@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from corpora import mixed_text  # noqa: E402
+from slow_corpus import LONG_TRAINING, slow_corpus  # noqa: E402
 
 
 def _free_port() -> int:
@@ -37,7 +38,7 @@ def server(tmp_path):
     env = os.environ | {"TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"), "TOKENPLAY_LAB_POOL": "process"}
     env.pop("REDIS_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.serve:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         cwd=ROOT,
         env=env,
         start_new_session=True,
@@ -84,8 +85,7 @@ def test_tokenize_latency_during_a_large_training(server):
     with httpx.Client(base_url=server, timeout=30) as client:
         measure(client, text, 10)  # warm up (tokenizer load, caches)
         baseline = measure(client, text, 40)
-        corpus = mixed_text(1_500_000)
-        r = client.post("/api/train", json={"corpus": corpus, "algorithm": "byte", "pattern": "gpt2", "merges": 8000})
+        r = client.post("/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING)
         assert r.status_code == 202, r.text[:200]
         run_id = r.json()["id"]
         deadline = time.monotonic() + 30

@@ -116,9 +116,7 @@ class _SharedStore:
 
     def save(self, run: Run) -> None:
         data = json.dumps(run.to_json(with_steps=run.finished), separators=(",", ":")).encode()
-        self._write(run.id, data, finished=run.finished)
-        if not run.finished:
-            self.beat(run.id)
+        self._write(run.id, data, finished=run.finished)  # with a heartbeat when unfinished, in one step
 
     def get(self, run_id: str) -> Run | None:
         if not valid_id(run_id):
@@ -189,6 +187,8 @@ class DirectoryStore(_SharedStore):
 
     def _write(self, run_id: str, data: bytes, *, finished: bool) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        if not finished:  # the heartbeat first: a reader never sees a running run without one
+            self.beat(run_id)
         tmp = self.directory / f".{run_id}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, self._path(run_id))
@@ -318,6 +318,8 @@ class RedisStore(_SharedStore):
         p.hset(self._key("sizes"), run_id, len(blob))
         if finished:
             p.delete(self._key("beat", run_id), self._key("cancel", run_id))
+        else:  # in the same transaction: a reader never sees a running run without a heartbeat
+            p.set(self._key("beat", run_id), str(time.time()), ex=int(self.stale_after * 10) + 1)
         p.execute()
         if finished:
             self.trim()

@@ -377,16 +377,13 @@ def make_pool(store, settings):
 
 
 def make_lab(settings):
-    """A :class:`~app.lab.service.Lab` on :func:`~app.lab.stores.make_store` and :func:`make_pool`.
-
-    Until ``Lab.from_settings`` builds these itself, this swaps them into a lab built the usual way.
-    """
+    """A :class:`~app.lab.service.Lab` on :func:`~app.lab.stores.make_store` and :func:`make_pool`."""
     from .service import Lab
-    from .stores import make_store
+    from .stores import DirectoryStore, RedisStore, make_store
 
     lab = Lab.from_settings(settings)
-    lab.pool.shutdown()  # the default thread pool, never used
-    lab.store = make_store(settings)
-    lab.pool = make_pool(lab.store, settings)
+    if not isinstance(lab.store, (DirectoryStore, RedisStore)):  # a Lab that does not build them itself
+        lab.pool.shutdown()
+        lab.store = make_store(settings)
+        lab.pool = make_pool(lab.store, settings)
     return lab
-
