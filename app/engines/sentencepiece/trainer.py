@@ -280,21 +280,22 @@ class SentencePieceTrainerState:
         self.steps: list[MergeStep] = []
         self.stop_reason: str | None = None
 
-        counts: dict[Pair, int] = {}
-        # pair -> words that hold or held it (appended, so stale or repeated entries are skipped when met)
+        # pair -> words that hold or held it (appended, so stale or repeated entries are skipped when met);
+        # one entry per occurrence, so a pair's count is the sum of its entries' word frequencies
         where: dict[Pair, list[int]] = {}
-        check = bool(self.unknown_chars)  # base pieces are single characters, so only unknowns can be invalid
-        get, wget = counts.get, where.get
-        for w, (ids, f) in enumerate(zip(self.words, self.freqs)):
+        wget = where.get
+        for w, ids in enumerate(self.words):
             for p in zip(ids, ids[1:]):
-                if check and (p[0] < 0 or p[1] < 0):
-                    continue
-                counts[p] = get(p, 0) + f
                 s = wget(p)
                 if s is None:
                     where[p] = [w]
                 else:
                     s.append(w)
+        if self.unknown_chars:  # base pieces are single characters, so only unknown characters make bad pairs
+            for p in [p for p in where if p[0] < 0 or p[1] < 0]:
+                del where[p]
+        freq = self.freqs.__getitem__
+        counts: dict[Pair, int] = {p: sum(map(freq, ws)) for p, ws in where.items()}
         self.counts = counts
         self.where = where
         self.buckets: dict[int, set[Pair]] = {}
