@@ -25,7 +25,7 @@ INF = float("inf")
 LONG_PIECE = 16
 #: Pre-tokens longer than this many characters are not cached.
 CACHE_PIECE_CHARS = 256
-CACHE_LIMIT = 200_000
+CACHE_LIMIT = 65_536  # entries per tokenizer (~10 MB); cleared when full
 #: The trace is for one short text (the lab's "encode a new word" view).
 TRACE_LIMIT_BYTES = 20_000
 
