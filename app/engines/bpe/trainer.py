@@ -160,8 +160,7 @@ class BPETrainerState:
         self._words: list[str] = []  # one character per id: chr(id)
         self.freqs: list[int] = []
         counts: Counter[Pair] = Counter()
-        where: dict[Pair, set[int]] = {}
-        where_get = where.get
+        where: defaultdict[Pair, set[int]] = defaultdict(set)
         n_tokens = 0
         vocab_keys = self.vocab.keys()
         for w, (ids, freq) in enumerate(words):
@@ -184,11 +183,7 @@ class BPETrainerState:
                 for p, c in Counter(pairs).items():
                     counts[p] += c * freq
             for p in set(pairs):
-                s = where_get(p)
-                if s is None:
-                    where[p] = {w}
-                else:
-                    s.add(w)
+                where[p].add(w)
         counts = dict(counts)
         self.counts = counts
         self.where = where
@@ -354,7 +349,6 @@ class BPETrainerState:
         words, freqs, where, version = self._words, self.freqs, self.where, self._version
         delta: defaultdict[Pair, int] = defaultdict(int)
         replaced = 0
-        where_get = where.get
         for w in where.pop(pair, ()):
             t = words[w]
             i = t.find(ab)
@@ -366,27 +360,18 @@ class BPETrainerState:
                 words[w] = t[:i] + x + t[i + 2 :]
                 version[w] += 1
                 replaced += f
-                delta[pair] -= f
                 if i:
                     left = ord(t[i - 1])
                     delta[(left, a)] -= f
                     p = (left, X)
                     delta[p] += f
-                    s = where_get(p)
-                    if s is None:
-                        where[p] = {w}
-                    else:
-                        s.add(w)
+                    where[p].add(w)
                 if i + 2 < len(t):
                     right = ord(t[i + 2])
                     delta[(b, right)] -= f
                     p = (X, right)
                     delta[p] += f
-                    s = where_get(p)
-                    if s is None:
-                        where[p] = {w}
-                    else:
-                        s.add(w)
+                    where[p].add(w)
                 continue
             found = [i, j]
             find = t.find
@@ -400,7 +385,6 @@ class BPETrainerState:
             version[w] += 1
             n_found = len(found)
             replaced += f * n_found
-            delta[pair] -= f * n_found
             m = len(out)
             for shift, i in enumerate(found):
                 k = i - shift  # position of X in the new word
@@ -411,11 +395,7 @@ class BPETrainerState:
                         delta[(left, a)] -= f
                     p = (left, X)
                     delta[p] += f
-                    s = where_get(p)
-                    if s is None:
-                        where[p] = {w}
-                    else:
-                        s.add(w)
+                    where[p].add(w)
                 if k + 1 < m:
                     right_c = out[k + 1]
                     if right_c != x:
@@ -423,13 +403,10 @@ class BPETrainerState:
                         delta[(b, right)] -= f
                         p = (X, right)
                         delta[p] += f
-                        s = where_get(p)
-                        if s is None:
-                            where[p] = {w}
-                        else:
-                            s.add(w)
+                        where[p].add(w)
                     else:  # the old pair between two occurrences; (X, X) is added by the next one
                         delta[(b, a)] -= f
+        delta[pair] -= replaced
         counts, buckets, key_cache = self.counts, self.buckets, self._key_cache
         for p, d in delta.items():
             if not d:
