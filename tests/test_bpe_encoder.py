@@ -45,11 +45,27 @@ def test_ids_equal_tiktoken_on_varied_texts(pair, label):
     assert native.decode(native.encode(text)) == text
 
 
+def _mixed_text(n_chars: int) -> str:
+    """Every sample (prose, code, Japanese, Korean, emoji, whitespace runs...) shuffled line by line."""
+    import random
+
+    lines = [ln + "\n" for text in list(ALL.values()) + list(EXTRA.values()) for ln in text.splitlines()]
+    rng = random.Random(3)
+    out: list[str] = []
+    size = 0
+    while size < n_chars:
+        line = rng.choice(lines)
+        out.append(line)
+        size += len(line)
+    return "".join(out)
+
+
 @pytest.mark.slow
 def test_ids_equal_tiktoken_on_large_texts(pair):
     native, ref = pair
-    for text in (english_text(400_000), japanese_text(200_000)):
+    for text in (english_text(400_000), japanese_text(200_000), _mixed_text(300_000)):
         assert native.encode(text) == ref.encode(text)
+        assert native.encode(text, allow_special=True) == ref.encode(text, allow_special=True)
 
 
 @pytest.mark.slow
