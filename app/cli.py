@@ -97,7 +97,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     model, result = BPETokenizer.train(
         corpus, args.vocab_size, args.pattern, args.special, args.tie_break,
-        top_k=args.top_k, max_vocab_size=args.max_vocab_size, progress=progress,
+        top_k=args.top_k, max_ties=args.max_ties, max_vocab_size=args.max_vocab_size, progress=progress,
     )
     model.save(args.out)
     if args.trace:
@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="model file (Tokenplay BPE JSON)")
     p.add_argument("--trace", default=None, help="write every merge step as JSON here")
     p.add_argument("--top-k", type=int, default=0, help="record the k most frequent pairs before each merge")
+    p.add_argument("--max-ties", type=int, default=None, help="keep at most N tied pairs per step in the trace")
     p.add_argument("--max-vocab-size", type=int, default=100_000)
     p.add_argument("--export-tiktoken", default=None, metavar="PATH", help="also write a .tiktoken file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -49,7 +49,7 @@ def merge_chunks(chunks: list[list[int]], pair: Pair, new_id: int) -> int:
     return replaced
 
 
-def reference_step(chunks, vocab, new_id, tie_break="first", top_k=0) -> MergeStep | None:
+def reference_step(chunks, vocab, new_id, tie_break="first", top_k=0, max_ties=None) -> MergeStep | None:
     """One full recount-and-merge step on ``chunks`` (changed in place), or ``None`` if no pair occurs twice."""
     stats = count_pairs(chunks)
     if not stats or max(stats.values()) < 2:
@@ -58,6 +58,8 @@ def reference_step(chunks, vocab, new_id, tie_break="first", top_k=0) -> MergeSt
     pair = ranked[0]
     count = stats[pair]
     ties = [p for p in ranked[1:] if stats[p] == count]
+    if max_ties is not None:
+        ties = ties[:max_ties]
     top = [(p, stats[p]) for p in ranked[:top_k]]
     replaced = merge_chunks(chunks, pair, new_id)
     vocab[new_id] = vocab[pair[0]] + vocab[pair[1]]
@@ -84,6 +86,7 @@ def reference_train(
     special_tokens=(),
     tie_break: str = "first",
     top_k: int = 0,
+    max_ties: int | None = None,
 ) -> TrainResult:
     chunks = [list(c.encode("utf-8")) for c in pretokenize(text, pattern_regex(pattern), special_tokens)]
     vocab = {i: bytes([i]) for i in range(256)}
@@ -91,7 +94,7 @@ def reference_train(
     initial = sum(len(c) for c in chunks)
     stop = "vocab_size reached"
     for new_id in range(256, vocab_size):
-        step = reference_step(chunks, vocab, new_id, tie_break, top_k)
+        step = reference_step(chunks, vocab, new_id, tie_break, top_k, max_ties)
         if step is None:
             stop = "no pair occurs twice"
             break

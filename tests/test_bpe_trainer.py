@@ -206,11 +206,17 @@ corpora = st.lists(st.sampled_from(ALPHABET), max_size=60).map("".join)
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 @pytest.mark.parametrize("pattern", PATTERNS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=corpora, extra=st.integers(0, 60), top_k=st.sampled_from([0, 3]), specials=st.booleans())
-def test_fast_trainer_equals_reference(pattern, tie_break, text, extra, top_k, specials):
+@given(
+    text=corpora,
+    extra=st.integers(0, 60),
+    top_k=st.sampled_from([0, 3]),
+    specials=st.booleans(),
+    max_ties=st.sampled_from([None, None, 0, 2]),
+)
+def test_fast_trainer_equals_reference(pattern, tie_break, text, extra, top_k, specials, max_ties):
     special_tokens = ["<|endoftext|>"] if specials else []
-    fast = train(text, 256 + extra, pattern, special_tokens, tie_break, top_k=top_k)
-    ref = reference_train(text, 256 + extra, pattern, special_tokens, tie_break, top_k=top_k)
+    fast = train(text, 256 + extra, pattern, special_tokens, tie_break, top_k=top_k, max_ties=max_ties)
+    ref = reference_train(text, 256 + extra, pattern, special_tokens, tie_break, top_k=top_k, max_ties=max_ties)
     assert fast.merges == ref.merges
     for got, want in zip(fast.steps, ref.steps):
         assert got == want

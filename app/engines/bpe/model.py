@@ -216,13 +216,14 @@ class BPETokenizer(RankTokenizer):
         tie_break: str = "first",
         *,
         top_k: int = 0,
+        max_ties: int | None = None,
         max_vocab_size: int = MAX_VOCAB_SIZE,
         progress: ProgressFn | None = None,
         name: str = "",
     ) -> tuple["BPETokenizer", TrainResult]:
         """Train on ``text`` and return the model with the full step records."""
         specials = list(dict.fromkeys(special_tokens))
-        result = train(text, vocab_size, pattern, specials, tie_break, top_k=top_k,
+        result = train(text, vocab_size, pattern, specials, tie_break, top_k=top_k, max_ties=max_ties,
                        max_vocab_size=max_vocab_size, progress=progress)
         training = {
             "tie_break": tie_break,

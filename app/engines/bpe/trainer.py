@@ -257,6 +257,12 @@ class BPETrainerState:
                 pairs.sort(key=key)
         return pairs
 
+    def _first_ranked(self, pairs, limit: int | None) -> list[Pair]:
+        """The first ``limit + 1`` of ``pairs`` in tie-break order (all of them when ``limit`` is None)."""
+        if limit is None or len(pairs) <= limit + 1:
+            return self._ranked(pairs)
+        return heapq.nsmallest(limit + 1, pairs, key=self.tie_key)
+
     def _top_count(self) -> int:
         c, buckets = self.max_count, self.buckets
         while c > 0 and not buckets.get(c):
@@ -293,13 +299,17 @@ class BPETrainerState:
         return out
 
     # -- one merge ---------------------------------------------------------------------------------------
-    def step(self, force_pair: Pair | None = None, *, top_k: int = 0) -> MergeStep:
-        """Merge the winning pair (or ``force_pair``) everywhere and return the step's record."""
+    def step(self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None) -> MergeStep:
+        """Merge the winning pair (or ``force_pair``) everywhere and return the step's record.
+
+        ``top_k`` > 0 records the k most frequent pairs before the merge; ``max_ties`` keeps only the first
+        ties (in tie-break order) in the record, which bounds memory on large corpora (default: all).
+        """
         if force_pair is None:
             count = self._top_count()
             if count < 2:
                 raise BPETrainingError("no pair occurs twice; training is complete (pass force_pair to merge anyway)")
-            tied = self._ranked(self.buckets[count])
+            tied = self._first_ranked(self.buckets[count], max_ties)
             pair, ties = tied[0], tied[1:]
         else:
             pair = (int(force_pair[0]), int(force_pair[1]))
@@ -308,7 +318,10 @@ class BPETrainerState:
                 raise BPETrainingError(
                     f"pair {pair} does not occur in the corpus now; pick one from current_top_pairs()"
                 )
-            ties = [p for p in self._ranked(self.buckets[count]) if p != pair]
+            others = [p for p in self.buckets[count] if p != pair]
+            ties = self._first_ranked(others, max_ties) if others else []
+            if max_ties is not None:
+                ties = ties[:max_ties]
         top = self.current_top_pairs(top_k) if top_k > 0 else []
         new_id = self.next_id
         if new_id > MAX_ID:
@@ -444,12 +457,19 @@ class BPETrainerState:
 ProgressFn = Callable[[int, int, MergeStep], None]
 
 
-def run(state: BPETrainerState, n_merges: int, *, top_k: int = 0, progress: ProgressFn | None = None) -> TrainResult:
+def run(
+    state: BPETrainerState,
+    n_merges: int,
+    *,
+    top_k: int = 0,
+    max_ties: int | None = None,
+    progress: ProgressFn | None = None,
+) -> TrainResult:
     """Step ``state`` until it has ``n_merges`` merges or no pair occurs twice."""
     while len(state.merges) < n_merges:
         if state.done:
             return state.result(STOP_NO_PAIR)
-        record = state.step(top_k=top_k)
+        record = state.step(top_k=top_k, max_ties=max_ties)
         if progress is not None:
             progress(record.step, n_merges, record)
     return state.result(STOP_VOCAB_SIZE)
@@ -463,18 +483,21 @@ def train(
     tie_break: str = "first",
     *,
     top_k: int = 0,
+    max_ties: int | None = None,
     max_vocab_size: int = MAX_VOCAB_SIZE,
     progress: ProgressFn | None = None,
 ) -> TrainResult:
     """Train byte-level BPE on ``text`` up to ``vocab_size`` (256 bytes + merges; special tokens come after).
 
     ``pattern`` is ``none``, ``gpt2``, ``gpt4`` or ``o200k``; special-token text is cut out of the corpus so
-    no merge learns it. ``top_k`` > 0 records the k most frequent pairs before each merge. ``progress`` is
-    called after each merge with ``(step, total_merges, record)``.
+    no merge learns it. ``top_k`` > 0 records the k most frequent pairs before each merge; ``max_ties`` keeps
+    only that many ties per record (all by default: on corpora of many MB the tie lists of late, low-count
+    steps hold hundreds of pairs each). ``progress`` is called after each merge with
+    ``(step, total_merges, record)``.
     """
     n_merges = check_vocab_size(vocab_size, 256, max_vocab_size)
     state = BPETrainerState.from_text(text, pattern, special_tokens=special_tokens, tie_break=tie_break)
-    return run(state, n_merges, top_k=top_k, progress=progress)
+    return run(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress)
 
 
 def train_words(
@@ -484,10 +507,11 @@ def train_words(
     tie_break: str = "first",
     *,
     top_k: int = 0,
+    max_ties: int | None = None,
     max_vocab_size: int = MAX_VOCAB_SIZE,
     progress: ProgressFn | None = None,
 ) -> TrainResult:
     """Train on words given as id sequences with counts over ``base_vocab`` (e.g. one id per character)."""
     n_merges = check_vocab_size(vocab_size, len(base_vocab), max_vocab_size)
     state = BPETrainerState(words, base_vocab, tie_break=tie_break)
-    return run(state, n_merges, top_k=top_k, progress=progress)
+    return run(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress)
