@@ -65,15 +65,20 @@ def work_train_ours(kind: str, size: int, vocab: int, repeat: int) -> dict:
         trace = json.dumps(result.to_dict())
         t2 = clock()
         best, best_json = min(best, t1 - t0), min(best_json, t2 - t1)
-    return {"seconds": best, "json_seconds": best_json, "peak_mb": _peak_mb(), "merges": len(result.merges),
-            "trace_mb": len(trace) / 1e6, "ties": sum(len(s.ties) for s in result.steps)}
+    return {
+        "seconds": best,
+        "json_seconds": best_json,
+        "peak_mb": _peak_mb(),
+        "merges": len(result.merges),
+        "trace_mb": len(trace) / 1e6,
+        "ties": sum(len(s.ties) for s in result.steps),
+    }
 
 
 def work_train_hf(kind: str, size: int, vocab: int, repeat: int) -> dict:
     os.environ["RAYON_NUM_THREADS"] = "1"
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
     from app.engines.openai import CL100K_PATTERN
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     text = _corpus(kind, size)
     best = float("inf")
@@ -182,28 +187,60 @@ def main() -> None:
         ref = run_worker("train_reference", kind, size, vocab, 1)
         task = f"train {label[kind]} {size // 1000} kB -> {vocab}, gpt4"
         mem = f"{ours['peak_mb']:.0f} / {hf['peak_mb']:.0f}"
-        rows.append((f"{task}, step records vs HF BpeTrainer (1 thread)", ours["seconds"], hf["seconds"],
-                     f"{ours['seconds'] / hf['seconds']:.2f}x", f"<= {target_hf[kind]}x", mem))
+        rows.append(
+            (
+                f"{task}, step records vs HF BpeTrainer (1 thread)",
+                ours["seconds"],
+                hf["seconds"],
+                f"{ours['seconds'] / hf['seconds']:.2f}x",
+                f"<= {target_hf[kind]}x",
+                mem,
+            )
+        )
         with_json = ours["seconds"] + ours["json_seconds"]
-        rows.append((f"{task}, step records + trace JSON ({ours['trace_mb']:.1f} MB) vs HF BpeTrainer", with_json,
-                     hf["seconds"], f"{with_json / hf['seconds']:.2f}x", f"<= {target_hf[kind]}x", mem))
-        rows.append((f"{task} vs recount-everything reference (est.)", ours["seconds"], ref["seconds"],
-                     f"{ref['seconds'] / ours['seconds']:.0f}x faster", ">= 200x faster",
-                     f"{ours['peak_mb']:.0f} / {ref['peak_mb']:.0f}"))
+        rows.append(
+            (
+                f"{task}, step records + trace JSON ({ours['trace_mb']:.1f} MB) vs HF BpeTrainer",
+                with_json,
+                hf["seconds"],
+                f"{with_json / hf['seconds']:.2f}x",
+                f"<= {target_hf[kind]}x",
+                mem,
+            )
+        )
+        rows.append(
+            (
+                f"{task} vs recount-everything reference (est.)",
+                ours["seconds"],
+                ref["seconds"],
+                f"{ref['seconds'] / ours['seconds']:.0f}x faster",
+                ">= 200x faster",
+                f"{ours['peak_mb']:.0f} / {ref['peak_mb']:.0f}",
+            )
+        )
     for kind in ("en", "ja"):
         ours = run_worker("encode", kind, size, "ours", repeat)
         tt = run_worker("encode", kind, size, "tiktoken", max(repeat, 3))
         for mode in ("cold", "warm"):
-            rows.append((f"encode {label[kind]} {size // 1000} kB, cl100k_base, {mode} vs tiktoken (ids equal)",
-                         ours[mode], tt["warm"], f"{ours[mode] / tt['warm']:.2f}x", "<= 2x",
-                         f"{ours['peak_mb']:.0f} / {tt['peak_mb']:.0f}"))
+            rows.append(
+                (
+                    f"encode {label[kind]} {size // 1000} kB, cl100k_base, {mode} vs tiktoken (ids equal)",
+                    ours[mode],
+                    tt["warm"],
+                    f"{ours[mode] / tt['warm']:.2f}x",
+                    "<= 2x",
+                    f"{ours['peak_mb']:.0f} / {tt['peak_mb']:.0f}",
+                )
+            )
     print("| task | ours (s) | peer (s) | ratio | target | peak MB (ours / peer) |")
     print("|---|---:|---:|---:|---|---:|")
     for task, a, b, ratio, target, mem in rows:
         print(f"| {task} | {a:.3f} | {b:.3f} | {ratio} | {target} | {mem} |")
-    print(f"\nPython {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; CPU "
-          f"seconds, best of {repeat}; peak MB is the max RSS of the measuring process (corpus and interpreter "
-          "included). Ratio: ours / peer, except the reference rows (reference / ours).")
+    print(
+        f"\nPython {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; CPU "
+        f"seconds, best of {repeat}; peak MB is the max RSS of the measuring process (corpus and interpreter "
+        "included). Ratio: ours / peer, except the reference rows (reference / ours)."
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import platform
 import sys
 import time
@@ -24,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.engines.bpe.model import BPETokenizer  # noqa: E402
-from app.engines.bpe.sample_text import english_text, japanese_text  # noqa: E402
+from app.engines.bpe.model import BPETokenizer
+from app.engines.bpe.sample_text import english_text, japanese_text
 
 OUT_DIR = ROOT / "tokenizers" / "custom-bpe"
 CORPUS = OUT_DIR / "corpus.txt"
@@ -60,8 +59,10 @@ def train_model(corpus: str) -> BPETokenizer:
             "built_by": "scripts/train_custom_bpe.py",
         }
     )
-    print(f"trained {len(result.merges)} merges in {time.perf_counter() - started:.1f}s ({result.stop_reason})",
-          file=sys.stderr)
+    print(
+        f"trained {len(result.merges)} merges in {time.perf_counter() - started:.1f}s ({result.stop_reason})",
+        file=sys.stderr,
+    )
     return model
 
 
@@ -73,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     if args.build_corpus:
         if platform.python_version() != BUILT_WITH:
-            print(f"note: the committed corpus was built with Python {BUILT_WITH}; this is "
-                  f"{platform.python_version()}, so the English part may differ", file=sys.stderr)
+            print(
+                f"note: the committed corpus was built with Python {BUILT_WITH}; this is "
+                f"{platform.python_version()}, so the English part may differ",
+                file=sys.stderr,
+            )
         CORPUS.write_text(build_corpus(), encoding="utf-8")
     corpus = CORPUS.read_text(encoding="utf-8")
     text = train_model(corpus).to_json()

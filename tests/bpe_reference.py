@@ -9,6 +9,8 @@ shares nothing with ``app.engines.bpe.trainer`` except the pre-tokenizer and the
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from app.engines.bpe.patterns import pattern_regex, pretokenize
 from app.engines.steps import MergeStep, TrainResult
 
@@ -19,7 +21,7 @@ def count_pairs(chunks: list[list[int]]) -> dict[Pair, int]:
     """Every adjacent pair's count, in the order pairs are first met."""
     stats: dict[Pair, int] = {}
     for ids in chunks:
-        for pair in zip(ids, ids[1:]):
+        for pair in pairwise(ids):
             stats[pair] = stats.get(pair, 0) + 1
     return stats
 

@@ -12,11 +12,28 @@ def test_train_writes_model_trace_and_tiktoken(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("aaabdaaabac " * 20 + "<|endoftext|>hello hello", encoding="utf-8")
     out, trace, tk = tmp_path / "m.json", tmp_path / "trace.json", tmp_path / "m.tiktoken"
-    code = main([
-        "train", str(corpus), "--vocab-size", "266", "--pattern", "gpt2", "--tie-break", "lexical",
-        "--special", "<|endoftext|>", "--out", str(out), "--trace", str(trace), "--export-tiktoken", str(tk),
-        "--top-k", "2",
-    ])
+    code = main(
+        [
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "266",
+            "--pattern",
+            "gpt2",
+            "--tie-break",
+            "lexical",
+            "--special",
+            "<|endoftext|>",
+            "--out",
+            str(out),
+            "--trace",
+            str(trace),
+            "--export-tiktoken",
+            str(tk),
+            "--top-k",
+            "2",
+        ]
+    )
     assert code == 0
     model = BPETokenizer.load(out)
     assert len(model.merges) == 10 and model.special_tokens == {"<|endoftext|>": 266}

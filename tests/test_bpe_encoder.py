@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from samples import ALL
 
-from app.engines.bpe.encoder import encode_trace, merge_long, merge_short
+from app.engines import registry
+from app.engines.bpe.encoder import merge_long, merge_short
 from app.engines.bpe.model import BPETokenizer, NativeOpenAITokenizer
 from app.engines.bpe.patterns import PATTERNS, Splitter, compiled
 from app.engines.bpe.sample_text import english_text, japanese_text
-from app.engines import registry
 from app.engines.openai import ENCODINGS, TiktokenTokenizer
 
 NAMES = list(ENCODINGS)
@@ -79,7 +79,14 @@ def test_long_run_of_one_letter_is_not_quadratic(pair):
     assert elapsed < 20  # quadratic would be ~10^10 steps; n log n is well under a second
 
 
-ALPHABET = list("aZk sS'tdlLvVrReEmM09 \t\n\r\x0b\x0c\x1c\x85\u00a0é日本ſK/.,!?-ー") + ["  ", "\n\n", "'s", "'LL", "👍", "\u3000"]
+ALPHABET = list("aZk sS'tdlLvVrReEmM09 \t\n\r\x0b\x0c\x1c\x85\u00a0é日本ſK/.,!?-ー") + [
+    "  ",
+    "\n\n",
+    "'s",
+    "'LL",
+    "👍",
+    "\u3000",
+]
 texts = st.lists(st.sampled_from(ALPHABET), max_size=80).map("".join)
 
 
@@ -102,14 +109,16 @@ def test_native_equals_tiktoken_on_random_text(text):
         assert NativeOpenAITokenizer.cached(name).encode(text) == registry.get(name).encode(text)
 
 
-ranks_tables = st.dictionaries(
-    st.binary(min_size=2, max_size=4), st.integers(256, 400), max_size=40
-).map(lambda extra: {bytes([i]): i for i in range(256)} | extra)
+ranks_tables = st.dictionaries(st.binary(min_size=2, max_size=4), st.integers(256, 400), max_size=40).map(
+    lambda extra: {bytes([i]): i for i in range(256)} | extra
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(piece=st.lists(st.sampled_from([b"a", b"b", b"ab", b"\xe3\x81"]), min_size=1, max_size=60).map(b"".join),
-       ranks=ranks_tables)
+@given(
+    piece=st.lists(st.sampled_from([b"a", b"b", b"ab", b"\xe3\x81"]), min_size=1, max_size=60).map(b"".join),
+    ranks=ranks_tables,
+)
 def test_heap_merge_equals_list_merge(piece, ranks):
     ranks = dict(ranks)
     for i, extra in enumerate([b"aa", b"ab", b"ba", b"aaa", b"aba", b"bab", b"abab"]):

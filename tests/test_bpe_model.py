@@ -110,7 +110,9 @@ def test_guarded_encode_refuses_and_names_the_argument(model):
     assert model.encode_guarded(text, allowed_special={EOT}) == model.encode(text, allow_special=True)
     assert model.encode_guarded(text, allowed_special="all") == model.encode(text, allow_special=True)
     assert model.encode_guarded(text, disallowed_special=()) == model.encode_ordinary(text)
-    assert model.encode_guarded("<|pad|>", allowed_special={EOT}, disallowed_special=()) == model.encode_ordinary("<|pad|>")
+    assert model.encode_guarded("<|pad|>", allowed_special={EOT}, disallowed_special=()) == model.encode_ordinary(
+        "<|pad|>"
+    )
     with pytest.raises(SpecialTokenError, match="<|pad|>"):
         model.encode_guarded(f"{EOT}<|pad|>", allowed_special={EOT})
     with pytest.raises(SpecialTokenError, match="not a special token"):

@@ -3,7 +3,10 @@ recount-everything reference (``tests/bpe_reference.py``) on random corpora for 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
+from bpe_reference import reference_train
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +21,6 @@ from app.engines.bpe.trainer import (
 )
 from app.engines.errors import TokenplayError
 from app.engines.steps import MergeStep
-
-from bpe_reference import reference_train
 
 PATTERNS = ["none", "gpt2", "gpt4", "o200k"]
 TIE_BREAKS = ["first", "lexical"]
@@ -142,7 +143,7 @@ def test_top_pairs_are_recorded_in_winner_order():
 def _recount(state: BPETrainerState) -> dict:
     counts: dict = {}
     for ids, freq in zip(state.words, state.freqs):
-        for p in zip(ids, ids[1:]):
+        for p in pairwise(ids):
             counts[p] = counts.get(p, 0) + freq
     return counts
 
@@ -165,7 +166,9 @@ def test_manual_mode_force_pair_then_automatic_steps():
 
 
 @settings(max_examples=40, deadline=None)
-@given(text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join), choices=st.lists(st.integers(0, 5), max_size=8))
+@given(
+    text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join), choices=st.lists(st.integers(0, 5), max_size=8)
+)
 def test_manual_mode_keeps_counts_exact(text, choices):
     state = BPETrainerState.from_text(text, "gpt2")
     for choice in choices:
@@ -229,4 +232,6 @@ def test_fast_trainer_equals_reference_on_a_larger_corpus(tie_break):
 
     text = english_text(6000) + japanese_text(3000)
     for pattern in PATTERNS:
-        assert train(text, 330, pattern, tie_break=tie_break) == reference_train(text, 330, pattern, tie_break=tie_break)
+        assert train(text, 330, pattern, tie_break=tie_break) == reference_train(
+            text, 330, pattern, tie_break=tie_break
+        )

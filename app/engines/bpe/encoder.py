@@ -12,10 +12,10 @@ This module does not know about special-token policy beyond splitting on the all
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 from itertools import chain
-from typing import Collection, Mapping
 
 from ..errors import TokenplayError
 from .patterns import Splitter, compiled, special_splitter, split_specials

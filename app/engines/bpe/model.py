@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Collection, Iterable, Mapping, Sequence
 
 from ..base import Tokenizer, check_text
 from ..errors import SpecialTokenError, TokenplayError
@@ -52,8 +52,13 @@ class RankTokenizer(Tokenizer):
 
     family = "tokenplay-bpe"
 
-    def __init__(self, ranks: Mapping[bytes, int], pattern: str | None, special_tokens: Mapping[str, int],
-                 decoder: Mapping[int, bytes] | None = None):
+    def __init__(
+        self,
+        ranks: Mapping[bytes, int],
+        pattern: str | None,
+        special_tokens: Mapping[str, int],
+        decoder: Mapping[int, bytes] | None = None,
+    ):
         self._special = dict(special_tokens)
         self.encoder = RankEncoder(ranks, pattern, self._special)
         self._decoder = dict(decoder) if decoder is not None else {r: b for b, r in ranks.items()}
@@ -118,7 +123,7 @@ class RankTokenizer(Tokenizer):
         unknown = allowed - names
         if unknown:
             raise SpecialTokenError(
-                f"{sorted(unknown)[0]!r} is not a special token of {self.name or 'this tokenizer'}; "
+                f"{min(unknown)!r} is not a special token of {self.name or 'this tokenizer'}; "
                 f"its special tokens are: {', '.join(sorted(names)) or 'none'}"
             )
         disallowed = names - allowed if disallowed_special == "all" else set(disallowed_special)
@@ -156,7 +161,7 @@ class NativeOpenAITokenizer(RankTokenizer):
         self.description = f"{spec.description}; ranks run by Tokenplay's own BPE engine"
 
     @staticmethod
-    def cached(encoding: str) -> "NativeOpenAITokenizer":
+    def cached(encoding: str) -> NativeOpenAITokenizer:
         """One shared instance per encoding (building one reads the ranks and starts an empty cache)."""
         found = _NATIVE.get(encoding)
         if found is None:
@@ -220,11 +225,20 @@ class BPETokenizer(RankTokenizer):
         max_vocab_size: int = MAX_VOCAB_SIZE,
         progress: ProgressFn | None = None,
         name: str = "",
-    ) -> tuple["BPETokenizer", TrainResult]:
+    ) -> tuple[BPETokenizer, TrainResult]:
         """Train on ``text`` and return the model with the full step records."""
         specials = list(dict.fromkeys(special_tokens))
-        result = train(text, vocab_size, pattern, specials, tie_break, top_k=top_k, max_ties=max_ties,
-                       max_vocab_size=max_vocab_size, progress=progress)
+        result = train(
+            text,
+            vocab_size,
+            pattern,
+            specials,
+            tie_break,
+            top_k=top_k,
+            max_ties=max_ties,
+            max_vocab_size=max_vocab_size,
+            progress=progress,
+        )
         training = {
             "tie_break": tie_break,
             "vocab_size": vocab_size,
@@ -236,14 +250,15 @@ class BPETokenizer(RankTokenizer):
         return cls(result.merges, pattern, specials, name=name, training=training), result
 
     @classmethod
-    def from_train_result(cls, result: TrainResult, pattern: str = "gpt4",
-                          special_tokens: Iterable[str] = (), **kw) -> "BPETokenizer":
+    def from_train_result(
+        cls, result: TrainResult, pattern: str = "gpt4", special_tokens: Iterable[str] = (), **kw
+    ) -> BPETokenizer:
         return cls(result.merges, pattern, list(special_tokens), **kw)
 
     # -- saving ------------------------------------------------------------------------------------------
     def to_json(self) -> str:
         """The saved form: one field per line, the training facts on one line, then one merge per line."""
-        dump = lambda obj: json.dumps(obj, ensure_ascii=False)  # noqa: E731
+        dump = lambda obj: json.dumps(obj, ensure_ascii=False)
         head = [
             f' "format": {dump(FORMAT)}',
             f' "version": {VERSION}',
@@ -262,31 +277,32 @@ class BPETokenizer(RankTokenizer):
         return path
 
     @classmethod
-    def from_json(cls, data: str | dict, *, name: str = "") -> "BPETokenizer":
+    def from_json(cls, data: str | dict, *, name: str = "") -> BPETokenizer:
         try:
             obj = json.loads(data) if isinstance(data, str) else data
         except json.JSONDecodeError as exc:
             raise BPEModelError(f"not a Tokenplay BPE model (invalid JSON: {exc})") from None
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-            raise BPEModelError(f"not a Tokenplay BPE model: expected \"format\": \"{FORMAT}\"")
+            raise BPEModelError(f'not a Tokenplay BPE model: expected "format": "{FORMAT}"')
         if obj.get("version") != VERSION:
             raise BPEModelError(f"model format version {obj.get('version')!r} is not supported (expected {VERSION})")
         merges = obj.get("merges")
         if not isinstance(merges, list) or not all(isinstance(m, list) and len(m) == 2 for m in merges):
-            raise BPEModelError("\"merges\" must be a list of [left id, right id] pairs")
+            raise BPEModelError('"merges" must be a list of [left id, right id] pairs')
         pattern = obj.get("pattern", "gpt4")
         if pattern == "custom":
             pattern = obj.get("pattern_regex")
             if not isinstance(pattern, str):
-                raise BPEModelError("a custom pattern needs its \"pattern_regex\"")
+                raise BPEModelError('a custom pattern needs its "pattern_regex"')
         try:
-            return cls(merges, pattern, dict(obj.get("special_tokens") or {}), name=name,
-                       training=obj.get("training") or {})
+            return cls(
+                merges, pattern, dict(obj.get("special_tokens") or {}), name=name, training=obj.get("training") or {}
+            )
         except TokenplayError as exc:
             raise BPEModelError(f"invalid model: {exc}") from None
 
     @classmethod
-    def load(cls, path: str | Path, *, name: str = "") -> "BPETokenizer":
+    def load(cls, path: str | Path, *, name: str = "") -> BPETokenizer:
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")

@@ -8,8 +8,8 @@ text whole (raw bytes, as in the classic lecture code). The pattern strings are 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 import regex
 

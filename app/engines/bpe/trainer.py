@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 
 from ..base import check_text
 from ..errors import TokenplayError
@@ -96,7 +97,9 @@ def vocab_from_merges(merges: Sequence[Pair], base: Mapping[int, bytes] = BYTE_V
     return vocab
 
 
-def words_from_text(text: str, pattern: str = "gpt4", special_tokens: Iterable[str] = ()) -> list[tuple[list[int], int]]:
+def words_from_text(
+    text: str, pattern: str = "gpt4", special_tokens: Iterable[str] = ()
+) -> list[tuple[list[int], int]]:
     """Distinct pre-tokens as byte-id lists with counts, in first-seen order.
 
     >>> words_from_text("ab ab", "gpt2")
@@ -176,7 +179,7 @@ class BPETrainerState:
                 self._words.append("".join(map(chr, ids)))
             self.freqs.append(freq)
             n_tokens += len(ids) * freq
-            pairs = list(zip(ids, ids[1:]))
+            pairs = list(pairwise(ids))
             if freq == 1:
                 counts.update(pairs)
             else:
@@ -199,7 +202,7 @@ class BPETrainerState:
     @classmethod
     def from_text(
         cls, text: str, pattern: str = "gpt4", *, special_tokens: Iterable[str] = (), tie_break: str = "first"
-    ) -> "BPETrainerState":
+    ) -> BPETrainerState:
         """A byte-level run on ``text`` cut by the named pre-tokenizer (special-token text left out)."""
         return cls(words_from_text(text, pattern, special_tokens), BYTE_VOCAB, tie_break=tie_break)
 
@@ -293,7 +296,9 @@ class BPETrainerState:
             bucket = self.buckets.get(c)
             if bucket:
                 need = k - len(out)
-                chosen = self._ranked(bucket) if len(bucket) <= need else heapq.nsmallest(need, bucket, key=self.tie_key)
+                chosen = (
+                    self._ranked(bucket) if len(bucket) <= need else heapq.nsmallest(need, bucket, key=self.tie_key)
+                )
                 out.extend((p, c) for p in chosen)
             c -= 1
         return out
@@ -435,8 +440,7 @@ class BPETrainerState:
                     buckets[new] = {p}
                 else:
                     bucket.add(p)
-                if new > self.max_count:
-                    self.max_count = new
+                self.max_count = max(self.max_count, new)
             else:
                 counts.pop(p, None)
                 where.pop(p, None)
