@@ -13,7 +13,7 @@ from functools import cache
 
 import tiktoken
 
-from .base import Tokenizer
+from .base import Tokenizer, check_text
 from .datafiles import verified_bytes
 
 ENDOFTEXT = "<|endoftext|>"
@@ -130,6 +130,7 @@ class TiktokenTokenizer(Tokenizer):
         return self.encoding.max_token_value + 1 != len(mergeable_ranks(self.name)) + len(self._spec.special_tokens)
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        check_text(text)  # tiktoken would silently turn a lone surrogate into U+FFFD
         if allow_special:
             return self.encoding.encode(text, allowed_special="all")
         return self.encoding.encode_ordinary(text)

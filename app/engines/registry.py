@@ -99,15 +99,21 @@ def get(name: str) -> Tokenizer:
 
 
 _builtins_loaded = False
+_BUILTINS_LOCK = threading.Lock()  # not _LOCK: registering the built-ins takes _LOCK itself
 
 
 def _ensure_builtins() -> None:
-    """Register the shipped tokenizers once (imports are local so that importing this module stays cheap)."""
+    """Register the shipped tokenizers once (imports are local so that importing this module stays cheap).
+
+    The flag is set only after every built-in is registered, so a thread arriving meanwhile waits on the lock
+    instead of seeing a half-filled registry.
+    """
     global _builtins_loaded
     if _builtins_loaded:
         return
-    with _LOCK:
+    with _BUILTINS_LOCK:
         if _builtins_loaded:
             return
+        from . import builtin  # noqa: F401  (registers on import)
+
         _builtins_loaded = True
-    from . import builtin  # noqa: F401  (registers on import)

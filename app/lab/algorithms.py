@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from app.engines.base import check_text
 from app.engines.bpe.patterns import compiled, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState, BPETrainingError
 from app.engines.errors import TokenplayError
@@ -259,6 +260,7 @@ def train(
     ``progress(done, total)`` is called after every merge; ``should_stop()`` returning true raises
     :class:`Cancelled`.
     """
+    check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
     if options.algorithm == "sentencepiece":
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.engines.base import check_text
+
 from .algorithms import LabOptionsError, Options
 from .jobs import Job, JobPool
 from .runs import Run, RunStore, new_id
@@ -40,9 +42,11 @@ class Lab:
         return lab
 
     def check_corpus(self, corpus: str) -> None:
-        """Raise :class:`LabOptionsError` for an empty corpus (size limits are checked at the HTTP boundary)."""
+        """Refuse an empty corpus or one with a lone surrogate before queueing it (size limits are checked at the
+        HTTP boundary)."""
         if not corpus.strip():
             raise LabOptionsError("the corpus is empty: paste some text or pick an example")
+        check_text(corpus)
 
     def start(self, corpus: str, options: Options, *, wait: float = 0.0) -> Run:
         """Queue a training run and return it (already done if it finished within ``wait`` seconds)."""
