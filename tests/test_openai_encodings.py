@@ -104,4 +104,4 @@ def test_data_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):
 def test_shipped_files_match_manifest():
     for rel in datafiles.manifest():
         assert isinstance(datafiles.verified_bytes(rel), bytes)
-        assert Path(datafiles.data_dir() / rel).stat().st_size > 100_000
+        assert Path(datafiles.data_dir() / rel).stat().st_size > 50_000

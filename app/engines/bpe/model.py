@@ -345,10 +345,10 @@ CUSTOM_BPE_DESCRIPTION = (
 
 
 def custom_bpe() -> BPETokenizer:
-    """The shipped ``custom-bpe`` model from ``tokenizers/custom-bpe/model.json``."""
-    from ..datafiles import data_dir
+    """The shipped ``custom-bpe`` model from ``tokenizers/custom-bpe/model.json``, checked against the manifest."""
+    from ..datafiles import verified_bytes
 
-    model = BPETokenizer.load(data_dir() / CUSTOM_BPE_FILE, name="custom-bpe")
+    model = BPETokenizer.from_json(verified_bytes(CUSTOM_BPE_FILE).decode("utf-8"), name="custom-bpe")
     model.label = "custom-bpe (trained by Tokenplay)"
     model.description = CUSTOM_BPE_DESCRIPTION
     return model
