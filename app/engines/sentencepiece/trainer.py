@@ -512,7 +512,7 @@ class SentencePieceTrainerState:
         delta: dict[Pair, int] = {}
         get = delta.get
         replaced = 0
-        for w in where.pop(pair, ()):
+        for w in set(where.pop(pair, ())):  # a word is listed once per occurrence; visit it once
             ids = words[w]
             ca = ids.count(a)
             if not ca:
@@ -550,10 +550,18 @@ class SentencePieceTrainerState:
                 versions[w] += 1
                 replaced += f
                 continue
-            i = 0
-            while i < last and not (ids[i] == a and ids[i + 1] == b):
-                i += 1
-            if i >= last:
+            # jump from one ``a`` to the next (C-level index); ``seen`` counts them, so no search runs dry
+            seen = 0
+            i = -1
+            j = 0
+            while seen < ca:
+                j = ids.index(a, j)
+                seen += 1
+                if j < last and ids[j + 1] == b:
+                    i = j
+                    break
+                j += 1
+            if i < 0:
                 continue
             new = ids[:i]
             start = i
@@ -572,11 +580,17 @@ class SentencePieceTrainerState:
                 new.append(X)
                 rep += 1
                 start = i + 2
-                nxt = start
-                while nxt < last and not (ids[nxt] == a and ids[nxt + 1] == b):
-                    nxt += 1
-                if nxt >= last:
-                    nxt = -1
+                if a == b:
+                    seen += 1  # the right half of this merge was an ``a`` too
+                nxt = -1
+                j = start
+                while seen < ca:
+                    j = ids.index(a, j)
+                    seen += 1
+                    if j < last and ids[j + 1] == b:
+                        nxt = j
+                        break
+                    j += 1
                 if start < n:
                     r = ids[start]
                     q = (b, r)
