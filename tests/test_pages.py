@@ -533,3 +533,16 @@ def test_window_view_clamps_an_offset_past_the_end():
     view = window_view(registry.get("gpt2"), "a b c d e f g", offset=99, limit=5)
     assert (view.start, view.stop, view.has_more) == (5, 7, False)
     assert [i.text for i in view.items] == [" f", " g"]
+
+
+def test_render_sentencepiece_shows_byte_fallback_count(client):
+    tok = registry.get("mistral-7b")
+    text = "Hello 안녕 🙂"
+    r = render(client, text, tokenizer="mistral-7b")
+    expected = sum(tok.id_to_piece(i).startswith("<0x") for i in tok.encode(text))
+    assert expected > 0
+    assert f'id="count-byte-fallback">{expected}<' in r.text
+    page = Page(r.text)
+    assert page.token_text == text
+    # Byte-level tokenizers have no such pieces and show no such count.
+    assert "count-byte-fallback" not in render(client, text, tokenizer="gpt2").text

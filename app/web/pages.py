@@ -86,7 +86,10 @@ def _result_context(request: Request, settings, tokenizer: str, text: str, speci
     tok = get_tokenizer(request, tokenizer)
     # Exact ids and counts for the whole text; Token records only for the window on screen.
     view = window_view(tok, text, offset=offset, limit=settings.render_tokens, allow_special=special)
-    return {"tokenizer": tok.name, "result": view.result, "view": view}
+    # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: count them (whole text).
+    count_fallback = getattr(tok, "count_byte_fallback", None)
+    byte_fallback = count_fallback(view.result.ids) if count_fallback else None
+    return {"tokenizer": tok.name, "result": view.result, "view": view, "byte_fallback": byte_fallback}
 
 
 def _playground(
@@ -109,6 +112,7 @@ def _playground(
         "offset": offset,
         "result": None,
         "view": None,
+        "byte_fallback": None,
         "error": None,
     }
     status = 200
@@ -226,6 +230,7 @@ def _decode(request: Request, settings, ids: str, tokenizer: str):
         "offset": 0,
         "result": None,
         "view": None,
+        "byte_fallback": None,
         "error": None,
         "ids_input": ids,
         "decoded": decoded,
