@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from app.engines.bpe.trainer import merge_ids
 from app.engines.result import escape_bytes
 
 from .algorithms import Encoder
@@ -253,7 +254,7 @@ class RunView:
             if best is None:
                 break
             rank, pair, new_id = best
-            words = [_merge(w, pair, new_id) for w in words]
+            words = [merge_ids(w, pair, new_id) for w in words]
             stages.append({"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(new_id), "words": snapshot()})
         final = [t for w in words for t in w]
         unknown = sum(1 for t in final if t < 0)
@@ -300,20 +301,6 @@ class RunView:
             if len(out) < limit:
                 out.append({"id": i, "text": t, "step": 0, "parts": []})
         return out, total
-
-
-def _merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    a, b = pair
-    out: list[int] = []
-    i, n = 0, len(ids)
-    while i < n:
-        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
 
 
 _VIEWS: OrderedDict[tuple[str, int], RunView] = OrderedDict()
