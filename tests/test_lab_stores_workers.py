@@ -252,9 +252,6 @@ def test_registry_first_use_is_safe_from_many_threads():
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr[-500:]
         failures += int(out.stdout.strip())
-    if failures:
-        pytest.xfail(
-            f"{failures} of 48 concurrent first calls raised UnknownTokenizerError: app/engines/registry.py "
-            "_ensure_builtins sets _builtins_loaded before `from . import builtin` has registered anything "
-            "(see the report for the fix); a restarted worker answers 404 to its first burst of requests"
-        )
+    assert failures == 0, (
+        f"{failures} of 48 concurrent first calls raised UnknownTokenizerError: a fresh worker answered 404"
+    )
