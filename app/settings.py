@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     lab_memory_bytes: int = Field(256 << 20, gt=0, description="estimated bytes of BPE lab runs kept in memory per process")
     lab_store_bytes: int = Field(2 << 30, gt=0, description="bytes of BPE lab runs kept in the run store (oldest go first)")
     lab_stale_after_seconds: float = Field(60.0, ge=1, description="a training without a heartbeat this long is reported as failed")
+    lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
     redis_url: str | None = Field(None, validation_alias=AliasChoices("REDIS_URL", "TOKENPLAY_REDIS_URL"), description="keep BPE lab runs in Redis")
 
     @field_validator("templates_dir", "static_dir")

@@ -277,3 +277,14 @@ def test_lab_tokenizers_in_the_registry_stay_bounded(tmp_path):
     for name in added:
         registry.unregister(name)
     assert len(added) <= settings.lab_max_runs, f"{len(added)} lab tokenizers registered and kept"
+
+
+def test_a_training_over_the_memory_limit_fails_cleanly(tmp_path):
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, memory_limit_mb=250)
+    try:
+        run = wait(pool, pool.submit(Job(Run(new_id(), slow_corpus(), Options(**BIG)), 8192)).run)
+        assert run.status == "error" and "memory" in run.error, (run.status, run.error)
+        ok = wait(pool, pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run)
+        assert ok.status == "done", "a fresh training process takes the next job"
+    finally:
+        pool.shutdown()

@@ -8,6 +8,8 @@ objects, so the lab can swap one for the other. Per job:
   (429 with ``Retry-After``);
 - a supervisor thread in the web process forks a child from a *forkserver* (safe in a threaded server, fast
   because the training modules are preloaded there), reads its progress from a pipe and updates the run;
+- each training process runs niced, with an address-space limit (``memory_limit_mb``: MemoryError, not an
+  exhausted machine);
 - cancellation: a message down the pipe stops the child within one merge; if it does not stop within a grace
   period, or the job passes ``time_limit`` seconds, the child is killed;
 - a run can be cancelled from any worker process: ``cancel`` of a job this process does not hold writes a
@@ -86,12 +88,12 @@ def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_t
     except TokenplayError as exc:
         conn.send(("error", str(exc)))
     except MemoryError:
-        conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges"))
+        conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges", "replace"))
     except Exception as exc:  # pragma: no cover - a bug; say what happened
         conn.send(("error", f"training failed: {type(exc).__name__}: {exc}"))
 
 
-def _worker_main(conn) -> None:
+def _worker_main(conn, memory_limit_mb: int = 0) -> None:
     """A worker process: train the jobs that come down the pipe, one at a time, until the pipe closes."""
     import app.lab.algorithms  # noqa: F401 - import once, before the first job
 
@@ -99,6 +101,14 @@ def _worker_main(conn) -> None:
         os.nice(NICE)
     except OSError:  # pragma: no cover
         pass
+    if memory_limit_mb > 0:  # a runaway training gets MemoryError here instead of the machine running out
+        import resource
+
+        limit = memory_limit_mb << 20
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError):  # pragma: no cover - e.g. a hard limit below ours
+            pass
     try:
         conn.send(("ready",))
         while True:
@@ -115,10 +125,10 @@ def _worker_main(conn) -> None:
 class _Worker:
     """One long-lived training process and the parent's end of its pipe."""
 
-    def __init__(self):
+    def __init__(self, memory_limit_mb: int = 0):
         ctx = _context()
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child,), name="lab-trainer", daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, memory_limit_mb), name="lab-trainer", daemon=True)
         self.proc.start()
         child.close()
         self.jobs = 0
@@ -157,8 +167,18 @@ class ProcessJobPool:
     #: A worker process is replaced after this many jobs (memory a large training leaves behind goes back).
     RECYCLE_AFTER = 20
 
-    def __init__(self, store, workers: int = 2, queue: int = 8, *, time_limit: float = 300.0, warm: bool = True):
+    def __init__(
+        self,
+        store,
+        workers: int = 2,
+        queue: int = 8,
+        *,
+        time_limit: float = 300.0,
+        memory_limit_mb: int = 2048,
+        warm: bool = True,
+    ):
         self.store = store
+        self.memory_limit_mb = memory_limit_mb
         self.workers = workers
         self.capacity = workers + queue
         self.time_limit = time_limit
@@ -185,7 +205,7 @@ class ProcessJobPool:
             self._idle.put(w)
 
     def _spawn(self) -> _Worker:
-        w = _Worker()
+        w = _Worker(self.memory_limit_mb)
         with self._lock:
             self._all = [x for x in self._all if x.alive()] + [w]
         return w
@@ -363,7 +383,7 @@ class ProcessJobPool:
                 run.error = f"the training process stopped unexpectedly (exit code {proc.exitcode}); train again"
                 return False
             run.status, run.error = "error", msg[1]
-            return True
+            return len(msg) < 3  # ("error", message, "replace"): the process is not fit for another job
 
 
 def make_pool(store, settings):
@@ -373,7 +393,13 @@ def make_pool(store, settings):
         from .jobs import JobPool
 
         return JobPool(store, workers, queue)
-    return ProcessJobPool(store, workers, queue, time_limit=getattr(settings, "lab_time_limit_seconds", 300.0))
+    return ProcessJobPool(
+        store,
+        workers,
+        queue,
+        time_limit=getattr(settings, "lab_time_limit_seconds", 300.0),
+        memory_limit_mb=getattr(settings, "lab_trainer_memory_mb", 2048),
+    )
 
 
 def make_lab(settings):
