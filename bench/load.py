@@ -4,7 +4,8 @@ Starts its own server (``uvicorn app.main:app`` on a free 127.0.0.1 port, ``--wo
 temporary directory) or uses ``--url`` (loopback addresses only). Bounded: ``--duration`` seconds (default 20)
 and at most ``--max-requests`` requests. Each typist types into a growing ~10 KB text and sends what the page
 sends, every 150–300 ms: the htmx fragment (``POST /render``, 4 in 5) or ``POST /api/tokenize`` (1 in 5). Each
-trainer trains a run through ``/api/train``, polls it, steps through some merges and starts again.
+trainer starts a run through ``/api/train``, polls its progress fragment as the page does, opens five steps
+(htmx) and starts again.
 
 ``--kill-worker-at S`` (own server with ``--workers`` >= 2) SIGKILLs one uvicorn worker process S seconds in;
 at the end every run seen finished is fetched again: "lost runs" must be 0.
@@ -221,18 +222,24 @@ class Load:
                 await asyncio.sleep(1)
                 continue
             run = json.loads(r[2])
+            # As the page does: poll the progress fragment (every 500 ms) until it answers with HX-Redirect.
+            done = run["status"] == "done"
             while run["status"] in ("queued", "running") and self.running():
                 await asyncio.sleep(0.5)
-                p = await self.call(client, "train GET /api/train/{id} (poll)", "GET", f"/api/train/{run['id']}")
-                if p is not None and p[0] == 200:
-                    run = json.loads(p[2])
-            if run["status"] != "done":
+                p = await self.call(client, "train GET /lab/runs/{id}/progress (htmx poll)", "GET",
+                                    f"/lab/runs/{run['id']}/progress", headers={"HX-Request": "true"})
+                if p is not None and p[0] == 200 and "hx-redirect" in p[1]:
+                    done = True
+                    break
+                if p is not None and p[0] >= 400:
+                    break
+            if not done:
                 continue
             self.done_runs.add(run["id"])
             for _ in range(5):
                 if not self.running():
                     break
-                k = rnd.randint(0, run["merges"])
+                k = rnd.randint(0, self.args.merges)  # the page shows the last step for a larger k
                 await self.call(client, "train GET /lab/runs/{id}?step=k (htmx)", "GET",
                                 f"/lab/runs/{run['id']}?step={k}", headers={"HX-Request": "true"})
                 await asyncio.sleep(rnd.uniform(0.2, 0.5))
