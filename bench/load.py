@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from corpora import mixed_text  # noqa: E402
+from corpora import mixed_text
 
 TARGET_P95_MS = 100.0
 
@@ -87,7 +87,7 @@ class RawClient:
         except (ConnectionError, asyncio.IncompleteReadError, OSError) as exc:
             await self.close()
             raise OSError(f"connection failed: {type(exc).__name__}") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.close()
             raise OSError("timeout") from None
 
@@ -171,8 +171,17 @@ class Load:
     def running(self) -> bool:
         return time.monotonic() < self.deadline and self.stats.requests < self.args.max_requests
 
-    async def call(self, client: RawClient, kind: str, method: str, path: str, *, json_body=None, form=None,
-                   headers: dict | None = None):
+    async def call(
+        self,
+        client: RawClient,
+        kind: str,
+        method: str,
+        path: str,
+        *,
+        json_body=None,
+        form=None,
+        headers: dict | None = None,
+    ):
         hdrs = dict(headers or {})
         body = b""
         if json_body is not None:
@@ -200,8 +209,14 @@ class Load:
             size += rnd.randint(1, 6)  # keystrokes since the last request
             text = self.source[start : start + size]
             if rnd.random() < 0.8:
-                await self.call(client, "typist POST /render (htmx fragment)", "POST", "/render",
-                                form={"text": text, "tokenizer": "cl100k_base"}, headers={"HX-Request": "true"})
+                await self.call(
+                    client,
+                    "typist POST /render (htmx fragment)",
+                    "POST",
+                    "/render",
+                    form={"text": text, "tokenizer": "cl100k_base"},
+                    headers={"HX-Request": "true"},
+                )
             else:
                 await self.call(client, "typist POST /api/tokenize", "POST", "/api/tokenize", json_body={"text": text})
             await asyncio.sleep(rnd.uniform(0.15, 0.30))
@@ -212,8 +227,12 @@ class Load:
         client = RawClient(self.host, self.port)
         corpus = mixed_text(self.args.corpus_kb * 1000, seed=n)
         while self.running():
-            body = {"corpus": corpus, "algorithm": ("byte", "char", "sentencepiece")[n % 3], "pattern": "gpt2",
-                    "merges": self.args.merges}
+            body = {
+                "corpus": corpus,
+                "algorithm": ("byte", "char", "sentencepiece")[n % 3],
+                "pattern": "gpt2",
+                "merges": self.args.merges,
+            }
             r = await self.call(client, "train POST /api/train", "POST", "/api/train", json_body=body)
             if r is None or r[0] == 429:
                 await asyncio.sleep(float(r[1].get("retry-after", 2)) if r is not None else 1)
@@ -226,8 +245,13 @@ class Load:
             done = run["status"] == "done"
             while run["status"] in ("queued", "running") and self.running():
                 await asyncio.sleep(0.5)
-                p = await self.call(client, "train GET /lab/runs/{id}/progress (htmx poll)", "GET",
-                                    f"/lab/runs/{run['id']}/progress", headers={"HX-Request": "true"})
+                p = await self.call(
+                    client,
+                    "train GET /lab/runs/{id}/progress (htmx poll)",
+                    "GET",
+                    f"/lab/runs/{run['id']}/progress",
+                    headers={"HX-Request": "true"},
+                )
                 if p is not None and p[0] == 200 and "hx-redirect" in p[1]:
                     done = True
                     break
@@ -240,12 +264,17 @@ class Load:
                 if not self.running():
                     break
                 k = rnd.randint(0, self.args.merges)  # the page shows the last step for a larger k
-                await self.call(client, "train GET /lab/runs/{id}?step=k (htmx)", "GET",
-                                f"/lab/runs/{run['id']}?step={k}", headers={"HX-Request": "true"})
+                await self.call(
+                    client,
+                    "train GET /lab/runs/{id}?step=k (htmx)",
+                    "GET",
+                    f"/lab/runs/{run['id']}?step={k}",
+                    headers={"HX-Request": "true"},
+                )
                 await asyncio.sleep(rnd.uniform(0.2, 0.5))
         await client.close()
 
-    async def killer(self, server: "Server") -> None:
+    async def killer(self, server: Server) -> None:
         await asyncio.sleep(self.args.kill_worker_at)
         self.killed = server.kill_one_worker()
 
@@ -253,12 +282,16 @@ class Load:
         """Sequential requests first, so every worker has loaded the tokenizer before the typists start."""
         client = RawClient(self.host, self.port)
         for _ in range(4 * max(1, self.args.workers)):
-            await client.request("POST", "/api/tokenize", json.dumps({"text": "warm up"}).encode(),
-                                 {"Content-Type": "application/json", "Connection": "close"})
+            await client.request(
+                "POST",
+                "/api/tokenize",
+                json.dumps({"text": "warm up"}).encode(),
+                {"Content-Type": "application/json", "Connection": "close"},
+            )
             await client.close()
         await client.close()
 
-    async def run(self, server: "Server | None") -> None:
+    async def run(self, server: Server | None) -> None:
         if not self.args.cold:
             await self.warm_up()
             self.deadline = time.monotonic() + self.args.duration
@@ -297,8 +330,21 @@ class Server:
             "TOKENPLAY_LAB_POOL": pool,
             "TOKENPLAY_LAB_STALE_AFTER_SECONDS": "5",
         }
-        cmd = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(self.port),
-               "--workers", str(workers), "--log-level", "error", "--no-access-log"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            app,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            str(workers),
+            "--log-level",
+            "error",
+            "--no-access-log",
+        ]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
         deadline = time.monotonic() + 60
         while True:
@@ -352,24 +398,30 @@ def report(load: Load, elapsed: float, lost: list[str] | None, args, url: str) -
     s = load.stats
     offered = args.typists / 0.225
     print(f"\n## Load: {args.typists} typists ({args.text_kb} KB texts), {args.trainings} concurrent trainings\n")
-    print(f"{url}, uvicorn workers={args.workers if not args.url else '?'}, lab pool={args.pool}, "
-          f"{elapsed:.1f} s, {s.requests} requests ({s.requests / elapsed:.0f}/s; the typists alone would send "
-          f"~{offered:.0f}/s if answered at once), {os.cpu_count()} CPUs, load average before: {args.loadavg}\n")
+    print(
+        f"{url}, uvicorn workers={args.workers if not args.url else '?'}, lab pool={args.pool}, "
+        f"{elapsed:.1f} s, {s.requests} requests ({s.requests / elapsed:.0f}/s; the typists alone would send "
+        f"~{offered:.0f}/s if answered at once), {os.cpu_count()} CPUs, load average before: {args.loadavg}\n"
+    )
     print("| requests | count | errors | 429 | p50 ms | p95 ms | p99 ms | max ms | server p50 ms | server p95 ms |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for kind in sorted(s.codes):
         lat, srv = s.lat[kind], s.server[kind]
         n = sum(s.codes[kind].values())
-        print(f"| {kind} | {n} | {s.errors[kind]} | {s.codes[kind].get(429, 0)} | {percentile(lat, 0.5):.1f} | "
-              f"{percentile(lat, 0.95):.1f} | {percentile(lat, 0.99):.1f} | {max(lat) if lat else float('nan'):.1f} | "
-              f"{percentile(srv, 0.5):.1f} | {percentile(srv, 0.95):.1f} |")
+        print(
+            f"| {kind} | {n} | {s.errors[kind]} | {s.codes[kind].get(429, 0)} | {percentile(lat, 0.5):.1f} | "
+            f"{percentile(lat, 0.95):.1f} | {percentile(lat, 0.99):.1f} | {max(lat) if lat else float('nan'):.1f} | "
+            f"{percentile(srv, 0.5):.1f} | {percentile(srv, 0.95):.1f} |"
+        )
     typing = [v for k, vals in s.lat.items() if k.startswith("typist") for v in vals]
     typing_errors = sum(v for k, v in s.errors.items() if k.startswith("typist"))
     p95 = percentile(typing, 0.95)
     ok_p95 = p95 < TARGET_P95_MS
     print("\n### Targets\n")
-    print(f"- typists p95 < {TARGET_P95_MS:.0f} ms: **{p95:.1f} ms** ({len(typing)} requests; "
-          f"p50 {percentile(typing, 0.5):.1f}, p99 {percentile(typing, 0.99):.1f}) — {'PASS' if ok_p95 else 'FAIL'}")
+    print(
+        f"- typists p95 < {TARGET_P95_MS:.0f} ms: **{p95:.1f} ms** ({len(typing)} requests; "
+        f"p50 {percentile(typing, 0.5):.1f}, p99 {percentile(typing, 0.99):.1f}) — {'PASS' if ok_p95 else 'FAIL'}"
+    )
     print(f"- typists without errors: **{typing_errors} errors** — {'PASS' if typing_errors == 0 else 'FAIL'}")
     print(f"- trainings finished: {len(load.done_runs)}")
     other = {k: dict(v) for k, v in s.codes.items() if any(c != 200 for c in v)}
@@ -377,8 +429,10 @@ def report(load: Load, elapsed: float, lost: list[str] | None, args, url: str) -
         print(f"- answers other than 200: {other}")
     ok = ok_p95 and typing_errors == 0
     if lost is not None:
-        print(f"- uvicorn worker pid {load.killed} SIGKILLed {args.kill_worker_at:g} s in; stored runs lost: **{len(lost)}** of "
-              f"{len(load.done_runs)} finished — {'PASS' if not lost else 'FAIL'}")
+        print(
+            f"- uvicorn worker pid {load.killed} SIGKILLed {args.kill_worker_at:g} s in; stored runs lost: **{len(lost)}** of "
+            f"{len(load.done_runs)} finished — {'PASS' if not lost else 'FAIL'}"
+        )
         ok = ok and not lost
     return ok
 

@@ -29,15 +29,49 @@ from app.web.app import create_app
 
 NAMES = [n for n in registry.names() if not n.startswith("lab-")]
 ODD = [
-    "\u0301", "\u0308", "\u20dd",  # combining marks
-    "\u200d", "\u200c", "\u2060",  # ZWJ, ZWNJ, word joiner
-    "\u200f", "\u202e", "\u2067",  # RLM, RLO, RLI
-    "\u05e9\u05dc\u05d5\u05dd", "\u0645\u0631\u062d\u0628\u0627",  # Hebrew, Arabic
-    "\x00", "\x01", "\x7f", "\ufeff", "\ufffd", "\uffff",
-    "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f44d\U0001f3fd", "\U0001f1ef\U0001f1f5",
-    "e\u0301", "\u1100\u1161\u11a8", "\U00010348", "\U0010ffff",
-    "<|endoftext|>", "<|im_start|>", "<s>", "</s>", "<unk>", "\u2581", "<0x41>",
-    " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "a", "Z", "9", "\u00e9", "\u65e5",
+    "\u0301",
+    "\u0308",
+    "\u20dd",  # combining marks
+    "\u200d",
+    "\u200c",
+    "\u2060",  # ZWJ, ZWNJ, word joiner
+    "\u200f",
+    "\u202e",
+    "\u2067",  # RLM, RLO, RLI
+    "\u05e9\u05dc\u05d5\u05dd",
+    "\u0645\u0631\u062d\u0628\u0627",  # Hebrew, Arabic
+    "\x00",
+    "\x01",
+    "\x7f",
+    "\ufeff",
+    "\ufffd",
+    "\uffff",
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+    "\U0001f44d\U0001f3fd",
+    "\U0001f1ef\U0001f1f5",
+    "e\u0301",
+    "\u1100\u1161\u11a8",
+    "\U00010348",
+    "\U0010ffff",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<s>",
+    "</s>",
+    "<unk>",
+    "\u2581",
+    "<0x41>",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\u00a0",
+    "\u3000",
+    "a",
+    "Z",
+    "9",
+    "\u00e9",
+    "\u65e5",
 ]
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
 
@@ -89,8 +123,10 @@ def guarded_process(fn, *args, timeout: float = 60.0):
     except multiprocessing.TimeoutError:
         _PROCS.terminate()
         _PROCS = None
-        pytest.fail(f"{getattr(fn, '__name__', fn)}{tuple(a if len(repr(a)) < 60 else '...' for a in args)} "
-                    f"did not answer within {timeout} s (a hang?)")
+        pytest.fail(
+            f"{getattr(fn, '__name__', fn)}{tuple(a if len(repr(a)) < 60 else '...' for a in args)} "
+            f"did not answer within {timeout} s (a hang?)"
+        )
 
 
 def has_surrogate(text: str) -> bool:

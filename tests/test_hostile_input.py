@@ -15,11 +15,11 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from xss_payloads import ALL, MARK, PAYLOADS, injected
 
 from app.engines import registry
 from app.settings import Settings
 from app.web.app import create_app
-from xss_payloads import ALL, MARK, PAYLOADS, injected
 
 HX = {"HX-Request": "true"}
 NAMES = [n for n in registry.names() if not n.startswith("lab-")]
@@ -86,7 +86,9 @@ def test_tokens_whose_bytes_decode_to_markup(web):
     # Single gpt2 tokens that are markup on their own ("\"><", "</", " href", "javascript", "alert") and a
     # whole payload, through the decode box, the playground and the id list.
     ids = [22039, 3556, 13291, 37495, 44598] + gpt2.encode("<img id=pwned src=x onerror=alert('pwned')>")
-    r = inert(web.post("/decode", data={"ids": ", ".join(map(str, ids)), "tokenizer": "gpt2"}, headers=HX), where="decode")
+    r = inert(
+        web.post("/decode", data={"ids": ", ".join(map(str, ids)), "tokenizer": "gpt2"}, headers=HX), where="decode"
+    )
     assert r.status_code == 200 and "onerror" in visible_text(r.text)
     r = inert(web.post("/decode", data={"ids": " ".join(map(str, ids)), "tokenizer": "gpt2"}), where="decode page")
     text = gpt2.decode(ids)
@@ -102,7 +104,9 @@ def test_tokens_whose_bytes_decode_to_markup(web):
 
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_compare_page_results_and_exports(web, payload):
-    r = inert(web.get("/compare", params={"text": payload, "t": ["gpt2", "cl100k_base", "mistral-7b"]}), where="/compare")
+    r = inert(
+        web.get("/compare", params={"text": payload, "t": ["gpt2", "cl100k_base", "mistral-7b"]}), where="/compare"
+    )
     assert r.status_code == 200
     form = {"text": payload, "t": ["gpt2", "o200k_base", "custom-bpe"]}
     inert(web.post("/compare/results", data=form, headers=HX), where="/compare/results")
@@ -164,7 +168,9 @@ def test_lab_form_errors_echo_the_corpus_escaped(web):
     data = {"corpus": ALL, "algorithm": "byte", "pattern": "gpt2", "size_kind": "merges", "size": "<b>pwned</b>"}
     r = inert(web.post("/lab/train", data=data, headers=HX), where="lab form error")
     assert r.status_code == 422
-    r = inert(web.post("/lab/train", data=data | {"algorithm": "<img id=pwned src=x>"}, headers=HX), where="lab bad alg")
+    r = inert(
+        web.post("/lab/train", data=data | {"algorithm": "<img id=pwned src=x>"}, headers=HX), where="lab bad alg"
+    )
     assert r.status_code == 422
 
 
@@ -227,28 +233,40 @@ def test_compare_parses_specials_only_when_asked(web):
         assert registry.get(result["tokenizer"]).special_tokens[EOT] not in result["ids"]
     on = web.post("/api/compare", json=body | {"allow_special": True}).json()
     assert any(registry.get(r["tokenizer"]).special_tokens[EOT] in r["ids"] for r in on["results"])
-    exported = json.loads(web.post("/compare/export.json", data={"text": SPECIAL_TEXT, "t": ["gpt2", "cl100k_base"]}).text)
+    exported = json.loads(
+        web.post("/compare/export.json", data={"text": SPECIAL_TEXT, "t": ["gpt2", "cl100k_base"]}).text
+    )
     assert exported["allow_special"] is False
     for r in exported["results"]:
         assert registry.get(r["tokenizer"]).special_tokens[EOT] not in r["ids"]
 
 
 def test_chat_content_is_plain_text_unless_asked(web):
-    plain = web.post("/api/chat", json={"messages": [{"role": "user", "content": "hello"}], "tokenizers": ["cl100k_base"]})
-    hostile = web.post("/api/chat", json={"messages": [{"role": "user", "content": SPECIAL_TEXT}], "tokenizers": ["cl100k_base"]})
+    plain = web.post(
+        "/api/chat", json={"messages": [{"role": "user", "content": "hello"}], "tokenizers": ["cl100k_base"]}
+    )
+    hostile = web.post(
+        "/api/chat", json={"messages": [{"role": "user", "content": SPECIAL_TEXT}], "tokenizers": ["cl100k_base"]}
+    )
     assert plain.status_code == hostile.status_code == 200, hostile.text[:300]
     # Only the markup around the messages is special: the same number with or without special text inside.
     assert hostile.json()["results"][0]["special"] == plain.json()["results"][0]["special"]
     asked = web.post(
         "/api/chat",
-        json={"messages": [{"role": "user", "content": SPECIAL_TEXT}], "tokenizers": ["cl100k_base"], "content_special": True},
+        json={
+            "messages": [{"role": "user", "content": SPECIAL_TEXT}],
+            "tokenizers": ["cl100k_base"],
+            "content_special": True,
+        },
     )
     if asked.status_code == 200:
         assert asked.json()["results"][0]["special"] > plain.json()["results"][0]["special"]
 
 
 def test_lab_corpus_special_text_is_trained_as_text(web):
-    r = web.post("/api/train", json={"corpus": (SPECIAL_TEXT + " ") * 20, "algorithm": "byte", "pattern": "none", "merges": 30})
+    r = web.post(
+        "/api/train", json={"corpus": (SPECIAL_TEXT + " ") * 20, "algorithm": "byte", "pattern": "none", "merges": 30}
+    )
     assert r.status_code in (200, 202)
     run_id = r.json()["id"]
     deadline = time.monotonic() + 30
@@ -267,6 +285,7 @@ def test_cli_encode_parses_specials_only_when_asked():
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,
         )
         assert out.returncode == 0, out.stderr[-500:]
         return json.loads(out.stdout)

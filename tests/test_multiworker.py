@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from slow_corpus import LONG_TRAINING, slow_corpus  # noqa: E402
+from slow_corpus import LONG_TRAINING, slow_corpus
 
 AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
 
@@ -143,9 +143,7 @@ def test_a_killed_server_loses_no_finished_run(servers, tmp_path):
         done.append(r.json()["id"])
     for run_id in done:
         assert wait_done(a.client, run_id)["status"] == "done"
-    big = a.client.post(
-        "/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING
-    )
+    big = a.client.post("/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING)
     assert big.status_code == 202, big.text
     big_id = big.json()["id"]
     time.sleep(1.0)

@@ -13,13 +13,13 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from slow_corpus import LONG_TRAINING, slow_corpus
 
 from app.lab.algorithms import Options, train
 from app.lab.runs import Run, new_id
 from app.lab.stores import STALE_MESSAGE, RedisStore, make_store
 from app.lab.workers import make_lab
 from app.settings import Settings
-from slow_corpus import LONG_TRAINING, slow_corpus
 from app.web.app import create_app
 
 

@@ -22,8 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from corpora import mixed_text  # noqa: E402
-from slow_corpus import LONG_TRAINING, slow_corpus  # noqa: E402
+from corpora import mixed_text
+from slow_corpus import LONG_TRAINING, slow_corpus
 
 
 def _free_port() -> int:
@@ -38,7 +38,18 @@ def server(tmp_path):
     env = os.environ | {"TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"), "TOKENPLAY_LAB_POOL": "process"}
     env.pop("REDIS_URL", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         cwd=ROOT,
         env=env,
         start_new_session=True,
@@ -66,7 +77,7 @@ def server(tmp_path):
 
 def p95(values: list[float]) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(0.95 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
 
 
 def measure(client: httpx.Client, text: str, n: int) -> list[float]:

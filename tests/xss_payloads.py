@@ -25,15 +25,15 @@ PAYLOADS = [
     "</script><script>alert('pwned')</script>",
     "<a id=pwned href=\"javascript:alert('pwned')\">click</a>",
     "javascript:alert('pwned')",
-    "\" onmouseover=\"alert('pwned')\" x=\"",
+    '" onmouseover="alert(\'pwned\')" x="',
     "' onfocus='alert(`pwned`)' autofocus x='",
     "<iframe id=pwned srcdoc=\"<script>parent.alert('pwned')</script>\"></iframe>",
     "<details id=pwned open ontoggle=alert('pwned')>",
     "<math><mtext></mtext><mglyph><svg><mtext><style><img id=pwned src=x onerror=alert('pwned')></style>",
-    "<div id=pwned hx-get=\"/pwned\" hx-trigger=\"load\">htmx</div>",
+    '<div id=pwned hx-get="/pwned" hx-trigger="load">htmx</div>',
     "<form id=pwned action=\"javascript:alert('pwned')\"><button>go</button></form>",
     "<style>body{background:url(\"javascript:alert('pwned')\")}</style>",
-    "<base href=\"//pwned.invalid/\">",
+    '<base href="//pwned.invalid/">',
     "<meta http-equiv=refresh content=\"0;url=javascript:alert('pwned')\">",
     "<!--<img id=pwned src=x onerror=alert('pwned')>-->",
     "<![CDATA[<img id=pwned src=x onerror=alert('pwned')>]]>",
@@ -82,15 +82,19 @@ class _Finder(HTMLParser):
                 self.found.append(f"<{tag} id={value!r}>")
             elif name == "class" and MARK in value.split():
                 self.found.append(f"<{tag} class={value!r}>")
-            elif (name.startswith("on") or name.startswith("hx-") or name in ("srcdoc", "style")) and MARK in value:
-                self.found.append(f"<{tag} {name}={value[:80]!r}>")
-            elif name in _URL_ATTRS and _SCHEME.match(value) and MARK in value:
+            elif (
+                (name.startswith(("on", "hx-")) or name in ("srcdoc", "style"))
+                and MARK in value
+                or name in _URL_ATTRS
+                and _SCHEME.match(value)
+                and MARK in value
+            ):
                 self.found.append(f"<{tag} {name}={value[:80]!r}>")
         if tag == "base":
             self.found.append("<base>")
-        if tag == "meta" and any(n == "http-equiv" and (v or "").lower() == "refresh" for n, v in attrs):
-            if any(MARK in (v or "") or "javascript" in (v or "") for _, v in attrs):
-                self.found.append("<meta refresh>")
+        refresh = tag == "meta" and any(n == "http-equiv" and (v or "").lower() == "refresh" for n, v in attrs)
+        if refresh and any(MARK in (v or "") or "javascript" in (v or "") for _, v in attrs):
+            self.found.append("<meta refresh>")
 
 
 def injected(html: str) -> list[str]:

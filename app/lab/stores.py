@@ -248,9 +248,12 @@ class DirectoryStore(_SharedStore):
                 except OSError:
                     continue
                 age = now - st.st_mtime
-                if entry.name.endswith(".tmp") and age > 3600:
-                    Path(entry.path).unlink(missing_ok=True)
-                elif entry.name.endswith((".beat", ".cancel")) and age > max(self.ttl, 86400):
+                if (
+                    entry.name.endswith(".tmp")
+                    and age > 3600
+                    or entry.name.endswith((".beat", ".cancel"))
+                    and age > max(self.ttl, 86400)
+                ):
                     Path(entry.path).unlink(missing_ok=True)
                 elif entry.name.endswith(".json"):
                     if age > self.ttl:
@@ -408,4 +411,6 @@ def make_store(settings):
     url = redis_url(settings)
     if url:
         return RedisStore(url, max_store_bytes=getattr(settings, "lab_store_bytes", 512 << 20), **common)
-    return DirectoryStore(settings.lab_runs_dir, max_store_bytes=getattr(settings, "lab_store_bytes", 2 << 30), **common)
+    return DirectoryStore(
+        settings.lab_runs_dir, max_store_bytes=getattr(settings, "lab_store_bytes", 2 << 30), **common
+    )

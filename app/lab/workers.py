@@ -89,7 +89,7 @@ def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_t
         conn.send(("error", str(exc)))
     except MemoryError:
         conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges", "replace"))
-    except Exception as exc:  # pragma: no cover - a bug; say what happened
+    except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; say what happened
         conn.send(("error", f"training failed: {type(exc).__name__}: {exc}"))
 
 
@@ -199,7 +199,7 @@ class ProcessJobPool:
         slots = [self._idle.get() for _ in range(self.workers)]
         try:
             slots = [w if w is not None else self._spawn() for w in slots]
-        except Exception:  # pragma: no cover - the first job will report the problem
+        except Exception:  # noqa: BLE001, S110  # pragma: no cover - the first job will report the problem
             pass
         for w in slots:
             self._idle.put(w)
@@ -281,14 +281,14 @@ class ProcessJobPool:
                 if not job.finished.is_set():
                     try:
                         beat(run_id)
-                    except Exception:  # pragma: no cover - a store hiccup must not stop the heartbeats
+                    except Exception:  # noqa: BLE001, S110  # pragma: no cover - a store hiccup must not stop the heartbeats
                         pass
 
     def _remote_cancel(self, run_id: str) -> bool:
         check = getattr(self.store, "cancel_requested", None)
         try:
             return bool(check and check(run_id))
-        except Exception:  # pragma: no cover
+        except Exception:  # noqa: BLE001  # pragma: no cover
             return False
 
     def _supervise(self, job: Job) -> None:
@@ -312,7 +312,7 @@ class ProcessJobPool:
         except Cancelled:
             run.status, run.error = "cancelled", "training was cancelled"
             keep = True
-        except Exception as exc:  # pragma: no cover - a bug; keep the pool alive and say what happened
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; keep the pool alive and say what happened
             run.status, run.error = "error", f"training failed: {type(exc).__name__}: {exc}"
         finally:
             try:
@@ -325,7 +325,7 @@ class ProcessJobPool:
                 if worker is None and not self._closed.is_set():
                     try:
                         worker = self._spawn()  # replace it now, so the next job does not wait for a start
-                    except Exception:  # pragma: no cover
+                    except Exception:  # noqa: BLE001  # pragma: no cover
                         worker = None
                 self._idle.put(worker)
 

@@ -11,9 +11,9 @@ from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import Page, expect
+from xss_payloads import ALL, PAYLOADS
 
 from app.engines import registry
-from xss_payloads import ALL, PAYLOADS
 
 pytestmark = pytest.mark.browser
 
@@ -97,7 +97,9 @@ def test_decode_box_with_tokens_that_are_markup(guarded: Page, live_server: str)
 
 
 def test_compare_and_chat(guarded: Page, live_server: str):
-    guarded.goto(f"{live_server}/compare?{urlencode({'text': ALL, 't': ['gpt2', 'cl100k_base', 'mistral-7b']}, doseq=True)}")
+    guarded.goto(
+        f"{live_server}/compare?{urlencode({'text': ALL, 't': ['gpt2', 'cl100k_base', 'mistral-7b']}, doseq=True)}"
+    )
     assert_inert(guarded, "compare page")
     with guarded.expect_response(lambda r: "/compare/results" in r.url):
         guarded.locator("#compare-text").fill(ALL + "\n" + PAYLOADS[2])
