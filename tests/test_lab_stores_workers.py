@@ -261,12 +261,6 @@ def test_registry_first_use_is_safe_from_many_threads():
     )
 
 
-@pytest.mark.xfail(
-    reason="app/lab/tokenizers.py register_run() adds one registry entry per 'use in playground' and never drops "
-    "any; each keeps its whole run (corpus up to 2 M characters) alive. Fix: bound the lab entries (drop the "
-    "least recently used beyond lab_max_runs; user_tokenizers() re-registers from the store on demand)",
-    strict=False,
-)
 def test_lab_tokenizers_in_the_registry_stay_bounded(tmp_path):
     from app.engines import registry
 

@@ -119,9 +119,19 @@ def spec_for(run: Run) -> TokenizerSpec:
     )
 
 
-def register_run(run: Run) -> TokenizerSpec:
+#: Lab tokenizers kept registered in one process; older ones are dropped (each holds its whole run) and come
+#: back from the run store when their user asks for them again (``user_tokenizers``, ``app.web.pickers``).
+MAX_REGISTERED = 64
+
+
+def register_run(run: Run, limit: int = MAX_REGISTERED) -> TokenizerSpec:
+    """Register ``run`` as ``lab-<id>`` (most recently used last) and drop the least recently used beyond ``limit``."""
     spec = spec_for(run)
-    registry.register(spec, replace=True)
+    registry.unregister(spec.name)  # re-adding moves it to the end: the registry's order is the LRU order
+    registry.register(spec)
+    lab_names = [n for n in registry.names() if is_lab_name(n)]
+    for name in lab_names[: max(0, len(lab_names) - limit)]:
+        registry.unregister(name)
     return spec
 
 

@@ -242,7 +242,7 @@ def api_use(request: Request, run_id: str):
     def go():
         run = _run_or_404(get_lab(request), run_id)
         _check_step(run, 0)
-        spec = register_run(run)
+        spec = register_run(run, request.app.state.settings.lab_max_runs)
         resp = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": f"/?tokenizer={spec.name}"})
         _set_cookie(request, resp, run.id)
         return resp
@@ -503,7 +503,7 @@ def lab_use(request: Request, run_id: str):
     def go():
         run = _run_or_404(get_lab(request), run_id)
         _check_step(run, 0)
-        spec = register_run(run)
+        spec = register_run(run, request.app.state.settings.lab_max_runs)
         resp = page_or_block(request, "lab_parts.html", "used", _ctx(request, part="used", run=run, spec=spec))
         _set_cookie(request, resp, run.id)
         return resp

@@ -42,5 +42,5 @@ def get_tokenizer(request: Request, name: str) -> Tokenizer:
         lab = _lab(request, start=True)
         run = lab.get(name[len(PREFIX) :]) if lab is not None else None
         if run is not None and run.status == "done":
-            register_run(run)
+            register_run(run, request.app.state.settings.lab_max_runs)
     return registry.get(name)
