@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     static_dir: Path = REPO_ROOT / "static"
     vendor_dir: Path = REPO_ROOT / "node_modules" / "htmx.org" / "dist"
     default_tokenizer: str = "cl100k_base"
+    gc_tuning: bool = Field(True, description="freeze start-up objects out of the GC and collect gen 0 less often")
     lab_max_corpus_chars: int = Field(2_000_000, gt=0, description="longest corpus the BPE lab trains on (characters)")
     lab_max_merges: int = Field(8_192, gt=0, description="most merges one BPE lab run may learn")
     lab_runs_dir: Path = REPO_ROOT / "var" / "runs"

@@ -59,6 +59,7 @@ def main() -> None:
     args = parser.parse_args()
 
     client = TestClient(create_app())
+    client.__enter__()  # run the app's start-up (lifespan) as a real server does
     encoding = registry.get(args.tokenizer).encoding  # the tiktoken.Encoding behind the registered tokenizer
     rows = []
     for label, n in SIZES.items():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
@@ -53,9 +55,33 @@ class ServerTiming:
         await self.app(scope, receive, timed_send)
 
 
+def _settle_memory(settings: Settings) -> None:
+    """Load the default tokenizer, then move everything alive into the GC's permanent generation.
+
+    The ranks and caches of a loaded tokenizer live for the whole process; without this every full collection
+    walks them again, and those pauses were most of the playground's p95 (37 ms -> 13 ms for a 10 KB text).
+    Fewer gen-0 collections help too: a request allocates thousands of short-lived token objects.
+    """
+    if not settings.gc_tuning:
+        return
+    from app.engines import registry
+
+    registry.get(settings.default_tokenizer)
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 50)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        _settle_memory(settings)
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Tokenplay",
         version=__version__,
         description="See how language models cut text into tokens.",

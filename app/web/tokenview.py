@@ -202,10 +202,11 @@ def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, all
                 segments[-1].end = len(text)
                 segments[-1].text = text[segments[-1].start :]
         base = result.offset
+        lo_index, hi_index = offset - base, offset + limit - base  # window bounds as indexes into ``tokens``
         chosen = [
             (pos, seg)
             for pos, seg in enumerate(segments)
-            if (seg.tokens and offset <= base + seg.tokens[0] < offset + limit) or (not seg.tokens and n == 0)
+            if (seg.tokens and lo_index <= seg.tokens[0] < hi_index) or (not seg.tokens and n == 0)
         ]
         # The last chosen segment must be complete: a later segment follows it, or no tokens follow at all.
         if chosen and chosen[-1][0] == len(segments) - 1 and not reaches_end:
@@ -215,14 +216,20 @@ def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, all
     items = []
     prev = -1
     for _, seg in chosen:
-        toks = [tokens[i] for i in seg.tokens]
-        colour = base_colour(toks[0].id) if toks else 0
+        seg_tokens = seg.tokens
+        if len(seg_tokens) == 1:  # the common case, kept cheap: one token, whole characters
+            tok = tokens[seg_tokens[0]]
+            toks, ids, special = [tok], [tok.id], tok.special
+        else:
+            toks = [tokens[i] for i in seg_tokens]
+            ids = [t.id for t in toks]
+            special = any(t.special for t in toks)
+        colour = base_colour(ids[0]) if ids else 0
         if colour == prev:
             colour = (colour + 1) % PALETTE
         prev = colour
-        special = any(t.special for t in toks)
-        index = base + seg.tokens[0] if seg.tokens else 0
-        items.append(SegmentView(index, seg.text, colour, [t.id for t in toks], special, len(toks) > 1, toks))
+        index = base + seg_tokens[0] if seg_tokens else 0
+        items.append(SegmentView(index, seg.text, colour, ids, special, len(toks) > 1, toks))
     with_tokens = [seg.tokens for _, seg in chosen if seg.tokens]
     token_start = base + with_tokens[0][0] if with_tokens else offset
     token_stop = base + with_tokens[-1][-1] + 1 if with_tokens else token_start
