@@ -298,3 +298,18 @@ def test_cli_encode_parses_specials_only_when_asked():
 def test_marker_is_never_evaluated_as_a_template(web):
     r = web.get("/", params={"text": "pwned{{7*7}}"})
     assert "pwned49" not in r.text and MARK in visible_text(r.text)
+
+
+def test_lab_with_redis_down_answers_503_not_500(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    settings = Settings(redis_url="redis://127.0.0.1:1/0", lab_pool="thread", lab_runs_dir=tmp_path)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        r = c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3, "pattern": "none"})
+        assert r.status_code == 503, r.text
+        assert "Redis" in r.json()["detail"] and r.headers["retry-after"] == "5"
+        # The playground does not need the store and keeps working.
+        assert c.post("/api/tokenize", json={"text": "hi", "tokenizer": "gpt2"}).status_code == 200

@@ -57,6 +57,20 @@ def install(app: FastAPI) -> None:
         extra = {"valid": exc.valid} if isinstance(exc, UnknownTokenizerError) else None
         return _answer(request, status_for(exc), str(exc), extra)
 
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:  # redis is only needed when REDIS_URL is set
+        RedisError = None
+
+    if RedisError is not None:
+
+        @app.exception_handler(RedisError)
+        async def _store_unavailable(request: Request, exc: Exception):
+            message = "the run store (Redis) is unavailable right now; try again in a moment"
+            response = _answer(request, 503, message)
+            response.headers["Retry-After"] = "5"
+            return response
+
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError):
         errors = exc.errors()
