@@ -118,3 +118,13 @@ def test_healthz(client):
 def test_answers_carry_server_timing(client):
     r = client.post("/api/tokenize", json={"text": "hi", "tokenizer": "gpt2"})
     assert float(r.headers["server-timing"].split("app;dur=")[1]) >= 0
+
+
+def test_body_over_limit_is_413_json_or_html_fragment():
+    app = create_app(Settings(max_chars=10))
+    with TestClient(app) as c:
+        big = b"x" * 2_000_000
+        r = c.post("/api/tokenize", content=big, headers={"content-type": "application/json"})
+        assert r.status_code == 413 and "limit" in r.json()["detail"]
+        r = c.post("/render", content=big, headers={"content-type": "text/plain", "HX-Request": "true"})
+        assert r.status_code == 413 and r.text.startswith('<div class="error" role="alert">')

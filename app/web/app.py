@@ -7,7 +7,7 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.base import BaseHTTPMiddleware
 
@@ -28,9 +28,8 @@ class BodyLimit(BaseHTTPMiddleware):
     async def dispatch(self, request: Request, call_next):
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > self.max_bytes:
-            return JSONResponse(
-                {"detail": f"request body is {int(length):,} bytes; the limit is {self.max_bytes:,}"}, status_code=413
-            )
+            message = f"request body is {int(length):,} bytes; the limit is {self.max_bytes:,}"
+            return errors.answer(request, 413, message)
         return await call_next(request)
 
 

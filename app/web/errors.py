@@ -42,7 +42,8 @@ def status_for(exc: Exception) -> int:
     return 422
 
 
-def _answer(request: Request, status: int, message: str, extra: dict | None = None):
+def answer(request: Request, status: int, message: str, extra: dict | None = None):
+    """The error as an escaped HTML fragment for htmx, as ``{"detail": message}`` JSON otherwise."""
     if request.headers.get("HX-Request") == "true":
         html = f'<div class="error" role="alert">{escape(message)}</div>'
         # htmx ignores 4xx bodies by default; the page opts in to swapping them (see static/app.js).
@@ -55,7 +56,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(TokenplayError)
     async def _engine_error(request: Request, exc: TokenplayError):
         extra = {"valid": exc.valid} if isinstance(exc, UnknownTokenizerError) else None
-        return _answer(request, status_for(exc), str(exc), extra)
+        return answer(request, status_for(exc), str(exc), extra)
 
     try:
         from redis.exceptions import RedisError
@@ -67,7 +68,7 @@ def install(app: FastAPI) -> None:
         @app.exception_handler(RedisError)
         async def _store_unavailable(request: Request, exc: Exception):
             message = "the run store (Redis) is unavailable right now; try again in a moment"
-            response = _answer(request, 503, message)
+            response = answer(request, 503, message)
             response.headers["Retry-After"] = "5"
             return response
 
@@ -80,6 +81,6 @@ def install(app: FastAPI) -> None:
             parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
         message = "invalid request: " + "; ".join(parts)
         if request.headers.get("HX-Request") == "true":
-            return _answer(request, 422, message)
+            return answer(request, 422, message)
         safe = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in errors]
         return JSONResponse({"detail": message, "errors": safe}, status_code=422)
