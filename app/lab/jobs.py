@@ -40,7 +40,40 @@ class Job:
     future: Future | None = None
 
 
-class JobPool:
+class BoundedJobs:
+    """Admission shared by the thread and process pools: at most ``capacity`` jobs running or waiting.
+
+    Subclasses set ``store``, ``workers``, ``capacity``, ``_jobs`` and ``_lock``, and hand an admitted job to
+    their executor.
+    """
+
+    store: RunStore
+    workers: int
+    capacity: int
+    _jobs: dict[str, Job]
+    _lock: threading.Lock
+
+    def active(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values() if not j.finished.is_set())
+
+    def _admit(self, job: Job) -> None:
+        """Record ``job`` as queued (and stored) or raise :class:`QueueFull` with a retry hint."""
+        with self._lock:
+            busy = sum(1 for j in self._jobs.values() if not j.finished.is_set())
+            if busy >= self.capacity:
+                raise QueueFull(
+                    f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
+                    "try again in a few seconds",
+                    retry_after=max(2, min(30, 3 * (busy - self.workers + 1))),
+                )
+            self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
+            self._jobs[job.run.id] = job
+        job.run.status = "queued"
+        self.store.put(job.run)
+
+
+class JobPool(BoundedJobs):
     def __init__(self, store: RunStore, workers: int = 2, queue: int = 8):
         self.store = store
         self.workers = workers
@@ -49,22 +82,8 @@ class JobPool:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def active(self) -> int:
-        with self._lock:
-            return sum(1 for j in self._jobs.values() if not j.finished.is_set())
-
     def submit(self, job: Job) -> Job:
-        with self._lock:
-            busy = sum(1 for j in self._jobs.values() if not j.finished.is_set())
-            if busy >= self.capacity:
-                raise QueueFull(
-                    f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
-                    "try again in a few seconds"
-                )
-            self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
-            self._jobs[job.run.id] = job
-        job.run.status = "queued"
-        self.store.put(job.run)
+        self._admit(job)
         job.future = self._executor.submit(self._work, job)
         return job
 

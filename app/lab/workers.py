@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled, Options
-from .jobs import Job, QueueFull
+from .jobs import BoundedJobs, Job
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
 PRELOAD = ["app.lab.algorithms"]
@@ -163,7 +163,7 @@ class _Worker:
         self.conn.close()
 
 
-class ProcessJobPool:
+class ProcessJobPool(BoundedJobs):
     #: A worker process is replaced after this many jobs (memory a large training leaves behind goes back).
     RECYCLE_AFTER = 20
 
@@ -214,23 +214,8 @@ class ProcessJobPool:
         return [w.proc.pid for w in self._all if w.alive()]
 
     # JobPool's interface -----------------------------------------------------------------------------------------
-    def active(self) -> int:
-        with self._lock:
-            return sum(1 for j in self._jobs.values() if not j.finished.is_set())
-
     def submit(self, job: Job) -> Job:
-        with self._lock:
-            busy = sum(1 for j in self._jobs.values() if not j.finished.is_set())
-            if busy >= self.capacity:
-                raise QueueFull(
-                    f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
-                    "try again in a few seconds",
-                    retry_after=max(2, min(30, 3 * (busy - self.workers + 1))),
-                )
-            self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
-            self._jobs[job.run.id] = job
-        job.run.status = "queued"
-        self.store.put(job.run)
+        self._admit(job)
         job.future = self._executor.submit(self._supervise, job)
         return job
 
