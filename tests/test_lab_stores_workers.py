@@ -24,8 +24,8 @@ from app.web.app import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from slow_corpus import LONG_TRAINING as BIG
-from slow_corpus import slow_corpus
+from slow_corpus import LONG_TRAINING as BIG  # noqa: E402
+from slow_corpus import slow_corpus  # noqa: E402
 
 
 def done_run(corpus: str = "low low low lower lower newest newest widest", merges: int = 5) -> Run:

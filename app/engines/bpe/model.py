@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
@@ -258,7 +259,7 @@ class BPETokenizer(RankTokenizer):
     # -- saving ------------------------------------------------------------------------------------------
     def to_json(self) -> str:
         """The saved form: one field per line, the training facts on one line, then one merge per line."""
-        dump = lambda obj: json.dumps(obj, ensure_ascii=False)
+        dump = partial(json.dumps, ensure_ascii=False)
         head = [
             f' "format": {dump(FORMAT)}',
             f' "version": {VERSION}',
