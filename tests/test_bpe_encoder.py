@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from samples import ALL
 
 from app.engines import registry
-from app.engines.bpe.encoder import merge_long, merge_short
+from app.engines.bpe.encoder import (
+    SEGMENT_CHARS,
+    RankEncoder,
+    _Segments,
+    merge_long,
+    merge_segmented,
+    merge_short,
+    merge_traced,
+)
 from app.engines.bpe.model import BPETokenizer, NativeOpenAITokenizer
 from app.engines.bpe.patterns import PATTERNS, Splitter, compiled
 from app.engines.bpe.sample_text import english_text, japanese_text
@@ -31,6 +39,9 @@ EXTRA = {
     "contractions": "I'M sure it's FINE, they'LL see we'VE done IT'S job'S",
     "mixed_scripts": "Ünïcödé Ελληνικά русский текст עברית العربية हिन्दी ไทย 中文漢字 カタカナ ひらがな",
     "japanese_no_spaces": "日本語の文章には空白がありません" * 200,
+    "chinese_no_spaces": "今天天气很好我们一起去公园散步看见许多孩子在草地上放风筝老人们坐在树下聊天" * 50,
+    "japanese_long_clause": "東京都の人口は約千四百万人でありますが、しかしながら大阪府とはまた違った雰囲気がありますね。"
+    + "カタカナのコンピューターソフトウェアエンジニアリング" * 3,
     "digits": "1234567890" * 50 + " 3.14159265358979 1e10 0b1010",
     "control_chars": "a\x00b\x1cc\x1fd\x7fe\x85f\u2028g",
 }
@@ -90,16 +101,23 @@ ALPHABET = list("aZk sS'tdlLvVrReEmM09 \t\n\r\x0b\x0c\x1c\x85\u00a0é日本ſK/.
 texts = st.lists(st.sampled_from(ALPHABET), max_size=80).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
-@given(text=texts, block=st.integers(1, 12))
-def test_fast_split_equals_regex(text, block):
+@settings(max_examples=300, deadline=None)
+@given(text=texts)
+def test_fast_split_equals_regex(text):
     for pattern in PATTERNS.values():
         if pattern is None:
             continue
         want = compiled(pattern).findall(text)
-        assert Splitter(pattern, block_chars=block)(text) == want
+        assert Splitter(pattern)(text) == want
         ascii_only = text.encode("ascii", "ignore").decode()
-        assert Splitter(pattern, block_chars=block)(ascii_only) == compiled(pattern).findall(ascii_only)
+        assert Splitter(pattern)(ascii_only) == compiled(pattern).findall(ascii_only)
+
+
+def test_fast_split_equals_regex_on_long_mixed_text():
+    text = _mixed_text(60_000) + english_text(20_000) + "é" + "word " * 50 + "\u00a0end"
+    for pattern in PATTERNS.values():
+        if pattern is not None:
+            assert Splitter(pattern)(text) == compiled(pattern).findall(text)
 
 
 @settings(max_examples=200, deadline=None)
@@ -124,6 +142,71 @@ def test_heap_merge_equals_list_merge(piece, ranks):
     for i, extra in enumerate([b"aa", b"ab", b"ba", b"aaa", b"aba", b"bab", b"abab"]):
         ranks.setdefault(extra, 500 + (i * 7) % 5)  # equal ranks too: the leftmost must win
     assert merge_long(piece, ranks) == merge_short(piece, ranks)
+
+
+# -- wide pre-tokens (CJK, emoji) merged from cached segments ----------------------------------------------
+WIDE = list("あいうかきくアイウカ日本語中文😀👍ー")
+
+
+@st.composite
+def wide_cases(draw):
+    """A piece of 3- and 4-byte characters and a rank table whose extra tokens are drawn from the piece's own
+    bytes, so merges across characters (whole characters, partial bytes, equal ranks) are common."""
+    text = draw(st.lists(st.sampled_from(WIDE), min_size=1, max_size=40).map("".join))
+    data = text.encode("utf-8")
+    ranks = {bytes([i]): i for i in range(256)}
+    for _ in range(draw(st.integers(0, 60))):
+        start = draw(st.integers(0, len(data) - 1))
+        size = draw(st.integers(2, 9))
+        ranks.setdefault(data[start : start + size], draw(st.integers(256, 320)))
+    return text, ranks
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=wide_cases())
+def test_segmented_merge_equals_heap_merge(case):
+    text, ranks = case
+    want = merge_long(text.encode("utf-8"), ranks)
+    got = merge_segmented(text, _Segments(ranks))
+    assert got is None or list(got) == want
+    # through the encoder, with the whole text as one pre-token (tiktoken's whole-piece rule first)
+    whole = ranks.get(text.encode("utf-8"))
+    assert RankEncoder(ranks, None).encode_ordinary(text) == ([whole] if whole is not None else want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=wide_cases(), extra=st.lists(st.sampled_from(WIDE), min_size=1, max_size=30).map("".join))
+def test_segment_caches_shared_across_pieces(case, extra):
+    """One _Segments serves many pieces: results cached for one piece stay right for the next."""
+    text, ranks = case
+    segments = _Segments(ranks)
+    for piece in (text, extra, text + extra, extra + text, text):
+        got = merge_segmented(piece, segments)
+        assert got is None or list(got) == merge_long(piece.encode("utf-8"), ranks)
+
+
+def test_merge_traced_records_edge_parts():
+    ranks = {bytes([i]): i for i in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
+    seg = merge_traced(b"abc", ranks)
+    assert seg.ids == (258,)
+    assert seg.firsts == (b"a", b"ab", b"abc") and seg.lasts == (b"c", b"abc")
+
+
+def test_segments_join_where_characters_merge_and_give_up_when_too_long():
+    ranks = {bytes([i]): i for i in range(256)}
+    a = "あ".encode()
+    ranks[a[:2]] = 299
+    ranks[a] = 300
+    ranks[a + a] = 301  # every two あ merge: no character stands alone
+    piece = "あ" * 6 + "日"
+    assert (
+        list(merge_segmented(piece, _Segments(ranks)))
+        == merge_long(piece.encode(), ranks)
+        == [301, 301, 301] + list("日".encode())
+    )
+    long_run = "あ" * (SEGMENT_CHARS + 5)
+    assert merge_segmented(long_run, _Segments(ranks)) is None  # the caller merges the whole piece instead
+    assert RankEncoder(ranks, None).encode_ordinary(long_run) == merge_long(long_run.encode(), ranks)
 
 
 def test_merge_rule_examples():
@@ -178,3 +261,13 @@ def test_native_pattern_is_the_openai_one():
     for name, spec in ENCODINGS.items():
         assert NativeOpenAITokenizer.cached(name).pattern == spec.pattern
         assert isinstance(compiled(spec.pattern), regex.Pattern)
+
+
+def test_tiny_caches_that_clear_often_give_the_same_ids(monkeypatch):
+    from app.engines.bpe import encoder
+
+    monkeypatch.setattr(encoder, "CACHE_LIMIT", 5)
+    native = NativeOpenAITokenizer("cl100k_base")
+    fresh = RankEncoder(native.encoder.ranks, native.encoder.pattern)
+    text = japanese_text(20_000) + EXTRA["chinese_no_spaces"] + EXTRA["zwj_and_flags"] + english_text(5_000)
+    assert fresh.encode_ordinary(text) == TiktokenTokenizer("cl100k_base").encoding.encode_ordinary(text)

@@ -6,6 +6,10 @@ bytes have the lowest rank, leftmost first, until no joined pair is a token. Sho
 scan; long ones (a 100 KB run of one letter, Japanese without spaces) use a heap over a linked list, so they
 cost O(n log n), never O(n^2). Pre-tokens repeat a lot, so results are cached per pre-token.
 
+Pre-tokens of Japanese or Chinese are whole clauses (no spaces to split on), so they rarely repeat. They are
+encoded as independent *segments* (single characters, joined where needed) whose results do repeat and are
+cached: see :func:`merge_segmented` for why the joined result is exactly the merge of the whole pre-token.
+
 This module does not know about special-token policy beyond splitting on the allowed ones; guarding
 (refusing special-token text) is the tokenizer's job (:mod:`app.engines.bpe.model`).
 """
@@ -15,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
-from itertools import chain
+from itertools import chain, repeat
+from operator import add
+from typing import NamedTuple
 
 from ..errors import TokenplayError
 from .patterns import Splitter, compiled, special_splitter, split_specials
@@ -26,6 +32,8 @@ LONG_PIECE = 16
 #: Pre-tokens longer than this many characters are not cached.
 CACHE_PIECE_CHARS = 256
 CACHE_LIMIT = 65_536  # entries per tokenizer (~10 MB); cleared when full
+#: Pre-tokens with more UTF-8 bytes per character than this are encoded from segments (:func:`merge_segmented`).
+WIDE_BYTES_PER_CHAR = 2.5
 #: The trace is for one short text (the lab's "encode a new word" view).
 TRACE_LIMIT_BYTES = 20_000
 
@@ -36,22 +44,26 @@ def merge_short(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     >>> merge_short(b"aaa", {b"a": 0, b"aa": 1})
     [1, 0]
     """
-    parts = [piece[i : i + 1] for i in range(len(piece))]
+    parts = list(map(_BYTES.__getitem__, piece))
     get = ranks.get
-    pr = [get(parts[i] + parts[i + 1], INF) for i in range(len(parts) - 1)]
+    # an int sentinel, not inf: min() over ints alone is faster than over ints and a float
+    pr = list(map(get, map(add, parts, parts[1:]), repeat(NO_RANK)))
     while pr:
         low = min(pr)
-        if low == INF:
+        if low == NO_RANK:
             break
         i = pr.index(low)
-        parts[i] += parts[i + 1]
-        del parts[i + 1]
+        parts[i] += parts.pop(i + 1)
         del pr[i]
         if i < len(pr):
-            pr[i] = get(parts[i] + parts[i + 1], INF)
-        if i > 0:
-            pr[i - 1] = get(parts[i - 1] + parts[i], INF)
-    return [ranks[p] for p in parts]
+            pr[i] = get(parts[i] + parts[i + 1], NO_RANK)
+        if i:
+            pr[i - 1] = get(parts[i - 1] + parts[i], NO_RANK)
+    return list(map(ranks.__getitem__, parts))
+
+
+_BYTES = [bytes([b]) for b in range(256)]
+NO_RANK = 1 << 62
 
 
 def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
@@ -92,6 +104,182 @@ def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     return out
 
 
+def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> Segment:
+    """:func:`merge_long`, also recording every part that was ever first or last: a :class:`Segment`.
+
+    >>> merge_traced(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"bc": 3})
+    Segment(ids=(0, 3), firsts=(b'a',), lasts=(b'c', b'bc'))
+    """
+    n = len(piece)
+    get = ranks.get
+    nxt = list(range(1, n + 1))
+    prv = list(range(-1, n - 1))
+    heap = [(r, i, i + 1, i + 2) for i in range(n - 1) if (r := get(piece[i : i + 2])) is not None]
+    heapify(heap)
+    firsts, lasts = [piece[:1]], [piece[n - 1 :]]
+    while heap:
+        _, i, j, k = heappop(heap)
+        if nxt[i] != j or nxt[j] != k:
+            continue
+        nxt[j] = -1
+        nxt[i] = k
+        if i == 0:
+            firsts.append(piece[:k])
+        if k == n:
+            lasts.append(piece[i:])
+        else:
+            prv[k] = i
+            e = nxt[k]
+            r = get(piece[i:e])
+            if r is not None:
+                heappush(heap, (r, i, k, e))
+        p = prv[i]
+        if p >= 0:
+            r = get(piece[p:k])
+            if r is not None:
+                heappush(heap, (r, p, i, k))
+    out = []
+    i = 0
+    while i < n:
+        e = nxt[i]
+        out.append(ranks[piece[i:e]])
+        i = e
+    return Segment(tuple(out), tuple(firsts), tuple(lasts))
+
+
+class Segment(NamedTuple):
+    """The merges of one stretch of text: its ids, and every part that was at some time its first or last."""
+
+    ids: tuple[int, ...]
+    firsts: tuple[bytes, ...]
+    lasts: tuple[bytes, ...]
+
+
+#: A segment longer than this many characters gives up: the whole pre-token is merged at once instead.
+SEGMENT_CHARS = 24
+
+
+class _Segments(dict):
+    """Segment text -> :class:`Segment`; :meth:`independent` says whether two segments never merge across."""
+
+    def __init__(self, ranks: Mapping[bytes, int]):
+        super().__init__()
+        self.ranks = ranks
+        self.apart: dict[tuple[str, str], bool] = {}
+        self.pairs = _CharPairs(self)  # two characters -> the first one's ids if the two are independent, else ()
+        self.settled: set[str] = set()  # dependent runs with their free neighbours that needed no growing
+
+    def __missing__(self, text: str) -> Segment:
+        if len(self) >= CACHE_LIMIT:
+            self.clear()
+            self.apart.clear()
+            self.pairs.clear()
+            self.settled.clear()
+        seg = self[text] = merge_traced(text.encode("utf-8"), self.ranks)
+        return seg
+
+    def independent(self, left: str, right: str) -> bool:
+        key = (left, right)
+        found = self.apart.get(key)
+        if found is None:
+            if len(self.apart) >= CACHE_LIMIT:
+                self.apart.clear()
+            get = self.ranks.get
+            rights = self[right].firsts
+            found = self.apart[key] = not any(get(a + b) is not None for a in self[left].lasts for b in rights)
+        return found
+
+
+class _CharPairs(dict):
+    """Two characters (one string) -> the first one's ids when the two are independent, else ``()``."""
+
+    def __init__(self, segments: _Segments):
+        super().__init__()
+        self.segments = segments
+
+    def __missing__(self, pair: str) -> tuple[int, ...]:
+        if len(self) >= CACHE_LIMIT:
+            self.clear()
+        first = pair[0]
+        found = self[pair] = self.segments[first].ids if self.segments.independent(first, pair[1]) else ()
+        return found
+
+
+def merge_segmented(piece: str, segments: _Segments) -> tuple[int, ...] | None:
+    """The merge of ``piece`` built from cached segments, or ``None`` when a segment grows too long.
+
+    Why it is exact: follow the merge of the whole piece cut into segments. As long as no merge crosses a cut,
+    each segment sees exactly its own merges in its own order (the lowest, leftmost pair overall is also the
+    lowest, leftmost inside its segment), so the part at either edge of a segment is always one of the parts
+    recorded in ``firsts`` / ``lasts``. A merge across a cut would join a recorded last part of the left segment
+    with a recorded first part of the right one; when none of those joins is a token, no merge ever crosses
+    the cut, and the piece's ids are the segments' ids in a row.
+
+    Segments start as single characters, except that neighbours which fail the test start joined. A joined
+    segment is then tested against its neighbours and grows until both pass. Only the joined segments cost
+    Python steps; the free characters are handled by C loops (``map``), which is what makes this fast.
+    """
+    # each character's ids where it is independent of the next character, else ()
+    ids = list(map(segments.pairs.__getitem__, map(add, piece, piece[1:])))
+    ids.append(segments[piece[-1]].ids)
+    if all(ids):
+        return tuple(chain.from_iterable(ids))
+    # joined segments as [start, end) character ranges: first each run of dependent neighbours...
+    runs: list[tuple[int, int]] = []
+    find, last = ids.index, len(ids) - 1
+    i = find(())  # () compares fast with tuples (None would not)
+    while True:
+        j = i + 1
+        while not ids[j]:
+            j += 1
+        runs.append((i, j + 1))
+        try:
+            i = find((), j + 1, last)
+        except ValueError:
+            break
+    # ...then grown until independent of both neighbours (a neighbour run is taken in whole)
+    independent, settled = segments.independent, segments.settled
+    done: list[tuple[int, int]] = []
+    n = len(piece)
+    for k, (a, b) in enumerate(runs):
+        if b - a > SEGMENT_CHARS:
+            return None
+        stop = runs[k + 1][0] if k + 1 < len(runs) else n  # the next run checks this one from its side
+        alone = (not done or done[-1][1] != a) and (b < stop or b == n)  # its neighbours are free characters
+        if alone:
+            window = piece[max(a - 1, 0) : b + 1]  # the run and its neighbours: what the checks below depend on
+            if window in settled:
+                done.append((a, b))
+                continue
+        grown = False
+        while True:
+            seg = piece[a:b]
+            if done and done[-1][1] == a:
+                left_start = done[-1][0]
+            else:
+                left_start = a - 1
+            if left_start >= 0 and not independent(piece[left_start:a], seg):
+                if done and done[-1][1] == a:
+                    done.pop()
+                a = left_start
+            elif b < stop and not independent(seg, piece[b]):
+                b += 1
+            else:
+                break
+            grown = True
+            if b - a > SEGMENT_CHARS:
+                return None
+        if alone and not grown:
+            if len(settled) >= CACHE_LIMIT:
+                settled.clear()
+            settled.add(window)
+        done.append((a, b))
+    seg_of = segments.__getitem__
+    for a, b in reversed(done):
+        ids[a:b] = [seg_of(piece[a:b]).ids]
+    return tuple(chain.from_iterable(ids))
+
+
 def encode_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
     """Ids for one pre-token: the whole piece if it is a token, else merged by rank."""
     r = ranks.get(piece)
@@ -108,11 +296,19 @@ class _PieceCache(dict):
     def __init__(self, ranks: Mapping[bytes, int]):
         super().__init__()
         self.ranks = ranks
+        self.segments = _Segments(ranks)
 
     def __missing__(self, piece: str) -> tuple[int, ...]:
         data = piece.encode("utf-8")
         r = self.ranks.get(data)
-        ids = (r,) if r is not None else tuple(encode_piece(data, self.ranks))
+        if r is not None:
+            ids: tuple[int, ...] | None = (r,)
+        else:
+            ids = None
+            if len(data) > WIDE_BYTES_PER_CHAR * len(piece):  # mostly CJK or emoji: characters rarely merge
+                ids = merge_segmented(piece, self.segments)
+            if ids is None:
+                ids = tuple(encode_piece(data, self.ranks))
         if len(piece) <= CACHE_PIECE_CHARS:
             if len(self) >= CACHE_LIMIT:
                 self.clear()

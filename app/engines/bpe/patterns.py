@@ -105,10 +105,11 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
 
 # --- a faster exact split for ASCII stretches --------------------------------------------------------------
 # Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. On ASCII text each OpenAI pattern
-# has an exact twin with ASCII classes (``regex``'s \s on ASCII is [\t\n\v\f\r ]). Long texts are cut into
-# blocks at positions just after an ASCII letter followed by a space: no match of these patterns contains a
+# has an exact twin with ASCII classes (``regex``'s \s on ASCII is [\t\n\v\f\r ]). A text may be cut into
+# blocks at any position just after an ASCII letter followed by a space: no match of these patterns contains a
 # letter followed by whitespace, none looks behind, and a block never ends in whitespace, so every block is
-# matched exactly as in the whole text. ASCII blocks use the twin, the others the original pattern.
+# matched exactly as in the whole text. Around each non-ASCII character the text is cut at the nearest such
+# positions on either side; that block gets the original pattern, the ASCII stretches between get the twin.
 _S = r"[\t\n\x0b\x0c\r ]"
 _NS = r"[^\t\n\x0b\x0c\r ]"
 _OTHER = r"[^\t\n\x0b\x0c\r A-Za-z0-9]"
@@ -131,16 +132,28 @@ ASCII_TWINS: dict[str, str] = {
         ]
     ),
 }
-_CUT = re.compile(r"[A-Za-z](?= )")
-BLOCK_CHARS = 256
+_CUT = re.compile(r"[A-Za-z](?= )")  # a match ends at a position where the text may be cut
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def last_cut(text: str, start: int, end: int) -> int:
+    """The last position in ``(start, end)`` where ``text`` may be cut (a space after an ASCII letter), else start.
+
+    >>> last_cut("ab cd", 0, 5)
+    2
+    """
+    j = text.rfind(" ", start + 1, end)
+    while j > start and text[j - 1] not in _ASCII_LETTERS:
+        j = text.rfind(" ", start + 1, j)
+    return j if j > start else start
 
 
 class Splitter:
     """``Splitter(pattern)(text)`` equals ``regex.findall(pattern, text)``, faster on ASCII-heavy text."""
 
-    def __init__(self, pattern: str | None, block_chars: int = BLOCK_CHARS):
+    def __init__(self, pattern: str | None):
         self.pattern = pattern
-        self.block_chars = block_chars
         self._findall = compiled(pattern).findall if pattern is not None else None
         twin = ASCII_TWINS.get(pattern) if pattern is not None else None
         self._ascii_findall = re.compile(twin).findall if twin is not None else None
@@ -154,13 +167,20 @@ class Splitter:
         if text.isascii():
             return fast(text)
         out: list[str] = []
-        pos, n, step = 0, len(text), self.block_chars
-        search = _CUT.search
+        pos, n = 0, len(text)
+        find_wide, find_cut = _NON_ASCII.search, _CUT.search
         while pos < n:
-            m = search(text, pos + step) if pos + step < n else None
-            end = m.end() if m is not None else n
-            block = text[pos:end]
-            out.extend(fast(block) if block.isascii() else self._findall(block))
+            wide = find_wide(text, pos)
+            if wide is None:
+                out.extend(fast(text[pos:]))
+                break
+            q = wide.start()
+            cut = last_cut(text, pos, q)
+            if cut > pos:
+                out.extend(fast(text[pos:cut]))
+            after = find_cut(text, q)
+            end = after.end() if after is not None else n
+            out.extend(self._findall(text[cut:end]))
             pos = end
         return out
 
