@@ -28,11 +28,20 @@
     return el;
   }
 
+  const utf8 = new TextEncoder();
+
+  function utf8Hex(text) {
+    return Array.from(utf8.encode(text), function (b) {
+      return b.toString(16).toUpperCase().padStart(2, "0");
+    }).join(" ");
+  }
+
   function showDetail(scope, tok) {
     const box = scope.querySelector("[data-token-detail]");
     if (!box || !tok) return;
     const ids = (tok.dataset.ids || "").split(" ").filter(Boolean);
-    const hexes = (tok.dataset.hex || "").split("|");
+    // data-hex is only sent where the bytes are not the text's own UTF-8; otherwise derive them here.
+    const hexes = tok.dataset.hex != null ? tok.dataset.hex.split("|") : [utf8Hex(tok.textContent)];
     const parts = [span("d-text", JSON.stringify(tok.textContent))];
     if (tok.classList.contains("special")) parts.push(span("d-tag", "special token"));
     if (ids.length > 1) parts.push(span("d-tag", ids.length + " tokens, one group of whole characters"));
@@ -43,6 +52,7 @@
     });
     // Spaces between the parts keep the detail readable when copied or read aloud.
     box.replaceChildren(...parts.flatMap(function (p, i) { return i ? [" ", p] : [p]; }));
+    if (!tok.title) tok.title = box.textContent; // the native tooltip too, built on first hover, not sent
   }
 
   function tokenFor(scope, el) {

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from jinja2 import Environment
 from markupsafe import Markup
 
-from app.engines.result import Segment, Token, TokenizeResult, group_segments, hex_bytes
+from app.engines.base import Tokenizer, check_text
+from app.engines.result import Segment, Token, TokenizeResult, _ByteInfo, group_segments, hex_bytes
 
 PALETTE = 10  # colour classes c0..c9 in static/app.css, for light and dark themes
 
@@ -50,7 +51,22 @@ class SegmentView:
     ids: list[int]
     special: bool  # any of its tokens is a special token
     partial: bool  # several tokens share these characters (a character cut into byte tokens)
-    tokens: list[Token]  # the segment's tokens (hexes and detail are derived from them when rendered)
+    token_list: list[Token] | None = None  # the segment's tokens; None: built from ``lazy`` when first needed
+    lazy: tuple | None = None  # (first character, id -> _ByteInfo, special ids) for a byte-level tokenizer
+
+    @property
+    def tokens(self) -> list[Token]:
+        """The segment's tokens (hexes and detail are derived from them when a span is first rendered)."""
+        if self.token_list is None:
+            chars, info_of, special_ids = self.lazy
+            toks = []
+            for tid in self.ids:
+                info = info_of(tid)
+                start = chars - 1 if info.starts_mid else chars
+                chars += info.leads
+                toks.append(Token(tid, info.data, start, chars, info.text, tid in special_ids, info.valid))
+            self.token_list = toks
+        return self.token_list
 
     @property
     def ids_attr(self) -> str:
@@ -60,6 +76,13 @@ class SegmentView:
     def hexes(self) -> list[str]:
         """Each token's bytes in hex, e.g. ``E3 81``."""
         return [hex_bytes(t.bytes) for t in self.tokens]
+
+    @property
+    def hex_attr(self) -> str:
+        """``data-hex`` when the tokens' bytes are not simply the text's UTF-8 (several tokens share characters,
+        or a tokenizer spells the text differently), else "" and static/app.js derives the hex from the text."""
+        hexes = "|".join(self.hexes)
+        return "" if hexes == hex_bytes(self.text.encode("utf-8", "surrogatepass")) else hexes
 
     @property
     def detail(self) -> str:
@@ -176,7 +199,81 @@ def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, all
     and ``next_start``/``prev_start`` are token indexes, and ``SegmentView.index`` is the index of the
     segment's first token (unique and increasing, as ``data-seg`` needs). Colours restart with each window
     (the previous window is not on screen), so neighbours never share one.
+
+    Byte-level tokenizers take a fused path (:func:`byte_level_window`, the same view) that builds no Token or
+    Segment records up front: the playground calls this on every keystroke.
     """
+    if type(tokenizer).tokenize is Tokenizer.tokenize:
+        return byte_level_window(tokenizer, text, offset=offset, limit=limit, allow_special=allow_special)
+    return generic_window(tokenizer, text, offset=offset, limit=limit, allow_special=allow_special)
+
+
+def byte_level_window(
+    tokenizer, text: str, *, offset: int = 0, limit: int = 3000, allow_special: bool = False
+) -> TokenView:
+    """:func:`window_view` for a byte-level tokenizer, in one pass over the ids.
+
+    A token starts a new segment unless its first byte continues a character (a UTF-8 continuation byte);
+    segments tile the text, so a segment's text runs from the characters before it to those after it. Its
+    Token records are built only if its span is rendered for the first time (``SegmentView.tokens``).
+    ``view.result`` holds every id but no Token records.
+    """
+    limit = max(1, limit)
+    offset = max(0, offset)
+    check_text(text)
+    ids = tokenizer.encode(text, allow_special=allow_special)
+    n = len(ids)
+    if n and offset >= n:
+        offset = ((n - 1) // limit) * limit
+    cache = tokenizer._byte_info_cache()
+    token_bytes = tokenizer.token_bytes
+
+    def info_of(tid: int) -> _ByteInfo:
+        info = cache.get(tid)
+        if info is None:
+            info = cache[tid] = _ByteInfo(token_bytes(tid))
+        return info
+
+    infos = list(map(cache.get, ids))
+    if None in infos:  # ids seen for the first time
+        infos = list(map(info_of, ids))
+    chars = sum(info.leads for info in infos[:offset])
+    k = offset
+    while k < n and infos[k].starts_mid:  # the first character began before the window: it belongs there
+        chars += infos[k].leads
+        k += 1
+    special_ids = tokenizer.special_ids
+    check_special = allow_special and bool(special_ids)  # special ids come only from allowed special text
+    lazy_of = (info_of, special_ids)
+    items: list[SegmentView] = []
+    prev = -1
+    end = min(n, offset + limit)
+    first = k
+    while k < end:
+        start_char, j = chars, k + 1
+        chars += infos[k].leads
+        while j < n and infos[j].starts_mid:
+            chars += infos[j].leads
+            j += 1
+        seg_ids = ids[k:j]
+        colour = ((ids[k] * 2654435761) % 4294967296) * PALETTE // 4294967296  # base_colour, inlined
+        if colour == prev:
+            colour = (colour + 1) % PALETTE
+        prev = colour
+        special = check_special and not special_ids.isdisjoint(seg_ids)
+        seg_text = text[start_char:chars] if j < n else text[start_char:]
+        items.append(SegmentView(k, seg_text, colour, seg_ids, special, j - k > 1, None, (start_char, *lazy_of)))
+        k = j
+    token_start = first if items else offset
+    token_stop = k if items else token_start
+    result = TokenizeResult(tokenizer.name, text, ids, [], offset, n == 0)
+    return TokenView(result, items, offset, end, limit, token_start, token_stop, end < n, result.stats())
+
+
+def generic_window(
+    tokenizer, text: str, *, offset: int = 0, limit: int = 3000, allow_special: bool = False
+) -> TokenView:
+    """:func:`window_view` for any tokenizer, from ``Tokenizer.tokenize_window``'s Token records."""
     limit = max(1, limit)
     offset = max(0, offset)
     slack = 64
@@ -272,24 +369,30 @@ class SpanCache:
 
     def tokens(self, view: TokenView, show_ws: bool = False, focusable: bool = True) -> Markup:
         span = self._module.token_span
-        out = []
+        memo, out = self._spans, []
+        get, append = memo.get, out.append
         for n, s in enumerate(view.items):
             tabindex = (0 if n == 0 else -1) if focusable else None
             if _INDEX in s.text:
-                out.append(str(span(s, show_ws, tabindex)))
+                append(str(span(s, show_ws, tabindex)))
                 continue
             key = (s.colour, s.special, s.text, show_ws, tabindex, *s.ids)
-            pieces = self._pieces(self._spans, key, span, s, show_ws, tabindex)
-            out.append(str(s.index).join(pieces))
+            pieces = get(key)  # inlined: this loop runs once per token on every keystroke
+            if pieces is None:
+                pieces = self._pieces(memo, key, span, s, show_ws, tabindex)
+            append(str(s.index).join(pieces))
         return Markup("".join(out))
 
     def ids(self, view: TokenView) -> Markup:
         id_spans = self._module.id_spans
-        out = []
+        memo, out = self._ids, []
+        get, append = memo.get, out.append
         for s in view.items:
             key = (s.colour, s.special, *s.ids)
-            pieces = self._pieces(self._ids, key, id_spans, s)
-            out.append(str(s.index).join(pieces))
+            pieces = get(key)
+            if pieces is None:
+                pieces = self._pieces(memo, key, id_spans, s)
+            append(str(s.index).join(pieces))
         return Markup("".join(out))
 
 

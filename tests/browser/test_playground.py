@@ -188,6 +188,9 @@ def test_hover_id_highlights_its_token_and_focus_shows_detail(play: Page):
     # Keyboard: focus the first token, move with the arrow key; the detail follows the focus.
     play.locator("#tokens .t").first.focus()
     expect(play.locator("#detail")).to_contain_text("id 9906")
+    # The page sends no hex for a token whose bytes are its text's UTF-8: app.js derives it ("Hello").
+    expect(play.locator("#detail")).to_contain_text("48 65 6C 6C 6F")
+    expect(play.locator("#tokens .t").first).to_have_attribute("title", re.compile(r"id 9906 48 65 6C 6C 6F"))
     play.keyboard.press("ArrowRight")
     expect(play.locator("#detail")).to_contain_text("id 1917")
     assert play.evaluate("document.activeElement.textContent") == " world"
