@@ -21,8 +21,10 @@ class Settings(BaseSettings):
     max_chars: int = Field(1_000_000, gt=0, description="longest text accepted by tokenize/compare (characters)")
     max_ids: int = Field(1_000_000, gt=0, description="longest id list accepted by decode")
     render_tokens: int = Field(3_000, gt=0, description="tokens coloured per page of the live view")
+    cpu_threads: int = Field(2, gt=0, description="threads per process that tokenize and render for the playground and API (more requests wait their turn)")
     url_text_limit: int = Field(2_000, ge=0, description="texts up to this many characters are kept in the URL")
     templates_dir: Path = REPO_ROOT / "templates"
+    template_reload: bool = Field(False, description="re-read a template when its file changes (for editing templates; costs a stat per use)")
     static_dir: Path = REPO_ROOT / "static"
     vendor_dir: Path = REPO_ROOT / "node_modules" / "htmx.org" / "dist"
     default_tokenizer: str = "cl100k_base"

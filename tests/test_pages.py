@@ -570,7 +570,12 @@ def test_byte_level_window_equals_the_generic_window(text, offset, limit, specia
     assert len(fast.items) == len(slow.items)
     for a, b in zip(fast.items, slow.items):
         assert (a.index, a.text, a.colour, a.ids, a.special, a.partial) == (
-            b.index, b.text, b.colour, b.ids, b.special, b.partial
+            b.index,
+            b.text,
+            b.colour,
+            b.ids,
+            b.special,
+            b.partial,
         )
         assert a.tokens == b.tokens and a.hexes == b.hexes and a.detail == b.detail and a.hex_attr == b.hex_attr
 
@@ -591,5 +596,33 @@ def test_byte_level_window_equals_generic_on_special_tokens_and_cut_characters(n
                     (i.index, i.text, i.colour, i.ids, i.special, i.hexes) for i in slow.items
                 ]
                 assert (fast.start, fast.stop, fast.token_start, fast.token_stop, fast.has_more) == (
-                    slow.start, slow.stop, slow.token_start, slow.token_stop, slow.has_more
+                    slow.start,
+                    slow.stop,
+                    slow.token_start,
+                    slow.token_stop,
+                    slow.has_more,
                 )
+
+
+@pytest.mark.parametrize("reload", [False, True])
+def test_templates_are_read_once_unless_template_reload_is_on(tmp_path, reload):
+    import os
+    import shutil
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    templates = tmp_path / "templates"
+    shutil.copytree(Settings().templates_dir, templates)
+    settings = Settings(
+        lab_runs_dir=tmp_path / "runs", lab_pool="thread", templates_dir=templates, template_reload=reload
+    )
+    with TestClient(create_app(settings)) as c:
+        assert "Playground · Tokenplay" in c.get("/").text
+        page = templates / "playground.html"
+        page.write_text(page.read_text().replace("Playground · Tokenplay", "Edited · Tokenplay"))
+        os.utime(page, (time.time() + 5, time.time() + 5))  # a newer mtime even on coarse file systems
+        assert ("Edited · Tokenplay" in c.get("/").text) == reload
