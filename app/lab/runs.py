@@ -7,7 +7,6 @@ directory store; a running one is visible there too (status and progress, withou
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import threading
@@ -15,6 +14,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
 
 from app.engines.result import escape_bytes
 from app.engines.steps import MergeStep
@@ -235,7 +236,7 @@ class RunStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         data = run.to_json(with_steps=run.finished)
         tmp = self.directory / f".{run.id}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+        tmp.write_bytes(orjson.dumps(data))
         os.replace(tmp, self._path(run.id))
 
     def get(self, run_id: str) -> Run | None:
@@ -248,7 +249,7 @@ class RunStore:
                 return run
         path = self._path(run_id)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = orjson.loads(path.read_bytes())
         except (OSError, ValueError):
             return None
         run = Run.from_json(data)

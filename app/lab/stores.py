@@ -16,13 +16,14 @@ Both stores have :class:`app.lab.runs.RunStore`'s interface (``put(run, persist=
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 import zlib
 from collections import OrderedDict
 from pathlib import Path
+
+import orjson
 
 from .runs import Run, valid_id
 
@@ -115,7 +116,8 @@ class _SharedStore:
             self.save(run)
 
     def save(self, run: Run) -> None:
-        data = json.dumps(run.to_json(with_steps=run.finished), separators=(",", ":")).encode()
+        # orjson: ~10x the stdlib's speed; a running run is saved every second with its whole corpus
+        data = orjson.dumps(run.to_json(with_steps=run.finished))
         self._write(run.id, data, finished=run.finished)  # with a heartbeat when unfinished, in one step
 
     def get(self, run_id: str) -> Run | None:
@@ -128,7 +130,7 @@ class _SharedStore:
         if data is None:
             return None
         try:
-            run = Run.from_json(json.loads(data))
+            run = Run.from_json(orjson.loads(data))
         except (ValueError, KeyError, TypeError):
             return None
         if run.finished:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from app.engines import registry
 
-from .deps import SettingsDep, check_text_size
+from .deps import SettingsDep, check_text_size, run_cpu
 from .errors import TooLargeError
 from .pickers import get_tokenizer
 
@@ -83,11 +83,15 @@ def list_tokenizers() -> dict:
 
 
 @router.post("/tokenize", response_model=TokenizeResponse)
-def tokenize(req: TokenizeRequest, settings: SettingsDep, request: Request) -> Response:
+async def tokenize(req: TokenizeRequest, settings: SettingsDep, request: Request) -> Response:
     check_text_size(req.text, settings)
-    tok = get_tokenizer(request, req.tokenizer)
-    # Returned as a ready response: re-validating 250k token dicts through the model would dominate the time.
-    return FastJSON(tok.tokenize(req.text, allow_special=req.allow_special).to_dict())
+
+    def work() -> Response:
+        tok = get_tokenizer(request, req.tokenizer)
+        # Returned as a ready response: re-validating 250k token dicts through the model would dominate the time.
+        return FastJSON(tok.tokenize(req.text, allow_special=req.allow_special).to_dict())
+
+    return await run_cpu(request, work)
 
 
 @router.post("/decode", response_model=DecodeResponse)

@@ -31,7 +31,7 @@ from starlette.formparsers import MultiPartException
 from app.engines.base import check_text
 from app.engines.errors import InvalidIdsError, TokenplayError
 
-from .deps import SettingsDep, check_text_size
+from .deps import SettingsDep, check_text_size, run_cpu
 from .errors import TooLargeError, status_for
 from .pickers import get_tokenizer, picker_specs
 from .render import is_htmx, page_or_block
@@ -178,7 +178,8 @@ async def render(request: Request, settings: SettingsDep):
     """Fields: ``text``, ``tokenizer``, ``special``, ``ws`` (checkboxes), ``offset`` (first token of the coloured window)."""
     form = await _form(request, settings)
     text = text_area_value(form.get("text", ""))
-    return await run_in_threadpool(
+    return await run_cpu(
+        request,
         _playground,
         request,
         settings,
