@@ -34,4 +34,8 @@ USER 10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
+# Two worker processes per CPU the container may use (TOKENPLAY_WORKERS=auto); set a number to override.
+# (DL3064 reads "TOKEN" in the name as a secret; it is a process count.)
+# hadolint ignore=DL3064
+ENV TOKENPLAY_WORKERS=auto
 CMD ["tokenplay", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from app.engines import registry
@@ -27,6 +28,27 @@ def _tokenizer_name(name: str, engine: str) -> str:
             )
         return native
     return canonical
+
+
+def worker_count(value: str) -> int:
+    """``--workers``: a number, or ``auto`` for two processes per CPU this process may use.
+
+    Two per CPU, because one Python process runs Python code on one core at a time (the GIL): with one per
+    CPU the cores sit partly idle while a process waits, and a busy process queues its requests alone.
+    """
+    if value == "auto":
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            cpus = os.cpu_count() or 1
+        return 2 * cpus
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers takes a number or 'auto', not {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("--workers must be at least 1")
+    return n
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -92,12 +114,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         now = time.monotonic()
         if not args.quiet and (now - last >= 1.0 or step == total):
             last = now
-            print(f"merge {step}/{total} ({now - started:.1f}s): {record.token!r} count {record.count}",
-                  file=sys.stderr)
+            print(
+                f"merge {step}/{total} ({now - started:.1f}s): {record.token!r} count {record.count}", file=sys.stderr
+            )
 
     model, result = BPETokenizer.train(
-        corpus, args.vocab_size, args.pattern, args.special, args.tie_break,
-        top_k=args.top_k, max_ties=args.max_ties, max_vocab_size=args.max_vocab_size, progress=progress,
+        corpus,
+        args.vocab_size,
+        args.pattern,
+        args.special,
+        args.tie_break,
+        top_k=args.top_k,
+        max_ties=args.max_ties,
+        max_vocab_size=args.max_vocab_size,
+        progress=progress,
     )
     model.save(args.out)
     if args.trace:
@@ -105,8 +135,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.export_tiktoken:
         model.export_tiktoken(args.export_tiktoken)
     final_tokens = result.steps[-1].corpus_tokens if result.steps else result.initial_tokens
-    print(f"{len(result.merges)} merges ({result.stop_reason}); corpus {result.initial_tokens} -> {final_tokens} "
-          f"tokens; model written to {args.out}", file=sys.stderr)
+    print(
+        f"{len(result.merges)} merges ({result.stop_reason}); corpus {result.initial_tokens} -> {final_tokens} "
+        f"tokens; model written to {args.out}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -117,7 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the web app")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    p.add_argument(
+        "--workers",
+        type=worker_count,
+        default=os.environ.get("TOKENPLAY_WORKERS", "1"),
+        help="worker processes: a number, or 'auto' (two per CPU; for a class). Default: $TOKENPLAY_WORKERS or 1",
+    )
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)
 

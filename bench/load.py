@@ -440,7 +440,12 @@ def report(load: Load, elapsed: float, lost: list[str] | None, args, url: str) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", help="an already running server on loopback (default: start one)")
-    ap.add_argument("--workers", type=int, default=2, help="uvicorn worker processes of the server started here")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=2 * len(os.sched_getaffinity(0)),
+        help="uvicorn worker processes of the server started here (default: two per CPU, as `serve --workers auto`)",
+    )
     ap.add_argument("--pool", choices=("process", "thread"), default="process", help="lab training pool")
     ap.add_argument("--app", default="app.main:app", help="ASGI app of the server started here")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds (at most 120)")

@@ -60,3 +60,21 @@ def test_dockerfile_passes_hadolint():
         pytest.fail("hadolint is missing: install the test extras (pip install -e '.[test]')")
     result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_serve_workers_take_a_number_or_auto(monkeypatch, capsys):
+    import os
+
+    from app.cli import build_parser
+
+    parse = build_parser().parse_args
+    monkeypatch.delenv("TOKENPLAY_WORKERS", raising=False)
+    assert parse(["serve"]).workers == 1
+    assert parse(["serve", "--workers", "3"]).workers == 3
+    assert parse(["serve", "--workers", "auto"]).workers == 2 * len(os.sched_getaffinity(0))
+    for bad in ("0", "many"):
+        with pytest.raises(SystemExit):
+            parse(["serve", "--workers", bad])
+        assert "--workers" in capsys.readouterr().err
+    monkeypatch.setenv("TOKENPLAY_WORKERS", "auto")  # what the Docker image sets
+    assert build_parser().parse_args(["serve"]).workers == 2 * len(os.sched_getaffinity(0))
