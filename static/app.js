@@ -3,6 +3,7 @@
 //   the same [data-token-scope] container (one view of one result; elsewhere nothing happens);
 // - the token detail (ids, bytes in hex, text) in the scope's [data-token-detail] element on hover or focus,
 //   built with textContent only;
+// - the id spans of each view, built from its token spans (the server sends the ids once, as plain text);
 // - arrow keys move focus between tokens (only the first token is in the Tab order);
 // - a short summary of each update goes to the #announce status region (screen readers);
 // - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them.
@@ -89,10 +90,46 @@
     if (event.key === "ArrowRight" || event.key === "ArrowDown") next = tok.nextElementSibling;
     else if (event.key === "ArrowLeft" || event.key === "ArrowUp") next = tok.previousElementSibling;
     else if (event.key === "Home") next = tok.parentElement.querySelector(".t[tabindex]");
-    else if (event.key === "End") next = tok.parentElement.querySelector(".t[tabindex]:last-child");
+    else if (event.key === "End") next = tok.parentElement.lastElementChild;
     else return;
     event.preventDefault();
     if (next) next.focus();
+  });
+
+  // The server sends each window's ids once, as plain text ([data-id-list]); the linked, coloured id spans are
+  // built here from the token spans of the same scope. The token spans after a focusable first one (tabindex
+  // 0) get tabindex -1 here too, so arrow keys and clicks can focus them.
+  function colourOf(tok) {
+    for (const c of tok.classList) if (/^c\d+$/.test(c)) return c;
+    return "";
+  }
+
+  function enhance(root) {
+    for (const first of root.querySelectorAll('.t[tabindex="0"]')) {
+      for (let t = first.nextElementSibling; t; t = t.nextElementSibling) {
+        if (t.classList.contains("t") && !t.hasAttribute("tabindex")) t.tabIndex = -1;
+      }
+    }
+    for (const list of root.querySelectorAll("[data-id-list]")) {
+      const scope = list.closest("[data-token-scope]");
+      if (!scope) continue;
+      const out = document.createDocumentFragment();
+      for (const tok of scope.querySelectorAll(".t[data-seg]")) {
+        const cls = "id " + colourOf(tok) + (tok.classList.contains("special") ? " special" : "");
+        for (const id of (tok.dataset.ids || "").split(" ")) {
+          if (!id) continue;
+          const el = span(cls, id);
+          el.dataset.seg = tok.dataset.seg;
+          out.append(el, " ");
+        }
+      }
+      list.replaceWith(out);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { enhance(document); });
+  document.addEventListener("htmx:load", function (event) {
+    if (event.target instanceof Element) enhance(event.target);
   });
 
   // After htmx swaps a result in, a one-line summary goes to the page's status region for screen readers.

@@ -62,9 +62,8 @@ class Page(HTMLParser):
         if tag == "span" and "t" in classes:
             self.tokens.append({"attrs": a, "classes": classes, "text": ""})
             role = "token"
-        elif tag == "span" and "id" in classes:
-            self.ids.append({"attrs": a, "classes": classes, "text": ""})
-            role = "id"
+        elif tag == "span" and "data-id-list" in a:
+            role = "id-list"  # the ids as plain text; static/app.js builds the linked spans from the tokens
         elif tag == "span" and "w" in classes:
             self.ws_marks.append(classes[-1])
         elif tag == "span" and a.get("id", "").startswith(("count-", "chars-", "bytes-")):
@@ -97,8 +96,8 @@ class Page(HTMLParser):
         if "token" in roles:
             self.tokens[-1]["text"] += data
         role = roles[-1]
-        if role == "id":
-            self.ids[-1]["text"] += data
+        if role == "id-list":
+            self.ids += [{"text": i} for i in data.split()]
         elif role.startswith("count:"):
             self.counts[role[6:]] += data
         elif role == "textarea":
@@ -232,7 +231,6 @@ def test_render_partial_characters_form_one_group_with_all_ids(client):
     assert tok["attrs"]["data-ids"] == " ".join(map(str, ids))
     assert tok["attrs"]["data-hex"] == "E9 96|92"  # the bytes of each token: not derivable from the text
     assert [int(i["text"]) for i in page.ids] == ids
-    assert {i["attrs"]["data-seg"] for i in page.ids} == {tok["attrs"]["data-seg"]}
 
 
 def test_render_emoji_never_shows_replacement_character(client):
@@ -294,7 +292,7 @@ def test_render_show_whitespace_marks_spaces_tabs_newlines(client):
 
 def test_render_tokens_are_focusable_with_details(client):
     page = Page(render(client, "Hello world").text)
-    assert [t["attrs"]["tabindex"] for t in page.tokens] == ["0", "-1"]
+    assert [t["attrs"].get("tabindex") for t in page.tokens] == ["0", None]  # app.js gives the rest -1
     first = page.tokens[0]["attrs"]
     assert first["data-ids"] == "9906" and first["data-seg"] == "0"
     # One token whose bytes are the text's UTF-8: no data-hex and no title (static/app.js derives both).

@@ -21,10 +21,11 @@ def _direct(env, view, show_ws, focusable):
     module = env.get_template("_tokens.html").module
     spans = []
     for n, s in enumerate(view.items):
-        tabindex = (0 if n == 0 else -1) if focusable else None
+        tabindex = 0 if focusable and n == 0 else None
         spans.append(str(module.token_span(s, show_ws, tabindex)))
-    ids = "".join(str(module.id_spans(s)) for s in view.items)
-    return "".join(spans), ids
+    # The id list is what static/app.js rebuilds the id spans from: the token spans' data-ids, in order.
+    ids = " ".join(re.findall(r'data-ids="([^"]*)"', "".join(spans)))
+    return "".join(spans), f'<span class="id-list" data-id-list>{ids}</span>'
 
 
 @settings(max_examples=60, deadline=None)

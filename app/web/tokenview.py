@@ -14,7 +14,10 @@ exactly the colours the full view would have.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, gt, itemgetter, not_, sub
 
 from jinja2 import Environment
 from markupsafe import Markup
@@ -88,6 +91,25 @@ class SegmentView:
     def detail(self) -> str:
         """Plain-text detail for the tooltip: ids, bytes in hex, text."""
         return _detail(self.text, self.tokens, self.special)
+
+
+class SegmentRows(Sequence):
+    """A window's segments as plain tuples, the positional fields of :class:`SegmentView`; a SegmentView is
+    made only when an item is accessed. The playground's memoised render reads ``rows`` directly, so a
+    keystroke builds no object per token."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[tuple]):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [SegmentView(*row) for row in self.rows[i]]
+        return SegmentView(*self.rows[i])
 
 
 @dataclass(slots=True)
@@ -211,7 +233,7 @@ def window_view(tokenizer, text: str, *, offset: int = 0, limit: int = 3000, all
 def byte_level_window(
     tokenizer, text: str, *, offset: int = 0, limit: int = 3000, allow_special: bool = False
 ) -> TokenView:
-    """:func:`window_view` for a byte-level tokenizer, in one pass over the ids.
+    """:func:`window_view` for a byte-level tokenizer, built with C-level loops (``map``, ``zip``, ``accumulate``).
 
     A token starts a new segment unless its first byte continues a character (a UTF-8 continuation byte);
     segments tile the text, so a segment's text runs from the characters before it to those after it. Its
@@ -237,37 +259,57 @@ def byte_level_window(
     infos = list(map(cache.get, ids))
     if None in infos:  # ids seen for the first time
         infos = list(map(info_of, ids))
-    chars = sum(info.leads for info in infos[:offset])
+    chars = sum(map(_LEADS, infos[:offset]))
     k = offset
     while k < n and infos[k].starts_mid:  # the first character began before the window: it belongs there
         chars += infos[k].leads
         k += 1
     special_ids = tokenizer.special_ids
     check_special = allow_special and bool(special_ids)  # special ids come only from allowed special text
-    lazy_of = (info_of, special_ids)
-    items: list[SegmentView] = []
-    prev = -1
     end = min(n, offset + limit)
     first = k
-    while k < end:
-        start_char, j = chars, k + 1
-        chars += infos[k].leads
-        while j < n and infos[j].starts_mid:
-            chars += infos[j].leads
-            j += 1
-        seg_ids = ids[k:j]
-        colour = ((ids[k] * 2654435761) % 4294967296) * PALETTE // 4294967296  # base_colour, inlined
+    stop = end  # past the window's last segment (it may end with continuation tokens beyond ``end``)
+    while stop < n and infos[stop].starts_mid:
+        stop += 1
+    window = infos[first:stop]
+    # Segments by C loops: a token starts one unless it begins inside a character; char offsets accumulate.
+    ends = list(accumulate(map(_LEADS, window), initial=chars))  # ends[i]: characters before token first + i
+    if stop == n:
+        ends[-1] = len(text)
+    starts = list(compress(range(first, stop), map(not_, map(_STARTS_MID, window))))
+    cuts = starts[1:] + [stop]
+    seg_ids = list(map(ids.__getitem__, map(slice, starts, cuts)))
+    char_starts = (
+        list(map(ends.__getitem__, map(sub, starts, repeat(first)))) if len(starts) < len(window) else ends[:-1]
+    )
+    char_ends = char_starts[1:] + [ends[-1]]
+    texts = list(map(text.__getitem__, map(slice, char_starts, char_ends)))
+    colours = _colours(map(ids.__getitem__, starts))
+    specials = [not special_ids.isdisjoint(x) for x in seg_ids] if check_special else repeat(False)
+    partial = map(gt, map(sub, cuts, starts), repeat(1))
+    lazy = zip(char_starts, repeat(info_of), repeat(special_ids))
+    rows = list(zip(starts, texts, colours, seg_ids, specials, partial, repeat(None), lazy))
+    token_start = first if rows else offset
+    token_stop = stop if rows else token_start
+    result = TokenizeResult(tokenizer.name, text, ids, [], offset, n == 0)
+    return TokenView(result, SegmentRows(rows), offset, end, limit, token_start, token_stop, end < n, result.stats())
+
+
+_LEADS = attrgetter("leads")
+_STARTS_MID = attrgetter("starts_mid")
+
+
+def _colours(first_ids: Sequence[int]) -> list[int]:
+    """:func:`base_colour` of each segment's first id, moved on by one where it equals the previous colour."""
+    out = []
+    prev = -1
+    for tid in first_ids:
+        colour = ((tid * 2654435761) % 4294967296) * PALETTE // 4294967296  # base_colour, inlined
         if colour == prev:
             colour = (colour + 1) % PALETTE
+        out.append(colour)
         prev = colour
-        special = check_special and not special_ids.isdisjoint(seg_ids)
-        seg_text = text[start_char:chars] if j < n else text[start_char:]
-        items.append(SegmentView(k, seg_text, colour, seg_ids, special, j - k > 1, None, (start_char, *lazy_of)))
-        k = j
-    token_start = first if items else offset
-    token_stop = k if items else token_start
-    result = TokenizeResult(tokenizer.name, text, ids, [], offset, n == 0)
-    return TokenView(result, items, offset, end, limit, token_start, token_stop, end < n, result.stats())
+    return out
 
 
 def generic_window(
@@ -340,7 +382,7 @@ _INDEX = "\x00"
 
 
 class SpanCache:
-    """Memoised output of the ``token_span`` / ``id_spans`` macros of ``templates/_tokens.html``.
+    """Memoised output of the ``token_span`` macro of ``templates/_tokens.html``, and the plain id list.
 
     Typing re-renders a text that is almost the same as the last one, and any text repeats its tokens, so each
     distinct segment (ids, text, colour, flags) is rendered by the macro once; a render joins the memoised
@@ -352,7 +394,6 @@ class SpanCache:
         self.env = env
         self.max_entries = max_entries
         self._spans: dict[tuple, list[str]] = {}
-        self._ids: dict[tuple, list[str]] = {}
 
     @property
     def _module(self):
@@ -371,8 +412,22 @@ class SpanCache:
         span = self._module.token_span
         memo, out = self._spans, []
         get, append = memo.get, out.append
+        rows = getattr(view.items, "rows", None)
+        if rows is not None:  # the playground's keystroke path: no SegmentView unless a span is new
+            for n, row in enumerate(rows):
+                index, text, colour, ids, special = row[:5]
+                tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
+                if _INDEX in text:
+                    append(str(span(SegmentView(*row), show_ws, tabindex)))
+                    continue
+                key = (colour, special, text, show_ws, tabindex, *ids)
+                pieces = get(key)
+                if pieces is None:
+                    pieces = self._pieces(memo, key, span, SegmentView(*row), show_ws, tabindex)
+                append(str(index).join(pieces))
+            return Markup("".join(out))
         for n, s in enumerate(view.items):
-            tabindex = (0 if n == 0 else -1) if focusable else None
+            tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
             if _INDEX in s.text:
                 append(str(span(s, show_ws, tabindex)))
                 continue
@@ -384,16 +439,11 @@ class SpanCache:
         return Markup("".join(out))
 
     def ids(self, view: TokenView) -> Markup:
-        id_spans = self._module.id_spans
-        memo, out = self._ids, []
-        get, append = memo.get, out.append
-        for s in view.items:
-            key = (s.colour, s.special, *s.ids)
-            pieces = get(key)
-            if pieces is None:
-                pieces = self._pieces(memo, key, id_spans, s)
-            append(str(s.index).join(pieces))
-        return Markup("".join(out))
+        """The window's ids as plain text; static/app.js turns them into linked, coloured spans."""
+        rows = getattr(view.items, "rows", None)
+        per_segment = map(itemgetter(3), rows) if rows is not None else (s.ids for s in view.items)
+        ids = " ".join(map(str, chain.from_iterable(per_segment)))
+        return Markup(f'<span class="id-list" data-id-list>{ids}</span>')
 
 
 def install(env: Environment) -> None:

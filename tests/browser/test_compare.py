@@ -89,6 +89,14 @@ def test_compare_url_restores_selection_and_text(page: Page, live_server: str):
     expect(page.locator('#compare-options input[name="t"][value="gpt2"]')).to_be_checked()
     expect(page.locator('#compare-options input[name="t"][value="cl100k_base"]')).not_to_be_checked()
     _expect_table(page, _api(live_server, "吾輩", ["gpt2", "o200k_base"]))
+    # Each pane's id list becomes linked spans, built by app.js from that pane's token spans; hovering an id
+    # highlights its token in the same pane only.
+    for name in ("gpt2", "o200k_base"):
+        pane = page.locator(f'.pane[data-tokenizer="{name}"]')
+        pane.locator("summary").click()
+        assert [int(t) for t in pane.locator(".ids .id").all_inner_texts()] == registry.get(name).encode("吾輩")
+        pane.locator(".ids .id").first.hover()
+        expect(pane.locator(".t.hl")).to_have_count(1)
 
 
 def test_compare_one_tokenizer_asks_for_two(page: Page, live_server: str):

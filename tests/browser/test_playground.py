@@ -196,6 +196,35 @@ def test_hover_id_highlights_its_token_and_focus_shows_detail(play: Page):
     assert play.evaluate("document.activeElement.textContent") == " world"
 
 
+def test_id_spans_are_built_from_the_token_spans_after_each_keystroke(play: Page):
+    """The server sends the ids as plain text; app.js builds one linked, coloured span per id."""
+    text = "Hello 閒 world <|endoftext|>"
+    play.check("#special")
+    set_text(play, text)
+    ids = enc("cl100k_base").encode(text, allowed_special="all")
+    expect_count(play, len(ids))
+    expect(play.locator("#ids .id")).to_have_count(len(ids))
+    assert play.locator("#ids [data-id-list]").count() == 0  # the plain list was replaced
+    built = play.eval_on_selector_all(
+        "#ids .id", "els => els.map(e => [Number(e.textContent), e.dataset.seg, e.className])"
+    )
+    assert [i for i, _, _ in built] == ids
+    tokens = play.eval_on_selector_all(
+        "#tokens .t", "els => els.map(e => [e.dataset.seg, e.dataset.ids.split(' ').length, e.className])"
+    )
+    expected = [
+        (seg, " ".join(c for c in cls.split() if c.startswith("c") or c == "special"))
+        for seg, n, cls in tokens
+        for _ in range(n)
+    ]
+    assert [(seg, cls.replace("id ", "", 1)) for _, seg, cls in built] == expected
+    # Every token after the first is focusable for the arrow keys (tabindex -1 set by app.js); End goes last.
+    assert play.eval_on_selector_all("#tokens .t", "els => els.map(e => e.tabIndex)") == [0] + [-1] * (len(tokens) - 1)
+    play.locator("#tokens .t").first.focus()
+    play.keyboard.press("End")
+    assert play.evaluate("document.activeElement.textContent") == "<|endoftext|>"
+
+
 def test_error_shows_beside_the_text_area_and_keeps_the_text(play: Page):
     set_text(play, "keep this text")
     expect_count(play, len(enc("cl100k_base").encode("keep this text")))
