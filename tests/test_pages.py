@@ -624,3 +624,94 @@ def test_templates_are_read_once_unless_template_reload_is_on(tmp_path, reload):
         page.write_text(page.read_text().replace("Playground · Tokenplay", "Edited · Tokenplay"))
         os.utime(page, (time.time() + 5, time.time() + 5))  # a newer mtime even on coarse file systems
         assert ("Edited · Tokenplay" in c.get("/").text) == reload
+
+
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "append", "append", "insert", "delete", "replace"]),
+        st.floats(0, 1),
+        st.text(st.sampled_from(list("ab ,\n日本🙂<|endoftext|>é閒")), min_size=1, max_size=6),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(
+    start=st.text(st.sampled_from(list("ab xy\n日本語🙂👍🏽é閒")), min_size=10, max_size=80),
+    steps=edits,
+    limit=st.sampled_from([3, 7, 3000]),
+    offset=st.sampled_from([0, 0, 4]),
+    special=st.booleans(),
+    show_ws=st.booleans(),
+    name=st.sampled_from(["gpt2", "cl100k_base", "custom-bpe"]),
+)
+def test_typing_reuses_earlier_rows_and_markup_exactly(start, steps, limit, offset, special, show_ws, name):
+    """While someone types, each window reuses the rows (and span markup) of the previous one before the first
+    changed token: the result must be exactly a fresh window's, token for token and byte for byte."""
+    from app.web.render import make_environment
+    from app.web.tokenview import _RECENT, generic_window
+
+    tok = registry.get(name)
+    env = make_environment(Settings().templates_dir)
+    module = env.get_template("_tokens.html").module
+    tokens_markup = env.globals["tokens_markup"]
+    text = start
+    for kind, where, piece in steps:
+        at = int(where * len(text))
+        if kind == "append":
+            text += piece
+        elif kind == "insert":
+            text = text[:at] + piece + text[at:]
+        elif kind == "delete":
+            text = text[:at] + text[at + len(piece) :]
+        else:
+            text = text[:at] + piece + text[at + len(piece) :]
+        view = window_view(tok, text, offset=offset, limit=limit, allow_special=special)
+        fresh = generic_window(tok, text, offset=offset, limit=limit, allow_special=special)
+        got = [(i.index, i.text, i.colour, i.ids, i.special, i.partial, i.hexes) for i in view.items]
+        assert got == [(i.index, i.text, i.colour, i.ids, i.special, i.partial, i.hexes) for i in fresh.items]
+        direct = "".join(
+            str(module.token_span(item, show_ws, 0 if n == 0 else None)) for n, item in enumerate(fresh.items)
+        )
+        assert str(tokens_markup(view, show_ws, True)) == direct
+    _RECENT.clear()
+
+
+def test_typing_at_the_end_reuses_almost_every_row():
+    from app.web.tokenview import _RECENT, generic_window
+
+    tok = registry.get("cl100k_base")
+    base = "def f(x):\n    return x * 2  # 日本語 🙂\n" * 40
+    reused = []
+    for extra in ["a", "ab", "ab ", "ab c", "ab cd", "ab cd閒", "ab cd閒!"]:
+        view = window_view(tok, base + extra)
+        assert [(i.index, i.text, i.colour, i.ids) for i in view.items] == [
+            (i.index, i.text, i.colour, i.ids) for i in generic_window(tok, base + extra).items
+        ]
+        reused.append(view.items.reused / len(view.items))
+    assert min(reused[1:]) > 0.95  # after the first keystroke, all but the last few rows come from before
+    _RECENT.clear()
+
+
+def test_typing_random_keystrokes_gives_fresh_windows_exactly():
+    """Seeded: 300 texts typed a key at a time, every window equal to a fresh one (colours included)."""
+    import random
+
+    from app.web.tokenview import _RECENT, generic_window
+
+    rnd = random.Random(5)
+    reused = 0
+    for _ in range(300):
+        tok = registry.get(rnd.choice(["gpt2", "cl100k_base", "o200k_base"]))
+        text = "".join(rnd.choice(list("ab xy\n日本語🙂é閒")) for _ in range(rnd.randint(0, 80)))
+        for _ in range(8):
+            text += rnd.choice(["a", " b", "日", "🙂", "\n", "閒", "xy "])
+            view, fresh = window_view(tok, text), generic_window(tok, text)
+            assert [(i.index, i.text, i.colour, i.ids, i.partial) for i in view.items] == [
+                (i.index, i.text, i.colour, i.ids, i.partial) for i in fresh.items
+            ]
+            reused += view.items.reused > 0
+        _RECENT.clear()
+    assert reused > 1000  # most keystrokes reused earlier rows

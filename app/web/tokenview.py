@@ -14,7 +14,10 @@ exactly the colours the full view would have.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, gt, itemgetter, not_, sub
@@ -98,10 +101,17 @@ class SegmentRows(Sequence):
     made only when an item is accessed. The playground's memoised render reads ``rows`` directly, so a
     keystroke builds no object per token."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("rows", "ids", "starts", "reused", "previous", "markup")
 
-    def __init__(self, rows: list[tuple]):
+    def __init__(
+        self, rows: list[tuple], ids: list[int] | None = None, reused: int = 0, previous: SegmentRows | None = None
+    ):
         self.rows = rows
+        self.ids = ids  # every id of the text (to compare with a later text's)
+        self.starts = list(map(itemgetter(0), rows))  # the token index where each row starts
+        self.reused = reused  # leading rows equal to those of ``previous`` (an earlier window of a similar text)
+        self.previous = previous
+        self.markup: dict[tuple, list[str]] = {}  # (show_ws, focusable) -> each row's span markup, once rendered
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -271,38 +281,111 @@ def byte_level_window(
     stop = end  # past the window's last segment (it may end with continuation tokens beyond ``end``)
     while stop < n and infos[stop].starts_mid:
         stop += 1
-    window = infos[first:stop]
+    # Typing changes a text near the caret: rows of an earlier window of this text before the first changed
+    # token are reused as they are (same ids, so same characters, colours and indexes), the rest is built.
+    key = (tokenizer.name, offset, limit, allow_special, text[:_KEY_CHARS])
+    previous = _RECENT.get(key, tokenizer)
+    reused = 0
+    built_from, colour_before = first, -1
+    if previous is not None:
+        reused = _reusable_rows(previous, ids, end)
+        if reused:
+            built_from = previous.rows[reused][0]
+            chars = previous.rows[reused][7][0]
+            colour_before = previous.rows[reused - 1][2]
+    window = infos[built_from:stop]
     # Segments by C loops: a token starts one unless it begins inside a character; char offsets accumulate.
-    ends = list(accumulate(map(_LEADS, window), initial=chars))  # ends[i]: characters before token first + i
+    ends = list(accumulate(map(_LEADS, window), initial=chars))  # ends[i]: characters before token built_from + i
     if stop == n:
         ends[-1] = len(text)
-    starts = list(compress(range(first, stop), map(not_, map(_STARTS_MID, window))))
+    starts = list(compress(range(built_from, stop), map(not_, map(_STARTS_MID, window))))
     cuts = starts[1:] + [stop]
     seg_ids = list(map(ids.__getitem__, map(slice, starts, cuts)))
-    char_starts = (
-        list(map(ends.__getitem__, map(sub, starts, repeat(first)))) if len(starts) < len(window) else ends[:-1]
-    )
+    if len(starts) < len(window):
+        char_starts = list(map(ends.__getitem__, map(sub, starts, repeat(built_from))))
+    else:
+        char_starts = ends[:-1]
     char_ends = char_starts[1:] + [ends[-1]]
     texts = list(map(text.__getitem__, map(slice, char_starts, char_ends)))
-    colours = _colours(map(ids.__getitem__, starts))
+    colours = _colours(map(ids.__getitem__, starts), colour_before)
     specials = [not special_ids.isdisjoint(x) for x in seg_ids] if check_special else repeat(False)
     partial = map(gt, map(sub, cuts, starts), repeat(1))
     lazy = zip(char_starts, repeat(info_of), repeat(special_ids))
     rows = list(zip(starts, texts, colours, seg_ids, specials, partial, repeat(None), lazy))
+    if reused:
+        rows = previous.rows[:reused] + rows
     token_start = first if rows else offset
     token_stop = stop if rows else token_start
     result = TokenizeResult(tokenizer.name, text, ids, [], offset, n == 0)
-    return TokenView(result, SegmentRows(rows), offset, end, limit, token_start, token_stop, end < n, result.stats())
+    if previous is not None:
+        previous.previous = None  # one generation back is enough; never a chain
+    items = SegmentRows(rows, ids, reused, previous)
+    _RECENT.put(key, tokenizer, items)
+    return TokenView(result, items, offset, end, limit, token_start, token_stop, end < n, result.stats())
+
+
+_KEY_CHARS = 32  # an earlier window is looked up by the text's first characters (and the view's settings)
+
+
+class _RecentWindows:
+    """The last windows built (per process), to reuse their rows while someone types. Bounded by rows held."""
+
+    def __init__(self, max_rows: int = 60_000):  # ~25 MB: a dozen typists' 10 KB windows
+        self.max_rows = max_rows
+        self._entries: OrderedDict[tuple, tuple] = OrderedDict()  # key -> (tokenizer, SegmentRows)
+        self._rows = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, tokenizer) -> SegmentRows | None:
+        with self._lock:
+            found = self._entries.get(key)
+        return found[1] if found is not None and found[0] is tokenizer else None
+
+    def put(self, key: tuple, tokenizer, items: SegmentRows) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._rows -= len(old[1].rows)
+            self._entries[key] = (tokenizer, items)
+            self._rows += len(items.rows)
+            while self._rows > self.max_rows and len(self._entries) > 1:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._rows -= len(dropped.rows)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._rows = 0
+
+
+_RECENT = _RecentWindows()
+
+
+def _reusable_rows(previous: SegmentRows, ids: list[int], end: int) -> int:
+    """How many leading rows of ``previous`` the new window can keep: rows that start before the first id that
+    differs, minus the last of those (it may grow, e.g. a character completed by the new token), and never a
+    row at or past the new window's end."""
+    old_ids = previous.ids or []
+    # the length of the common prefix of the two id lists, by binary search over C-level list comparisons
+    lo, hi = 0, min(len(old_ids), len(ids))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old_ids[:mid] == ids[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    starts = previous.starts
+    limit = min(lo, end)
+    return max(0, bisect_left(starts, limit) - 1)
 
 
 _LEADS = attrgetter("leads")
 _STARTS_MID = attrgetter("starts_mid")
 
 
-def _colours(first_ids: Sequence[int]) -> list[int]:
+def _colours(first_ids: Iterable[int], prev: int = -1) -> list[int]:
     """:func:`base_colour` of each segment's first id, moved on by one where it equals the previous colour."""
     out = []
-    prev = -1
     for tid in first_ids:
         colour = ((tid * 2654435761) % 4294967296) * PALETTE // 4294967296  # base_colour, inlined
         if colour == prev:
@@ -412,9 +495,17 @@ class SpanCache:
         span = self._module.token_span
         memo, out = self._spans, []
         get, append = memo.get, out.append
-        rows = getattr(view.items, "rows", None)
+        items = view.items
+        rows = getattr(items, "rows", None)
         if rows is not None:  # the playground's keystroke path: no SegmentView unless a span is new
-            for n, row in enumerate(rows):
+            style = (show_ws, focusable)
+            previous = items.previous.markup.get(style) if items.previous is not None else None
+            done = items.reused if previous is not None else 0
+            if done:
+                out = previous[:done]  # the rows an earlier window of this text already rendered
+                append = out.append
+            for n in range(done, len(rows)):
+                row = rows[n]
                 index, text, colour, ids, special = row[:5]
                 tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
                 if _INDEX in text:
@@ -425,6 +516,7 @@ class SpanCache:
                 if pieces is None:
                     pieces = self._pieces(memo, key, span, SegmentView(*row), show_ws, tabindex)
                 append(str(index).join(pieces))
+            items.markup[style] = out
             return Markup("".join(out))
         for n, s in enumerate(view.items):
             tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
