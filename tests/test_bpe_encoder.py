@@ -17,6 +17,7 @@ from app.engines.bpe.encoder import (
     _Segments,
     merge_long,
     merge_segmented,
+    merge_units,
     merge_short,
     merge_traced,
 )
@@ -183,6 +184,18 @@ def test_segment_caches_shared_across_pieces(case, extra):
     for piece in (text, extra, text + extra, extra + text, text):
         got = merge_segmented(piece, segments)
         assert got is None or list(got) == merge_long(piece.encode("utf-8"), ranks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=wide_cases(), extra=st.lists(st.sampled_from(WIDE + list("、。ーa1")), max_size=20).map("".join))
+def test_merge_by_script_runs_equals_heap_merge(case, extra):
+    """Japanese cut into script runs (kanji, hiragana, katakana): the same proof, the same ids, or None."""
+    text, ranks = case
+    segments = _Segments(ranks)
+    for piece in (text, text + extra, extra + text):
+        if piece:
+            got = merge_units(piece, segments)
+            assert got is None or list(got) == merge_long(piece.encode("utf-8"), ranks)
 
 
 def test_merge_traced_records_edge_parts():

@@ -16,11 +16,12 @@ This module does not know about special-token policy beyond splitting on the all
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 from itertools import chain, repeat
-from operator import add
+from operator import add, itemgetter
 from typing import NamedTuple
 
 from ..errors import TokenplayError
@@ -165,7 +166,7 @@ class _Segments(dict):
     def __init__(self, ranks: Mapping[bytes, int]):
         super().__init__()
         self.ranks = ranks
-        self.apart: dict[tuple[str, str], bool] = {}
+        self.apart = _Apart(self)  # (left, right) -> independent(left, right), for C-level look-ups
         self.pairs = _CharPairs(self)  # two characters -> the first one's ids if the two are independent, else ()
         self.settled: set[str] = set()  # dependent runs with their free neighbours that needed no growing
 
@@ -179,14 +180,24 @@ class _Segments(dict):
         return seg
 
     def independent(self, left: str, right: str) -> bool:
-        key = (left, right)
-        found = self.apart.get(key)
-        if found is None:
-            if len(self.apart) >= CACHE_LIMIT:
-                self.apart.clear()
-            get = self.ranks.get
-            rights = self[right].firsts
-            found = self.apart[key] = not any(get(a + b) is not None for a in self[left].lasts for b in rights)
+        return self.apart[(left, right)]
+
+
+class _Apart(dict):
+    """``(left, right)`` -> no recorded last part of ``left`` joined with a recorded first part of ``right`` is a
+    token (the test of :func:`merge_segmented`)."""
+
+    def __init__(self, segments: _Segments):
+        super().__init__()
+        self.segments = segments
+
+    def __missing__(self, key: tuple[str, str]) -> bool:
+        if len(self) >= CACHE_LIMIT:
+            self.clear()
+        segments = self.segments
+        get = segments.ranks.get
+        rights = segments[key[1]].firsts
+        found = self[key] = not any(get(a + b) is not None for a in segments[key[0]].lasts for b in rights)
         return found
 
 
@@ -203,6 +214,27 @@ class _CharPairs(dict):
         first = pair[0]
         found = self[pair] = self.segments[first].ids if self.segments.independent(first, pair[1]) else ()
         return found
+
+
+#: Japanese cut into runs of one script (a kanji compound, a kana word): far fewer segments than characters,
+#: and they repeat. Kanji runs are capped so that text without kana (Chinese) never makes long segments.
+_UNITS = re.compile(r"[\u3041-\u309f]+|[\u30a0-\u30ff]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,8}|.", re.S)
+_KANA = re.compile(r"[\u3041-\u30ff]")
+
+
+def merge_units(piece: str, segments: _Segments) -> tuple[int, ...] | None:
+    """The merge of a Japanese ``piece`` from runs of one script, or ``None`` when two neighbouring runs fail
+    the independence test of :func:`merge_segmented` (the same proof holds for any cut into segments). Every
+    step is a C-level loop: a regex, then ``map`` over the runs and their neighbour pairs."""
+    if len(piece) > CACHE_PIECE_CHARS:
+        return None  # a long run would become one long cached segment; the character path handles it
+    units = _UNITS.findall(piece)
+    if len(units) > 1 and not all(map(segments.apart.__getitem__, zip(units, units[1:]))):
+        return None
+    return tuple(chain.from_iterable(map(_SEG_IDS, map(segments.__getitem__, units))))
+
+
+_SEG_IDS = itemgetter(0)
 
 
 def merge_segmented(piece: str, segments: _Segments) -> tuple[int, ...] | None:
@@ -306,7 +338,10 @@ class _PieceCache(dict):
         else:
             ids = None
             if len(data) > WIDE_BYTES_PER_CHAR * len(piece):  # mostly CJK or emoji: characters rarely merge
-                ids = merge_segmented(piece, self.segments)
+                if _KANA.search(piece) is not None:
+                    ids = merge_units(piece, self.segments)
+                if ids is None:
+                    ids = merge_segmented(piece, self.segments)
             if ids is None:
                 ids = tuple(encode_piece(data, self.ranks))
         if len(piece) <= CACHE_PIECE_CHARS:
