@@ -266,20 +266,22 @@ def byte_level_window(
             info = cache[tid] = _ByteInfo(token_bytes(tid))
         return info
 
-    infos = list(map(cache.get, ids))
+    end = min(n, offset + limit)
+    # Byte facts only for the ids up to the window's end (a 1 MB text has ~250k ids; the window 3,000).
+    infos = list(map(cache.get, ids[:end]))
     if None in infos:  # ids seen for the first time
-        infos = list(map(info_of, ids))
+        infos = list(map(info_of, ids[:end]))
     chars = sum(map(_LEADS, infos[:offset]))
     k = offset
-    while k < n and infos[k].starts_mid:  # the first character began before the window: it belongs there
+    while k < end and infos[k].starts_mid:  # the first character began before the window: it belongs there
         chars += infos[k].leads
         k += 1
     special_ids = tokenizer.special_ids
     check_special = allow_special and bool(special_ids)  # special ids come only from allowed special text
-    end = min(n, offset + limit)
     first = k
     stop = end  # past the window's last segment (it may end with continuation tokens beyond ``end``)
-    while stop < n and infos[stop].starts_mid:
+    while stop < n and (info := info_of(ids[stop])).starts_mid:
+        infos.append(info)
         stop += 1
     # Typing changes a text near the caret: rows of an earlier window of this text before the first changed
     # token are reused as they are (same ids, so same characters, colours and indexes), the rest is built.
@@ -366,8 +368,9 @@ def _reusable_rows(previous: SegmentRows, ids: list[int], end: int) -> int:
     differs, minus the last of those (it may grow, e.g. a character completed by the new token), and never a
     row at or past the new window's end."""
     old_ids = previous.ids or []
-    # the length of the common prefix of the two id lists, by binary search over C-level list comparisons
-    lo, hi = 0, min(len(old_ids), len(ids))
+    # the length of the common prefix of the two id lists (it matters up to the window's end), by binary
+    # search over C-level list comparisons
+    lo, hi = 0, min(len(old_ids), len(ids), end + 1)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if old_ids[:mid] == ids[:mid]:
