@@ -68,41 +68,13 @@ NO_RANK = 1 << 62
 
 
 def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """The same result as :func:`merge_short` in O(n log n): a heap of candidate pairs over a linked list.
+    """The same result as :func:`merge_short` in O(n log n): a heap of candidate pairs over a linked list
+    (:func:`merge_traced`, which also records the parts at the edges).
 
     >>> merge_long(b"aaaa", {b"a": 0, b"aa": 1})
     [1, 1]
     """
-    n = len(piece)
-    get = ranks.get
-    nxt = list(range(1, n + 1))  # the part starting at i ends at nxt[i]; -1 once it was merged into its left
-    prv = list(range(-1, n - 1))
-    heap = [(r, i, i + 1, i + 2) for i in range(n - 1) if (r := get(piece[i : i + 2])) is not None]
-    heapify(heap)  # (rank, left start, right start, right end): lowest rank first, then leftmost
-    while heap:
-        _, i, j, k = heappop(heap)
-        if nxt[i] != j or nxt[j] != k:
-            continue  # one of the two parts changed since this candidate was pushed
-        nxt[j] = -1
-        nxt[i] = k
-        if k < n:
-            prv[k] = i
-            e = nxt[k]
-            r = get(piece[i:e])
-            if r is not None:
-                heappush(heap, (r, i, k, e))
-        p = prv[i]
-        if p >= 0:
-            r = get(piece[p:k])
-            if r is not None:
-                heappush(heap, (r, p, i, k))
-    out = []
-    i = 0
-    while i < n:
-        e = nxt[i]
-        out.append(ranks[piece[i:e]])
-        i = e
-    return out
+    return list(merge_traced(piece, ranks).ids)
 
 
 def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> Segment:
@@ -113,15 +85,15 @@ def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> Segment:
     """
     n = len(piece)
     get = ranks.get
-    nxt = list(range(1, n + 1))
+    nxt = list(range(1, n + 1))  # the part starting at i ends at nxt[i]; -1 once it was merged into its left
     prv = list(range(-1, n - 1))
     heap = [(r, i, i + 1, i + 2) for i in range(n - 1) if (r := get(piece[i : i + 2])) is not None]
-    heapify(heap)
+    heapify(heap)  # (rank, left start, right start, right end): lowest rank first, then leftmost
     firsts, lasts = [piece[:1]], [piece[n - 1 :]]
     while heap:
         _, i, j, k = heappop(heap)
         if nxt[i] != j or nxt[j] != k:
-            continue
+            continue  # one of the two parts changed since this candidate was pushed
         nxt[j] = -1
         nxt[i] = k
         if i == 0:
