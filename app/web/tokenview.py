@@ -520,6 +520,7 @@ class SpanCache:
                     pieces = self._pieces(memo, key, span, SegmentView(*row), show_ws, tabindex)
                 append(str(index).join(pieces))
             items.markup[style] = out
+            items.previous = None  # rendered: the earlier window is no longer needed (memory)
             return Markup("".join(out))
         for n, s in enumerate(view.items):
             tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
