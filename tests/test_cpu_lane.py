@@ -41,7 +41,14 @@ def test_run_cpu_runs_at_most_cpu_threads_at_once_in_arrival_order(tmp_path):
                 await anyio.sleep(0.001)  # arrive in order
         return results
 
-    results = anyio.run(main)
+    # In a thread of its own: the browser tests' Playwright keeps an event loop in the main thread.
+    out: list[dict] = []
+    runner = threading.Thread(target=lambda: out.append(anyio.run(main)))
+    runner.start()
+    runner.join(30)
+    results = out[0]
     assert results == {n: n * n for n in range(8)}
     assert peak[0] == 2
-    assert started == sorted(started)  # first come, first served
+    # First come, first served: the two tasks let in together may start in either order, no later one
+    # overtakes further than that.
+    assert all(abs(position - n) <= 1 for position, n in enumerate(started)), started
