@@ -10,6 +10,11 @@ Colours are keyed to the token id (a multiplicative hash into a palette of :data
 ``c0..c9``); when a segment would get the same colour as the one before it, it takes the next colour, so
 neighbours never share one. The colour chain is computed from the first segment, so a later window starts with
 exactly the colours the full view would have.
+
+The playground calls :func:`window_view` on every keystroke. For byte-level tokenizers it builds the window's
+rows with C-level loops (:func:`byte_level_window`), reuses the rows and span markup of the previous window of
+the same text before the first changed token (``_RECENT``), and :class:`SpanCache` renders each distinct span
+once. The tests compare all of this with the plain path (:func:`generic_window` and the macros themselves).
 """
 
 from __future__ import annotations
