@@ -43,10 +43,15 @@ def base_colour(token_id: int) -> int:
 
 def colours(segments: list[Segment], tokens: list[Token], stop: int | None = None) -> list[int]:
     """Colour index of each segment up to ``stop``: keyed to its first token id, never equal to the previous."""
-    out: list[int] = []
-    prev = -1
-    for seg in segments[:stop]:
-        colour = base_colour(tokens[seg.tokens[0]].id) if seg.tokens else 0
+    return colour_chain([tokens[seg.tokens[0]].id if seg.tokens else None for seg in segments[:stop]])
+
+
+def colour_chain(first_ids: Iterable[int | None], prev: int = -1) -> list[int]:
+    """:func:`base_colour` of each segment's first id (0 for a segment without tokens), moved on by one where it
+    equals the colour before it (``prev`` for the first)."""
+    out = []
+    for tid in first_ids:
+        colour = 0 if tid is None else base_colour(tid)
         if colour == prev:
             colour = (colour + 1) % PALETTE
         out.append(colour)
@@ -64,6 +69,10 @@ class SegmentView:
     partial: bool  # several tokens share these characters (a character cut into byte tokens)
     token_list: list[Token] | None = None  # the segment's tokens; None: built from ``lazy`` when first needed
     lazy: tuple | None = None  # (first character, id -> _ByteInfo, special ids) for a byte-level tokenizer
+
+    def as_row(self) -> tuple:
+        """The positional fields, as a :class:`SegmentRows` row."""
+        return (self.index, self.text, self.colour, self.ids, self.special, self.partial, self.token_list, self.lazy)
 
     @property
     def tokens(self) -> list[Token]:
@@ -314,7 +323,7 @@ def byte_level_window(
         char_starts = ends[:-1]
     char_ends = char_starts[1:] + [ends[-1]]
     texts = list(map(text.__getitem__, map(slice, char_starts, char_ends)))
-    colours = _colours(map(ids.__getitem__, starts), colour_before)
+    colours = colour_chain(map(ids.__getitem__, starts), colour_before)
     specials = [not special_ids.isdisjoint(x) for x in seg_ids] if check_special else repeat(False)
     partial = map(gt, map(sub, cuts, starts), repeat(1))
     lazy = zip(char_starts, repeat(info_of), repeat(special_ids))
@@ -391,18 +400,6 @@ _LEADS = attrgetter("leads")
 _STARTS_MID = attrgetter("starts_mid")
 
 
-def _colours(first_ids: Iterable[int], prev: int = -1) -> list[int]:
-    """:func:`base_colour` of each segment's first id, moved on by one where it equals the previous colour."""
-    out = []
-    for tid in first_ids:
-        colour = ((tid * 2654435761) % 4294967296) * PALETTE // 4294967296  # base_colour, inlined
-        if colour == prev:
-            colour = (colour + 1) % PALETTE
-        out.append(colour)
-        prev = colour
-    return out
-
-
 def generic_window(
     tokenizer, text: str, *, offset: int = 0, limit: int = 3000, allow_special: bool = False
 ) -> TokenView:
@@ -443,23 +440,20 @@ def generic_window(
             slack *= 4
             continue
         break
-    items = []
-    prev = -1
-    for _, seg in chosen:
-        seg_tokens = seg.tokens
-        if len(seg_tokens) == 1:  # the common case, kept cheap: one token, whole characters
-            tok = tokens[seg_tokens[0]]
-            toks, ids, special = [tok], [tok.id], tok.special
-        else:
-            toks = [tokens[i] for i in seg_tokens]
-            ids = [t.id for t in toks]
-            special = any(t.special for t in toks)
-        colour = base_colour(ids[0]) if ids else 0
-        if colour == prev:
-            colour = (colour + 1) % PALETTE
-        prev = colour
-        index = base + seg_tokens[0] if seg_tokens else 0
-        items.append(SegmentView(index, seg.text, colour, ids, special, len(toks) > 1, toks))
+    chosen_tokens = [[tokens[i] for i in seg.tokens] for _, seg in chosen]
+    palette = colour_chain(toks[0].id if toks else None for toks in chosen_tokens)
+    items = [
+        SegmentView(
+            base + seg.tokens[0] if seg.tokens else 0,
+            seg.text,
+            colour,
+            [t.id for t in toks],
+            any(t.special for t in toks),
+            len(toks) > 1,
+            toks,
+        )
+        for (_, seg), toks, colour in zip(chosen, chosen_tokens, palette)
+    ]
     with_tokens = [seg.tokens for _, seg in chosen if seg.tokens]
     token_start = base + with_tokens[0][0] if with_tokens else offset
     token_stop = base + with_tokens[-1][-1] + 1 if with_tokens else token_start
@@ -502,47 +496,36 @@ class SpanCache:
     def tokens(self, view: TokenView, show_ws: bool = False, focusable: bool = True) -> Markup:
         span = self._module.token_span
         memo, out = self._spans, []
-        get, append = memo.get, out.append
         items = view.items
-        rows = getattr(items, "rows", None)
-        if rows is not None:  # the playground's keystroke path: no SegmentView unless a span is new
-            style = (show_ws, focusable)
-            previous = items.previous.markup.get(style) if items.previous is not None else None
-            done = items.reused if previous is not None else 0
-            if done:
-                out = previous[:done]  # the rows an earlier window of this text already rendered
-                append = out.append
-            for n in range(done, len(rows)):
-                row = rows[n]
-                index, text, colour, ids, special = row[:5]
-                tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
-                if _INDEX in text:
-                    append(str(span(SegmentView(*row), show_ws, tabindex)))
-                    continue
-                key = (colour, special, text, show_ws, tabindex, *ids)
-                pieces = get(key)
-                if pieces is None:
-                    pieces = self._pieces(memo, key, span, SegmentView(*row), show_ws, tabindex)
-                append(str(index).join(pieces))
+        fast = isinstance(items, SegmentRows)  # the playground's keystroke path: no SegmentView per span
+        rows = items.rows if fast else [s.as_row() for s in items]
+        style = (show_ws, focusable)
+        done = 0
+        if fast and items.previous is not None and style in items.previous.markup:
+            done = items.reused
+            out = items.previous.markup[style][:done]  # the rows an earlier window of this text rendered
+        get, append = memo.get, out.append
+        for n in range(done, len(rows)):  # once per token on every keystroke: kept lean
+            row = rows[n]
+            index, text, colour, ids, special = row[:5]
+            tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
+            if _INDEX in text:
+                append(str(span(SegmentView(*row), show_ws, tabindex)))
+                continue
+            key = (colour, special, text, show_ws, tabindex, *ids)
+            pieces = get(key)
+            if pieces is None:
+                pieces = self._pieces(memo, key, span, SegmentView(*row), show_ws, tabindex)
+            append(str(index).join(pieces))
+        if fast:
             items.markup[style] = out
             items.previous = None  # rendered: the earlier window is no longer needed (memory)
-            return Markup("".join(out))
-        for n, s in enumerate(view.items):
-            tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
-            if _INDEX in s.text:
-                append(str(span(s, show_ws, tabindex)))
-                continue
-            key = (s.colour, s.special, s.text, show_ws, tabindex, *s.ids)
-            pieces = get(key)  # inlined: this loop runs once per token on every keystroke
-            if pieces is None:
-                pieces = self._pieces(memo, key, span, s, show_ws, tabindex)
-            append(str(s.index).join(pieces))
         return Markup("".join(out))
 
     def ids(self, view: TokenView) -> Markup:
         """The window's ids as plain text; static/app.js turns them into linked, coloured spans."""
-        rows = getattr(view.items, "rows", None)
-        per_segment = map(itemgetter(3), rows) if rows is not None else (s.ids for s in view.items)
+        items = view.items
+        per_segment = map(itemgetter(3), items.rows) if isinstance(items, SegmentRows) else (s.ids for s in items)
         ids = " ".join(map(str, chain.from_iterable(per_segment)))
         return Markup(f'<span class="id-list" data-id-list>{ids}</span>')
 
