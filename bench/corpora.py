@@ -27,9 +27,10 @@ def _lines() -> list[str]:
     return [line for line in lines if line.strip()]
 
 
-def mixed_text(n_chars: int, seed: int = 1234) -> str:
+def mixed_text(n_chars: int, seed: int = 1234, lines: list[str] | None = None) -> str:
+    """``n_chars`` characters of ``lines`` (default: the samples and this project's code) in a seeded shuffle."""
     rng = random.Random(seed)
-    lines = _lines()
+    lines = _lines() if lines is None else lines
     out: list[str] = []
     size = 0
     while size < n_chars:

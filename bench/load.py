@@ -40,6 +40,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from corpora import mixed_text  # noqa: E402
 
+from app.cli import worker_count  # noqa: E402
+
 TARGET_P95_MS = 100.0
 
 
@@ -443,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--workers",
         type=int,
-        default=2 * len(os.sched_getaffinity(0)),
+        default=worker_count("auto"),
         help="uvicorn worker processes of the server started here (default: two per CPU, as `serve --workers auto`)",
     )
     ap.add_argument("--pool", choices=("process", "thread"), default="process", help="lab training pool")

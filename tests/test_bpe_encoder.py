@@ -8,6 +8,7 @@ import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from corpora import mixed_text
 from samples import ALL
 
 from app.engines import registry
@@ -59,17 +60,8 @@ def test_ids_equal_tiktoken_on_varied_texts(pair, label):
 
 def _mixed_text(n_chars: int) -> str:
     """Every sample (prose, code, Japanese, Korean, emoji, whitespace runs...) shuffled line by line."""
-    import random
-
     lines = [ln + "\n" for text in list(ALL.values()) + list(EXTRA.values()) for ln in text.splitlines()]
-    rng = random.Random(3)
-    out: list[str] = []
-    size = 0
-    while size < n_chars:
-        line = rng.choice(lines)
-        out.append(line)
-        size += len(line)
-    return "".join(out)
+    return mixed_text(n_chars, seed=3, lines=lines)
 
 
 @pytest.mark.slow

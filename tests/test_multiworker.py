@@ -19,10 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+from slow_corpus import LONG_TRAINING, slow_corpus
 
-from slow_corpus import LONG_TRAINING, slow_corpus  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
 

@@ -19,11 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+from corpora import mixed_text
+from slow_corpus import LONG_TRAINING, slow_corpus
 
-from corpora import mixed_text  # noqa: E402
-from slow_corpus import LONG_TRAINING, slow_corpus  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _free_port() -> int:
