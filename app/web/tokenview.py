@@ -115,14 +115,13 @@ class SegmentRows(Sequence):
     made only when an item is accessed. The playground's memoised render reads ``rows`` directly, so a
     keystroke builds no object per token."""
 
-    __slots__ = ("rows", "ids", "starts", "reused", "previous", "markup")
+    __slots__ = ("rows", "ids", "reused", "previous", "markup")
 
     def __init__(
         self, rows: list[tuple], ids: list[int] | None = None, reused: int = 0, previous: SegmentRows | None = None
     ):
         self.rows = rows
         self.ids = ids  # every id of the text (to compare with a later text's)
-        self.starts = list(map(itemgetter(0), rows))  # the token index where each row starts
         self.reused = reused  # leading rows equal to those of ``previous`` (an earlier window of a similar text)
         self.previous = previous
         self.markup: dict[tuple, list[str]] = {}  # (show_ws, focusable) -> each row's span markup, once rendered
@@ -391,7 +390,7 @@ def _reusable_rows(previous: SegmentRows, ids: list[int], end: int) -> int:
             lo = mid
         else:
             hi = mid - 1
-    starts = previous.starts
+    starts = list(map(itemgetter(0), previous.rows))  # the token index where each row starts
     limit = min(lo, end)
     return max(0, bisect_left(starts, limit) - 1)
 
