@@ -11,10 +11,10 @@ import json
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 from fastapi.testclient import TestClient
+from lab_helpers import wait_done
 from xss_payloads import ALL, MARK, PAYLOADS, injected
 
 from app.engines import registry
@@ -136,10 +136,7 @@ def _train_page(web, corpus: str, algorithm: str) -> str:
         inert(r, where="/lab/train")
         return re.search(r"/lab/runs/([0-9a-f]+)", r.text).group(1)
     run_id = r.headers["location"].split("/")[-1].split("?")[0]
-    deadline = time.monotonic() + 30
-    while web.get(f"/api/train/{run_id}").json()["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_done(web, run_id, timeout=30)
     return run_id
 
 
@@ -269,10 +266,7 @@ def test_lab_corpus_special_text_is_trained_as_text(web):
     )
     assert r.status_code in (200, 202)
     run_id = r.json()["id"]
-    deadline = time.monotonic() + 30
-    while (out := web.get(f"/api/train/{run_id}").json())["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    out = wait_done(web, run_id, timeout=30)
     assert out["status"] == "done" and out["base_vocab_size"] == 256  # no special ids, only bytes
     trace = web.post(f"/api/train/{run_id}/encode", json={"text": EOT}).json()
     assert trace is not None

@@ -9,6 +9,7 @@ import time
 import pytest
 import tiktoken
 from fastapi.testclient import TestClient
+from lab_helpers import wait_done
 
 from app.engines import registry
 from app.lab import jobs as lab_jobs
@@ -38,11 +39,8 @@ def train(client, **body) -> dict:
     r = client.post("/api/train", json=body)
     assert r.status_code in (200, 202), r.text
     out = r.json()
-    deadline = time.monotonic() + 30
-    while out["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, "training did not finish"
-        time.sleep(0.05)
-        out = client.get(f"/api/train/{out['id']}").json()
+    if out["status"] in ("queued", "running"):
+        out = wait_done(client, out["id"], timeout=30)
     assert out["status"] == "done", out
     return out
 
@@ -422,7 +420,18 @@ def test_lab_page_offers_examples_and_states_limits(lab):
 
 
 def test_form_train_redirects_to_the_run(lab):
-    r = lab.post("/lab/train", data={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "size_kind": "merges", "size": "3", "tie_break": "first"}, follow_redirects=False)
+    r = lab.post(
+        "/lab/train",
+        data={
+            "corpus": "aaabdaaabac",
+            "algorithm": "byte",
+            "pattern": "none",
+            "size_kind": "merges",
+            "size": "3",
+            "tie_break": "first",
+        },
+        follow_redirects=False,
+    )
     assert r.status_code == 303 and r.headers["location"].startswith("/lab/runs/")
     page = lab.get(r.headers["location"])
     assert page.status_code == 200 and "Merge 3 of 3" in page.text
@@ -431,9 +440,16 @@ def test_form_train_redirects_to_the_run(lab):
 
 
 def test_form_train_upload_and_errors(lab):
-    r = lab.post("/lab/train", data={"size": "2", "pattern": "none"}, files={"file": ("c.txt", b"abab abab", "text/plain")}, follow_redirects=False)
+    r = lab.post(
+        "/lab/train",
+        data={"size": "2", "pattern": "none"},
+        files={"file": ("c.txt", b"abab abab", "text/plain")},
+        follow_redirects=False,
+    )
     assert r.status_code == 303
-    r = lab.post("/lab/train", data={"size": "2"}, files={"file": ("c.bin", b"\xff\xfe\x00", "application/octet-stream")})
+    r = lab.post(
+        "/lab/train", data={"size": "2"}, files={"file": ("c.bin", b"\xff\xfe\x00", "application/octet-stream")}
+    )
     assert r.status_code == 422 and "not UTF-8" in r.text
     r = lab.post("/lab/train", data={"corpus": "abc", "size": "many"})
     assert r.status_code == 422 and "whole number" in r.text
@@ -446,7 +462,7 @@ def test_run_page_step_block_for_htmx(lab):
     r = lab.get(f"/lab/runs/{run['id']}?step=2", headers={"HX-Request": "true"})
     assert r.status_code == 200 and r.text.lstrip().startswith('<div id="step"')
     assert 'data-step="2"' in r.text and "= tie" in r.text and "rule <em>first</em>" in r.text
-    assert r.text.count('class="t c') == 7 and r.text.count(" new\"") == 2
+    assert r.text.count('class="t c') == 7 and r.text.count(' new"') == 2
     full = lab.get(f"/lab/runs/{run['id']}?step=99")
     assert 'data-step="3"' in full.text and "<html" in full.text
     assert lab.get("/lab/runs/ffffffffff").status_code == 404
@@ -475,7 +491,9 @@ def test_vocab_tree_encode_and_use_fragments(lab):
 
 def test_manual_merge_form_goes_to_the_new_run(lab):
     run = train(lab, **AAAB)
-    r = lab.post(f"/lab/runs/{run['id']}/merge", data={"after": 1, "left": 97, "right": 98}, headers={"HX-Request": "true"})
+    r = lab.post(
+        f"/lab/runs/{run['id']}/merge", data={"after": 1, "left": 97, "right": 98}, headers={"HX-Request": "true"}
+    )
     assert r.status_code == 200 and r.headers["HX-Redirect"].endswith("?step=2")
     page = lab.get(r.headers["HX-Redirect"])
     assert "chosen by hand" in page.text

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lab_helpers import wait_done
 from slow_corpus import LONG_TRAINING, slow_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,16 +89,6 @@ def servers(tmp_path):
             os.killpg(s.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def wait_done(client: httpx.Client, run_id: str, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        out = client.get(f"/api/train/{run_id}").json()
-        if out["status"] not in ("queued", "running"):
-            return out
-        assert time.monotonic() < deadline, out
-        time.sleep(0.1)
 
 
 def test_train_through_one_server_step_through_the_other(servers):

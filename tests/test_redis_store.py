@@ -13,6 +13,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from lab_helpers import wait_done
 from slow_corpus import LONG_TRAINING, slow_corpus
 
 from app.lab.algorithms import Options, train
@@ -139,23 +140,13 @@ def _app(redis_url: str, tmp_path, name: str):
     return app
 
 
-def _wait_done(client: TestClient, run_id: str, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        out = client.get(f"/api/train/{run_id}").json()
-        if out["status"] not in ("queued", "running"):
-            return out
-        assert time.monotonic() < deadline, out
-        time.sleep(0.05)
-
-
 def test_a_run_trained_through_one_app_is_steppable_through_another(redis_url, tmp_path):
     a, b = _app(redis_url, tmp_path, "a"), _app(redis_url, tmp_path, "b")
     with TestClient(a) as ca, TestClient(b) as cb:
         r = ca.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
         assert r.status_code in (200, 202), r.text
         run_id = r.json()["id"]
-        assert _wait_done(ca, run_id)["status"] == "done"
+        assert wait_done(ca, run_id)["status"] == "done"
         full = cb.get(f"/api/train/{run_id}").json()
         assert [s["token"] for s in full["steps"]] == ["aa", "aaa", "aaab"]
         step = cb.get(f"/api/train/{run_id}/steps/2")
@@ -165,7 +156,7 @@ def test_a_run_trained_through_one_app_is_steppable_through_another(redis_url, t
         # Manual mode through the second app continues the first app's run.
         m = cb.post(f"/api/train/{run_id}/steps/1/merge", json={"pair": ["a", "b"]})
         assert m.status_code in (200, 202), m.text
-        child = _wait_done(cb, m.json()["id"])
+        child = wait_done(cb, m.json()["id"])
         assert child["status"] == "done" and child["parent"] == run_id
         assert ca.get(f"/api/train/{child['id']}").json()["steps"][1]["token"] == "ab"
     a.state.lab.shutdown()
@@ -181,7 +172,7 @@ def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path):
         run_id = r.json()["id"]
         c = cb.post(f"/api/train/{run_id}/cancel")
         assert c.status_code == 200 and c.json()["cancel_requested"] is True
-        out = _wait_done(cb, run_id, timeout=30)
+        out = wait_done(cb, run_id, timeout=30)
         assert out["status"] == "cancelled", out
     a.state.lab.shutdown()
     b.state.lab.shutdown()
