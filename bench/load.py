@@ -24,8 +24,6 @@ import json
 import os
 import random
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,12 +31,12 @@ from collections import defaultdict
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from corpora import mixed_text  # noqa: E402
+from serving import UvicornProcess  # noqa: E402
 
 from app.cli import worker_count  # noqa: E402
 
@@ -48,12 +46,6 @@ TARGET_P95_MS = 100.0
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))] if values else float("nan")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def check_loopback(url: str) -> str:
@@ -322,43 +314,20 @@ class Load:
         return lost
 
 
-class Server:
+class Server(UvicornProcess):
     def __init__(self, workers: int, pool: str, app: str):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.tmp = tempfile.TemporaryDirectory(prefix="tokenplay-load-")
-        env = os.environ | {
+        env = {
             "TOKENPLAY_LAB_RUNS_DIR": self.tmp.name,
             "TOKENPLAY_LAB_POOL": pool,
             "TOKENPLAY_LAB_STALE_AFTER_SECONDS": "5",
         }
-        cmd = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            app,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--workers",
-            str(workers),
-            "--log-level",
-            "error",
-            "--no-access-log",
-        ]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                sys.exit("the server did not start")
-            time.sleep(0.2)
+        try:
+            super().__init__(
+                env, workers=workers, app=app, args=("--log-level", "error", "--no-access-log"), timeout=60
+            )
+        except RuntimeError as exc:
+            sys.exit(f"the server did not start: {exc}")
         time.sleep(1.5 * workers)  # every worker up, trainer processes warm
 
     def workers(self) -> list[int]:
@@ -385,14 +354,7 @@ class Server:
         return pids[0]
 
     def stop(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(5)
-        except ProcessLookupError:
-            pass
+        super().stop(grace=20)
         self.tmp.cleanup()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from serving import free_port
 
 from app.settings import Settings
 from app.web.app import create_app
@@ -34,16 +34,10 @@ def client(app) -> Iterator[TestClient]:
         yield c
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def live_server(app) -> Iterator[str]:
     """The app served by uvicorn on a free loopback port, for Playwright."""
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

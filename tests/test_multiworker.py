@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,52 +17,21 @@ import httpx
 import pytest
 
 from lab_helpers import wait_done
+from serving import UvicornProcess
 from slow_corpus import LONG_TRAINING, slow_corpus
 
-ROOT = Path(__file__).resolve().parent.parent
 
 AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(UvicornProcess):
     def __init__(self, runs_dir: Path, workers: int = 1, **env):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        environ = os.environ | {"TOKENPLAY_LAB_RUNS_DIR": str(runs_dir), "PYTHONUNBUFFERED": "1"} | env
-        environ.pop("REDIS_URL", None)
-        cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)]
-        cmd += ["--workers", str(workers), "--log-level", "warning"]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"uvicorn did not start on port {self.port}")
-            time.sleep(0.1)
+        super().__init__({"TOKENPLAY_LAB_RUNS_DIR": str(runs_dir), "PYTHONUNBUFFERED": "1"} | env, workers=workers)
         self.client = httpx.Client(base_url=self.url, timeout=30)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+            super().stop()
 
     def kill(self) -> None:
         """SIGKILL the server process only (its training processes notice the closed pipe and exit)."""

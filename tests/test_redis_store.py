@@ -14,6 +14,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 from lab_helpers import wait_done
+from serving import free_port
 from slow_corpus import LONG_TRAINING, slow_corpus
 
 from app.lab.algorithms import Options, train
@@ -24,18 +25,12 @@ from app.settings import Settings
 from app.web.app import create_app
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed: run `make system-deps` (Debian package redis-server)")
-    port = _free_port()
+    port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
