@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import pytest
-import tiktoken
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracles import tiktoken_encoding
 
 from app.engines import chat, registry
 from app.engines.chat import ChatError, Message
-from app.engines.openai import ENCODINGS, mergeable_ranks
 
 CHAT_ENCODINGS = ["cl100k_base", "o200k_base"]
 HX = {"HX-Request": "true"}
 
 
-def _tiktoken(name: str) -> tiktoken.Encoding:
-    """A tiktoken Encoding built independently from the same ranks and special tokens."""
-    spec = ENCODINGS[name]
-    return tiktoken.Encoding(
-        name=f"test-{name}",
-        pat_str=spec.pattern,
-        mergeable_ranks=mergeable_ranks(name),
-        special_tokens=spec.special_tokens,
-    )
-
-
-ENCODERS = {name: _tiktoken(name) for name in CHAT_ENCODINGS}
+ENCODERS = {name: tiktoken_encoding(name) for name in CHAT_ENCODINGS}
 
 CONVERSATION = [
     Message("system", "You are a helpful assistant."),

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import tiktoken
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
+from oracles import tiktoken_encoding
 from hypothesis import strategies as st
 
 from app.engines import registry
 from app.engines.errors import InvalidTextError
-from app.engines.openai import ENCODINGS, mergeable_ranks
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.errors import status_for
@@ -27,16 +25,7 @@ from app.web.tokenview import PALETTE, base_colour, token_view, window_view
 HX = {"HX-Request": "true"}
 
 
-@functools.cache
-def enc(name: str) -> tiktoken.Encoding:
-    """tiktoken itself on the shipped ranks (no download): the referee for counts and ids."""
-    spec = ENCODINGS[name]
-    return tiktoken.Encoding(
-        name=f"test-pages-{name}",
-        pat_str=spec.pattern,
-        mergeable_ranks=mergeable_ranks(name),
-        special_tokens=spec.special_tokens,
-    )
+enc = tiktoken_encoding  # tiktoken itself on the shipped ranks: the referee for counts and ids
 
 
 class Page(HTMLParser):

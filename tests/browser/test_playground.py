@@ -6,7 +6,6 @@ Run with ``.venv/bin/python -m pytest tests/browser -q``. Set ``TOKENPLAY_SCREEN
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import re
@@ -14,26 +13,16 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import tiktoken
+from oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
-from app.engines.openai import ENCODINGS, mergeable_ranks
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@functools.cache
-def enc(name: str) -> tiktoken.Encoding:
-    """tiktoken itself on the shipped ranks (no download): the referee for counts."""
-    spec = ENCODINGS[name]
-    return tiktoken.Encoding(
-        name=f"test-browser-{name}",
-        pat_str=spec.pattern,
-        mergeable_ranks=mergeable_ranks(name),
-        special_tokens=spec.special_tokens,
-    )
+enc = tiktoken_encoding  # tiktoken itself on the shipped ranks: the referee for counts
 
 
 @pytest.fixture()
