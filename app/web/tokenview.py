@@ -30,7 +30,7 @@ from operator import attrgetter, gt, itemgetter, not_, sub
 from jinja2 import Environment
 from markupsafe import Markup
 
-from app.engines.base import Tokenizer, check_text
+from app.engines.base import Tokenizer
 from app.engines.result import Segment, Token, TokenizeResult, _ByteInfo, group_segments, hex_bytes
 
 PALETTE = 10  # colour classes c0..c9 in static/app.css, for light and dark themes
@@ -265,7 +265,6 @@ def byte_level_window(
     """
     limit = max(1, limit)
     offset = max(0, offset)
-    check_text(text)
     ids = tokenizer.encode(text, allow_special=allow_special)
     n = len(ids)
     if n and offset >= n:
