@@ -315,7 +315,8 @@ class _PieceCache(dict):
                 if ids is None:
                     ids = merge_segmented(piece, self.segments)
             if ids is None:
-                ids = tuple(encode_piece(data, self.ranks))
+                # (the whole-piece look-up is done: merge directly, not through encode_piece)
+                ids = tuple((merge_long if len(data) > LONG_PIECE else merge_short)(data, self.ranks))
         if len(piece) <= CACHE_PIECE_CHARS:
             if len(self) >= CACHE_LIMIT:
                 self.clear()
