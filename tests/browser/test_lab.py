@@ -122,6 +122,28 @@ def test_slider_number_and_autoplay(lab: Page):
     expect(lab.locator("#play")).to_have_attribute("aria-pressed", "false")
 
 
+def test_slider_moved_right_after_a_step_arrives_is_not_lost(lab: Page):
+    """A control that htmx swapped in works at once: move the new slider in the first task after the swap.
+
+    htmx wires up swapped-in elements when the swap settles; with its default 20 ms settle delay, a slider moved
+    in that window did nothing (this made the slider test flaky in CI)."""
+    train_aaab(lab)
+    lab.evaluate(
+        """() => new MutationObserver((records, observer) => {
+            const slider = document.querySelector('#step[data-step="1"] #step-slider');
+            if (!slider) return;
+            observer.disconnect();
+            setTimeout(() => {
+                slider.value = "2";
+                slider.dispatchEvent(new Event("change", {bubbles: true}));
+            }, 0);
+        }).observe(document.body, {childList: true, subtree: true})"""
+    )
+    lab.locator("#step-number").fill("1")
+    lab.locator("#step-number").press("Enter")
+    step_is(lab, 2)
+
+
 def test_manual_mode_merges_the_chosen_pair(lab: Page):
     train_aaab(lab)
     first_url = lab.url
