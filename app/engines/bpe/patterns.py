@@ -8,6 +8,7 @@ text whole (raw bytes, as in the classic lecture code). The pattern strings are 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -110,6 +111,9 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
 # letter followed by whitespace, none looks behind, and a block never ends in whitespace, so every block is
 # matched exactly as in the whole text. Around each non-ASCII character the text is cut at the nearest such
 # positions on either side; that block gets the original pattern, the ASCII stretches between get the twin.
+# A non-ASCII character that is no letter, number, mark or whitespace for ``regex`` (curly quotes, dashes, most
+# emoji) needs no block of its own: the twins' negated classes take it exactly as the original's "anything
+# else" classes do, so the ASCII stretches run through it (:class:`_Plain`).
 _S = r"[\t\n\x0b\x0c\r ]"
 _NS = r"[^\t\n\x0b\x0c\r ]"
 _OTHER = r"[^\t\n\x0b\x0c\r A-Za-z0-9]"
@@ -134,6 +138,42 @@ ASCII_TWINS: dict[str, str] = {
 }
 _CUT = re.compile(r"[A-Za-z](?= )")  # a match ends at a position where the text may be cut
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+#: What the original patterns may treat differently from the twins: letters, numbers, marks, whitespace.
+_SPECIAL_CLASS = regex.compile(r"[\p{L}\p{N}\p{M}\s]")
+
+
+class _Plain(dict):
+    """Character -> True when it is punctuation, a symbol or a format character that no pattern class treats
+    apart from plain ASCII punctuation (``_SPECIAL_CLASS`` does not match it); filled on first sight."""
+
+    def __missing__(self, ch: str) -> bool:
+        if len(self) >= 65_536:  # a text of every code point must not grow it without end
+            self.clear()
+        plain = self[ch] = _SPECIAL_CLASS.match(ch) is None and unicodedata.category(ch)[0] in "PSC"
+        return plain
+
+
+_PLAIN = _Plain()
+
+
+def next_wide(text: str, pos: int) -> int:
+    """The position of the first non-ASCII character at or after ``pos`` that needs the original pattern (see
+    :class:`_Plain`), or -1.
+
+    >>> next_wide("“quoted” naïve", 0)
+    11
+    """
+    find, plain = _NON_ASCII.search, _PLAIN
+    while True:
+        m = find(text, pos)
+        if m is None:
+            return -1
+        pos = m.start()
+        if not plain[text[pos]]:
+            return pos
+        pos += 1
+
+
 _ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
@@ -168,13 +208,12 @@ class Splitter:
             return fast(text)
         out: list[str] = []
         pos, n = 0, len(text)
-        find_wide, find_cut = _NON_ASCII.search, _CUT.search
+        find_cut = _CUT.search
         while pos < n:
-            wide = find_wide(text, pos)
-            if wide is None:
-                out.extend(fast(text[pos:]))
+            q = next_wide(text, pos)
+            if q < 0:
+                out.extend(fast(text[pos:] if pos else text))
                 break
-            q = wide.start()
             cut = last_cut(text, pos, q)
             if cut > pos:
                 out.extend(fast(text[pos:cut]))
