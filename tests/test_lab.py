@@ -81,6 +81,8 @@ def test_train_lexical_tie_break_picks_the_smaller_pair(lab):
         (AAAB | {"tie_break": "random"}, "tie_break"),
         (AAAB | {"merges": -1}, "merges"),
         (AAAB | {"merges": 10**6}, "8,192"),
+        (AAAB | {"merges": 10**20}, "8,192"),
+        ({k: v for k, v in AAAB.items() if k != "merges"} | {"vocab_size": 10**20}, "at most 8,192 merges"),
         ({k: v for k, v in AAAB.items() if k != "merges"} | {"vocab_size": 100}, "256 base tokens"),
         (AAAB | {"end_of_word": True}, "character-level"),
         (AAAB | {"corpus": "   "}, "empty"),

@@ -54,6 +54,11 @@ class Cancelled(Exception):
     """Raised inside a training loop when its job was cancelled."""
 
 
+#: More base tokens than any corpus can have (one per Unicode code point, plus bytes and markers): a vocab_size
+#: above this plus the merge limit is refused before the corpus is looked at.
+MAX_BASE_TOKENS = 0x110000 + 1024
+
+
 @dataclass(slots=True)
 class Options:
     algorithm: str = "byte"
@@ -78,6 +83,12 @@ class Options:
             raise LabOptionsError(f"merges must be between 0 and {max_merges:,} (the lab's limit); got {self.merges:,}")
         if self.vocab_size is not None and self.vocab_size < 1:
             raise LabOptionsError(f"vocab_size must be positive; got {self.vocab_size}")
+        if self.vocab_size is not None and self.vocab_size > MAX_BASE_TOKENS + max_merges:
+            # refused here, before the run is stored: the exact limit needs the corpus's base vocabulary
+            raise LabOptionsError(
+                f"vocab_size {self.vocab_size:,} is more than the lab can reach: it learns at most {max_merges:,} "
+                "merges on top of the corpus's base tokens"
+            )
         return self
 
     def n_merges(self, base_size: int, max_merges: int) -> int:
