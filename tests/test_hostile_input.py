@@ -307,3 +307,20 @@ def test_lab_with_redis_down_answers_503_not_500(tmp_path):
         assert "Redis" in r.json()["detail"] and r.headers["retry-after"] == "5"
         # The playground does not need the store and keeps working.
         assert c.post("/api/tokenize", json={"text": "hi", "tokenizer": "gpt2"}).status_code == 200
+
+
+def test_a_training_that_could_not_be_stored_keeps_no_place_in_the_queue(tmp_path):
+    """A run the store refused never runs: with Redis down, every attempt says so (503), and none of them fill
+    the queue so that later attempts would read "the lab is busy" (429) even after Redis is back."""
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    settings = Settings(
+        redis_url="redis://127.0.0.1:1/0", lab_pool="thread", lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1
+    )
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        codes = [c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3}).status_code for _ in range(5)]
+        assert codes == [503] * 5
+        assert c.app.state.lab.pool.active() == 0

@@ -70,7 +70,15 @@ class BoundedJobs:
             self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
             self._jobs[job.run.id] = job
         job.run.status = "queued"
-        self.store.put(job.run)
+        try:
+            self.store.put(job.run)
+        except BaseException:
+            # not stored (a full disk, Redis down): the job never runs, so it must not hold a place in the queue
+            with self._lock:
+                if self._jobs.get(job.run.id) is job:
+                    del self._jobs[job.run.id]
+            job.finished.set()
+            raise
 
 
 class JobPool(BoundedJobs):
