@@ -6,6 +6,8 @@ and a run cancelled through one stops in the other.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import shutil
 import socket
 import subprocess
@@ -118,6 +120,24 @@ def test_a_running_run_without_heartbeat_is_reported_as_failed(redis_url, prefix
     store.redis.delete(f"{prefix}beat:{run.id}")  # its worker process died
     got = RedisStore(redis_url, prefix=prefix).get(run.id)
     assert got.status == "error" and got.error == STALE_MESSAGE
+
+
+def test_a_run_that_finishes_while_it_is_read_is_not_called_dead(redis_url, prefix):
+    """Finishing deletes the heartbeat: a reader that read the run while it was running, and its heartbeat just
+    after it finished, must report the finished run, not "the worker process stopped" (this made a cancel
+    through another app read as an error once in a while)."""
+    writer, reader = RedisStore(redis_url, prefix=prefix), RedisStore(redis_url, prefix=prefix)
+    run = Run(new_id(), "corpus", Options("byte", "gpt2", 5), status="running")
+    writer.put(run)
+    beat_age = reader._beat_age
+
+    def finish_then_read_the_heartbeat(run_id: str) -> float:
+        writer.put(replace(run, status="cancelled", error="training was cancelled"))
+        return beat_age(run_id)
+
+    reader._beat_age = finish_then_read_the_heartbeat
+    got = reader.get(run.id)
+    assert got.status == "cancelled", (got.status, got.error)
 
 
 def test_make_store_picks_redis_when_redis_url_is_set(redis_url, tmp_path, monkeypatch):

@@ -126,18 +126,26 @@ class _SharedStore:
         run = self.mem.get(run_id)
         if run is not None:
             return run
+        run = self._load(run_id)
+        if run is not None and not run.finished and self._beat_age(run_id) > self.stale_after:
+            # Finishing removes the heartbeat, so a run that finished between the two reads looks dead: read
+            # it again, and call it dead only if it is still unfinished (not kept in memory: it may yet beat).
+            run = self._load(run_id)
+            if run is not None and not run.finished:
+                run.status, run.error = "error", STALE_MESSAGE
+                return run
+        if run is not None and run.finished:
+            self.mem.put(run)
+        return run
+
+    def _load(self, run_id: str) -> Run | None:
         data = self._read(run_id)
         if data is None:
             return None
         try:
-            run = Run.from_json(orjson.loads(data))
+            return Run.from_json(orjson.loads(data))
         except (ValueError, KeyError, TypeError):
             return None
-        if run.finished:
-            self.mem.put(run)
-        elif self._beat_age(run_id) > self.stale_after:
-            run.status, run.error = "error", STALE_MESSAGE
-        return run
 
     # several processes ---------------------------------------------------------------------------------------
     def beat(self, run_id: str) -> None:
