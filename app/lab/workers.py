@@ -145,10 +145,16 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.is_alive()
 
+    # kill and stop may run at once for one worker (a job's end and the pool's shutdown, in two threads): the
+    # second to reap the process can meet a closed handle, which only means that the process is gone.
+    _GONE = (OSError, ValueError, EOFError, AssertionError)
+
     def kill(self) -> None:
         try:
             self.proc.kill()
             self.proc.join(5)
+        except self._GONE:
+            pass
         finally:
             self.conn.close()
 
@@ -157,9 +163,12 @@ class _Worker:
             self.conn.send(("exit",))
         except (OSError, ValueError):
             pass
-        self.proc.join(2)
-        if self.proc.is_alive():
-            self.proc.kill()
+        try:
+            self.proc.join(2)
+            if self.proc.is_alive():
+                self.proc.kill()
+        except self._GONE:
+            pass
         self.conn.close()
 
 
