@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from playwright.sync_api import expect
 from serving import free_port
 
 from app.settings import Settings
@@ -50,6 +51,10 @@ def live_server(app) -> Iterator[str]:
     server.should_exit = True
     thread.join(timeout=10)
 
+
+# Playwright's expect() waits up to 5 s by default; a busy CI machine gets 10 s. A check that would fail still
+# fails, only later.
+expect.set_options(timeout=10_000)
 
 CHROMIUM = os.environ.get("TOKENPLAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
