@@ -22,6 +22,12 @@ SCRIPTS = [
     ("SentencePiece engine and trainer (issue 4)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
     ("Load: 50 typists and 5 trainings on loopback (issue 7)", "load.py", [], ["--duration", "8", "--typists", "10"]),
+    (
+        "Load again, with a worker SIGKILLed 8 s in: no stored run lost (issue 7)",
+        "load.py",
+        ["--kill-worker-at", "8"],
+        ["--duration", "8", "--typists", "10", "--kill-worker-at", "4"],
+    ),
 ]
 
 
