@@ -206,8 +206,16 @@ def byte_level_tokens(
         if info is None:
             info = cache[tid] = _ByteInfo(token_bytes(tid))
         chars += info.leads
+    return tokens_after(ids[offset:stop], chars, token_bytes, cache, special_ids)
+
+
+def tokens_after(
+    ids: Iterable[int], chars: int, token_bytes, cache: dict[int, _ByteInfo], special_ids: frozenset[int] | set[int]
+) -> list[Token]:
+    """:class:`Token` records for byte-level ``ids`` whose text starts after ``chars`` characters of the input
+    (the loop of :func:`byte_level_tokens`, also used for one segment at a time)."""
     tokens: list[Token] = []
-    for tid in ids[offset:stop]:
+    for tid in ids:
         info = cache.get(tid)
         if info is None:
             info = cache[tid] = _ByteInfo(token_bytes(tid))

@@ -31,7 +31,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from app.engines.base import Tokenizer
-from app.engines.result import Segment, Token, TokenizeResult, _ByteInfo, group_segments, hex_bytes
+from app.engines.result import Segment, Token, TokenizeResult, _ByteInfo, group_segments, hex_bytes, tokens_after
 
 PALETTE = 10  # colour classes c0..c9 in static/app.css, for light and dark themes
 
@@ -68,7 +68,7 @@ class SegmentView:
     special: bool  # any of its tokens is a special token
     partial: bool  # several tokens share these characters (a character cut into byte tokens)
     token_list: list[Token] | None = None  # the segment's tokens; None: built from ``lazy`` when first needed
-    lazy: tuple | None = None  # (first character, id -> _ByteInfo, special ids) for a byte-level tokenizer
+    lazy: tuple | None = None  # tokens_after's (first character, token_bytes, byte-info cache, special ids)
 
     def as_row(self) -> tuple:
         """The positional fields, as a :class:`SegmentRows` row."""
@@ -78,14 +78,7 @@ class SegmentView:
     def tokens(self) -> list[Token]:
         """The segment's tokens (hexes and detail are derived from them when a span is first rendered)."""
         if self.token_list is None:
-            chars, info_of, special_ids = self.lazy
-            toks = []
-            for tid in self.ids:
-                info = info_of(tid)
-                start = chars - 1 if info.starts_mid else chars
-                chars += info.leads
-                toks.append(Token(tid, info.data, start, chars, info.text, tid in special_ids, info.valid))
-            self.token_list = toks
+            self.token_list = tokens_after(self.ids, *self.lazy)
         return self.token_list
 
     @property
@@ -324,7 +317,7 @@ def byte_level_window(
     colours = colour_chain(map(ids.__getitem__, starts), colour_before)
     specials = [not special_ids.isdisjoint(x) for x in seg_ids] if check_special else repeat(False)
     partial = map(gt, map(sub, cuts, starts), repeat(1))
-    lazy = zip(char_starts, repeat(info_of), repeat(special_ids))
+    lazy = zip(char_starts, repeat(token_bytes), repeat(cache), repeat(special_ids))
     rows = list(zip(starts, texts, colours, seg_ids, specials, partial, repeat(None), lazy))
     if reused:
         rows = previous.rows[:reused] + rows
