@@ -284,11 +284,9 @@ def merge_segmented(piece: str, segments: _Segments) -> tuple[int, ...] | None:
     return tuple(chain.from_iterable(ids))
 
 
-def encode_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """Ids for one pre-token: the whole piece if it is a token, else merged by rank."""
-    r = ranks.get(piece)
-    if r is not None:
-        return [r]
+def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+    """Ids for one pre-token merged by rank (the caller has checked that it is not a token as a whole): the list
+    scan for short pieces, the heap for long ones."""
     if len(piece) > LONG_PIECE:
         return merge_long(piece, ranks)
     return merge_short(piece, ranks)
@@ -315,8 +313,7 @@ class _PieceCache(dict):
                 if ids is None:
                     ids = merge_segmented(piece, self.segments)
             if ids is None:
-                # (the whole-piece look-up is done: merge directly, not through encode_piece)
-                ids = tuple((merge_long if len(data) > LONG_PIECE else merge_short)(data, self.ranks))
+                ids = tuple(merge_piece(data, self.ranks))
         if len(piece) <= CACHE_PIECE_CHARS:
             if len(self) >= CACHE_LIMIT:
                 self.clear()
