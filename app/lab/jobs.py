@@ -41,17 +41,17 @@ class Job:
 
 
 class BoundedJobs:
-    """Admission shared by the thread and process pools: at most ``capacity`` jobs running or waiting.
+    """Admission shared by the thread and process pools: at most ``workers + queue`` jobs running or waiting.
 
-    Subclasses set ``store``, ``workers``, ``capacity``, ``_jobs`` and ``_lock``, and hand an admitted job to
-    their executor.
+    Subclasses hand an admitted job to their executor.
     """
 
-    store: RunStore
-    workers: int
-    capacity: int
-    _jobs: dict[str, Job]
-    _lock: threading.Lock
+    def __init__(self, store: RunStore, workers: int, queue: int):
+        self.store = store
+        self.workers = workers
+        self.capacity = workers + queue
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
 
     def active(self) -> int:
         with self._lock:
@@ -83,12 +83,8 @@ class BoundedJobs:
 
 class JobPool(BoundedJobs):
     def __init__(self, store: RunStore, workers: int = 2, queue: int = 8):
-        self.store = store
-        self.workers = workers
-        self.capacity = workers + queue
+        super().__init__(store, workers, queue)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-train")
-        self._jobs: dict[str, Job] = {}
-        self._lock = threading.Lock()
 
     def submit(self, job: Job) -> Job:
         self._admit(job)

@@ -186,16 +186,12 @@ class ProcessJobPool(BoundedJobs):
         memory_limit_mb: int = 2048,
         warm: bool = True,
     ):
-        self.store = store
+        super().__init__(store, workers, queue)
         self.memory_limit_mb = memory_limit_mb
-        self.workers = workers
-        self.capacity = workers + queue
         self.time_limit = time_limit
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-supervise")
         self._idle: queue_mod.SimpleQueue = queue_mod.SimpleQueue()
         self._all: list[_Worker] = []
-        self._jobs: dict[str, Job] = {}
-        self._lock = threading.Lock()
         self._closed = threading.Event()
         self._beater = threading.Thread(target=self._beat_loop, name="lab-heartbeat", daemon=True)
         self._beater.start()
