@@ -258,12 +258,9 @@ class DirectoryStore(_SharedStore):
                 except OSError:
                     continue
                 age = now - st.st_mtime
-                if (
-                    entry.name.endswith(".tmp")
-                    and age > 3600
-                    or entry.name.endswith((".beat", ".cancel"))
-                    and age > max(self.ttl, 86400)
-                ):
+                leftover_tmp = entry.name.endswith(".tmp") and age > 3600
+                old_marker = entry.name.endswith((".beat", ".cancel")) and age > max(self.ttl, 86400)
+                if leftover_tmp or old_marker:
                     Path(entry.path).unlink(missing_ok=True)
                 elif entry.name.endswith(".json"):
                     if age > self.ttl:
