@@ -294,14 +294,14 @@ def test_marker_is_never_evaluated_as_a_template(web):
     assert "pwned49" not in r.text and MARK in visible_text(r.text)
 
 
+def redis_down_client(tmp_path, **settings) -> TestClient:
+    """A client of an app whose run store is a Redis that nothing listens to."""
+    down = Settings(redis_url="redis://127.0.0.1:1/0", lab_pool="thread", lab_runs_dir=tmp_path, **settings)
+    return TestClient(create_app(down), raise_server_exceptions=False)
+
+
 def test_lab_with_redis_down_answers_503_not_500(tmp_path):
-    from fastapi.testclient import TestClient
-
-    from app.settings import Settings
-    from app.web.app import create_app
-
-    settings = Settings(redis_url="redis://127.0.0.1:1/0", lab_pool="thread", lab_runs_dir=tmp_path)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+    with redis_down_client(tmp_path) as c:
         r = c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3, "pattern": "none"})
         assert r.status_code == 503, r.text
         assert "Redis" in r.json()["detail"] and r.headers["retry-after"] == "5"
@@ -312,15 +312,7 @@ def test_lab_with_redis_down_answers_503_not_500(tmp_path):
 def test_a_training_that_could_not_be_stored_keeps_no_place_in_the_queue(tmp_path):
     """A run the store refused never runs: with Redis down, every attempt says so (503), and none of them fill
     the queue so that later attempts would read "the lab is busy" (429) even after Redis is back."""
-    from fastapi.testclient import TestClient
-
-    from app.settings import Settings
-    from app.web.app import create_app
-
-    settings = Settings(
-        redis_url="redis://127.0.0.1:1/0", lab_pool="thread", lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1
-    )
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+    with redis_down_client(tmp_path, lab_workers=1, lab_queue=1) as c:
         codes = [c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3}).status_code for _ in range(5)]
         assert codes == [503] * 5
         assert c.app.state.lab.pool.active() == 0
