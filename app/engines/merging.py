@@ -52,7 +52,7 @@ def merge(
 
     >>> merge([b"a", b"a", b"a"], {b"aa": 0}.get)
     [b'aa', b'a']
-    >>> merge([1, 2, 1, 2], {(1, 2): 0, (9, 9): 1}.get, key=lambda a, b: (a, b), join=lambda a, b: 9)
+    >>> merge([1, 2, 1, 2], {(1, 2): 0}.get, key=lambda a, b: (a, b), join=lambda a, b: 9)
     [9, 9]
     """
     if len(parts) > heap_from and steps is None:

@@ -355,10 +355,10 @@ class SpanCache:
         window.previous = None  # rendered: the earlier window is no longer needed (memory)
         return Markup("".join(out))
 
-    def ids(self, window: TokenWindow) -> Markup:
+    @staticmethod
+    def ids(window: TokenWindow) -> str:
         """The window's ids as plain text; static/app.js turns them into linked, coloured spans."""
-        ids = " ".join(map(str, chain.from_iterable(s.ids for s in window.spans)))
-        return Markup(f'<span class="id-list" data-id-list>{ids}</span>')
+        return " ".join(map(str, chain.from_iterable(s.ids for s in window.spans)))
 
 
 def install(env: Environment) -> None:
