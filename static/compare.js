@@ -1,6 +1,7 @@
-// Compare view: the only script of its own is "copy to clipboard" for the exports (everything else is htmx).
+// Compare view: "copy to clipboard" for the exports (everything else is htmx), and the preset highlight.
 // A copy button posts the form to its export URL (the same request the download buttons make) and copies the
-// answer. Buttons stay hidden where the Clipboard API is missing.
+// answer. Buttons stay hidden where the Clipboard API is missing. Once the user edits the text, it is no
+// longer the preset it started from: the preset loses its highlight.
 (function () {
   "use strict";
 
@@ -10,6 +11,14 @@
   }
 
   document.addEventListener("DOMContentLoaded", setup);
+
+  document.addEventListener("input", function (event) {
+    if (!(event.target instanceof Element) || event.target.id !== "compare-text") return;
+    document.querySelectorAll("a.preset.active").forEach(function (a) {
+      a.classList.remove("active");
+      a.removeAttribute("aria-current");
+    });
+  });
   document.addEventListener("htmx:afterSettle", setup);
 
   document.addEventListener("click", function (event) {

@@ -1,4 +1,5 @@
-// BPE lab: keyboard shortcuts, autoplay and presenter mode. Everything else is htmx links and forms.
+// BPE lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit, and the merge tree of a token
+// clicked (or chosen with Enter) in the corpus view. Everything else is htmx links and forms.
 (function () {
   "use strict";
   let timer = null;
@@ -43,11 +44,28 @@
     if (e.target instanceof Element && e.target.id === "speed") window.__labSpeed = e.target.value;
   });
 
+  // A corpus token's merge tree: the same request as the vocabulary's tree buttons make.
+  function showTree(tok) {
+    const box = tok.closest("#corpus-tokens");
+    const id = (tok.dataset.ids || "").split(" ").filter(function (x) { return x && x !== "-1"; })[0];
+    if (!box || id === undefined || !window.htmx) return;
+    htmx.ajax("GET", box.dataset.tree + id + "?step=" + box.dataset.step, "#tree");
+  }
+
   document.addEventListener("click", function (e) {
     const t = e.target instanceof Element ? e.target : null;
     if (!t) return;
     if (t.closest("#play")) setPlaying(!window.__labPlaying);
     if (t.closest("#present-toggle")) togglePresent();
+    const tok = t.closest("#corpus-tokens .t");
+    if (tok) showTree(tok);
+  });
+
+  // The size box's limit follows what it counts: merges, or tokens (the vocabulary: bases + merges).
+  document.addEventListener("change", function (e) {
+    const kind = e.target instanceof Element && e.target.closest("select[name=size_kind]");
+    const size = kind && kind.form && kind.form.querySelector("input[name=size]");
+    if (size) size.max = kind.value === "merges" ? size.dataset.maxMerges : size.dataset.maxVocab;
   });
 
   function togglePresent(force) {
@@ -70,6 +88,8 @@
     if (!document.getElementById("step")) return;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     const t = e.target instanceof Element ? e.target : null;
+    if (t && t.closest("#corpus-tokens .t") && e.key === "Enter") { showTree(t.closest(".t")); e.preventDefault(); return; }
+    if (t && t.closest(".tokens")) return;  // arrow keys move between tokens there (static/app.js)
     if (t && t.closest("input, textarea, select, [contenteditable]")) {
       if (!(t.matches("input[type=range]") && (e.key === " " || e.key === "Home" || e.key === "End"))) return;
     }

@@ -146,3 +146,19 @@ def test_chat_result_fragment_counts(client):
     pane = r.text[r.text.index('data-tokenizer="o200k_base"') :]
     assert f'data-count="{expected}"' in pane.split("</section>")[0]
     assert "Hello &lt;|im_end|&gt;" in r.text
+
+
+def test_chat_takes_a_message_of_more_than_a_megabyte(client):
+    content = "日本語のテキスト。" * 66_667  # 1.8 MB of UTF-8
+    r = client.post("/chat/result", data={"role": ["user"], "content": [content]}, headers=HX)
+    assert r.status_code == 200 and 'data-tokenizer="cl100k_base"' in r.text
+    over = client.post("/chat/result", data={"role": ["user"], "content": ["a" * 1_000_001]}, headers=HX)
+    assert over.status_code == 413 and 'class="error"' in over.text
+
+
+def test_chat_panes_show_ids_and_the_token_detail(client):
+    html = client.post("/chat/result", data={"role": ["user"], "content": ["Hi"]}, headers=HX).text
+    pane = html[html.index('<section class="pane" data-tokenizer="cl100k_base"') :].split("</section>")[0]
+    assert "data-token-scope" in pane and "data-token-detail" in pane
+    ids = pane.split("data-id-list>")[1].split("<")[0].split()
+    assert [int(i) for i in ids] == chat.tokenize_chat(registry.get("cl100k_base"), [Message("user", "Hi")]).ids

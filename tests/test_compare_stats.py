@@ -55,7 +55,16 @@ def test_stats_partial_share_cjk_gpt2():
     assert stats.partial == 2 and stats.partial_share == 1.0
     assert stats.chars_per_token == 0.5
     assert stats.bytes_per_token == 1.5
-    assert stats.words == 1 and stats.fertility == 2.0
+    assert stats.words == 1 and stats.fertility is None  # one Han character: no words to count per
+
+
+def test_fertility_only_where_words_are_written_with_spaces():
+    en = compute_stats(registry.get("gpt2").tokenize("a tokenizer cuts text"))
+    assert en.words == 4 and en.fertility == round(en.tokens / 4, 3)
+    ja = compute_stats(registry.get("gpt2").tokenize("東京は日本の首都です。 京都は古い都です。"))
+    assert ja.words == 2 and ja.fertility is None
+    mixed = compute_stats(registry.get("gpt2").tokenize("the word 日本 in English text"))
+    assert mixed.fertility is not None
 
 
 def test_stats_partial_share_mixed_text():
@@ -68,12 +77,15 @@ def test_stats_partial_share_mixed_text():
     assert stats.partial_share == round(partial / result.count, 4)
 
 
-def test_stats_byte_fallback_counts_as_partial():
-    result = _result("sp", "abc", [1, 2])
-    result.tokens[1].byte_fallback = True
-    stats = compute_stats(result)
-    assert stats.partial == 1
-    assert stats.partial_share == round(1 / 3, 4)
+def test_byte_fallback_of_whole_characters_is_not_partial():
+    """Mistral spells a newline as <0x0A>: a whole character, counted apart; <0xE3> of a cut character is partial."""
+    mistral = registry.get("mistral-7b")
+    code = compute_stats(mistral.tokenize("def f():\n    return 1\n"))
+    assert code.byte_fallback == 2 and code.partial == 0
+    ours = mistral.tokenize("Hello ꙮ\n")  # ꙮ is not in the vocabulary: three byte pieces
+    stats = compute_stats(ours)
+    assert stats.partial == 3 and stats.byte_fallback == 1
+    assert stats.partial_share == round(3 / ours.count, 4)
 
 
 def test_stats_unknown_tokens_use_unk_id():

@@ -166,10 +166,15 @@ def test_compare_results_long_text_left_out_of_url():
         assert "t=gpt2" in r.headers["HX-Replace-Url"]
 
 
-def test_compare_results_one_tokenizer_shows_message(client):
-    r = client.post("/compare/results", data={"text": "Hello", "t": ["gpt2"]}, headers=HX)
+def test_compare_results_one_tokenizer_shows_its_pane_and_asks_for_a_second(client):
+    r = client.post("/compare/results", data={"text": "Hello world", "t": ["gpt2"]}, headers=HX)
     assert r.status_code == 200
-    assert "at least 2" in r.text and 'id="compare-stats"' not in r.text
+    assert r.text.count('<section class="pane') == 1 and 'data-tokenizer="gpt2"' in r.text
+    assert 'id="compare-stats"' in r.text and "Tick a second tokenizer" in r.text
+    none = client.post("/compare/results", data={"text": "Hello", "t": []}, headers=HX)
+    assert "at least 1" in none.text and 'id="compare-stats"' not in none.text
+    # the API keeps its contract: two or more
+    assert client.post("/api/compare", json={"text": "x", "tokenizers": ["gpt2"]}).status_code == 422
 
 
 def test_compare_results_marks_boundary_differences(client):
@@ -247,8 +252,24 @@ def test_compare_picker_shows_this_browsers_lab_tokenizers(client):
         client.cookies.set(COOKIE, "0123abcd")
         html = client.get("/compare").text
         assert f'name="t" value="{name}"' in html and "my lab BPE" in html
-        client.cookies.clear()
-        html = client.get("/compare", params={"t": ["gpt2", name], "text": "hi"}).text  # chosen in a shared URL
+        html = client.get("/compare", params={"t": ["gpt2", name], "text": "hi"}).text
         assert f'value="{name}" checked' in html and f'<tr data-tokenizer="{name}">' in html
+        client.cookies.clear()
+        html = client.get("/compare", params={"t": ["gpt2", name], "text": "hi"}).text  # someone else's link
+        assert f'value="{name}"' not in html and f'<tr data-tokenizer="{name}">' not in html
     finally:
         unregister(name)
+
+
+def test_a_paste_of_more_than_a_megabyte_is_compared_and_one_over_the_limit_is_413(client):
+    """600,000 Japanese characters are 1.8 MB of UTF-8, under the 1,000,000-character limit: the forms accept
+    what the limit promises (Starlette alone stops a field at 1 MB with a JSON 400), and beyond it the app
+    answers its own 413 fragment."""
+    text = "日本語のテキスト。" * 66_667
+    assert len(text.encode()) > 1_800_000 and len(text) < 1_000_000
+    r = client.post("/compare/results", data={"text": text, "t": ["gpt2", "cl100k_base"]}, headers=HX)
+    assert r.status_code == 200 and 'id="compare-stats"' in r.text
+    over = client.post("/compare/results", data={"text": "a" * 1_000_001, "t": ["gpt2", "cl100k_base"]}, headers=HX)
+    assert over.status_code == 413 and "the limit is 1,000,000" in over.text and "{" not in over.text[:20]
+    export = client.post("/compare/export.csv", data={"text": text, "t": ["gpt2", "cl100k_base"]})
+    assert export.status_code == 200 and export.text.startswith("tokenizer,")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import threading
 import time
 
@@ -435,7 +436,8 @@ def test_form_train_redirects_to_the_run(lab):
     )
     assert r.status_code == 303 and r.headers["location"].startswith("/lab/runs/")
     page = lab.get(r.headers["location"])
-    assert page.status_code == 200 and "Merge 3 of 3" in page.text
+    # a run opens before its first merge: a class starts at step 0
+    assert page.status_code == 200 and 'data-step="0"' in page.text and "Step 0: before any merge" in page.text
     r = lab.post("/lab/train", data={"corpus": "aaabdaaabac", "size": "3"}, headers={"HX-Request": "true"})
     assert r.headers["HX-Redirect"].startswith("/lab/runs/")
 
@@ -463,7 +465,8 @@ def test_run_page_step_block_for_htmx(lab):
     r = lab.get(f"/lab/runs/{run['id']}?step=2", headers={"HX-Request": "true"})
     assert r.status_code == 200 and r.text.lstrip().startswith('<div id="step"')
     assert 'data-step="2"' in r.text and "= tie" in r.text and "rule <em>first</em>" in r.text
-    assert r.text.count('class="t c') == 7 and r.text.count(' new"') == 2
+    corpus = r.text.split('id="corpus-tokens"')[1].split("</div>")[0]
+    assert corpus.count('class="t c') == 7 and corpus.count(' new"') == 2
     full = lab.get(f"/lab/runs/{run['id']}?step=99")
     assert 'data-step="3"' in full.text and "<html" in full.text
     assert lab.get("/lab/runs/ffffffffff").status_code == 404
@@ -498,3 +501,45 @@ def test_manual_merge_form_goes_to_the_new_run(lab):
     assert r.status_code == 200 and r.headers["HX-Redirect"].endswith("?step=2")
     page = lab.get(r.headers["HX-Redirect"])
     assert "chosen by hand" in page.text
+
+
+def test_a_pasted_corpus_trains_as_the_same_text_uploaded(lab):
+    """Browsers send a text area's lines as CRLF: a pasted corpus is what the text area holds (LF), like the
+    playground's text; a file is taken byte for byte."""
+    text = "low lower lowest\nnewer newest\n" * 20
+    form = {"algorithm": "byte", "pattern": "none", "size_kind": "merges", "size": "8"}
+    pasted = lab.post("/lab/train", data=form | {"corpus": text.replace("\n", "\r\n")}, follow_redirects=False)
+    uploaded = lab.post("/lab/train", data=form, files={"file": ("c.txt", text.encode(), "text/plain")},
+                        follow_redirects=False)
+    runs = [wait_done(lab, r.headers["location"].split("/")[-1].split("?")[0]) for r in (pasted, uploaded)]
+    assert runs[0]["corpus_chars"] == runs[1]["corpus_chars"] == len(text)
+    steps = [[s["token"] for s in lab.get(f"/api/train/{r['id']}").json()["steps"]] for r in runs]
+    assert steps[0] == steps[1] and not any("\r" in t for t in steps[0])
+    # a file keeps its CRLF: byte-exact
+    crlf = lab.post("/lab/train", data=form, files={"file": ("c.txt", text.replace("\n", "\r\n").encode(), "text/plain")},
+                    follow_redirects=False)
+    assert wait_done(lab, crlf.headers["location"].split("/")[-1])["corpus_chars"] == len(text) + text.count("\n")
+
+
+def test_byte_level_japanese_shows_whole_characters_and_bytes_on_hover(lab):
+    """The corpus view groups the byte tokens of one character into one span, as the playground does (the bytes
+    are in data-hex for the hover detail); chips of a piece of a character show its bytes, never \\x escapes."""
+    corpus = "東京は日本の首都です。京都は古い都です。" * 3
+    run = train(lab, corpus=corpus, algorithm="byte", pattern="none", merges=6)
+    html = lab.get(f"/lab/runs/{run['id']}?step=1", headers={"HX-Request": "true"}).text
+    view = html.split('id="corpus-tokens"')[1].split("</div>")[0]
+    spans = re.findall(r'<span class="t [^"]*"[^>]*>(.*?)</span>', view)
+    assert "".join(spans) == corpus and "\\x" not in html
+    assert "data-hex=" in view  # a character cut into byte tokens carries its tokens' bytes
+    step1 = lab.get(f"/api/train/{run['id']}/steps/1").json()
+    assert "\\x" in step1["token"]  # the token of merge 1 is a piece of a character...
+    merge_line = html.split('class="merge-line"')[1].split("</p>")[0]
+    assert "chip-bytes" in merge_line and re.search(r"[0-9A-F]{2} [0-9A-F]{2}", merge_line)  # ...shown as bytes
+
+
+def test_lab_pages_say_one_character_and_draw_spaces_one_way(lab):
+    run = train(lab, corpus="a", algorithm="char", pattern="none", merges=0)
+    assert "· 1 character<" in lab.get(f"/lab/runs/{run['id']}").text
+    run = train(lab, corpus="ab ab ab ab", algorithm="byte", pattern="none", merges=3)
+    html = lab.get(f"/lab/runs/{run['id']}?step=3").text
+    assert "␣" not in html and '<span class="w w-sp"> </span>' in html  # chips and corpus: the same space

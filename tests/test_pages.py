@@ -317,6 +317,8 @@ def test_get_unknown_tokenizer_shows_page_with_error_and_keeps_text(client):
     page = Page(r.text)
     assert page.textarea == "keep me"
     assert "<b>nope</b>" in page.errors[0] and "cl100k_base" in page.errors[0]
+    # the picker shows the name the error speaks of, not another tokenizer
+    assert '<option value="&lt;b&gt;nope&lt;/b&gt;" selected' in r.text and "(unknown)" in r.text
 
 
 @pytest.fixture()
@@ -329,7 +331,8 @@ def small_client():
 def test_render_text_over_the_limit_answers_413_with_message(small_client):
     r = render(small_client, "x" * 51)
     assert r.status_code == 413
-    assert "limit is 50" in Page(r.text).errors[0]
+    message = Page(r.text).errors[0]
+    assert "limit is 50" in message and "TOKENPLAY_" not in message  # the setting is for the README, not the user
 
 
 def test_render_full_page_over_the_limit_keeps_text(small_client):

@@ -1,4 +1,4 @@
-"""Lab tokenizers in the pickers: listed for the browser that added them, usable through any worker."""
+"""Lab tokenizers: listed and usable only for the browser that added them (its cookie), through any worker."""
 
 from __future__ import annotations
 
@@ -22,14 +22,22 @@ def _train_and_use(client: TestClient) -> str:
     return f"lab-{run_id}"
 
 
-def test_playground_picker_lists_lab_tokenizer_only_for_its_browser(tmp_path):
+def test_lab_tokenizer_is_listed_and_usable_only_for_its_browser(tmp_path):
     app = create_app(Settings(lab_runs_dir=tmp_path, lab_pool="thread"))
     with TestClient(app) as mine, TestClient(app) as other:
         name = _train_and_use(mine)
         assert f'value="{name}"' in mine.get("/").text
         assert f'value="{name}"' not in other.get("/").text
-        # A shared link naming it still works for anyone.
-        assert f'value="{name}"' in other.get(f"/?tokenizer={name}&text=lower").text
+        assert name in [t["name"] for t in mine.get("/api/tokenizers").json()["tokenizers"]]
+        assert name not in [t["name"] for t in other.get("/api/tokenizers").json()["tokenizers"]]
+        assert mine.post("/api/tokenize", json={"text": "lower", "tokenizer": name}).status_code == 200
+        refused = other.post("/api/tokenize", json={"text": "lower", "tokenizer": name})
+        assert refused.status_code == 404 and name not in refused.json()["valid"]
+        # a shared link naming it shows the error to anyone else, and their text stays
+        page = other.get(f"/?tokenizer={name}&text=lower")
+        assert page.status_code == 404 and f"unknown tokenizer &#39;{name}&#39;" in page.text
+        compare = other.post("/api/compare", json={"text": "lower", "tokenizers": [name, "gpt2"]})
+        assert compare.status_code == 404
 
 
 def test_lab_tokenizer_trained_in_one_worker_tokenizes_in_another(tmp_path):
@@ -37,8 +45,9 @@ def test_lab_tokenizer_trained_in_one_worker_tokenizes_in_another(tmp_path):
     with TestClient(create_app(settings)) as first:
         name = _train_and_use(first)
         expected = first.post("/api/tokenize", json={"text": "lowest widest", "tokenizer": name}).json()
+        cookies = dict(first.cookies)
     registry.unregister(name)  # a second worker process has never seen it
-    with TestClient(create_app(settings)) as second:
+    with TestClient(create_app(settings), cookies=cookies) as second:  # the same browser
         answer = second.post("/api/tokenize", json={"text": "lowest widest", "tokenizer": name})
         assert answer.status_code == 200
         assert answer.json()["ids"] == expected["ids"]
@@ -58,14 +67,15 @@ def test_lab_tokenizer_from_another_worker_is_compared(tmp_path):
     with TestClient(create_app(settings)) as first:
         name = _train_and_use(first)
         want = first.post("/api/tokenize", json={"text": "lowest widest", "tokenizer": name}).json()["count"]
+        cookies = dict(first.cookies)
     registry.unregister(name)  # a second worker process has never seen it
-    with TestClient(create_app(settings)) as second:
+    with TestClient(create_app(settings), cookies=cookies) as second:  # the same browser
         api = second.post("/api/compare", json={"text": "lowest widest", "tokenizers": [name, "gpt2"]})
         assert api.status_code == 200, api.text
         assert [r["tokenizer"] for r in api.json()["results"]] == [name, "gpt2"]
         assert api.json()["results"][0]["count"] == want
     registry.unregister(name)
-    with TestClient(create_app(settings)) as third:
+    with TestClient(create_app(settings), cookies=cookies) as third:
         page = third.post(
             "/compare/results", data={"text": "lowest widest", "t": [name, "gpt2"]}, headers={"HX-Request": "true"}
         )

@@ -8,12 +8,14 @@ Definitions (the compare page and ``POST /api/compare`` show exactly these):
 - **chars/token** and **bytes/token**: characters (code points) and UTF-8 bytes of the input per token; higher is
   better (a tokenizer that needs fewer tokens for the same text).
 - **fertility**: tokens per *word*, where a word is a maximal run of non-whitespace characters (``str.split()``
-  with no argument, so any Unicode whitespace separates words). Scripts written without spaces (Japanese,
-  Chinese) count a whole run as one word, so their fertility is high by construction. ``None`` when the text has
-  no words. Lower is better.
-- **partial share**: the share of tokens that are not a whole character on their own: tokens whose bytes are not
-  valid UTF-8 by themselves (a byte-level BPE cutting a CJK character or an emoji) and byte-fallback pieces
-  (SentencePiece ``<0xNN>``). Lower is better.
+  with no argument, so any Unicode whitespace separates words). ``None`` when the text has no words, or when
+  a third or more of its letters are of scripts written without spaces (Chinese, Japanese, Thai...): a "word"
+  would be a whole clause there, and the number would mean nothing. Lower is better.
+- **partial share**: the share of tokens that are not a whole character on their own: their bytes are not valid
+  UTF-8 by themselves (a byte-level BPE cutting a CJK character or an emoji, or a SentencePiece byte-fallback
+  piece ``<0xE3>`` of a character spelled in bytes). Lower is better.
+- **byte fallback**: byte-fallback pieces that are a whole character each (``<0x0A>`` for a newline the
+  vocabulary lacks); counted apart from partial tokens, because they cut nothing (informational).
 - **unknown**: tokens whose id is the tokenizer's unknown id (``tokenizer.unk_id``; tokenizers without one
   never produce unknown tokens). Lower is better.
 - **special**: special tokens (informational, not ranked).
@@ -28,6 +30,8 @@ import itertools
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+import regex
 
 from .errors import TokenplayError
 from .result import TokenizeResult
@@ -64,6 +68,22 @@ def count_words(text: str) -> int:
     return len(text.split())
 
 
+#: Letters of scripts written without spaces between words.
+_SPACELESS = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]")
+_LETTER = regex.compile(r"\p{L}")
+
+
+def has_words(text: str) -> bool:
+    """Whether tokens per word means something for ``text``: it has words, and under a third of its letters
+    are of scripts written without spaces.
+
+    >>> has_words("a tokenizer"), has_words("東京は日本の首都です"), has_words("")
+    (True, False, False)
+    """
+    letters = len(_LETTER.findall(text))
+    return bool(text.split()) and len(_SPACELESS.findall(text)) * 3 < max(letters, 1)
+
+
 def _ratio(numerator: int, denominator: int, digits: int = 3) -> float | None:
     return round(numerator / denominator, digits) if denominator else None
 
@@ -77,10 +97,11 @@ class Stats:
     chars_per_token: float | None
     bytes_per_token: float | None
     fertility: float | None
-    partial: int  # tokens that are partial characters or byte-fallback pieces
+    partial: int  # tokens that are not a whole character on their own
     partial_share: float | None
     unknown: int
     special: int
+    byte_fallback: int = 0  # byte-fallback pieces that are a whole character each
 
     def to_dict(self) -> dict:
         return {
@@ -95,6 +116,7 @@ class Stats:
             "partial_share": self.partial_share,
             "unknown": self.unknown,
             "special": self.special,
+            "byte_fallback": self.byte_fallback,
         }
 
     def value(self, column: str):
@@ -102,8 +124,8 @@ class Stats:
 
 
 def is_partial(token) -> bool:
-    """A token that is not a whole character on its own (invalid UTF-8 alone, or a byte-fallback piece)."""
-    return (not token.valid_utf8) or token.byte_fallback
+    """A token that is not a whole character on its own: its bytes are not valid UTF-8 by themselves."""
+    return not token.valid_utf8
 
 
 def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: int | None = None) -> Stats:
@@ -111,6 +133,7 @@ def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: i
     count, chars, n_bytes = result.count, result.chars, result.n_bytes
     words = count_words(result.text) if words is None else words
     partial = sum(1 for t in result.tokens if is_partial(t))
+    whole_bytes = sum(1 for t in result.tokens if t.byte_fallback and t.valid_utf8)
     unknown = sum(1 for i in result.ids if i == unk_id) if unk_id is not None else 0
     special = sum(1 for t in result.tokens if t.special)
     return Stats(
@@ -120,11 +143,12 @@ def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: i
         words=words,
         chars_per_token=_ratio(chars, count),
         bytes_per_token=_ratio(n_bytes, count),
-        fertility=_ratio(count, words),
+        fertility=_ratio(count, words) if has_words(result.text) else None,
         partial=partial,
         partial_share=_ratio(partial, count, 4),
         unknown=unknown,
         special=special,
+        byte_fallback=whole_bytes,
     )
 
 
@@ -151,21 +175,28 @@ def best_per_column(stats: dict[str, Stats]) -> dict[str, list[str]]:
 
 
 def boundaries(result: TokenizeResult) -> set[int]:
-    """Character offsets where a segment (a token, or partial tokens folded into whole characters) starts, except 0.
+    """Character offsets where a segment (a token, or partial tokens folded into whole characters, or characters
+    no token covers) starts, except 0.
 
     The same segments as :meth:`TokenizeResult.segments` (see ``group_segments``), without building them: this
     runs on every token of a long text for every compared tokenizer.
     """
     found: set[int] = set()
-    end = -1  # end of the current segment; -1 before the first token
+    end = 0  # end of the segments so far
+    grouping = False  # the last segment has tokens (a token starting inside it joins it)
     for token in result.tokens:
-        if end >= 0 and token.start < end:
+        if grouping and token.start < end:
             end = max(end, token.end)
-        else:
-            start = max(end, 0)
-            if start > 0:
-                found.add(start)
-            end = max(start, token.end)
+            continue
+        if token.start > end:  # characters no token covers: a segment of their own
+            found.add(end)
+            end = token.start
+        found.add(end)
+        end = max(end, token.end)
+        grouping = True
+    if end < len(result.text) and result.tokens:
+        found.add(end)
+    found.discard(0)
     return found
 
 
@@ -259,13 +290,14 @@ def unique_names(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def check_selection(names: Sequence[str]) -> list[str]:
-    """``names`` de-duplicated; raises :class:`CompareError` when fewer than two remain."""
+def check_selection(names: Sequence[str], minimum: int = MIN_TOKENIZERS) -> list[str]:
+    """``names`` de-duplicated; raises :class:`CompareError` when fewer than ``minimum`` remain."""
     names = unique_names(names)
-    if len(names) < MIN_TOKENIZERS:
+    if len(names) < minimum:
         chosen = ", ".join(names) or "none"
         raise CompareError(
-            f"choose at least {MIN_TOKENIZERS} different tokenizers to compare (got {len(names)}: {chosen})"
+            f"choose at least {minimum} different tokenizer{'s' if minimum > 1 else ''} to compare "
+            f"(got {len(names)}: {chosen})"
         )
     return names
 

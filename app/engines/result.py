@@ -163,23 +163,28 @@ def tokens_to_dicts(tokens: Iterable[Token]) -> list[dict]:
 def group_segments(text: str, tokens: Sequence[Token], whole: bool = True) -> list[Segment]:
     """Fold tokens whose character spans overlap into one segment; segments tile the input exactly.
 
-    A segment starts where the previous one ended, so characters that no token covers (possible only for
-    tokenizers that normalise text away) join the next segment and the segments still join back to ``text``.
+    Characters that no token covers (spaces a SentencePiece model normalises away, the text between the words
+    of a lab corpus) form segments of their own, without tokens, so the segments still join back to ``text``.
     With ``whole=False`` (a window of the tokens) the segments tile only the window's own characters.
+
+    >>> [(s.text, s.tokens) for s in group_segments("ab  c", [Token(1, b"ab", 0, 2, "ab"), Token(2, b"c", 4, 5, "c")])]
+    [('ab', [0]), ('  ', []), ('c', [1])]
     """
     segments: list[Segment] = []
+    end = 0 if whole else (tokens[0].start if tokens else 0)
     for index, token in enumerate(tokens):
-        if segments and token.start < segments[-1].end:
+        if segments and segments[-1].tokens and token.start < end:
             last = segments[-1]
             last.tokens.append(index)
-            last.end = max(last.end, token.end)
-        else:
-            start = segments[-1].end if segments else (0 if whole else token.start)
-            segments.append(Segment(start, max(start, token.end), "", [index]))
-    if segments and whole:
-        segments[-1].end = max(segments[-1].end, len(text))
-    elif text and whole:
-        segments.append(Segment(0, len(text), "", []))
+            last.end = end = max(end, token.end)
+            continue
+        if token.start > end:
+            segments.append(Segment(end, token.start, "", []))
+            end = token.start
+        segments.append(Segment(end, max(end, token.end), "", [index]))
+        end = segments[-1].end
+    if whole and end < len(text):
+        segments.append(Segment(end, len(text), "", []))
     for seg in segments:
         seg.text = text[seg.start : seg.end]
     return segments

@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engines.merging import merge
-from app.engines.result import escape_bytes
+from app.engines.result import ByteTable, Token, TokenizeResult, escape_bytes, hex_bytes, tokens_after
 from app.engines.steps import MergeStep
-from app.palette import colour_chain
 
-from .algorithms import Encoder
+from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .runs import Run
 
 WINDOW_CHARS = 2_000
@@ -58,24 +57,38 @@ class Merges:
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127] if chr(c) not in "\n\t"}
 
 
+def _chip(tid: int, data: bytes, text: str) -> Chip:
+    try:
+        data.decode("utf-8")
+        partial = False
+    except UnicodeDecodeError:
+        partial = True
+    return Chip(tid, text, partial, hex_bytes(data))
+
+
 def display_text(data: bytes) -> str:
     r"""A token as text: its UTF-8, or ``\xNN`` escapes when it is not valid UTF-8 on its own; control
     characters other than newline and tab are escaped too (``b"\x00"`` shows as ``\x00``, not as nothing)."""
     return escape_bytes(data).translate(_CONTROL)
 
 
-@dataclass(slots=True)
-class CorpusToken:
-    """One item of the corpus view: a token (``id`` >= 0), an unknown character (-1) or text between words (-2)."""
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """A token as the lab's chips show it: its text, or, for a piece of a character (a byte-level token that is
+    not valid UTF-8 on its own), its bytes in hex."""
 
     id: int
-    text: str
-    new: bool = False  # made by the merge of the step shown
-    colour: int = 0  # 0..9, keyed to the id, never the same as the previous token's
-    ws: bool = False  # holds a space or newline (the view draws them visibly)
+    text: str  # the token's text, ``\xNN`` escapes for bytes that are no text on their own
+    partial: bool
+    hex: str  # its bytes in hex, ``E3 81``
 
-    def to_dict(self) -> dict:
-        return {"id": self.id, "text": self.text, "new": self.new}
+    @property
+    def label(self) -> str:
+        """What a screen reader says for it."""
+        return f"bytes {self.hex}" if self.partial else self.text
+
+
+UNKNOWN = Chip(-1, "?", False, "")
 
 
 class RunReplay:
@@ -85,61 +98,70 @@ class RunReplay:
         self.run = run
         self.vocab = run.vocab()
         self.text = {i: display_text(b) for i, b in self.vocab.items()}
-        self.has_ws = {i for i, t in self.text.items() if " " in t or "\n" in t}
+        self.chips = {i: _chip(i, b, self.text[i]) for i, b in self.vocab.items()}
         self.merges = Merges(run.steps)
+        self.algorithm = run.options.algorithm
+        # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space
+        self.surface = {i: b.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ") for i, b in self.vocab.items()}
+        self.byte_table = ByteTable(self.vocab.__getitem__, frozenset())
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
         self.window = run.corpus[:window_chars]
         self.truncated = len(run.corpus) > window_chars
-        items: list[tuple[str, str, bool]] = []  # ("gap", text, False) or ("word", text, lead)
-        pos = 0
-        for a, b, lead in self.encoder.spans(self.window):
-            if a > pos:
-                items.append(("gap", self.window[pos:a], False))
-            items.append(("word", self.window[a:b], lead))
-            pos = b
-        if pos < len(self.window):
-            items.append(("gap", self.window[pos:], False))
-        self.items = items
-        self.word_ids = {(w, lead): self.encoder.word_ids(w, lead) for kind, w, lead in items if kind == "word"}
-        self._cache: OrderedDict[int, list[CorpusToken]] = OrderedDict()
+        self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
+        self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
+        self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._lock = threading.Lock()
 
     def token_text(self, tid: int) -> str:
-        return self.text.get(tid, "?")
+        return self.chip(tid).text
 
     def pair_text(self, pair) -> list[str]:
         return [self.token_text(pair[0]), self.token_text(pair[1])]
 
-    def corpus_at(self, k: int) -> list[CorpusToken]:
-        """The corpus window after ``k`` merges; tokens made by merge ``k`` have ``new=True``."""
+    def chip(self, tid: int) -> Chip:
+        return self.chips.get(tid, UNKNOWN)
+
+    def corpus_at(self, k: int) -> TokenizeResult:
+        """The corpus window after ``k`` merges, as the token views draw it: each word's tokens placed in the
+        window's text (the bytes of one character share its span, as in the playground), no token for the text
+        between words, and id -1 for a character the base vocabulary lacks."""
         with self._lock:
             hit = self._cache.get(k)
             if hit is not None:
                 self._cache.move_to_end(k)
                 return hit
-        new_id = self.run.steps[k - 1].new_id if k > 0 else None
-        encoded: dict[tuple[str, bool], list[int]] = {}
-        out: list[CorpusToken] = []
-        prev = -1
-        for kind, text, lead in self.items:
-            if kind == "gap":
-                out.append(CorpusToken(-2, text))
-                continue
-            ids = encoded.get((text, lead))
-            if ids is None:
-                ids = encoded[(text, lead)] = self.merges.apply(self.word_ids[(text, lead)], k)
-            for tid in ids:
-                if tid < 0:
-                    out.append(CorpusToken(-1, "?"))
-                else:
-                    prev = colour_chain([tid], prev)[0]
-                    out.append(CorpusToken(tid, self.text[tid], tid == new_id, prev, tid in self.has_ws))
+        encoded: dict[tuple, list[int]] = {}
+        ids: list[int] = []
+        tokens: list[Token] = []
+        for a, b, lead in self.words:
+            key = (self.window[a:b], lead)
+            merged = encoded.get(key)
+            if merged is None:
+                merged = encoded[key] = self.merges.apply(self.word_ids[(a, b, lead)], k)
+            ids += merged
+            tokens += self._place(merged, a, lead)
+        out = TokenizeResult(f"lab-{self.run.id}", self.window, ids, tokens)
         with self._lock:
             self._cache[k] = out
             while len(self._cache) > 32:
                 self._cache.popitem(last=False)
+        return out
+
+    def _place(self, ids: list[int], start: int, lead: bool) -> list[Token]:
+        """Token records for one word's ids, the word starting at character ``start`` of the window."""
+        if self.algorithm == "byte":
+            return tokens_after(ids, start, self.byte_table)
+        out: list[Token] = []
+        pos = start
+        for n, tid in enumerate(ids):
+            surface = self.surface[tid] if tid >= 0 else b""
+            width = len(surface.decode("utf-8")) if tid >= 0 else 1  # an unknown character is one
+            if n == 0 and lead:  # SentencePiece's dummy-prefix ▁ stands for no character of the text
+                width -= 1
+            out.append(Token(tid, surface, pos, pos + width, self.token_text(tid)))
+            pos += width
         return out
 
     # -- one step ----------------------------------------------------------------------------------------
@@ -174,8 +196,7 @@ class RunReplay:
         run = self.run
         steps = run.steps
         rec = steps[k - 1] if k > 0 else None
-        pieces = self.corpus_at(k)
-        tokens = [p.text for p in pieces if p.id != -2]
+        tokens = [self.token_text(t) for t in self.corpus_at(k).ids]
         if max_tokens is not None:
             tokens = tokens[:max_tokens]
         table = self.table(k)
@@ -216,9 +237,10 @@ class RunReplay:
             merged.append(steps)
 
         def snapshot() -> list[list[str]]:
-            return [[self.token_text(t) if t >= 0 else "?" for t in w] for w in words]
+            return [[self.token_text(t) for t in w] for w in words]
 
-        stages = [{"step": 0, "pair": None, "token": None, "words": snapshot()}]
+        stages = [{"step": 0, "pair": None, "token": None, "words": snapshot(), "word_ids": [list(w) for w in words],
+                   "pair_ids": None, "new_id": None}]
         ranks = sorted({step[0] for steps in merged for step in steps})[:MAX_TRACE_STAGES]
         at = [0] * len(words)
         for rank in ranks:
@@ -229,9 +251,10 @@ class RunReplay:
                     pair = (left, right)
                     words[w][i : i + 2] = [self.merges.new_id[pair]]
                     at[w] += 1
+            new_id = self.merges.new_id[pair]
             stages.append(
-                {"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(self.merges.new_id[pair]),
-                 "words": snapshot()}
+                {"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(new_id), "words": snapshot(),
+                 "word_ids": [list(w) for w in words], "pair_ids": list(pair), "new_id": new_id}
             )
         final = [t for w in words for t in w]
         return {
@@ -239,7 +262,7 @@ class RunReplay:
             "step": k,
             "stages": stages,
             "ids": final,
-            "tokens": [self.token_text(t) if t >= 0 else "?" for t in final],
+            "tokens": [self.token_text(t) for t in final],
             "unknown": sum(1 for t in final if t < 0),
         }
 

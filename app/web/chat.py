@@ -9,16 +9,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 
 from app.engines import chat, registry
 from app.engines.errors import TokenplayError
 from app.lab.tokenizers import is_lab_name
 from app.settings import Settings
 
-from .deps import SettingsDep, check_text_size
+from .deps import FormDep, SettingsDep, check_text_size
 from .render import page_or_block
 from .tokenview import token_window
 
@@ -82,26 +80,16 @@ def chat_page(request: Request, settings: SettingsDep):
 
 
 @router.post("/chat")
-def chat_edit(
-    request: Request,
-    settings: SettingsDep,
-    role: Annotated[list[str] | None, Form()] = None,
-    content: Annotated[list[str] | None, Form()] = None,
-    op: Annotated[str | None, Form()] = None,
-):
+def chat_edit(request: Request, settings: SettingsDep, form: FormDep):
     """Add or remove a message row (or, without JavaScript, re-render the page): answers the whole editor."""
-    messages = _apply_op(chat.parse_messages(role or [], content or []), op)
+    op = form.get("op") or None
+    messages = _apply_op(chat.parse_messages(form.getlist("role"), form.getlist("content")), op)
     context = chat_context(messages, settings) | {"focus_last": op == "add"}
     return page_or_block(request, "chat.html", "editor", context)
 
 
 @router.post("/chat/result")
-def chat_result(
-    request: Request,
-    settings: SettingsDep,
-    role: Annotated[list[str] | None, Form()] = None,
-    content: Annotated[list[str] | None, Form()] = None,
-):
+def chat_result(request: Request, settings: SettingsDep, form: FormDep):
     """The live part: rendered markup and the tokens, for the messages as typed."""
-    messages = chat.parse_messages(role or [], content or [])
+    messages = chat.parse_messages(form.getlist("role"), form.getlist("content"))
     return page_or_block(request, "chat.html", "result", chat_context(messages, settings))

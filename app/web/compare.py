@@ -17,13 +17,14 @@ import json
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from app.engines import presets
 from app.engines.compare import (
     COLUMN_LABELS,
     COLUMNS,
+    MIN_TOKENIZERS,
     CompareError,
     Comparison,
     boundaries,
@@ -35,7 +36,7 @@ from app.engines.compare import (
 from app.engines.errors import TokenplayError
 from app.settings import Settings
 
-from .deps import SettingsDep, TokenizersDep, check_text_size, export_format
+from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format
 from .errors import status_for
 from .pickers import Tokenizers
 from .render import page_or_block
@@ -54,11 +55,18 @@ def default_selection(tokenizers: Tokenizers) -> list[str]:
 
 
 def run_compare(
-    tokenizers: Tokenizers, text: str, names: list[str], *, allow_special: bool, reference: str | None, settings: Settings
+    tokenizers: Tokenizers,
+    text: str,
+    names: list[str],
+    *,
+    allow_special: bool,
+    reference: str | None,
+    settings: Settings,
+    minimum: int = MIN_TOKENIZERS,
 ) -> Comparison:
     """Every named tokenizer on ``text`` (aliases resolved, so ``gpt-4`` and ``cl100k_base`` count once)."""
     check_text_size(text, settings)
-    names = check_selection([tokenizers.resolve(n) for n in names])
+    names = check_selection([tokenizers.resolve(n) for n in names], minimum)
     if reference:
         reference = tokenizers.resolve(reference)
     chosen = [tokenizers.get(n) for n in names]
@@ -87,7 +95,8 @@ def results_context(
     """Everything the results block needs; a selection problem becomes a message in place of the results."""
     context: dict = {"error": None, "status": 200, "comparison": None, "panes": [], "rows": []}
     try:
-        chosen = check_selection(tokenizers.known(names))  # unknown names in a URL are dropped, not an error
+        # unknown names in a URL are dropped, not an error; one tokenizer shows its pane (and says why two)
+        chosen = check_selection(tokenizers.known(names), minimum=1)
     except CompareError as exc:
         context["error"] = str(exc)
         return context
@@ -96,7 +105,7 @@ def results_context(
         reference = chosen[0]
     try:
         comparison = run_compare(
-            tokenizers, text, chosen, allow_special=allow_special, reference=reference, settings=settings
+            tokenizers, text, chosen, allow_special=allow_special, reference=reference, settings=settings, minimum=1
         )
     except TokenplayError as exc:  # too long, bad text: say so where the results would be, keep the form
         context["error"] = str(exc)
@@ -104,7 +113,7 @@ def results_context(
         return context
     ref_result = next(r for r in comparison.results if r.tokenizer == comparison.reference)
     ref_bounds = boundaries(ref_result)
-    labels = {s.name: s.label for s in tokenizers.listed(chosen)}
+    labels = {s.name: s.label for s in tokenizers.listed()}
     panes = []
     for result in comparison.results:
         is_ref = result.tokenizer == comparison.reference
@@ -179,7 +188,7 @@ def page_context(
     return context | {
         "preset_href": preset_href,
         "text": text,
-        "specs": tokenizers.listed(chosen_names),
+        "specs": tokenizers.listed(),
         "chosen": set(chosen_names),
         "reference": ref_name,
         "allow_special": allow_special,
@@ -220,19 +229,15 @@ def compare_page(
     return page_or_block(request, "compare.html", "main", context, status_code=context["status"])
 
 
+def _fields(form) -> tuple[str, list[str], str | None, bool]:
+    """The compare form: text, the ticked tokenizers, the reference, the special-token switch."""
+    return form.get("text") or "", form.getlist("t"), form.get("ref") or None, checked(form.get("special"))
+
+
 @router.post("/compare/results")
-def compare_results(
-    request: Request,
-    settings: SettingsDep,
-    tokenizers: TokenizersDep,
-    text: Annotated[str, Form()] = "",
-    t: Annotated[list[str] | None, Form()] = None,
-    ref: Annotated[str | None, Form()] = None,
-    special: Annotated[bool, Form()] = False,
-):
-    context = page_context(
-        tokenizers, text, t or [], allow_special=special, reference=ref, preset_key=None, settings=settings
-    )
+def compare_results(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    text, t, ref, special = _fields(form)
+    context = page_context(tokenizers, text, t, allow_special=special, reference=ref, preset_key=None, settings=settings)
     headers = {}
     if context["comparison"] is not None:
         headers["HX-Replace-Url"] = page_url(
@@ -259,6 +264,7 @@ CSV_FIELDS = [
     "partial",
     "partial_share",
     "unknown",
+    "byte_fallback",
     "special",
     "boundary_diffs",
     "ids",
@@ -328,13 +334,6 @@ def export_get(
 
 
 @router.post("/compare/export.{fmt}")
-def export_post(
-    fmt: str,
-    settings: SettingsDep,
-    tokenizers: TokenizersDep,
-    text: Annotated[str, Form()] = "",
-    t: Annotated[list[str] | None, Form()] = None,
-    ref: Annotated[str | None, Form()] = None,
-    special: Annotated[bool, Form()] = False,
-):
-    return _export(fmt, tokenizers, text, t or [], ref, special, settings)
+def export_post(fmt: str, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    text, t, ref, special = _fields(form)
+    return _export(fmt, tokenizers, text, t, ref, special, settings)

@@ -4,7 +4,8 @@ cannot (the error table of :mod:`app.web.errors` answers), so routes hold no loo
 - ``SettingsDep``: the app's :class:`~app.settings.Settings`;
 - ``TokenizersDep``: the tokenizers this request may use and list (:class:`~app.web.pickers.Tokenizers`);
 - ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
-  (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains).
+  (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains);
+- ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400).
 
 Also the size checks made at the HTTP boundary and :func:`run_cpu`, the lane that CPU-heavy work runs in.
 """
@@ -72,6 +73,23 @@ def check_text_size(text: str, settings: Settings) -> str:
     return text
 
 
+def text_area_value(text: str) -> str:
+    r"""The text as a text area holds it: browsers turn CRLF and lone CR into LF (and send CRLF in forms).
+
+    Normalising where a text area's text arrives keeps the view, the counts and the URL equal to what the user
+    sees and edits (the playground), and a pasted corpus equal to the same text uploaded as a file (the lab).
+
+    >>> text_area_value("a\r\nb\rc")
+    'a\nb\nc'
+    """
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def checked(value: object) -> bool:
+    """A checkbox or flag field as sent by a form or a URL: ``1``, ``true``, ``on`` or ``yes`` is on."""
+    return isinstance(value, str) and value.lower() in ("1", "true", "on", "yes")
+
+
 def export_format(fmt: str, formats: tuple[str, ...]) -> str:
     """``fmt`` if it is one of ``formats`` (a file ending in a URL), else 404."""
     if fmt not in formats:
@@ -92,6 +110,13 @@ async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> 
         raise TooLargeError(f"the form is too large ({exc.message}); the limit is {max_chars:,} characters") from None
     return form
 
+
+async def _form(request: Request, settings: SettingsDep) -> FormData:
+    return await read_form(request, settings.max_chars)
+
+
+#: A posted form whose text fields may be as long as the longest accepted text (see :func:`read_form`).
+FormDep = Annotated[FormData, Depends(_form)]
 
 T = TypeVar("T")
 

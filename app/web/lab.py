@@ -24,16 +24,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
 from app.lab import export as lab_export
-from app.lab.algorithms import ALGORITHM_LABELS, PATTERN_LABELS, LabOptionsError, Options
+from app.lab.algorithms import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS, LabOptionsError, Options
 from app.lab.examples import EXAMPLES
 from app.lab.replay import MAX_ENCODE_CHARS, replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 
-from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format
+from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value
 from .errors import NotFoundError, TooLargeError, headers_for, status_for
 from .render import is_htmx, page_or_block
+from .tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
@@ -100,6 +101,7 @@ def _context(request: Request, lab: Lab, **kw) -> dict:
         "examples": EXAMPLES,
         "max_corpus_chars": lab.max_corpus_chars,
         "max_merges": lab.max_merges,
+        "max_vocab": MAX_BASE_TOKENS + lab.max_merges,
         "present": request.query_params.get("present") == "1",
     } | kw
 
@@ -136,7 +138,8 @@ async def lab_train(request: Request, lab: LabDep):
 
 def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
     form = DEFAULT_FORM | {"pattern": "gpt2", "size": "10"} | fields | {"end_of_word": bool(fields.get("end_of_word"))}
-    text = form["corpus"]
+    # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
+    text = form["corpus"] = text_area_value(form["corpus"])
     try:
         if raw is not None:
             if len(raw) > limit:
@@ -186,8 +189,15 @@ def lab_run(request: Request, lab: LabDep, run_id: str, step: Annotated[int | No
     if run.status != "done":
         context = _context(request, lab, run=run, next_step=step, progress_only=True)
         return page_or_block(request, "lab_run.html", "progress", context)
-    k = run.n_steps if step is None else max(0, min(step, run.n_steps))
+    k = 0 if step is None else max(0, min(step, run.n_steps))  # a run opens before its first merge: a class starts there
     return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k))
+
+
+def _corpus_window(replay, k: int) -> TokenWindow:
+    """The corpus at step ``k`` as coloured tokens; those made by merge ``k`` marked ``new``."""
+    window = token_window(replay.corpus_at(k))
+    new_id = replay.run.steps[k - 1].new_id if k > 0 else None
+    return with_marks(window, [("new" if new_id in s.ids else "unk" if -1 in s.ids else "", ()) for s in window.spans])
 
 
 def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
@@ -202,14 +212,12 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         state=replay.state(k),
         rec=run.steps[k - 1] if k > 0 else None,
         table=replay.table(k),
-        pieces=replay.corpus_at(k),
+        corpus=_corpus_window(replay, k),
         chart=lab_export.chart(run, k),
-        merges=[
-            (i + 1, replay.pair_text(s.pair), replay.token_text(s.new_id), s.forced)
-            for i, s in enumerate(run.steps[first:k], start=first)
-        ],
+        merges=list(enumerate(run.steps[first:k], start=first + 1)),
         merges_hidden=first,
         url=lambda step: run_url(run, step),
+        chip_of=replay.chip,
         manual_after=max(k - 1, 0),
         is_playground=f"{PREFIX}{run.id}",
     )
@@ -246,7 +254,8 @@ def lab_merge(
 
 
 def _part(request: Request, lab: Lab, run: Run, part: str, **context):
-    return page_or_block(request, "lab_parts.html", part, _context(request, lab, part=part, run=run, **context))
+    context = _context(request, lab, part=part, run=run, chip_of=replay_for(run).chip, **context)
+    return page_or_block(request, "lab_parts.html", part, context)
 
 
 @router.post("/lab/runs/{run_id}/encode")

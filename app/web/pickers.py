@@ -2,10 +2,10 @@
 
 Every route that takes a tokenizer name resolves it through :class:`Tokenizers` (the ``TokenizersDep``
 dependency), so the playground, compare, chat and the API accept exactly the same names. Lab tokenizers
-(``lab-<run id>``) belong to the browser that put them in the playground (cookie ``tp_lab``): pickers list the
-shipped tokenizers, this browser's lab tokenizers and whatever is already chosen (a shared URL). A lab
-tokenizer trained through another worker process is loaded from the shared run store on first use, so any
-worker can serve it.
+(``lab-<run id>``) belong to the browser that put them in the playground (cookie ``tp_lab``, set by "use in
+playground"): only that browser sees them listed (``GET /api/tokenizers`` included) and may use them; to anyone
+else the name is unknown. A lab tokenizer trained through another worker process is loaded from the shared run
+store on first use, so any worker can serve it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Iterable
 
 from app.engines import registry
 from app.engines.base import Tokenizer
+from app.engines.errors import UnknownTokenizerError
 from app.engines.registry import TokenizerSpec
 from app.lab.service import Lab
-from app.lab.tokenizers import PREFIX, is_lab_name, register_run, user_tokenizers
+from app.lab.tokenizers import PREFIX, cookie_ids, is_lab_name, register_run, user_tokenizers
 
 
 class Tokenizers:
@@ -26,26 +27,29 @@ class Tokenizers:
         self.lab = lab
         self.cookie = cookie
         self.max_registered = max_registered
+        self.mine = {PREFIX + run_id for run_id in cookie_ids(cookie)}  # this browser's lab tokenizers
 
     def resolve(self, name: str) -> str:
         """The registered name for ``name`` or an alias of it; a lab run registered by another worker process is
         loaded from the run store first. Raises :class:`UnknownTokenizerError` (which lists the valid names)."""
-        if is_lab_name(name) and name not in registry.names():
-            run = self.lab.get(name[len(PREFIX) :])
-            if run is not None and run.status == "done":
-                register_run(run, self.max_registered)
-        return registry.resolve(name)
+        if is_lab_name(name):
+            if name not in self.mine:
+                raise UnknownTokenizerError(name, [s.name for s in self.listed()])
+            if name not in registry.names():
+                run = self.lab.get(name[len(PREFIX) :])
+                if run is not None and run.status == "done":
+                    register_run(run, self.max_registered)
+        try:
+            return registry.resolve(name)
+        except UnknownTokenizerError:
+            raise UnknownTokenizerError(name, [s.name for s in self.listed()]) from None
 
     def get(self, name: str) -> Tokenizer:
         return registry.get(self.resolve(name))
 
-    def listed(self, chosen: Iterable[str] = ()) -> list[TokenizerSpec]:
-        """The shipped tokenizers, this browser's lab tokenizers, and any registered tokenizer already chosen."""
-        mine = user_tokenizers(self.cookie, self.lab)
-        wanted = set(chosen)
-        specs = [s for s in registry.specs() if not is_lab_name(s.name) or s.name in wanted]
-        listed = {s.name for s in specs}
-        return specs + [s for s in mine if s.name not in listed]
+    def listed(self) -> list[TokenizerSpec]:
+        """The shipped tokenizers and this browser's lab tokenizers, in registry order."""
+        return [s for s in registry.specs() if not is_lab_name(s.name)] + user_tokenizers(self.cookie, self.lab)
 
     def known(self, names: Iterable[str]) -> list[str]:
         """The canonical names of those of ``names`` that resolve (unknown names in a shared URL are dropped)."""

@@ -28,7 +28,7 @@ from app.engines.errors import InvalidIdsError, TokenplayError
 from app.engines.registry import TokenizerSpec
 from app.settings import Settings
 
-from .deps import SettingsDep, TokenizersDep, check_text_size, read_form, run_cpu
+from .deps import SettingsDep, TokenizersDep, check_text_size, checked, read_form, run_cpu, text_area_value
 from .errors import TooLargeError, status_for
 from .pickers import Tokenizers
 from .render import is_htmx, page_or_block
@@ -41,18 +41,6 @@ SAMPLE_TEXT = (
     "Type here: every token gets a colour, and hovering one shows its id and bytes.\n"
     "日本語も一文字ずつ見えます。Emoji too: 🙂👍🏽"
 )
-
-
-def text_area_value(text: str) -> str:
-    """The text as a text area holds it: browsers turn CRLF and lone CR into LF (and send CRLF in forms).
-
-    Normalising here keeps the view, the counts and the URL equal to what the user sees and edits.
-    """
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _flag(value: object) -> bool:
-    return isinstance(value, str) and value.lower() in ("1", "true", "on", "yes")
 
 
 def _offset(raw: object) -> int:
@@ -77,8 +65,8 @@ class Choice:
         return cls(
             fields.get("tokenizer") or default_tokenizer,
             text_area_value(fields.get("text") or ""),
-            _flag(fields.get("special")),
-            _flag(fields.get("ws")),
+            checked(fields.get("special")),
+            checked(fields.get("ws")),
             _offset(fields.get("offset")),
         )
 
@@ -93,11 +81,17 @@ class Choice:
         return "/?" + urlencode(params)
 
 
-def picker_groups(specs: list[TokenizerSpec]) -> list[dict]:
-    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``."""
+def picker_groups(specs: list[TokenizerSpec], chosen: str) -> list[dict]:
+    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``.
+
+    A chosen name that is no tokenizer (a stale link) is listed too, as unknown, so the picker shows what the
+    error message speaks of instead of silently showing another tokenizer.
+    """
     groups: dict[str, list[dict]] = {}
     for spec in specs:
         groups.setdefault(spec.family or "other", []).append(spec.to_dict())
+    if all(spec.name != chosen for spec in specs):
+        groups["not found"] = [{"name": chosen, "label": f"{chosen} (unknown)", "description": "no such tokenizer"}]
     return [{"family": family, "tokenizers": entries} for family, entries in groups.items()]
 
 
@@ -125,7 +119,7 @@ def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: 
         context["error"], status = str(exc), status_for(exc)
     context["tokenizer"] = choice.tokenizer
     if not is_htmx(request):
-        context["tokenizers"] = picker_groups(tokenizers.listed([choice.tokenizer]))
+        context["tokenizers"] = picker_groups(tokenizers.listed(), choice.tokenizer)
     headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)} if status == 200 else {}
     return page_or_block(request, "playground.html", "result", context, status_code=status, headers=headers)
 

@@ -25,10 +25,20 @@ def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["counted"] = counted
     from .tokenview import install
 
     install(env)
     return env
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 character``, ``2,000 characters``: a count with its noun, for templates (``n|counted("character")``).
+
+    >>> counted(1, "character"), counted(2000, "token")
+    ('1 character', '2,000 tokens')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def render_block(env: Environment, template: str, block: str, context: dict[str, Any]) -> str:

@@ -99,12 +99,23 @@ def test_compare_url_restores_selection_and_text(page: Page, live_server: str):
         expect(pane.locator(".t.hl")).to_have_count(1)
 
 
-def test_compare_one_tokenizer_asks_for_two(page: Page, live_server: str):
+def test_compare_one_tokenizer_shows_its_pane_and_asks_for_two(page: Page, live_server: str):
     page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=hi")
     page.locator('#compare-options input[name="t"][value="o200k_base"]').uncheck()
-    expect(page.locator("#compare-results .notice")).to_contain_text("at least 2")
+    expect(page.locator("#compare-results .notice")).to_contain_text("Tick a second tokenizer")
+    expect(page.locator('.pane[data-tokenizer="gpt2"] .t')).to_have_count(1)
     page.locator('#compare-options input[name="t"][value="cl100k_base"]').check()
     expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
+    expect(page.locator("#compare-results .notice")).to_have_count(0)
+
+
+def test_editing_the_text_drops_the_preset_highlight(page: Page, live_server: str):
+    page.goto(f"{live_server}/compare?preset=japanese")
+    preset = page.locator('a.preset[data-preset="japanese"]')
+    expect(preset).to_have_class(re.compile(r"\bactive\b"))
+    page.locator("#compare-text").press_sequentially("x")
+    expect(preset).not_to_have_class(re.compile(r"\bactive\b"))
+    assert preset.get_attribute("aria-current") is None
 
 
 def test_compare_download_csv(page: Page, live_server: str):
@@ -145,3 +156,14 @@ def test_compare_copy_json_to_clipboard(page: Page, live_server: str):
     expect(page.locator(".copy-status")).to_have_text("Copied JSON.")
     copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
     assert [r["ids"] for r in copied["results"]] == [[15496, 995], [13225, 2375]]
+
+
+def test_chat_tokens_show_their_ids_and_detail(page: Page, live_server: str):
+    page.goto(f"{live_server}/chat")
+    pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
+    expect(pane.locator(".ids .id").first).to_be_visible()
+    special = pane.locator(".t.special").first
+    special.hover()
+    expect(pane.locator("[data-token-detail]")).to_contain_text("special token")
+    expect(pane.locator("[data-token-detail]")).to_contain_text("id 100264")
+    expect(pane.locator(".id.hl")).to_have_count(1)  # its id, linked

@@ -37,6 +37,10 @@ def train_aaab(page: Page, merges: int = 3, tie_break: str = "first") -> None:
     page.select_option("select[name=size_kind]", "merges")
     page.select_option("select[name=tie_break]", tie_break)
     page.get_by_role("button", name="Train").click()
+    # a run opens before its first merge (a class starts there); then to the last step
+    expect(page.locator("#step")).to_have_attribute("data-step", "0")
+    expect(page.locator("#step")).to_have_attribute("data-steps", str(merges))
+    page.keyboard.press("End")
     expect(page.locator("#step")).to_have_attribute("data-step", str(merges))
 
 
@@ -199,12 +203,19 @@ def test_training_progress_then_step_view(lab: Page):
     lab.select_option("select[name=pattern]", "gpt2")
     lab.locator("input[name=size]").fill("200")
     lab.get_by_role("button", name="Train").click()
-    expect(lab.locator("#step")).to_have_attribute("data-step", "200", timeout=60_000)
+    expect(lab.locator("#step")).to_have_attribute("data-steps", "200", timeout=60_000)
+    expect(lab.locator("#step")).to_have_attribute("data-step", "0")
 
 
 def test_bad_input_shows_the_message_and_keeps_the_corpus(lab: Page):
     lab.locator("#corpus").fill("abc abc")
-    lab.locator("input[name=size]").fill("99999")
+    size = lab.locator("input[name=size]")
+    size.fill("99999")  # over the 8,192 merges the lab trains: the browser refuses to send it
+    assert size.evaluate("el => el.validity.rangeOverflow") is True
+    lab.select_option("select[name=size_kind]", "vocab_size")  # as a vocabulary size it may be sent
+    assert size.evaluate("el => el.validity.valid") is True
+    lab.select_option("select[name=size_kind]", "merges")
+    size.evaluate("el => el.removeAttribute('max')")  # a request the browser did not check: the server answers
     lab.get_by_role("button", name="Train").click()
     expect(lab.locator(".error")).to_contain_text("8,192")
     expect(lab.locator("#corpus")).to_have_value("abc abc")
@@ -232,3 +243,35 @@ def test_step_view_fits_the_screen(lab: Page, size):
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
         lab.screenshot(path=str(Path(out) / f"lab-{size[0]}x{size[1]}.png"))
+
+
+def test_japanese_bytes_group_into_characters_with_bytes_on_hover_and_trees_by_keyboard(lab: Page):
+    lab.locator("#corpus").fill("東京は日本の首都です。京都は古い都です。" * 3)
+    lab.select_option("select[name=algorithm]", "byte")
+    lab.select_option("select[name=pattern]", "none")
+    lab.locator("input[name=size]").fill("6")
+    lab.get_by_role("button", name="Train").click()
+    expect(lab.locator("#step")).to_have_attribute("data-step", "0")
+    first = lab.locator("#corpus-tokens .t").first
+    expect(first).to_have_text("東")  # three byte tokens, one character
+    first.hover()
+    detail = lab.locator("#corpus-tokens ~ .detail")
+    expect(detail).to_contain_text("E6")
+    expect(detail).to_contain_text("3 tokens")
+    first.focus()
+    lab.keyboard.press("Enter")
+    expect(lab.locator(".tree h3")).to_be_visible()
+    lab.keyboard.press("ArrowRight")  # arrow keys move between tokens there, not between steps
+    expect(lab.locator("#corpus-tokens .t").nth(1)).to_be_focused()
+    expect(lab.locator("#step")).to_have_attribute("data-step", "0")
+
+
+def test_merge_numbers_of_four_and_five_digits_fit_the_list(lab: Page):
+    train_aaab(lab)
+    fits = lab.locator(".merge-list").evaluate(
+        """ol => { const probe = document.createElement("span"); probe.textContent = "8192. ";
+                   probe.style.font = getComputedStyle(ol).font; probe.style.fontVariantNumeric = "tabular-nums";
+                   document.body.append(probe); const need = probe.getBoundingClientRect().width; probe.remove();
+                   return parseFloat(getComputedStyle(ol).paddingLeft) >= need; }"""
+    )
+    assert fits

@@ -295,3 +295,19 @@ def test_screenshot_for_readme(page: Page, live_server: str, tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     if os.environ.get("TOKENPLAY_SCREENSHOT"):
         (REPO / "docs" / "screenshot.png").write_bytes(shot.read_bytes())
+
+
+def test_stat_cards_hold_seven_digit_counts_and_stay_in_one_row(play: Page, live_server: str):
+    """Six cards (a SentencePiece model adds byte fallback) share one row, and a count of 1,234,567 tokens
+    stays inside its card, at a desktop width and on a phone."""
+    play.goto(f"{live_server}/?tokenizer=mistral-7b&text=Hello%20%EA%99%AE")
+    expect(play.locator("#count-byte-fallback")).to_have_text("3")
+    for width in (1280, 1024, 390):
+        play.set_viewport_size({"width": width, "height": 800})
+        play.locator("#count-tokens").evaluate("el => { el.textContent = '1,234,567'; }")
+        cards = play.locator(".stats .stat")
+        tops = {round(cards.nth(i).bounding_box()["y"]) for i in range(cards.count())}
+        assert len(tops) == (1 if width > 600 else 2), (width, tops)
+        num = play.locator("#count-tokens").bounding_box()
+        card = play.locator(".stats .stat").first.bounding_box()
+        assert num["x"] + num["width"] <= card["x"] + card["width"] + 0.5, width
