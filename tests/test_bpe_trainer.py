@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from app.engines.bpe.trainer import (
     BPETrainerState,
     BPETrainingError,
-    find_pair,
     merge_ids,
     train,
     train_words,
@@ -119,9 +118,6 @@ def test_vocab_is_derived_from_merges():
 
 
 def test_helpers():
-    assert find_pair([1, 2, 1, 3], 1, 3) == 2
-    assert find_pair([1, 2], 2, 1) == -1
-    assert find_pair([], 1, 1) == -1
     assert merge_ids([1, 1, 1], (1, 1), 9) == [9, 1]
     assert merge_ids([1, 1, 1, 1], (1, 1), 9) == [9, 9]
 

@@ -1,0 +1,302 @@
+"""Where the pairs are: the corpus's words in two layouts, each able to apply one merge and say what changed.
+
+A training corpus is a list of distinct *words* (id sequences) with counts. Merging a pair ``(a, b)`` into a new
+id ``X`` turns every occurrence ``.. L a b R ..`` into ``.. L X R ..``: ``(L, a)`` and ``(b, R)`` lose one,
+``(L, X)`` and ``(X, R)`` are new; between two occurrences (``a b a b``) the old ``(b, a)`` goes and ``(X, X)``
+comes. Both layouts report exactly that, summed per neighbour, into two dicts (``lost`` and ``made``), and keep
+``where``: pair -> the words (or positions) that held it when it appeared, in corpus order. A pair never appears
+again once it exists (a merge only makes pairs with the new id), so ``where`` only goes stale: stale entries are
+skipped when met.
+
+- :class:`ShortWords`: each word is a string with one character per id, so finding and replacing a pair runs in
+  C (``str.replace`` goes left to right without overlaps, as BPE does) and Python only visits the words that
+  hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens.
+- :class:`LongWords`: one linked list over the ids of long words (pattern ``none``: the whole text is one word),
+  with ``where`` holding positions. A merge touches only its occurrences and never rescans the word.
+
+Neither layout knows which pairs may merge or which one wins; that is :mod:`.merge_state`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+Pair = tuple[int, int]
+
+#: Ids are stored as characters (``chr(id)``) in :class:`ShortWords`, so no id can pass the largest code point.
+MAX_ID = 0x10FFFF
+
+#: Words longer than this (in base ids) go to :class:`LongWords`.
+LONG_WORD = 4096
+
+
+def _append(index: dict, key, value: int) -> None:
+    try:
+        index[key].append(value)
+    except KeyError:
+        index[key] = [value]
+
+
+class ShortWords:
+    """Distinct words as strings of ``chr(id)``, with their frequencies; ``where`` lists word indices."""
+
+    def __init__(self) -> None:
+        self.index: list[int] = []  # the corpus-wide word number of each word here
+        self.words: list[str] = []
+        self.freqs: list[int] = []
+        self.where: dict[Pair, list[int]] = {}  # one entry per occurrence when the pair appeared, ascending
+        self._first: dict[Pair, tuple[int, int, str]] = {}  # pair -> (word, position, that word's string then)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def add(self, number: int, ids: Sequence[int] | str, freq: int) -> int:
+        """Add word ``number`` (ids, or a string of ``chr(id)``); return its key for :meth:`ids`."""
+        if isinstance(ids, str):
+            word = ids
+        elif isinstance(ids, bytes):
+            word = ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
+        else:
+            word = "".join(map(chr, ids))
+        self.index.append(number)
+        self.words.append(word)
+        self.freqs.append(freq)
+        return len(self.words) - 1
+
+    def pair_counts(self) -> dict[Pair, int]:
+        """Index every pair (``where``) and return the counts."""
+        where: dict[Pair, list[int]] = {}
+        for w, word in enumerate(self.words):
+            for pair in zip(map(ord, word), map(ord, word[1:])):
+                try:
+                    where[pair].append(w)
+                except KeyError:
+                    where[pair] = [w]
+        self.where = where
+        freq = self.freqs.__getitem__
+        return {pair: sum(map(freq, ws)) for pair, ws in where.items()}
+
+    def ids(self, w: int) -> list[int]:
+        return list(map(ord, self.words[w]))
+
+    def first(self, pair: Pair) -> tuple[int, int] | None:
+        """(corpus word number, position) of the first occurrence of ``pair``, or None when no word holds it.
+
+        Cached per pair while that word is unchanged: no earlier word can gain the pair later.
+        """
+        cached = self._first.get(pair)
+        words = self.words
+        if cached is not None and words[cached[0]] is cached[2]:
+            return self.index[cached[0]], cached[1]
+        entries = self.where.get(pair)
+        if not entries:
+            return None
+        ab = chr(pair[0]) + chr(pair[1])
+        for k, w in enumerate(entries):
+            word = words[w]
+            i = word.find(ab)
+            if i >= 0:
+                if k:
+                    del entries[:k]  # stale: those words lost the pair
+                self._first[pair] = (w, i, word)
+                return self.index[w], i
+        entries.clear()
+        return None
+
+    def forget(self, pair: Pair) -> None:
+        self.where.pop(pair, None)
+        self._first.pop(pair, None)
+
+    def merge(self, a: int, b: int, new: int, lost: dict[Pair, int], made: dict[Pair, int]) -> int:
+        """Merge ``(a, b)`` into ``new`` in every word holding it; add the changes to ``lost``/``made``.
+
+        Returns the number of occurrences merged (times word frequency).
+        """
+        entries = self.where.pop((a, b), None)
+        if not entries:
+            return 0
+        self._first.pop((a, b), None)
+        ab, x = chr(a) + chr(b), chr(new)
+        words = self.words
+        lefts: dict[str, list[int]] = {}  # left neighbour -> words, one entry per occurrence
+        rights: dict[str, list[int]] = {}
+        doubles: list[int] = []  # words with X X, one entry per such pair
+        hits: list[int] = []  # words, one entry per occurrence merged
+        for w in dict.fromkeys(entries):  # once per word, in corpus order (``where`` lists stay ascending)
+            old = words[w]
+            word = old.replace(ab, x)
+            n = len(old) - len(word)
+            if n == 1:  # the common case (the try/except blocks are _append, inlined: this loop is the hot one)
+                words[w] = word
+                hits.append(w)
+                i = word.find(x)
+                if i:
+                    c = word[i - 1]
+                    try:
+                        lefts[c].append(w)
+                    except KeyError:
+                        lefts[c] = [w]
+                c = word[i + 1 : i + 2]
+                if c:
+                    try:
+                        rights[c].append(w)
+                    except KeyError:
+                        rights[c] = [w]
+            elif n:
+                words[w] = word
+                hits.extend([w] * n)
+                i = word.find(x)
+                while i >= 0:
+                    if i:
+                        c = word[i - 1]
+                        if c == x:
+                            doubles.append(w)
+                        else:
+                            _append(lefts, c, w)
+                    c = word[i + 1 : i + 2]
+                    if c and c != x:
+                        _append(rights, c, w)
+                    i = word.find(x, i + 1)
+        freq = self.freqs.__getitem__
+        where = self.where
+        for c, ws in lefts.items():
+            n = sum(map(freq, ws))
+            left = ord(c)
+            lost[left, a] = lost.get((left, a), 0) + n
+            made[left, new] = made.get((left, new), 0) + n
+            where[left, new] = ws
+        for c, ws in rights.items():
+            n = sum(map(freq, ws))
+            right = ord(c)
+            lost[b, right] = lost.get((b, right), 0) + n
+            made[new, right] = made.get((new, right), 0) + n
+            where[new, right] = ws
+        if doubles:
+            n = sum(map(freq, doubles))
+            lost[b, a] = lost.get((b, a), 0) + n
+            made[new, new] = made.get((new, new), 0) + n
+            where[new, new] = doubles
+        return sum(map(freq, hits))
+
+
+class LongWords:
+    """Long words as one linked list of ids; ``where`` lists positions. A word counted ``n`` times is laid out
+    ``n`` times (its copies merge alike), so every position counts once.
+
+    Each word is followed by a stop slot (id -1) that no pair matches, and the last slot is one too, so that
+    ``tok[-1]`` (the left of the very first position) is a stop as well.
+    """
+
+    def __init__(self) -> None:
+        self.tok: list[int] = []
+        self.starts: list[int] = []  # the position where each copy begins
+        self.numbers: list[int] = []  # the corpus-wide word number of each copy
+        self.where: dict[Pair, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def add(self, number: int, ids: Sequence[int] | str, freq: int) -> int:
+        """Add word ``number``; return its key for :meth:`ids`."""
+        ids = list(map(ord, ids)) if isinstance(ids, str) else list(ids)
+        key = len(self.starts)
+        for _ in range(freq):
+            self.starts.append(len(self.tok))
+            self.numbers.append(number)
+            self.tok.extend(ids)
+            self.tok.append(-1)
+        return key
+
+    def pair_counts(self) -> dict[Pair, int]:
+        tok = self.tok
+        n = len(tok)
+        self.nxt = list(range(1, n + 1))
+        self.prv = list(range(-1, n - 1))
+        where: dict[Pair, list[int]] = {}
+        for p, pair in enumerate(zip(tok, tok[1:])):
+            try:
+                where[pair].append(p)
+            except KeyError:
+                where[pair] = [p]
+        for pair in [p for p in where if p[0] < 0 or p[1] < 0]:
+            del where[pair]
+        self.where = where
+        return {pair: len(ps) for pair, ps in where.items()}
+
+    def ids(self, key: int) -> list[int]:
+        """The current ids of a word (its first copy), by the key :meth:`add` returned."""
+        tok, nxt = self.tok, self.nxt
+        p = self.starts[key]
+        out = []
+        while tok[p] >= 0:
+            out.append(tok[p])
+            p = nxt[p]
+        return out
+
+    def first(self, pair: Pair) -> tuple[int, int] | None:
+        """(corpus word number, position) of the first occurrence of ``pair``, or None."""
+        entries = self.where.get(pair)
+        if not entries:
+            return None
+        a, b = pair
+        tok, nxt = self.tok, self.nxt
+        for k, p in enumerate(entries):
+            if tok[p] == a and tok[nxt[p]] == b:
+                if k:
+                    del entries[:k]
+                return self.numbers[bisect_right(self.starts, p) - 1], p
+        entries.clear()
+        return None
+
+    def forget(self, pair: Pair) -> None:
+        self.where.pop(pair, None)
+
+    def merge(self, a: int, b: int, new: int, lost: dict[Pair, int], made: dict[Pair, int]) -> int:
+        """Merge ``(a, b)`` into ``new`` at every position holding it, left to right; see :meth:`ShortWords.merge`."""
+        positions = self.where.pop((a, b), None)
+        if not positions:
+            return 0
+        tok, nxt, prv = self.tok, self.nxt, self.prv
+        lefts: dict[int, list[int]] = {}  # left neighbour -> positions of the new pair (left, new)
+        rights: dict[int, list[int]] = {}
+        doubles: list[int] = []
+        replaced = 0
+        for p in positions:  # ascending, so overlapping runs (a a a) merge from the left
+            if tok[p] != a:
+                continue
+            q = nxt[p]
+            if tok[q] != b:
+                continue
+            replaced += 1
+            tok[p] = new
+            tok[q] = -1
+            r = nxt[q]
+            nxt[p] = r
+            prv[r] = p
+            left = prv[p]
+            c = tok[left]
+            if c >= 0:
+                if c == new:  # right after the previous occurrence: its (new, a) is really (new, new)
+                    rights[a].pop()
+                    doubles.append(left)
+                else:
+                    _append(lefts, c, left)
+            c = tok[r]
+            if c >= 0:
+                _append(rights, c, p)
+        where = self.where
+        for c, ps in lefts.items():
+            lost[c, a] = lost.get((c, a), 0) + len(ps)
+            made[c, new] = made.get((c, new), 0) + len(ps)
+            where[c, new] = ps
+        for c, ps in rights.items():
+            if ps:
+                lost[b, c] = lost.get((b, c), 0) + len(ps)
+                made[new, c] = made.get((new, c), 0) + len(ps)
+                where[new, c] = ps
+        if doubles:
+            lost[b, a] = lost.get((b, a), 0) + len(doubles)
+            made[new, new] = made.get((new, new), 0) + len(doubles)
+            where[new, new] = doubles
+        return replaced
