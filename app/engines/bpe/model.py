@@ -30,7 +30,8 @@ from ..openai import ENCODINGS, mergeable_ranks
 from ..steps import TrainResult
 from .encoder import EncodeTrace, RankEncoder, encode_trace
 from .patterns import WHOLE_TEXT_PATTERN, name_of_regex, pattern_name, pattern_regex
-from .trainer import MAX_VOCAB_SIZE, ProgressFn, train, vocab_from_merges
+from ..training import MAX_VOCAB_SIZE, ProgressFn
+from .trainer import train, vocab_from_merges
 
 FORMAT = "tokenplay-bpe"
 VERSION = 1
@@ -249,12 +250,6 @@ class BPETokenizer(RankTokenizer):
             "replaced": [s.replaced for s in result.steps],
         }
         return cls(result.merges, pattern, specials, name=name, training=training), result
-
-    @classmethod
-    def from_train_result(
-        cls, result: TrainResult, pattern: str = "gpt4", special_tokens: Iterable[str] = (), **kw
-    ) -> BPETokenizer:
-        return cls(result.merges, pattern, list(special_tokens), **kw)
 
     # -- saving ------------------------------------------------------------------------------------------
     def to_json(self) -> str:
