@@ -78,7 +78,10 @@ def word_frequencies(sentences: list[str]) -> Counter:
     >>> word_frequencies(["▁a▁b", "▁a▁▁c"])
     Counter({'▁a': 2, '▁b': 1, '▁': 1, '▁c': 1})
     """
-    return Counter(_WORDS.findall("\n".join(sentences)))
+    # a cut before every ▁ and at line ends, in C; empty pieces come from ▁ at a sentence's start
+    words = Counter("\n".join(sentences).replace(SPACE_SYMBOL, "\n" + SPACE_SYMBOL).split("\n"))
+    words.pop("", None)
+    return words
 
 
 def char_frequencies(word_counts: Counter) -> Counter:

@@ -116,7 +116,6 @@ class MergeState:
         if rule is not None:
             for pair in [p for p in counts if not rule.allows(*p)]:
                 del counts[pair]
-                self._forget(pair)
         if tie_break == "lexical":
             self.tie_key = self._lexical_key
         elif len(self._layouts) == 1:
@@ -184,12 +183,13 @@ class MergeState:
         """
         pairs = self.pairs
         if force_pair is None:
-            won = self._winner(max_ties)
-            if won is None:
-                raise self.error("no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)")
-            pair, ties = won
             count = pairs.top_count()
-            n_ties = len(pairs.ranked_top()) - 1
+            if count < 2:
+                raise self.error("no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)")
+            ranked = pairs.ranked(count)
+            pair = ranked[0]
+            ties = ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
+            n_ties = len(ranked) - 1
         else:
             pair = (int(force_pair[0]), int(force_pair[1]))
             count = pairs.get(pair)
@@ -199,7 +199,7 @@ class MergeState:
                     "pick one from current_top_pairs()"
                 )
             ties = pairs.first_ranked(count, max_ties, without=pair) if max_ties != 0 else []
-            n_ties = len(pairs.buckets[count]) - 1
+            n_ties = len(pairs.bucket(count)) - 1
         top = pairs.top_pairs(top_k) if top_k > 0 else []
         new_id = self.next_id
         if new_id > MAX_ID:
@@ -254,22 +254,11 @@ class MergeState:
             banned = list(rule.added(new_id, pair))
             for p in [p for p in made if not rule.allows(*p)]:
                 del made[p]
-                self._forget(p)
-        for p in self.pairs.apply(pair, lost, made):
-            self._forget(p)
+        self.pairs.apply(pair, lost, made)
         if rule is not None:
-            for p in banned:
-                self._ban(p)
+            for p in banned:  # no longer counted, so never chosen, forced or ranked again
+                self.pairs.remove(p)
         return replaced
-
-    def _ban(self, pair: Pair) -> None:
-        """``pair`` may not merge any more: it leaves the counts for good."""
-        self.pairs.remove(pair)
-        self._forget(pair)
-
-    def _forget(self, pair: Pair) -> None:
-        for layout in self._layouts:
-            layout.forget(pair)
 
     # -- results -----------------------------------------------------------------------------------------------
     def result(self, stop_reason: str) -> TrainResult:

@@ -4,6 +4,10 @@
 ``buckets`` (count -> the pairs with that count). A merge only lowers the counts of pairs that exist and adds new
 pairs, none above the merged pair's count, so the top count never grows and a pointer walks it down.
 
+Pairs counted once are not kept in a bucket: most pairs a merge makes are, they can never win (counts never
+grow), and only a finished run or a pair table shown to its last rows asks for them, so that bucket is gathered
+from ``counts`` when asked for.
+
 The top bucket is kept *ranked* by the tie key (smaller wins) between steps. Pairs that stay in it keep their
 order: a pair whose count did not change lost no occurrence, so its first occurrence is where it was (positions
 may shift inside a rewritten word, but never past another pair's). Only pairs entering or leaving the bucket
@@ -33,7 +37,6 @@ class PairCounts:
     >>> pc.top_count(), pc.ranked_top()
     (3, [(1, 2), (2, 3)])
     >>> pc.apply((1, 2), lost={(2, 3): 3}, made={(9, 3): 3})
-    [(2, 3)]
     >>> pc.ranked_top(), pc.top_pairs(5)
     ([(9, 3)], [((9, 3), 3), ((3, 4), 1)])
     """
@@ -41,13 +44,14 @@ class PairCounts:
     def __init__(self, counts: dict[Pair, int], tie_key: TieKey):
         self.counts = counts
         self.tie_key = tie_key
-        self.buckets: dict[int, set[Pair]] = {}
+        self.buckets: dict[int, set[Pair]] = {}  # count -> pairs, for counts above 1
         for pair, count in counts.items():
-            bucket = self.buckets.get(count)
-            if bucket is None:
-                self.buckets[count] = {pair}
-            else:
-                bucket.add(pair)
+            if count > 1:
+                bucket = self.buckets.get(count)
+                if bucket is None:
+                    self.buckets[count] = {pair}
+                else:
+                    bucket.add(pair)
         self._top = max(counts.values(), default=0)
         self._ranked: list[Pair] = []  # the bucket of count ``_ranked_count`` in tie order
         self._ranked_count = -1
@@ -55,11 +59,19 @@ class PairCounts:
     def get(self, pair: Pair) -> int:
         return self.counts.get(pair, 0)
 
+    def bucket(self, count: int) -> set[Pair]:
+        """The pairs with ``count`` now."""
+        if count == 1:
+            return {p for p, c in self.counts.items() if c == 1}
+        return self.buckets.get(count, set())
+
     def top_count(self) -> int:
         """The highest count any pair has now (0 when there is no pair)."""
         c, buckets = self._top, self.buckets
-        while c > 0 and not buckets.get(c):
+        while c > 1 and not buckets.get(c):
             c -= 1
+        if c == 1 and 1 not in self.counts.values():
+            c = 0
         self._top = c
         return c
 
@@ -67,7 +79,7 @@ class PairCounts:
         """The pairs with ``count``, in tie order (the list is shared when ``count`` is the top: do not change it)."""
         if count == self._ranked_count:
             return self._ranked
-        ranked = sorted(self.buckets.get(count, ()), key=self.tie_key)
+        ranked = sorted(self.bucket(count), key=self.tie_key)
         if count == self.top_count():
             self._ranked, self._ranked_count = ranked, count
         return ranked
@@ -83,7 +95,7 @@ class PairCounts:
             if without is not None:
                 ranked = [p for p in ranked if p != without]
             return ranked if limit is None else ranked[:limit]
-        bucket = self.buckets.get(count, ())
+        bucket = self.bucket(count)
         if without is not None:
             bucket = [p for p in bucket if p != without]
         return heapq.nsmallest(limit, bucket, key=self.tie_key)
@@ -93,23 +105,25 @@ class PairCounts:
         out: list[tuple[Pair, int]] = []
         c = self.top_count()
         while c >= 1 and len(out) < k:
-            if self.buckets.get(c):
+            if c == 1 or self.buckets.get(c):
                 out.extend((p, c) for p in self.first_ranked(c, k - len(out)))
             c -= 1
         return out
 
     # -- changes -----------------------------------------------------------------------------------------------
     def _leave(self, pair: Pair, count: int) -> None:
-        self.buckets[count].discard(pair)
+        if count > 1:
+            self.buckets[count].discard(pair)
         if count == self._ranked_count:
             self._ranked.remove(pair)
 
     def _enter(self, pair: Pair, count: int) -> None:
-        bucket = self.buckets.get(count)
-        if bucket is None:
-            self.buckets[count] = {pair}
-        else:
-            bucket.add(pair)
+        if count > 1:
+            bucket = self.buckets.get(count)
+            if bucket is None:
+                self.buckets[count] = {pair}
+            else:
+                bucket.add(pair)
         if count == self._ranked_count:
             insort(self._ranked, pair, key=self.tie_key)
 
@@ -119,15 +133,13 @@ class PairCounts:
         if count:
             self._leave(pair, count)
 
-    def apply(self, merged: Pair, lost: dict[Pair, int], made: dict[Pair, int]) -> list[Pair]:
+    def apply(self, merged: Pair, lost: dict[Pair, int], made: dict[Pair, int]) -> None:
         """After merging ``merged``: existing pairs lose ``lost`` occurrences, the new pairs ``made`` arrive.
 
-        Pairs that are not counted (never allowed, or banned) are skipped. Returns the pairs whose count fell
-        to zero, so that their occurrence lists can be dropped.
+        Pairs that are not counted (never allowed, or banned) are skipped.
         """
         self.remove(merged)
         counts, buckets, ranked_count = self.counts, self.buckets, self._ranked_count
-        gone: list[Pair] = []
         for pair, d in lost.items():
             old = counts.get(pair)
             if old is None or not d:
@@ -140,27 +152,27 @@ class PairCounts:
                     self._enter(pair, new)
                 else:
                     del counts[pair]
-                    gone.append(pair)
                 continue
-            buckets[old].discard(pair)  # the rest is _leave and _enter, inlined: this loop is hot
-            if new > 0:
+            if old > 1:  # the rest is _leave and _enter, inlined: this loop is hot
+                buckets[old].discard(pair)
+            if new > 1:
                 counts[pair] = new
                 bucket = buckets.get(new)
                 if bucket is None:
                     buckets[new] = {pair}
                 else:
                     bucket.add(pair)
+            elif new:
+                counts[pair] = 1
             else:
                 del counts[pair]
-                gone.append(pair)
         for pair, count in made.items():
             counts[pair] = count
             if count == ranked_count:
                 self._enter(pair, count)
-                continue
-            bucket = buckets.get(count)
-            if bucket is None:
-                buckets[count] = {pair}
-            else:
-                bucket.add(pair)
-        return gone
+            elif count > 1:
+                bucket = buckets.get(count)
+                if bucket is None:
+                    buckets[count] = {pair}
+                else:
+                    bucket.add(pair)

@@ -6,7 +6,8 @@ id ``X`` turns every occurrence ``.. L a b R ..`` into ``.. L X R ..``: ``(L, a)
 comes. Both layouts report exactly that, summed per neighbour, into two dicts (``lost`` and ``made``), and keep
 ``where``: pair -> the words (or positions) that held it when it appeared, in corpus order. A pair never appears
 again once it exists (a merge only makes pairs with the new id), so ``where`` only goes stale: stale entries are
-skipped when met.
+skipped when met (and the lists of pairs that died are left to go stale: dropping them costs more than they
+weigh).
 
 - :class:`ShortWords`: each word is a string with one character per id, so finding and replacing a pair runs in
   C (``str.replace`` goes left to right without overlaps, as BPE does) and Python only visits the words that
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from operator import add
 
 Pair = tuple[int, int]
 
@@ -66,16 +68,16 @@ class ShortWords:
 
     def pair_counts(self) -> dict[Pair, int]:
         """Index every pair (``where``) and return the counts."""
-        where: dict[Pair, list[int]] = {}
+        where: dict[str, list[int]] = {}  # keyed by the pair's two characters first: cheaper than tuples here
         for w, word in enumerate(self.words):
-            for pair in zip(map(ord, word), map(ord, word[1:])):
+            for pair in map(add, word, word[1:]):
                 try:
                     where[pair].append(w)
                 except KeyError:
                     where[pair] = [w]
-        self.where = where
+        self.where = {(ord(ab[0]), ord(ab[1])): ws for ab, ws in where.items()}
         freq = self.freqs.__getitem__
-        return {pair: sum(map(freq, ws)) for pair, ws in where.items()}
+        return {pair: sum(map(freq, ws)) for pair, ws in self.where.items()}
 
     def ids(self, w: int) -> list[int]:
         return list(map(ord, self.words[w]))
@@ -103,10 +105,6 @@ class ShortWords:
                 return self.index[w], i
         entries.clear()
         return None
-
-    def forget(self, pair: Pair) -> None:
-        self.where.pop(pair, None)
-        self._first.pop(pair, None)
 
     def merge(self, a: int, b: int, new: int, lost: dict[Pair, int], made: dict[Pair, int]) -> int:
         """Merge ``(a, b)`` into ``new`` in every word holding it; add the changes to ``lost``/``made``.
@@ -248,9 +246,6 @@ class LongWords:
                 return self.numbers[bisect_right(self.starts, p) - 1], p
         entries.clear()
         return None
-
-    def forget(self, pair: Pair) -> None:
-        self.where.pop(pair, None)
 
     def merge(self, a: int, b: int, new: int, lost: dict[Pair, int], made: dict[Pair, int]) -> int:
         """Merge ``(a, b)`` into ``new`` at every position holding it, left to right; see :meth:`ShortWords.merge`."""
