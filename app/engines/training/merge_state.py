@@ -24,7 +24,9 @@ Counting lives in :mod:`.pair_counts`, the words in :mod:`.words`; running a sta
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
+from operator import mul
 from typing import Protocol
 
 from ..errors import TokenplayError
@@ -91,23 +93,23 @@ class MergeState:
         self.merges: list[Pair] = []
         self.steps: list[MergeStep] = []
         self.tie_counts: list[int] = []  # ties per step before ``max_ties`` cut the record's list
-        self._short, self._long = ShortWords(), LongWords()
-        self.freqs: list[int] = []
-        self._home: list[tuple[ShortWords | LongWords, int]] = []  # word number -> (its layout, its key there)
-        n_tokens = 0
-        used: set[int] = set()
-        used_chars: set[str] = set()
-        for w, (ids, freq) in enumerate(words):
-            if freq < 1:
-                raise self.error(f"word {w} has count {freq}; counts must be at least 1")
-            (used_chars if isinstance(ids, str) else used).update(ids)
-            home = self._long if len(ids) > long_word else self._short
-            self._home.append((home, home.add(w, ids, freq)))
-            self.freqs.append(freq)
-            n_tokens += len(ids) * freq
-        unknown = used.union(map(ord, used_chars)) - self.vocab.keys()
+        words = list(words)
+        ids_of = [ids for ids, _ in words]
+        self.freqs: list[int] = [freq for _, freq in words]
+        if self.freqs and min(self.freqs) < 1:
+            w = next(w for w, freq in enumerate(self.freqs) if freq < 1)
+            raise self.error(f"word {w} has count {self.freqs[w]}; counts must be at least 1")
+        lengths = list(map(len, ids_of))
+        used = {i if isinstance(i, int) else ord(i) for i in set().union(*ids_of)}  # ids, or chr(id) in a str
+        unknown = used - self.vocab.keys()
         if unknown:
             raise self.error(f"the words use ids {sorted(unknown)[:5]} that the base vocabulary lacks")
+        longs = [w for w, n in enumerate(lengths) if n > long_word] if max(lengths, default=0) > long_word else []
+        shorts = [w for w in range(len(words)) if w not in set(longs)] if longs else range(len(words))
+        self._short = ShortWords(shorts, [ids_of[w] for w in shorts], [self.freqs[w] for w in shorts])
+        self._long = LongWords(longs, [ids_of[w] for w in longs], [self.freqs[w] for w in longs])
+        self._long_numbers = longs
+        n_tokens = sum(map(mul, lengths, self.freqs))
         self._layouts = [layout for layout in (self._short, self._long) if len(layout)]
         counts: dict[Pair, int] = {}
         for layout in self._layouts:
@@ -130,13 +132,15 @@ class MergeState:
     # -- the corpus now ----------------------------------------------------------------------------------------
     def word(self, w: int) -> list[int]:
         """Word ``w`` as it is now, as ids."""
-        home, key = self._home[w]
-        return home.ids(key)
+        k = bisect_left(self._long_numbers, w)  # the long words before it: the short ones keep their order
+        if k < len(self._long_numbers) and self._long_numbers[k] == w:
+            return self._long.ids(k)
+        return self._short.ids(w - k)
 
     @property
     def words(self) -> list[list[int]]:
         """Every word as it is now (built on demand: for inspection and tests)."""
-        return [self.word(w) for w in range(len(self._home))]
+        return [self.word(w) for w in range(len(self.freqs))]
 
     def pair_count(self, pair: Pair) -> int:
         return self.counts.get((int(pair[0]), int(pair[1])), 0)

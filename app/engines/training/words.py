@@ -33,48 +33,46 @@ MAX_ID = 0x10FFFF
 LONG_WORD = 4096
 
 
+def as_string(ids: Sequence[int] | str) -> str:
+    """Ids as one character each: ``as_string([104, 105]) == "hi"`` (a str is taken as that already)."""
+    if isinstance(ids, str):
+        return ids
+    if isinstance(ids, bytes):
+        return ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
+    return "".join(map(chr, ids))
+
+
 def _append(index: dict, key, value: int) -> None:
-    try:
-        index[key].append(value)
-    except KeyError:
+    entries = index.get(key)  # not try/except KeyError: a raised exception costs more than a look-up
+    if entries is None:
         index[key] = [value]
+    else:
+        entries.append(value)
 
 
 class ShortWords:
     """Distinct words as strings of ``chr(id)``, with their frequencies; ``where`` lists word indices."""
 
-    def __init__(self) -> None:
-        self.index: list[int] = []  # the corpus-wide word number of each word here
-        self.words: list[str] = []
-        self.freqs: list[int] = []
+    def __init__(self, numbers: Sequence[int], words: Sequence[Sequence[int] | str], freqs: Sequence[int]):
+        self.index = numbers  # the corpus-wide word number of each word here
+        self.words: list[str] = [as_string(ids) for ids in words]
+        self.freqs = list(freqs)
         self.where: dict[Pair, list[int]] = {}  # one entry per occurrence when the pair appeared, ascending
         self._first: dict[Pair, tuple[int, int, str]] = {}  # pair -> (word, position, that word's string then)
 
     def __len__(self) -> int:
         return len(self.words)
 
-    def add(self, number: int, ids: Sequence[int] | str, freq: int) -> int:
-        """Add word ``number`` (ids, or a string of ``chr(id)``); return its key for :meth:`ids`."""
-        if isinstance(ids, str):
-            word = ids
-        elif isinstance(ids, bytes):
-            word = ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
-        else:
-            word = "".join(map(chr, ids))
-        self.index.append(number)
-        self.words.append(word)
-        self.freqs.append(freq)
-        return len(self.words) - 1
-
     def pair_counts(self) -> dict[Pair, int]:
         """Index every pair (``where``) and return the counts."""
         where: dict[str, list[int]] = {}  # keyed by the pair's two characters first: cheaper than tuples here
         for w, word in enumerate(self.words):
             for pair in map(add, word, word[1:]):
-                try:
-                    where[pair].append(w)
-                except KeyError:
+                entries = where.get(pair)
+                if entries is None:
                     where[pair] = [w]
+                else:
+                    entries.append(w)
         self.where = {(ord(ab[0]), ord(ab[1])): ws for ab, ws in where.items()}
         freq = self.freqs.__getitem__
         return {pair: sum(map(freq, ws)) for pair, ws in self.where.items()}
@@ -125,22 +123,24 @@ class ShortWords:
             old = words[w]
             word = old.replace(ab, x)
             n = len(old) - len(word)
-            if n == 1:  # the common case (the try/except blocks are _append, inlined: this loop is the hot one)
+            if n == 1:  # the common case (with _append inlined: this loop is the hot one)
                 words[w] = word
                 hits.append(w)
                 i = word.find(x)
                 if i:
                     c = word[i - 1]
-                    try:
-                        lefts[c].append(w)
-                    except KeyError:
+                    ws = lefts.get(c)
+                    if ws is None:
                         lefts[c] = [w]
+                    else:
+                        ws.append(w)
                 c = word[i + 1 : i + 2]
                 if c:
-                    try:
-                        rights[c].append(w)
-                    except KeyError:
+                    ws = rights.get(c)
+                    if ws is None:
                         rights[c] = [w]
+                    else:
+                        ws.append(w)
             elif n:
                 words[w] = word
                 hits.extend([w] * n)
@@ -186,25 +186,23 @@ class LongWords:
     ``tok[-1]`` (the left of the very first position) is a stop as well.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, numbers: Sequence[int], words: Sequence[Sequence[int] | str], freqs: Sequence[int]):
         self.tok: list[int] = []
         self.starts: list[int] = []  # the position where each copy begins
         self.numbers: list[int] = []  # the corpus-wide word number of each copy
+        self.keys: list[int] = []  # the first copy of each word (its key for :meth:`ids`)
+        for number, ids, freq in zip(numbers, words, freqs):
+            ids = list(map(ord, ids)) if isinstance(ids, str) else list(ids)
+            self.keys.append(len(self.starts))
+            for _ in range(freq):
+                self.starts.append(len(self.tok))
+                self.numbers.append(number)
+                self.tok.extend(ids)
+                self.tok.append(-1)
         self.where: dict[Pair, list[int]] = {}
 
     def __len__(self) -> int:
         return len(self.starts)
-
-    def add(self, number: int, ids: Sequence[int] | str, freq: int) -> int:
-        """Add word ``number``; return its key for :meth:`ids`."""
-        ids = list(map(ord, ids)) if isinstance(ids, str) else list(ids)
-        key = len(self.starts)
-        for _ in range(freq):
-            self.starts.append(len(self.tok))
-            self.numbers.append(number)
-            self.tok.extend(ids)
-            self.tok.append(-1)
-        return key
 
     def pair_counts(self) -> dict[Pair, int]:
         tok = self.tok
@@ -213,19 +211,20 @@ class LongWords:
         self.prv = list(range(-1, n - 1))
         where: dict[Pair, list[int]] = {}
         for p, pair in enumerate(zip(tok, tok[1:])):
-            try:
-                where[pair].append(p)
-            except KeyError:
+            entries = where.get(pair)
+            if entries is None:
                 where[pair] = [p]
+            else:
+                entries.append(p)
         for pair in [p for p in where if p[0] < 0 or p[1] < 0]:
             del where[pair]
         self.where = where
         return {pair: len(ps) for pair, ps in where.items()}
 
     def ids(self, key: int) -> list[int]:
-        """The current ids of a word (its first copy), by the key :meth:`add` returned."""
+        """The current ids of word ``key`` here (its first copy)."""
         tok, nxt = self.tok, self.nxt
-        p = self.starts[key]
+        p = self.starts[self.keys[key]]
         out = []
         while tok[p] >= 0:
             out.append(tok[p])
