@@ -31,6 +31,7 @@ from typing import Protocol
 
 from ..errors import TokenplayError
 from ..steps import TIE_BREAKS, MergeStep, TrainResult
+from .driver import cycle_collector_paused
 from .pair_counts import PairCounts
 from .words import LONG_WORD, MAX_ID, LongWords, ShortWords
 
@@ -93,28 +94,8 @@ class MergeState:
         self.merges: list[Pair] = []
         self.steps: list[MergeStep] = []
         self.tie_counts: list[int] = []  # ties per step before ``max_ties`` cut the record's list
-        words = list(words)
-        ids_of = [ids for ids, _ in words]
-        self.freqs: list[int] = [freq for _, freq in words]
-        if self.freqs and min(self.freqs) < 1:
-            w = next(w for w, freq in enumerate(self.freqs) if freq < 1)
-            raise self.error(f"word {w} has count {self.freqs[w]}; counts must be at least 1")
-        lengths = list(map(len, ids_of))
-        used = {i if isinstance(i, int) else ord(i) for i in set().union(*ids_of)}  # ids, or chr(id) in a str
-        unknown = used - self.vocab.keys()
-        if unknown:
-            raise self.error(f"the words use ids {sorted(unknown)[:5]} that the base vocabulary lacks")
-        longs = [w for w, n in enumerate(lengths) if n > long_word] if max(lengths, default=0) > long_word else []
-        shorts = [w for w in range(len(words)) if w not in set(longs)] if longs else range(len(words))
-        self._short = ShortWords(shorts, [ids_of[w] for w in shorts], [self.freqs[w] for w in shorts])
-        self._long = LongWords(longs, [ids_of[w] for w in longs], [self.freqs[w] for w in longs])
-        self._long_numbers = longs
-        n_tokens = sum(map(mul, lengths, self.freqs))
-        self._layouts = [layout for layout in (self._short, self._long) if len(layout)]
-        counts: dict[Pair, int] = {}
-        for layout in self._layouts:
-            for pair, count in layout.pair_counts().items():
-                counts[pair] = counts.get(pair, 0) + count
+        with cycle_collector_paused():
+            counts = self._lay_out(list(words), long_word)
         if rule is not None:
             for pair in [p for p in counts if not rule.allows(*p)]:
                 del counts[pair]
@@ -126,8 +107,32 @@ class MergeState:
             self.tie_key = self._first_key
         self.pairs = PairCounts(counts, self.tie_key)
         self.counts = self.pairs.counts
-        self.initial_tokens = n_tokens
-        self.n_tokens = n_tokens
+
+    def _lay_out(self, words: list[tuple[Sequence[int] | str, int]], long_word: int) -> dict[Pair, int]:
+        """Check the words, put each in its layout and return every pair's count."""
+        ids_of = [ids for ids, _ in words]
+        self.freqs: list[int] = [freq for _, freq in words]
+        if self.freqs and min(self.freqs) < 1:
+            w = next(w for w, freq in enumerate(self.freqs) if freq < 1)
+            raise self.error(f"word {w} has count {self.freqs[w]}; counts must be at least 1")
+        lengths = list(map(len, ids_of))
+        used = {i if isinstance(i, int) else ord(i) for i in set().union(*ids_of)}  # ids, or chr(id) in a str
+        unknown = used - self.vocab.keys()
+        if unknown:
+            raise self.error(f"the words use ids {sorted(unknown)[:5]} that the base vocabulary lacks")
+        longs = [w for w, n in enumerate(lengths) if n > long_word] if max(lengths, default=0) > long_word else []
+        long_set = set(longs)
+        shorts = [w for w in range(len(words)) if w not in long_set] if longs else range(len(words))
+        self._short = ShortWords(shorts, [ids_of[w] for w in shorts], [self.freqs[w] for w in shorts])
+        self._long = LongWords(longs, [ids_of[w] for w in longs], [self.freqs[w] for w in longs])
+        self._long_numbers = longs
+        self.initial_tokens = self.n_tokens = sum(map(mul, lengths, self.freqs))
+        self._layouts = [layout for layout in (self._short, self._long) if len(layout)]
+        counts: dict[Pair, int] = {}
+        for layout in self._layouts:
+            for pair, count in layout.pair_counts().items():
+                counts[pair] = counts.get(pair, 0) + count
+        return counts
 
     # -- the corpus now ----------------------------------------------------------------------------------------
     def word(self, w: int) -> list[int]:

@@ -274,11 +274,19 @@ class LongWords:
                 if c == new:  # right after the previous occurrence: its (new, a) is really (new, new)
                     rights[a].pop()
                     doubles.append(left)
-                else:
-                    _append(lefts, c, left)
+                else:  # _append, inlined: this loop runs once per occurrence
+                    ps = lefts.get(c)
+                    if ps is None:
+                        lefts[c] = [left]
+                    else:
+                        ps.append(left)
             c = tok[r]
             if c >= 0:
-                _append(rights, c, p)
+                ps = rights.get(c)
+                if ps is None:
+                    rights[c] = [p]
+                else:
+                    ps.append(p)
         where = self.where
         for c, ps in lefts.items():
             lost[c, a] = lost.get((c, a), 0) + len(ps)
