@@ -29,6 +29,7 @@ from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.steps import TIE_BREAKS, MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
+from app.engines.training.driver import cycle_collector_paused
 
 ALGORITHMS = ("byte", "char", "sentencepiece")
 ALGORITHM_LABELS = {"byte": "byte-level BPE", "char": "character-level BPE", "sentencepiece": "SentencePiece-style BPE"}
@@ -277,33 +278,34 @@ def train(
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
-    state, base = start(corpus, options)
-    total = options.n_merges(len(base), max_merges)
-    kept = list(zip(prefix, prefix_n_ties))
-    if isinstance(state, SentencePieceTrainerState):
-        state.requested_vocab_size = len(base) + max(total, len(kept) + (force is not None))
-    replay(state, [step.pair for step, _ in kept], should_stop)
-    if force is not None:
-        total = max(total, len(kept) + 1)
-        try:
-            state.step(force_pair=force, top_k=TOP_K, max_ties=MAX_TIES)
-        except TokenplayError as exc:
-            raise LabOptionsError(str(exc)) from None
-        if progress is not None:
-            progress(len(state.merges), total)
-    report = None if progress is None else lambda done, target, _record: progress(done, target)
-    reason = run_merges(state, total, top_k=TOP_K, max_ties=MAX_TIES, progress=report, should_stop=should_stop)
-    steps = [step for step, _ in kept] + state.steps[len(kept) :]
-    n_ties = [n for _, n in kept] + state.tie_counts[len(kept) :]
-    top0 = state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs
-    return Trained(
-        base=base,
-        steps=steps,
-        n_ties=n_ties,
-        initial_tokens=state.initial_tokens,
-        base_units=base_units(corpus, options.algorithm, options.pattern),
-        target_merges=total,
-        stop_reason="merge count reached" if reason == STOP_VOCAB_SIZE else reason,
-        top0=list(top0),
-        model=state.model().serialize() if isinstance(state, SentencePieceTrainerState) else None,
-    )
+    with cycle_collector_paused():
+        state, base = start(corpus, options)
+        total = options.n_merges(len(base), max_merges)
+        kept = list(zip(prefix, prefix_n_ties))
+        if isinstance(state, SentencePieceTrainerState):
+            state.requested_vocab_size = len(base) + max(total, len(kept) + (force is not None))
+        replay(state, [step.pair for step, _ in kept], should_stop)
+        if force is not None:
+            total = max(total, len(kept) + 1)
+            try:
+                state.step(force_pair=force, top_k=TOP_K, max_ties=MAX_TIES)
+            except TokenplayError as exc:
+                raise LabOptionsError(str(exc)) from None
+            if progress is not None:
+                progress(len(state.merges), total)
+        report = None if progress is None else lambda done, target, _record: progress(done, target)
+        reason = run_merges(state, total, top_k=TOP_K, max_ties=MAX_TIES, progress=report, should_stop=should_stop)
+        steps = [step for step, _ in kept] + state.steps[len(kept) :]
+        trained = Trained(
+            base=base,
+            steps=steps,
+            n_ties=[n for _, n in kept] + state.tie_counts[len(kept) :],
+            initial_tokens=state.initial_tokens,
+            base_units=base_units(corpus, options.algorithm, options.pattern),
+            target_merges=total,
+            stop_reason="merge count reached" if reason == STOP_VOCAB_SIZE else reason,
+            top0=list(state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs),
+            model=state.model().serialize() if isinstance(state, SentencePieceTrainerState) else None,
+        )
+        del state  # gone before the collector resumes: its passes would walk every list of the run once more
+    return trained

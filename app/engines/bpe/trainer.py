@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..base import check_text
 from ..steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, MergeState, ProgressFn, TrainingError, run_merges
+from ..training.driver import cycle_collector_paused
 from ..training.words import LONG_WORD, MAX_ID
 from .patterns import pattern_regex, pretokenize
 
@@ -141,8 +142,11 @@ def train(
     ``(step, total_merges, record)``.
     """
     n_merges = check_vocab_size(vocab_size, 256, max_vocab_size)
-    state = BPETrainerState.from_text(text, pattern, special_tokens=special_tokens, tie_break=tie_break)
-    return state.result(run_merges(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress))
+    with cycle_collector_paused():
+        state = BPETrainerState.from_text(text, pattern, special_tokens=special_tokens, tie_break=tie_break)
+        result = state.result(run_merges(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress))
+        del state  # gone before the collector resumes: its passes would walk every list of the run once more
+    return result
 
 
 def train_words(
@@ -158,5 +162,8 @@ def train_words(
 ) -> TrainResult:
     """Train on words given as id sequences with counts over ``base_vocab`` (e.g. one id per character)."""
     n_merges = check_vocab_size(vocab_size, len(base_vocab), max_vocab_size)
-    state = BPETrainerState(words, base_vocab, tie_break=tie_break)
-    return state.result(run_merges(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress))
+    with cycle_collector_paused():
+        state = BPETrainerState(words, base_vocab, tie_break=tie_break)
+        result = state.result(run_merges(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress))
+        del state  # see train()
+    return result

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from ..base import check_text
 from ..steps import MergeStep, TrainResult
 from ..training import MAX_VOCAB_SIZE, STOP_NO_PAIR, STOP_VOCAB_SIZE, MergeState, TrainingError, check_tie_break
 from ..training import run_merges
+from ..training.driver import cycle_collector_paused
 from .model import SentencePieceTokenizer, byte_piece
 from .normalizer import SPACE_SYMBOL
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, ModelProto, NormalizerSpec, Piece, TrainerSpec
@@ -183,8 +185,8 @@ class PieceRule:
     and byte pieces) is ever part of a pair.
 
     >>> rule = PieceRule(["<unk>", "a", "b", "ab"], first_char=1, max_len=3)
-    >>> rule.allows(1, 2), rule.allows(2, 1), rule.allows(0, 1), rule.allows(3, 3)
-    (False, True, False, False)
+    >>> rule.refused([(1, 2), (2, 1), (0, 1), (3, 3)])
+    [(1, 2), (0, 1), (3, 3)]
     >>> list(rule.added(4, (2, 1)))
     []
     """
@@ -198,14 +200,14 @@ class PieceRule:
         self.first_char = first_char
         self.max_len = max_len
 
-    def allows(self, a: int, b: int) -> bool:
-        texts = self.texts
-        return (
-            a >= self.first_char
-            and b >= self.first_char
-            and self.lengths[a] + self.lengths[b] <= self.max_len
-            and texts[a] + texts[b] not in self.known
-        )
+    def refused(self, pairs: Iterable[Pair]) -> list[Pair]:
+        """The pairs that may never merge: too long, a second spelling, or with a special or left-out piece."""
+        first, max_len, lengths, texts, known = self.first_char, self.max_len, self.lengths, self.texts, self.known
+        return [
+            (a, b)
+            for a, b in pairs
+            if a < first or b < first or lengths[a] + lengths[b] > max_len or texts[a] + texts[b] in known
+        ]
 
     def added(self, new_id: int, pair: Pair) -> list[Pair]:
         """Record the new piece; return the pairs of pieces that spell it another way (now ruled out)."""
@@ -384,14 +386,17 @@ def train_sentencepiece(
     >>> [s.token.decode() for s in result.steps][:3], result.stop_reason.split(":")[0]
     (['▁t', '▁th', '▁the'], 'no pair occurs twice')
     """
-    state = SentencePieceTrainerState(
-        text,
-        vocab_size,
-        byte_fallback=byte_fallback,
-        add_dummy_prefix=add_dummy_prefix,
-        character_coverage=character_coverage,
-        tie_break=tie_break,
-        max_piece_length=max_piece_length,
-    )
-    result = state.run(top_k=top_k)
-    return state.model(), result
+    with cycle_collector_paused():
+        state = SentencePieceTrainerState(
+            text,
+            vocab_size,
+            byte_fallback=byte_fallback,
+            add_dummy_prefix=add_dummy_prefix,
+            character_coverage=character_coverage,
+            tie_break=tie_break,
+            max_piece_length=max_piece_length,
+        )
+        result = state.run(top_k=top_k)
+        model = state.model()
+        del state  # gone before the collector resumes: its passes would walk every list of the run once more
+    return model, result

@@ -45,8 +45,8 @@ class TrainingError(TokenplayError):
 class MergeRule(Protocol):
     """Which pairs may merge, for trainers that limit it (SentencePiece-style pieces)."""
 
-    def allows(self, a: int, b: int) -> bool:
-        """May ``(a, b)`` ever merge? Asked once, when the pair first appears; a no keeps it uncounted."""
+    def refused(self, pairs: Iterable[Pair]) -> list[Pair]:
+        """The pairs among ``pairs`` that may never merge. Asked once, when they first appear; they stay uncounted."""
         ...
 
     def added(self, new_id: int, pair: Pair) -> Iterable[Pair]:
@@ -97,7 +97,7 @@ class MergeState:
         with cycle_collector_paused():
             counts = self._lay_out(list(words), long_word)
         if rule is not None:
-            for pair in [p for p in counts if not rule.allows(*p)]:
+            for pair in rule.refused(counts):
                 del counts[pair]
         if tie_break == "lexical":
             self.tie_key = self._lexical_key
@@ -261,7 +261,7 @@ class MergeState:
         rule = self.rule
         if rule is not None:
             banned = list(rule.added(new_id, pair))
-            for p in [p for p in made if not rule.allows(*p)]:
+            for p in rule.refused(made):
                 del made[p]
         self.pairs.apply(pair, lost, made)
         if rule is not None:
