@@ -128,6 +128,8 @@ class MergeState:
         self._long_numbers = longs
         self.initial_tokens = self.n_tokens = sum(map(mul, lengths, self.freqs))
         self._layouts = [layout for layout in (self._short, self._long) if len(layout)]
+        if len(self._layouts) == 1:
+            return self._layouts[0].pair_counts()
         counts: dict[Pair, int] = {}
         for layout in self._layouts:
             for pair, count in layout.pair_counts().items():
