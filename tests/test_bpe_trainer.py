@@ -166,10 +166,12 @@ def test_manual_mode_force_pair_then_automatic_steps():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join), choices=st.lists(st.integers(0, 5), max_size=8)
+    text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join),
+    choices=st.lists(st.integers(0, 5), max_size=8),
+    long_word=st.sampled_from([0, 4, 4096]),  # every word, some or none in the linked layout
 )
-def test_manual_mode_keeps_counts_exact(text, choices):
-    state = BPETrainerState.from_text(text, "gpt2")
+def test_manual_mode_keeps_counts_exact(text, choices, long_word):
+    state = BPETrainerState(words_from_text(text, "gpt2"), long_word=long_word)
     for choice in choices:
         top = state.current_top_pairs(6)
         if not top:
@@ -254,23 +256,6 @@ def train_laid_out(text: str, vocab_size: int, pattern: str, tie_break: str, *, 
 def test_linked_layout_for_long_words_equals_reference(long_word, text, pattern, tie_break, extra, top_k):
     got = train_laid_out(text, 256 + extra, pattern, tie_break, long_word=long_word, top_k=top_k)
     assert got == reference_train(text, 256 + extra, pattern, (), tie_break, top_k=top_k)
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join),
-    choices=st.lists(st.integers(0, 5), max_size=8),
-    long_word=st.sampled_from([0, 4]),
-)
-def test_manual_mode_keeps_counts_exact_in_the_linked_layout(text, choices, long_word):
-    state = BPETrainerState(words_from_text(text, "none"), long_word=long_word)
-    for choice in choices:
-        top = state.current_top_pairs(6)
-        if not top:
-            break
-        state.step(force_pair=top[choice % len(top)][0])
-        assert state.counts == _recount(state)
-        assert state.n_tokens == sum(len(w) * f for w, f in zip(state.words, state.freqs))
 
 
 # -- real text (the corpora in ../shared/corpora) ------------------------------------------------------------

@@ -45,16 +45,11 @@ class PairCounts:
         self.counts = counts
         self.tie_key = tie_key
         self.buckets: dict[int, set[Pair]] = {}  # count -> pairs, for counts above 1
-        for pair, count in counts.items():
-            if count > 1:
-                bucket = self.buckets.get(count)
-                if bucket is None:
-                    self.buckets[count] = {pair}
-                else:
-                    bucket.add(pair)
-        self._top = max(counts.values(), default=0)
         self._ranked: list[Pair] = []  # the bucket of count ``_ranked_count`` in tie order
         self._ranked_count = -1
+        for pair, count in counts.items():
+            self._enter(pair, count)
+        self._top = max(counts.values(), default=0)
 
     def get(self, pair: Pair) -> int:
         return self.counts.get(pair, 0)

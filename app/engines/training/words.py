@@ -21,7 +21,7 @@ Neither layout knows which pairs may merge or which one wins; that is :mod:`.mer
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import add
 
 Pair = tuple[int, int]
@@ -40,6 +40,22 @@ def as_string(ids: Sequence[int] | str) -> str:
     if isinstance(ids, bytes):
         return ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
     return "".join(map(chr, ids))
+
+
+def _tally(
+    changes: list[tuple[Pair, Pair, list[int]]],
+    weight: Callable[[list[int]], int],
+    lost: dict[Pair, int],
+    made: dict[Pair, int],
+    where: dict[Pair, list[int]],
+) -> None:
+    """Add up one merge's changes: each ``(old pair, new pair, entries)`` moves ``weight(entries)`` occurrences
+    from the old pair to the new one, which is found at ``entries``."""
+    for gone, came, entries in changes:
+        n = weight(entries)
+        lost[gone] = lost.get(gone, 0) + n
+        made[came] = made.get(came, 0) + n
+        where[came] = entries
 
 
 def _append(index: dict, key, value: int) -> None:
@@ -156,25 +172,12 @@ class ShortWords:
                     if c and c != x:
                         _append(rights, c, w)
                     i = word.find(x, i + 1)
-        freq = self.freqs.__getitem__
-        where = self.where
-        for c, ws in lefts.items():
-            n = sum(map(freq, ws))
-            left = ord(c)
-            lost[left, a] = lost.get((left, a), 0) + n
-            made[left, new] = made.get((left, new), 0) + n
-            where[left, new] = ws
-        for c, ws in rights.items():
-            n = sum(map(freq, ws))
-            right = ord(c)
-            lost[b, right] = lost.get((b, right), 0) + n
-            made[new, right] = made.get((new, right), 0) + n
-            where[new, right] = ws
+        changes = [((ord(c), a), (ord(c), new), ws) for c, ws in lefts.items()]
+        changes += [((b, ord(c)), (new, ord(c)), ws) for c, ws in rights.items()]
         if doubles:
-            n = sum(map(freq, doubles))
-            lost[b, a] = lost.get((b, a), 0) + n
-            made[new, new] = made.get((new, new), 0) + n
-            where[new, new] = doubles
+            changes.append(((b, a), (new, new), doubles))
+        freq = self.freqs.__getitem__
+        _tally(changes, lambda ws: sum(map(freq, ws)), lost, made, self.where)
         return sum(map(freq, hits))
 
 
@@ -287,18 +290,9 @@ class LongWords:
                     rights[c] = [p]
                 else:
                     ps.append(p)
-        where = self.where
-        for c, ps in lefts.items():
-            lost[c, a] = lost.get((c, a), 0) + len(ps)
-            made[c, new] = made.get((c, new), 0) + len(ps)
-            where[c, new] = ps
-        for c, ps in rights.items():
-            if ps:
-                lost[b, c] = lost.get((b, c), 0) + len(ps)
-                made[new, c] = made.get((new, c), 0) + len(ps)
-                where[new, c] = ps
+        changes = [((c, a), (c, new), ps) for c, ps in lefts.items()]
+        changes += [((b, c), (new, c), ps) for c, ps in rights.items() if ps]
         if doubles:
-            lost[b, a] = lost.get((b, a), 0) + len(doubles)
-            made[new, new] = made.get((new, new), 0) + len(doubles)
-            where[new, new] = doubles
+            changes.append(((b, a), (new, new), doubles))
+        _tally(changes, len, lost, made, self.where)
         return replaced
