@@ -254,19 +254,17 @@ class MergeState:
 
     def _merge(self, pair: Pair, new_id: int) -> int:
         """Apply one merge to every word holding ``pair`` and update the counts; return occurrences merged."""
-        a, b = pair
-        lost: dict[Pair, int] = {}
-        made: dict[Pair, int] = {}
-        replaced = 0
-        for layout in self._layouts:
-            replaced += layout.merge(a, b, new_id, lost, made)
+        replaced, changes = self._layouts[0].merge(*pair, new_id)
+        for layout in self._layouts[1:]:
+            more, their_changes = layout.merge(*pair, new_id)
+            replaced += more
+            changes += their_changes
         rule = self.rule
-        if rule is not None:
-            banned = list(rule.added(new_id, pair))
-            for p in rule.refused(made):
-                del made[p]
-        self.pairs.apply(pair, lost, made)
-        if rule is not None:
+        if rule is None:
+            self.pairs.apply(pair, changes)
+        else:
+            banned = rule.added(new_id, pair)
+            self.pairs.apply(pair, changes, set(rule.refused([came for _, came, _ in changes])))
             for p in banned:  # no longer counted, so never chosen, forced or ranked again
                 self.pairs.remove(p)
         return replaced

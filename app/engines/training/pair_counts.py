@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import insort
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 Pair = tuple[int, int]
@@ -36,7 +36,7 @@ class PairCounts:
     >>> pc = PairCounts({(1, 2): 3, (2, 3): 3, (3, 4): 1}, tie_key=lambda p: p)
     >>> pc.top_count(), pc.ranked_top()
     (3, [(1, 2), (2, 3)])
-    >>> pc.apply((1, 2), lost={(2, 3): 3}, made={(9, 3): 3})
+    >>> pc.apply((1, 2), [((2, 3), (9, 3), 3)])
     >>> pc.ranked_top(), pc.top_pairs(5)
     ([(9, 3)], [((9, 3), 3), ((3, 4), 1)])
     """
@@ -128,46 +128,43 @@ class PairCounts:
         if count:
             self._leave(pair, count)
 
-    def apply(self, merged: Pair, lost: dict[Pair, int], made: dict[Pair, int]) -> None:
-        """After merging ``merged``: existing pairs lose ``lost`` occurrences, the new pairs ``made`` arrive.
+    def apply(self, merged: Pair, changes: Iterable[tuple[Pair, Pair, int]], refused: Container[Pair] = ()) -> None:
+        """After merging ``merged``: for each ``(old, new, n)`` of ``changes``, ``n`` occurrences of pair ``old``
+        became pair ``new`` (a pair first seen in this merge, left uncounted when in ``refused``).
 
-        Pairs that are not counted (never allowed, or banned) are skipped.
+        Old pairs that are not counted (never allowed, or banned) are skipped.
         """
         self.remove(merged)
         counts, buckets, ranked_count = self.counts, self.buckets, self._ranked_count
-        for pair, d in lost.items():
-            old = counts.get(pair)
-            if old is None or not d:
-                continue
-            new = old - d
-            if old == ranked_count or new == ranked_count:
-                self._leave(pair, old)
-                if new > 0:
+        entering: set[Pair] = set()  # reached the ranked count: ranked in once every count is final
+        for gone, came, n in changes:
+            for pair, d in ((gone, -n), (came, n)):
+                old = counts.get(pair, 0)
+                if d > 0 and pair in refused or d < 0 and not old:
+                    continue
+                new = old + d
+                if old == ranked_count:
+                    if pair in entering:  # it came in during this merge and goes again
+                        entering.discard(pair)
+                        if old > 1:
+                            buckets[old].discard(pair)
+                    else:
+                        self._leave(pair, old)
+                    old = 0  # out of its bucket already
+                elif new == ranked_count:
+                    entering.add(pair)
+                if old > 1:  # the rest is _leave and _enter, inlined: this loop is hot
+                    buckets[old].discard(pair)
+                if new > 1:
                     counts[pair] = new
-                    self._enter(pair, new)
+                    bucket = buckets.get(new)
+                    if bucket is None:
+                        buckets[new] = {pair}
+                    else:
+                        bucket.add(pair)
+                elif new:
+                    counts[pair] = 1
                 else:
                     del counts[pair]
-                continue
-            if old > 1:  # the rest is _leave and _enter, inlined: this loop is hot
-                buckets[old].discard(pair)
-            if new > 1:
-                counts[pair] = new
-                bucket = buckets.get(new)
-                if bucket is None:
-                    buckets[new] = {pair}
-                else:
-                    bucket.add(pair)
-            elif new:
-                counts[pair] = 1
-            else:
-                del counts[pair]
-        for pair, count in made.items():
-            counts[pair] = count
-            if count == ranked_count:
-                self._enter(pair, count)
-            elif count > 1:
-                bucket = buckets.get(count)
-                if bucket is None:
-                    buckets[count] = {pair}
-                else:
-                    bucket.add(pair)
+        for pair in entering:
+            insort(self._ranked, pair, key=self.tie_key)

@@ -3,7 +3,7 @@
 A training corpus is a list of distinct *words* (id sequences) with counts. Merging a pair ``(a, b)`` into a new
 id ``X`` turns every occurrence ``.. L a b R ..`` into ``.. L X R ..``: ``(L, a)`` and ``(b, R)`` lose one,
 ``(L, X)`` and ``(X, R)`` are new; between two occurrences (``a b a b``) the old ``(b, a)`` goes and ``(X, X)``
-comes. Both layouts report exactly that, summed per neighbour, into two dicts (``lost`` and ``made``), and keep
+comes. Both layouts report exactly that, summed per neighbour (a list of :data:`Change`), and keep
 ``where``: pair -> the words (or positions) that held it when it appeared, in corpus order. A pair never appears
 again once it exists (a merge only makes pairs with the new id), so ``where`` only goes stale: stale entries are
 skipped when met (and the lists of pairs that died are left to go stale: dropping them costs more than they
@@ -21,7 +21,7 @@ Neither layout knows which pairs may merge or which one wins; that is :mod:`.mer
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import add
 
 Pair = tuple[int, int]
@@ -32,6 +32,9 @@ MAX_ID = 0x10FFFF
 #: Words longer than this (in base ids) go to :class:`LongWords`.
 LONG_WORD = 4096
 
+#: One consequence of a merge: ``(old pair, new pair, n)``: ``n`` occurrences of the old pair became the new one.
+Change = tuple[Pair, Pair, int]
+
 
 def as_string(ids: Sequence[int] | str) -> str:
     """Ids as one character each: ``as_string([104, 105]) == "hi"`` (a str is taken as that already)."""
@@ -40,22 +43,6 @@ def as_string(ids: Sequence[int] | str) -> str:
     if isinstance(ids, bytes):
         return ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
     return "".join(map(chr, ids))
-
-
-def _tally(
-    changes: list[tuple[Pair, Pair, list[int]]],
-    weight: Callable[[list[int]], int],
-    lost: dict[Pair, int],
-    made: dict[Pair, int],
-    where: dict[Pair, list[int]],
-) -> None:
-    """Add up one merge's changes: each ``(old pair, new pair, entries)`` moves ``weight(entries)`` occurrences
-    from the old pair to the new one, which is found at ``entries``."""
-    for gone, came, entries in changes:
-        n = weight(entries)
-        lost[gone] = lost.get(gone, 0) + n
-        made[came] = made.get(came, 0) + n
-        where[came] = entries
 
 
 def _append(index: dict, key, value: int) -> None:
@@ -120,14 +107,14 @@ class ShortWords:
         entries.clear()
         return None
 
-    def merge(self, a: int, b: int, new: int, lost: dict[Pair, int], made: dict[Pair, int]) -> int:
-        """Merge ``(a, b)`` into ``new`` in every word holding it; add the changes to ``lost``/``made``.
+    def merge(self, a: int, b: int, new: int) -> tuple[int, list[Change]]:
+        """Merge ``(a, b)`` into ``new`` in every word holding it.
 
-        Returns the number of occurrences merged (times word frequency).
+        Returns the number of occurrences merged (times word frequency) and the changes (see :data:`Change`).
         """
         entries = self.where.pop((a, b), None)
         if not entries:
-            return 0
+            return 0, []
         self._first.pop((a, b), None)
         ab, x = chr(a) + chr(b), chr(new)
         words = self.words
@@ -172,13 +159,21 @@ class ShortWords:
                     if c and c != x:
                         _append(rights, c, w)
                     i = word.find(x, i + 1)
-        changes = [((ord(c), a), (ord(c), new), ws) for c, ws in lefts.items()]
-        changes += [((b, ord(c)), (new, ord(c)), ws) for c, ws in rights.items()]
-        if doubles:
-            changes.append(((b, a), (new, new), doubles))
         freq = self.freqs.__getitem__
-        _tally(changes, lambda ws: sum(map(freq, ws)), lost, made, self.where)
-        return sum(map(freq, hits))
+        where = self.where
+        changes = []
+        for c, ws in lefts.items():
+            came = (ord(c), new)
+            where[came] = ws
+            changes.append(((came[0], a), came, sum(map(freq, ws))))
+        for c, ws in rights.items():
+            came = (new, ord(c))
+            where[came] = ws
+            changes.append(((b, came[1]), came, sum(map(freq, ws))))
+        if doubles:
+            where[new, new] = doubles
+            changes.append(((b, a), (new, new), sum(map(freq, doubles))))
+        return sum(map(freq, hits)), changes
 
 
 class LongWords:
@@ -249,11 +244,11 @@ class LongWords:
         entries.clear()
         return None
 
-    def merge(self, a: int, b: int, new: int, lost: dict[Pair, int], made: dict[Pair, int]) -> int:
+    def merge(self, a: int, b: int, new: int) -> tuple[int, list[Change]]:
         """Merge ``(a, b)`` into ``new`` at every position holding it, left to right; see :meth:`ShortWords.merge`."""
         positions = self.where.pop((a, b), None)
         if not positions:
-            return 0
+            return 0, []
         tok, nxt, prv = self.tok, self.nxt, self.prv
         lefts: dict[int, list[int]] = {}  # left neighbour -> positions of the new pair (left, new)
         rights: dict[int, list[int]] = {}
@@ -290,9 +285,14 @@ class LongWords:
                     rights[c] = [p]
                 else:
                     ps.append(p)
-        changes = [((c, a), (c, new), ps) for c, ps in lefts.items()]
-        changes += [((b, c), (new, c), ps) for c, ps in rights.items() if ps]
+        where = self.where
+        for c, ps in lefts.items():
+            where[c, new] = ps
+        for c, ps in rights.items():
+            where[new, c] = ps
+        changes = [((c, a), (c, new), len(ps)) for c, ps in lefts.items()]
+        changes += [((b, c), (new, c), len(ps)) for c, ps in rights.items() if ps]
         if doubles:
-            changes.append(((b, a), (new, new), doubles))
-        _tally(changes, len, lost, made, self.where)
-        return replaced
+            where[new, new] = doubles
+            changes.append(((b, a), (new, new), len(doubles)))
+        return replaced, changes
