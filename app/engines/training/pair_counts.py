@@ -138,33 +138,51 @@ class PairCounts:
         counts, buckets, ranked_count = self.counts, self.buckets, self._ranked_count
         entering: set[Pair] = set()  # reached the ranked count: ranked in once every count is final
         for gone, came, n in changes:
-            for pair, d in ((gone, -n), (came, n)):
-                old = counts.get(pair, 0)
-                if d > 0 and pair in refused or d < 0 and not old:
-                    continue
-                new = old + d
-                if old == ranked_count:
-                    if pair in entering:  # it came in during this merge and goes again
-                        entering.discard(pair)
-                        if old > 1:
-                            buckets[old].discard(pair)
-                    else:
-                        self._leave(pair, old)
-                    old = 0  # out of its bucket already
-                elif new == ranked_count:
-                    entering.add(pair)
-                if old > 1:  # the rest is _leave and _enter, inlined: this loop is hot
-                    buckets[old].discard(pair)
-                if new > 1:
-                    counts[pair] = new
-                    bucket = buckets.get(new)
-                    if bucket is None:
-                        buckets[new] = {pair}
-                    else:
-                        bucket.add(pair)
-                elif new:
-                    counts[pair] = 1
-                else:
-                    del counts[pair]
+            old = counts.get(gone)
+            if old is not None:
+                if old == ranked_count or old - n == ranked_count:
+                    self._move(gone, old, old - n, entering)
+                else:  # _move, inlined for the common case: this loop is hot
+                    if old > 1:
+                        buckets[old].discard(gone)
+                    self._set(gone, old - n)
+            if came in refused:
+                continue
+            old = counts.get(came, 0)  # 0 unless another layout made the same pair
+            if old == ranked_count or old + n == ranked_count:
+                self._move(came, old, old + n, entering)
+            else:
+                if old > 1:
+                    buckets[old].discard(came)
+                self._set(came, old + n)
         for pair in entering:
             insort(self._ranked, pair, key=self.tie_key)
+
+    def _set(self, pair: Pair, count: int) -> None:
+        """Give ``pair`` its new ``count`` (out of its old bucket already; not the ranked count)."""
+        if count > 1:
+            self.counts[pair] = count
+            bucket = self.buckets.get(count)
+            if bucket is None:
+                self.buckets[count] = {pair}
+            else:
+                bucket.add(pair)
+        elif count:
+            self.counts[pair] = 1
+        else:
+            del self.counts[pair]
+
+    def _move(self, pair: Pair, old: int, new: int, entering: set[Pair]) -> None:
+        """``pair`` goes from ``old`` to ``new`` and one of them is the ranked count; see :meth:`apply`."""
+        if old == self._ranked_count:
+            if pair in entering:  # it came in during this merge and goes again
+                entering.discard(pair)
+                if old > 1:
+                    self.buckets[old].discard(pair)
+            else:
+                self._leave(pair, old)
+        elif old > 1:
+            self.buckets[old].discard(pair)
+        if new == self._ranked_count:
+            entering.add(pair)
+        self._set(pair, new)
