@@ -20,9 +20,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TOKENPLAY_DATA_DIR=/srv/tokenplay/tokenizers
 WORKDIR /srv/tokenplay
 
-COPY pyproject.toml README.md ./
+# Every dependency from the hash-locked file, then the app itself without resolving anything more.
+COPY requirements.lock pyproject.toml README.md ./
 COPY app ./app
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
+    && pip install --no-cache-dir --no-deps . \
     && useradd --system --uid 10001 --home-dir /srv/tokenplay --shell /usr/sbin/nologin tokenplay
 
 COPY templates ./templates

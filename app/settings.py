@@ -50,7 +50,3 @@ class Settings(BaseSettings):
         if not value.is_dir():
             raise ValueError(f"directory {value} does not exist")
         return value
-
-
-def get_settings() -> Settings:
-    return Settings()

@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers shared with the tests
 
-from corpora import mixed_text  # noqa: E402
+from mixed_text import mixed_text  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from app.engines import registry  # noqa: E402

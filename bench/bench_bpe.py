@@ -19,7 +19,7 @@ Prints a markdown table: task | ours (s) | peer (s) | ratio | target | peak MB (
 
 Every task runs in its own subprocess so peak memory (max RSS of that process, corpus included) is its own.
 Encoding texts: English from the stdlib's Python reference docs and docstrings, Japanese from a seeded generator
-(:mod:`app.engines.bpe.sample_text`). Times are CPU seconds (the machine may be shared; every timed engine
+(``tests/sample_text.py``). Times are CPU seconds (the machine may be shared; every timed engine
 runs on one thread), best of ``--repeat`` runs (encoding: at least 7, for both sides). Nothing here is a test.
 """
 
@@ -49,7 +49,7 @@ def _peak_mb() -> float:
 
 
 def _corpus(kind: str, size: int) -> str:
-    from app.engines.bpe.sample_text import english_text, japanese_text
+    from sample_text import english_text, japanese_text
 
     return english_text(size) if kind == "en" else japanese_text(size)
 

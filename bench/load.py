@@ -33,9 +33,9 @@ from urllib.parse import urlencode, urlsplit
 
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # helpers shared with the tests
 
-from corpora import mixed_text  # noqa: E402
+from mixed_text import mixed_text  # noqa: E402
 from serving import UvicornProcess  # noqa: E402
 
 from app.cli import worker_count  # noqa: E402

@@ -1,4 +1,4 @@
-"""The native BPE encoder: ids equal tiktoken's for every OpenAI encoding, exact fast paths, encode trace."""
+"""The native BPE encoder: ids equal tiktoken's for every OpenAI encoding, and its exact fast paths."""
 
 from __future__ import annotations
 
@@ -8,23 +8,23 @@ import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from corpora import mixed_text
+from mixed_text import mixed_text
 from samples import ALL
 
 from app.engines import registry
+from sample_text import english_text, japanese_text
+
 from app.engines.bpe.encoder import (
     SEGMENT_CHARS,
     RankEncoder,
     _Segments,
-    merge_long,
+    merge_piece,
     merge_segmented,
-    merge_units,
-    merge_short,
     merge_traced,
+    merge_units,
 )
-from app.engines.bpe.model import BPETokenizer, NativeOpenAITokenizer
+from app.engines.bpe.model import NativeOpenAITokenizer
 from app.engines.bpe.patterns import PATTERNS, Splitter, compiled
-from app.engines.bpe.sample_text import english_text, japanese_text
 from app.engines.openai import ENCODINGS, TiktokenTokenizer
 
 NAMES = list(ENCODINGS)
@@ -131,24 +131,7 @@ def test_fast_split_equals_regex_on_long_mixed_text():
 @given(text=texts)
 def test_native_equals_tiktoken_on_random_text(text):
     for name in ("gpt2", "o200k_base"):
-        assert NativeOpenAITokenizer.cached(name).encode(text) == registry.get(name).encode(text)
-
-
-ranks_tables = st.dictionaries(st.binary(min_size=2, max_size=4), st.integers(256, 400), max_size=40).map(
-    lambda extra: {bytes([i]): i for i in range(256)} | extra
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    piece=st.lists(st.sampled_from([b"a", b"b", b"ab", b"\xe3\x81"]), min_size=1, max_size=60).map(b"".join),
-    ranks=ranks_tables,
-)
-def test_heap_merge_equals_list_merge(piece, ranks):
-    ranks = dict(ranks)
-    for i, extra in enumerate([b"aa", b"ab", b"ba", b"aaa", b"aba", b"bab", b"abab"]):
-        ranks.setdefault(extra, 500 + (i * 7) % 5)  # equal ranks too: the leftmost must win
-    assert merge_long(piece, ranks) == merge_short(piece, ranks)
+        assert registry.get(f"native-{name}").encode(text) == registry.get(name).encode(text)
 
 
 # -- wide pre-tokens (CJK, emoji) merged from cached segments ----------------------------------------------
@@ -173,7 +156,7 @@ def wide_cases(draw):
 @given(case=wide_cases())
 def test_segmented_merge_equals_heap_merge(case):
     text, ranks = case
-    want = merge_long(text.encode("utf-8"), ranks)
+    want = merge_piece(text.encode("utf-8"), ranks)
     got = merge_segmented(text, _Segments(ranks))
     assert got is None or list(got) == want
     # through the encoder, with the whole text as one pre-token (tiktoken's whole-piece rule first)
@@ -189,7 +172,7 @@ def test_segment_caches_shared_across_pieces(case, extra):
     segments = _Segments(ranks)
     for piece in (text, extra, text + extra, extra + text, text):
         got = merge_segmented(piece, segments)
-        assert got is None or list(got) == merge_long(piece.encode("utf-8"), ranks)
+        assert got is None or list(got) == merge_piece(piece.encode("utf-8"), ranks)
 
 
 @settings(max_examples=300, deadline=None)
@@ -201,7 +184,7 @@ def test_merge_by_script_runs_equals_heap_merge(case, extra):
     for piece in (text, text + extra, extra + text):
         if piece:
             got = merge_units(piece, segments)
-            assert got is None or list(got) == merge_long(piece.encode("utf-8"), ranks)
+            assert got is None or list(got) == merge_piece(piece.encode("utf-8"), ranks)
 
 
 def test_merge_traced_records_edge_parts():
@@ -220,65 +203,23 @@ def test_segments_join_where_characters_merge_and_give_up_when_too_long():
     piece = "あ" * 6 + "日"
     assert (
         list(merge_segmented(piece, _Segments(ranks)))
-        == merge_long(piece.encode(), ranks)
+        == merge_piece(piece.encode(), ranks)
         == [301, 301, 301] + list("日".encode())
     )
     long_run = "あ" * (SEGMENT_CHARS + 5)
     assert merge_segmented(long_run, _Segments(ranks)) is None  # the caller merges the whole piece instead
-    assert RankEncoder(ranks, None).encode_ordinary(long_run) == merge_long(long_run.encode(), ranks)
+    assert RankEncoder(ranks, None).encode_ordinary(long_run) == merge_piece(long_run.encode(), ranks)
 
 
 def test_merge_rule_examples():
     ranks = {bytes([i]): i for i in range(256)} | {b"aa": 256}
-    assert merge_short(b"aaa", ranks) == [256, 97]
-    assert merge_long(b"aaaaa", ranks) == [256, 256, 97]
-
-
-# -- encode trace -----------------------------------------------------------------------------------------
-
-
-def test_trace_worked_example():
-    model, _ = BPETokenizer.train("aaabdaaabac", 259, pattern="none")
-    trace = model.encode_trace("aaab aaa")
-    assert trace.initial == [97, 97, 97, 98, 32, 97, 97, 97]
-    assert [(s.pair, s.new_id, s.position) for s in trace.steps] == [
-        ((97, 97), 256, 0),
-        ((97, 97), 256, 4),
-        ((256, 97), 257, 0),
-        ((256, 97), 257, 3),
-        ((257, 98), 258, 0),
-    ]
-    assert trace.steps[0].tokens == [256, 97, 98, 32, 97, 97, 97]
-    assert trace.steps[-1].tokens == [258, 32, 257] == trace.ids == model.encode("aaab aaa")
-    assert trace.to_dict()["steps"][-1]["token"] == "aaab"
-
-
-def test_trace_max_rank_uses_only_the_first_merges():
-    model, _ = BPETokenizer.train("aaabdaaabac", 259, pattern="none")
-    assert model.encode_trace("aaab", max_rank=257).ids == [256, 97, 98]
-    assert model.encode_trace("aaab", max_rank=256).ids == [97, 97, 97, 98]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_trace_ends_with_the_encoding(name):
-    native = NativeOpenAITokenizer.cached(name)
-    for text in (ALL["english"], ALL["emoji"], ALL["japanese"], ALL["special"], "  hello   world\n\n"):
-        trace = native.encode_trace(text, allow_special=True)
-        assert trace.ids == native.encode(text, allow_special=True)
-        for step in trace.steps:
-            assert native.decode_bytes(step.tokens) == text.encode()
-            if step.kind == "merge":
-                assert native.token_bytes(step.pair[0]) + native.token_bytes(step.pair[1]) == step.token
-
-
-def test_trace_refuses_long_text():
-    with pytest.raises(ValueError, match="shorten"):
-        NativeOpenAITokenizer.cached("gpt2").encode_trace("x" * 30_000)
+    assert merge_piece(b"aaa", ranks) == [256, 97]
+    assert merge_piece(b"aaaaa" * 4, ranks) == [256] * 10  # long enough for the heap
 
 
 def test_native_pattern_is_the_openai_one():
     for name, spec in ENCODINGS.items():
-        assert NativeOpenAITokenizer.cached(name).pattern == spec.pattern
+        assert registry.get(f"native-{name}").pattern == spec.pattern
         assert isinstance(compiled(spec.pattern), regex.Pattern)
 
 

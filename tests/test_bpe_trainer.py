@@ -229,7 +229,7 @@ def test_fast_trainer_equals_reference(pattern, tie_break, text, extra, top_k, s
 
 @pytest.mark.parametrize("tie_break", TIE_BREAKS)
 def test_fast_trainer_equals_reference_on_a_larger_corpus(tie_break):
-    from app.engines.bpe.sample_text import english_text, japanese_text
+    from sample_text import english_text, japanese_text
 
     text = english_text(6000) + japanese_text(3000)
     for pattern in PATTERNS:

@@ -132,7 +132,7 @@ def test_boundary_diff_extra_and_missing_hand_made():
     assert boundaries(ref) == {2} and boundaries(other) == {1}
     diff = boundary_diff(other, ref)
     assert diff.extra == [1] and diff.missing == [2] and diff.offsets == [1, 2]
-    marked = mark_segments(other, boundaries(ref))
+    marked = mark_segments(other.segments(), boundaries(ref))
     assert [m.text for m in marked] == ["a", "bcd"]
     assert [m.extra_cut for m in marked] == [False, True]
     assert marked[1].missing_cuts == [2]

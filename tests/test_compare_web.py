@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lab_helpers import wait_done
+
 import csv
 import io
 from urllib.parse import parse_qs, urlsplit
@@ -211,8 +213,11 @@ def test_export_json_post_matches_api(client):
     assert body["best"] == api["best"] and body["allow_special"] is True
 
 
-def test_export_unknown_format_is_422(client):
-    assert client.get("/compare/export.xml", params={"t": THREE, "text": "x"}).status_code == 422
+def test_export_unknown_format_is_404_like_the_labs(client):
+    r = client.get("/compare/export.xml", params={"t": THREE, "text": "x"})
+    assert r.status_code == 404 and "json, csv" in r.json()["detail"]
+    run = wait_done(client, client.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 2}).json()["id"])
+    assert client.get(f"/lab/runs/{run['id']}/export.xml").status_code == 404
 
 
 def test_compare_text_over_limit_shows_message_in_page():

@@ -13,7 +13,7 @@ from lab_helpers import wait_done
 
 from app.engines import registry
 from app.lab import jobs as lab_jobs
-from app.lab import user_tokenizers
+from app.lab.tokenizers import user_tokenizers
 from app.lab.algorithms import Cancelled
 from app.settings import Settings
 from app.web.app import create_app
@@ -397,7 +397,6 @@ def test_train_in_worker_processes_steps_and_manual_mode(tmp_path):
             time.sleep(0.05)
             new = c.get(f"/api/train/{new['id']}").json()
         assert c.get(f"/api/train/{new['id']}/steps/2").json()["forced"] is True
-        c.app.state.lab.shutdown()
 
 
 def test_run_reloads_from_the_directory_store_in_another_process(tmp_path):

@@ -18,7 +18,7 @@ from app.lab.algorithms import Options, train
 from app.lab.jobs import Job, QueueFull
 from app.lab.runs import Run, new_id
 from app.lab.stores import STALE_MESSAGE, DirectoryStore, MemoryLRU, estimate_bytes, make_store
-from app.lab.workers import ProcessJobPool, make_lab, make_pool
+from app.lab.workers import ProcessJobPool, make_pool
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -209,26 +209,19 @@ def test_a_killed_trainer_process_fails_its_run_and_is_replaced(tmp_path):
 
 def test_the_lab_api_on_the_process_pool(tmp_path):
     settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=0)
-    app = create_app(settings)
-    app.state.lab = make_lab(settings)
-    try:
-        with TestClient(app) as c:
-            big = c.post("/api/train", json={"corpus": slow_corpus()} | BIG)
-            assert big.status_code == 202
-            busy = c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
-            assert busy.status_code == 429 and int(busy.headers["Retry-After"]) > 0, busy.text
-            cancel = c.post(f"/api/train/{big.json()['id']}/cancel")
-            assert cancel.status_code == 200 and cancel.json()["cancel_requested"] is True
-            deadline = time.monotonic() + 10
-            while c.get(f"/api/train/{big.json()['id']}").json()["status"] != "cancelled":
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            r = c.post(
-                "/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
-            )
-            assert r.status_code in (200, 202)
-    finally:
-        app.state.lab.shutdown()
+    with TestClient(create_app(settings)) as c:  # the app's lifespan owns the lab (a process pool here)
+        big = c.post("/api/train", json={"corpus": slow_corpus()} | BIG)
+        assert big.status_code == 202
+        busy = c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
+        assert busy.status_code == 429 and int(busy.headers["Retry-After"]) > 0, busy.text
+        cancel = c.post(f"/api/train/{big.json()['id']}/cancel")
+        assert cancel.status_code == 200 and cancel.json()["cancel_requested"] is True
+        deadline = time.monotonic() + 10
+        while c.get(f"/api/train/{big.json()['id']}").json()["status"] != "cancelled":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        r = c.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
+        assert r.status_code in (200, 202)
 
 
 def test_registry_first_use_is_safe_from_many_threads():

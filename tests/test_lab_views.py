@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from app.lab.algorithms import LabOptionsError, Options, chunk_spans, sp_spans, train
 from app.lab.runs import Run, new_id
-from app.lab.views import RunView, bpe_encode
+from app.engines.steps import MergeStep
+from app.lab.replay import Merges, RunReplay
 
 
 def make_run(corpus: str, **opts) -> Run:
@@ -38,7 +39,7 @@ def naive(ids: list[int], merges: list[tuple[tuple[int, int], int]]) -> list[int
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(0, 4), max_size=60), st.data())
-def test_bpe_encode_equals_applying_merges_in_order(seq, data):
+def test_merges_apply_equals_applying_merges_in_order(seq, data):
     merges, next_id, alive = [], 5, list(range(5))
     for _ in range(data.draw(st.integers(0, 12))):
         a, b = data.draw(st.sampled_from(alive)), data.draw(st.sampled_from(alive))
@@ -47,9 +48,9 @@ def test_bpe_encode_equals_applying_merges_in_order(seq, data):
         merges.append(((a, b), next_id))
         alive.append(next_id)
         next_id += 1
-    ranks = {p: (r, new) for r, (p, new) in enumerate(merges)}
+    applied = Merges([MergeStep(r + 1, p, b"", b"", new, 0, 0) for r, (p, new) in enumerate(merges)])
     for k in range(len(merges) + 1):
-        assert bpe_encode(seq, ranks, k) == naive(list(seq), merges[:k])
+        assert applied.apply(seq, k) == naive(list(seq), merges[:k])
 
 
 corpora = st.text(alphabet="ab c\nあい", min_size=1, max_size=80)
@@ -63,7 +64,7 @@ def test_corpus_view_token_count_matches_the_records_at_every_step(corpus, algor
         return
     run = make_run(corpus, algorithm=algorithm, pattern=pattern, merges=12, tie_break=tie_break,
                    end_of_word=eow and algorithm == "char")
-    view = RunView(run)
+    view = RunReplay(run)
     for k in range(run.n_steps + 1):
         pieces = [p for p in view.corpus_at(k) if p.id != -2]
         assert len(pieces) == run.tokens_at(k), (k, corpus)
@@ -73,7 +74,7 @@ def test_corpus_view_token_count_matches_the_records_at_every_step(corpus, algor
 
 def test_corpus_view_highlights_the_new_tokens():
     run = make_run("aaabdaaabac", algorithm="byte", pattern="none", merges=3)
-    view = RunView(run)
+    view = RunReplay(run)
     assert [(p.text, p.new) for p in view.corpus_at(1)][:3] == [("aa", True), ("a", False), ("b", False)]
     colours = [p.colour for p in view.corpus_at(3)]
     assert all(a != b for a, b in itertools.pairwise(colours))
@@ -82,7 +83,7 @@ def test_corpus_view_highlights_the_new_tokens():
 def test_corpus_view_shows_only_the_window():
     run = make_run("abc " * 2000, algorithm="byte", pattern="gpt2", merges=5)
     assert run.n_steps == 3 and run.stop_reason == "no pair occurs twice"  # ab, abc, " abc"
-    view = RunView(run, window_chars=100)
+    view = RunReplay(run, window_chars=100)
     assert view.truncated and "".join(p.text for p in view.corpus_at(3)) == ("abc " * 25)
     assert len(view.state(3)["tokens"]) == 26
     assert view.state(3)["corpus_tokens"] == run.steps[-1].corpus_tokens == 2001  # "abc", 1999 " abc", " "
@@ -106,7 +107,7 @@ def test_whitespace_pattern_drops_spaces():
 
 def test_merge_tree_and_vocab_entries():
     run = make_run("aaabdaaabac", algorithm="byte", pattern="none", merges=3)
-    view = RunView(run)
+    view = RunReplay(run)
     tree = view.merge_tree(258)
     assert tree["text"] == "aaab" and tree["step"] == 3
     assert [c["text"] for c in tree["children"]] == ["aaa", "b"]
@@ -116,7 +117,7 @@ def test_merge_tree_and_vocab_entries():
 
 
 def test_display_text_escapes_invalid_utf8_and_control_bytes():
-    from app.lab.views import display_text
+    from app.lab.replay import display_text
 
     assert display_text("あ".encode()[:2]) == "\\xe3\\x81"
     assert display_text(b"\x00") == "\\x00" and display_text(b"a\x7f") == "a\\x7f"
@@ -151,6 +152,6 @@ def test_manual_continuation_keeps_the_prefix_and_matches_its_records(corpus, al
     event(f"continued ({algorithm})")
     assert [s.pair for s in cont.steps[:k]] == [s.pair for s in run.steps[:k]]
     assert cont.steps[k].pair == pair and cont.steps[k].forced
-    view = RunView(cont)
+    view = RunReplay(cont)
     for j in range(cont.n_steps + 1):
         assert len([p for p in view.corpus_at(j) if p.id != -2]) == cont.tokens_at(j)

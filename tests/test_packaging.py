@@ -1,11 +1,13 @@
-"""The CLI prints what the API answers; the Dockerfile passes hadolint."""
+"""The CLI prints what the API answers; the Dockerfile passes hadolint; installs come from hash-locked files."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,27 @@ def test_serve_workers_take_a_number_or_auto(monkeypatch, capsys):
         assert "--workers" in capsys.readouterr().err
     monkeypatch.setenv("TOKENPLAY_WORKERS", "auto")  # what the Docker image sets
     assert build_parser().parse_args(["serve"]).workers == 2 * len(os.sched_getaffinity(0))
+
+
+def _requirement_names(specs: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~\[; ]", s, maxsplit=1)[0].lower().replace("_", "-") for s in specs}
+
+
+def test_lock_files_pin_every_dependency_with_hashes():
+    """make run / make test / the Dockerfile install from these files with --require-hashes: every package
+    pyproject.toml asks for must be pinned there, with its hashes (refresh them with `make lock`)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    for lock, wanted in (
+        ("requirements.lock", project["dependencies"]),
+        ("requirements-dev.lock", project["dependencies"] + extras["test"] + extras["bench"]),
+    ):
+        text = (ROOT / lock).read_text()
+        pinned = dict(re.findall(r"^([a-z0-9][a-z0-9._-]*)==(\S+) \\$", text, re.M | re.I))
+        pinned = {name.lower().replace("_", "-"): v for name, v in pinned.items()}
+        assert _requirement_names(wanted) <= set(pinned), (lock, _requirement_names(wanted) - set(pinned))
+        blocks = re.split(r"^(?=[a-z0-9])", text, flags=re.M | re.I)
+        assert all("--hash=sha256:" in b for b in blocks if "==" in b), lock
+    assert "--require-hashes -r $(LOCK)" in (ROOT / "Makefile").read_text()
+    assert "--require-hashes -r $(DEV_LOCK)" in (ROOT / "Makefile").read_text()
+    assert "--require-hashes -r requirements.lock" in (ROOT / "Dockerfile").read_text()

@@ -19,8 +19,10 @@ from app.engines.errors import InvalidTextError
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.errors import status_for
-from app.web.pages import parse_ids
-from app.web.tokenview import PALETTE, base_colour, token_view, window_view
+from app.web.playground import parse_ids
+from app.engines.result import TokenizeResult
+from app.palette import PALETTE, base_colour
+from app.web.tokenview import token_window
 
 HX = {"HX-Request": "true"}
 
@@ -459,16 +461,15 @@ def test_static_assets_and_htmx_are_served(client):
     assert r.status_code == 200 and "htmx" in r.text[:2000]
 
 
-@hsettings(max_examples=60, deadline=None)
-@given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=60), stop=st.integers(0, 70))
-def test_segments_until_matches_full_grouping(text, stop):
-    from app.web.tokenview import segments_until
+def window_of(tok, text: str, offset: int = 0, limit: int | None = 3000, special: bool = False):
+    """What the playground builds: the window of a fresh result (grouped from the ids for byte-level ones)."""
+    return token_window(tok.tokenize(text, allow_special=special), offset, limit)
 
-    result = registry.get("gpt2").tokenize(text)
-    full = result.segments()
-    prefix, more = segments_until(result, stop)
-    assert [s.to_dict() for s in prefix] == [s.to_dict() for s in full[:stop]]
-    assert more == (len(full) > stop)
+
+def placed_window(tok, text: str, offset: int = 0, limit: int | None = 3000, special: bool = False):
+    """The reference: the same window grouped from the result's placed Token records."""
+    result = tok.tokenize(text, allow_special=special)
+    return token_window(TokenizeResult(result.tokenizer, text, result.ids, result.tokens), offset, limit)
 
 
 @pytest.mark.parametrize("name", registry.names())
@@ -498,29 +499,29 @@ def test_picker_groups_tokenizers_by_family(client):
     limit=st.integers(1, 6),
     name=st.sampled_from(["gpt2", "cl100k_base", "mistral-7b"]),
 )
-def test_window_view_pages_through_every_segment_exactly_once(text, limit, name):
+def test_windows_page_through_every_span_exactly_once(text, limit, name):
     tok = registry.get(name)
-    full = token_view(tok.tokenize(text))
-    items, offset, pages = [], 0, 0
+    full = window_of(tok, text, limit=None)
+    spans, offset, pages = [], 0, 0
     while True:
-        view = window_view(tok, text, offset=offset, limit=limit)
-        assert view.stats == full.stats
-        assert all(a.colour != b.colour for a, b in zip(view.items, view.items[1:]))
-        items += view.items
+        window = window_of(tok, text, offset, limit)
+        assert window.stats == full.stats
+        assert all(a.colour != b.colour for a, b in zip(window.spans, window.spans[1:]))
+        spans += window.spans
         pages += 1
-        if view.next_start is None:
+        if window.next_start is None:
             break
-        offset = view.next_start
-    assert "".join(i.text for i in items) == text
-    assert [i.ids for i in items] == [i.ids for i in full.items]
-    assert [i.hexes for i in items] == [i.hexes for i in full.items]
+        offset = window.next_start
+    assert "".join(s.text for s in spans) == text
+    assert [s.ids for s in spans] == [s.ids for s in full.spans]
+    assert [s.hexes for s in spans] == [s.hexes for s in full.spans]
     assert pages == max(1, -(-len(full.result.ids) // limit))
 
 
-def test_window_view_clamps_an_offset_past_the_end():
-    view = window_view(registry.get("gpt2"), "a b c d e f g", offset=99, limit=5)
-    assert (view.start, view.stop, view.has_more) == (5, 7, False)
-    assert [i.text for i in view.items] == [" f", " g"]
+def test_a_window_past_the_end_shows_the_last_one():
+    window = window_of(registry.get("gpt2"), "a b c d e f g", offset=99, limit=5)
+    assert (window.start, window.stop, window.has_more) == (5, 7, False)
+    assert [s.text for s in window.spans] == [" f", " g"]
 
 
 def test_render_sentencepiece_shows_byte_fallback_count(client):
@@ -544,43 +545,41 @@ def test_render_sentencepiece_shows_byte_fallback_count(client):
     special=st.booleans(),
     name=st.sampled_from(["gpt2", "cl100k_base", "native-cl100k_base", "custom-bpe"]),
 )
-def test_byte_level_window_equals_the_generic_window(text, offset, limit, special, name):
-    """The playground's fused path gives exactly the view built from Token and Segment records."""
-    from app.web.tokenview import byte_level_window, generic_window
-
+def test_byte_level_window_equals_the_placed_window(text, offset, limit, special, name):
+    """The playground's path (grouping the ids) gives exactly the window grouped from placed Token records."""
     tok = registry.get(name)
-    fast = byte_level_window(tok, text, offset=offset, limit=limit, allow_special=special)
-    slow = generic_window(tok, text, offset=offset, limit=limit, allow_special=special)
+    fast = window_of(tok, text, offset, limit, special)
+    slow = placed_window(tok, text, offset, limit, special)
     fields = ("start", "stop", "limit", "token_start", "token_stop", "has_more", "stats", "next_start", "prev_start")
     assert {f: getattr(fast, f) for f in fields} == {f: getattr(slow, f) for f in fields}
     assert fast.result.ids == slow.result.ids
-    assert len(fast.items) == len(slow.items)
-    for a, b in zip(fast.items, slow.items):
-        assert (a.index, a.text, a.colour, a.ids, a.special, a.partial) == (
+    assert len(fast.spans) == len(slow.spans)
+    for a, b in zip(fast.spans, slow.spans):
+        assert (a.index, a.start, a.end, a.text, a.colour, a.ids, a.special, a.partial) == (
             b.index,
+            b.start,
+            b.end,
             b.text,
             b.colour,
             b.ids,
             b.special,
             b.partial,
         )
-        assert a.tokens == b.tokens and a.hexes == b.hexes and a.detail == b.detail and a.hex_attr == b.hex_attr
+        assert a.tokens == b.tokens and a.hexes == b.hexes and a.hex_attr == b.hex_attr
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base", "custom-bpe"])
-def test_byte_level_window_equals_generic_on_special_tokens_and_cut_characters(name):
-    from app.web.tokenview import byte_level_window, generic_window
-
+def test_byte_level_window_equals_placed_on_special_tokens_and_cut_characters(name):
     tok = registry.get(name)
     text = "閒🙂 a<|endoftext|>b 👩‍💻家族\n\n閒閒 end"
     n = len(tok.encode(text, allow_special=True))
     for special in (False, True):
         for limit in (1, 2, 3, 7, n):
             for offset in range(0, n + 3):
-                fast = byte_level_window(tok, text, offset=offset, limit=limit, allow_special=special)
-                slow = generic_window(tok, text, offset=offset, limit=limit, allow_special=special)
-                assert [(i.index, i.text, i.colour, i.ids, i.special, i.hexes) for i in fast.items] == [
-                    (i.index, i.text, i.colour, i.ids, i.special, i.hexes) for i in slow.items
+                fast = window_of(tok, text, offset, limit, special)
+                slow = placed_window(tok, text, offset, limit, special)
+                assert [(i.index, i.text, i.colour, i.ids, i.special, i.hexes) for i in fast.spans] == [
+                    (i.index, i.text, i.colour, i.ids, i.special, i.hexes) for i in slow.spans
                 ]
                 assert (fast.start, fast.stop, fast.token_start, fast.token_stop, fast.has_more) == (
                     slow.start,
@@ -640,7 +639,7 @@ def test_typing_reuses_earlier_rows_and_markup_exactly(start, steps, limit, offs
     """While someone types, each window reuses the rows (and span markup) of the previous one before the first
     changed token: the result must be exactly a fresh window's, token for token and byte for byte."""
     from app.web.render import make_environment
-    from app.web.tokenview import _RECENT, generic_window
+    from app.web.tokenview import _RECENT
 
     tok = registry.get(name)
     env = make_environment(Settings().templates_dir)
@@ -657,29 +656,29 @@ def test_typing_reuses_earlier_rows_and_markup_exactly(start, steps, limit, offs
             text = text[:at] + text[at + len(piece) :]
         else:
             text = text[:at] + piece + text[at + len(piece) :]
-        view = window_view(tok, text, offset=offset, limit=limit, allow_special=special)
-        fresh = generic_window(tok, text, offset=offset, limit=limit, allow_special=special)
-        got = [(i.index, i.text, i.colour, i.ids, i.special, i.partial, i.hexes) for i in view.items]
-        assert got == [(i.index, i.text, i.colour, i.ids, i.special, i.partial, i.hexes) for i in fresh.items]
+        window = window_of(tok, text, offset, limit, special)
+        fresh = placed_window(tok, text, offset, limit, special)
+        got = [(i.index, i.text, i.colour, i.ids, i.special, i.partial, i.hexes) for i in window.spans]
+        assert got == [(i.index, i.text, i.colour, i.ids, i.special, i.partial, i.hexes) for i in fresh.spans]
         direct = "".join(
-            str(module.token_span(item, show_ws, 0 if n == 0 else None)) for n, item in enumerate(fresh.items)
+            str(module.token_span(item, show_ws, 0 if n == 0 else None)) for n, item in enumerate(fresh.spans)
         )
-        assert str(tokens_markup(view, show_ws, True)) == direct
+        assert str(tokens_markup(window, show_ws, True)) == direct
     _RECENT.clear()
 
 
 def test_typing_at_the_end_reuses_almost_every_row():
-    from app.web.tokenview import _RECENT, generic_window
+    from app.web.tokenview import _RECENT
 
     tok = registry.get("cl100k_base")
     base = "def f(x):\n    return x * 2  # 日本語 🙂\n" * 40
     reused = []
     for extra in ["a", "ab", "ab ", "ab c", "ab cd", "ab cd閒", "ab cd閒!"]:
-        view = window_view(tok, base + extra)
-        assert [(i.index, i.text, i.colour, i.ids) for i in view.items] == [
-            (i.index, i.text, i.colour, i.ids) for i in generic_window(tok, base + extra).items
+        window = window_of(tok, base + extra)
+        assert [(i.index, i.text, i.colour, i.ids) for i in window.spans] == [
+            (i.index, i.text, i.colour, i.ids) for i in placed_window(tok, base + extra).spans
         ]
-        reused.append(view.items.reused / len(view.items))
+        reused.append(window.reused / len(window.spans))
     assert min(reused[1:]) > 0.95  # after the first keystroke, all but the last few rows come from before
     _RECENT.clear()
 
@@ -688,7 +687,7 @@ def test_typing_random_keystrokes_gives_fresh_windows_exactly():
     """Seeded: 300 texts typed a key at a time, every window equal to a fresh one (colours included)."""
     import random
 
-    from app.web.tokenview import _RECENT, generic_window
+    from app.web.tokenview import _RECENT
 
     rnd = random.Random(5)
     reused = 0
@@ -697,10 +696,10 @@ def test_typing_random_keystrokes_gives_fresh_windows_exactly():
         text = "".join(rnd.choice(list("ab xy\n日本語🙂é閒")) for _ in range(rnd.randint(0, 80)))
         for _ in range(8):
             text += rnd.choice(["a", " b", "日", "🙂", "\n", "閒", "xy "])
-            view, fresh = window_view(tok, text), generic_window(tok, text)
-            assert [(i.index, i.text, i.colour, i.ids, i.partial) for i in view.items] == [
-                (i.index, i.text, i.colour, i.ids, i.partial) for i in fresh.items
+            window, fresh = window_of(tok, text), placed_window(tok, text)
+            assert [(i.index, i.text, i.colour, i.ids, i.partial) for i in window.spans] == [
+                (i.index, i.text, i.colour, i.ids, i.partial) for i in fresh.spans
             ]
-            reused += view.items.reused > 0
+            reused += window.reused > 0
         _RECENT.clear()
     assert reused > 1000  # most keystrokes reused earlier rows

@@ -49,3 +49,25 @@ def test_unknown_lab_tokenizer_is_404_listing_names(client):
     r = client.post("/api/tokenize", json={"text": "x", "tokenizer": "lab-0123456789"})
     assert r.status_code == 404
     assert "cl100k_base" in r.json()["detail"]
+
+
+def test_lab_tokenizer_from_another_worker_is_compared(tmp_path):
+    """Compare resolves names like the playground: a lab tokenizer registered by another worker process is
+    loaded from the run store, not dropped from /compare/results nor answered 404 by /api/compare."""
+    settings = Settings(lab_runs_dir=tmp_path, lab_pool="thread")
+    with TestClient(create_app(settings)) as first:
+        name = _train_and_use(first)
+        want = first.post("/api/tokenize", json={"text": "lowest widest", "tokenizer": name}).json()["count"]
+    registry.unregister(name)  # a second worker process has never seen it
+    with TestClient(create_app(settings)) as second:
+        api = second.post("/api/compare", json={"text": "lowest widest", "tokenizers": [name, "gpt2"]})
+        assert api.status_code == 200, api.text
+        assert [r["tokenizer"] for r in api.json()["results"]] == [name, "gpt2"]
+        assert api.json()["results"][0]["count"] == want
+    registry.unregister(name)
+    with TestClient(create_app(settings)) as third:
+        page = third.post(
+            "/compare/results", data={"text": "lowest widest", "t": [name, "gpt2"]}, headers={"HX-Request": "true"}
+        )
+        assert page.status_code == 200
+        assert f'<section class="pane reference" data-tokenizer="{name}"' in page.text

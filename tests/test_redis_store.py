@@ -22,7 +22,6 @@ from slow_corpus import LONG_TRAINING, slow_corpus
 from app.lab.algorithms import Options, train
 from app.lab.runs import Run, new_id
 from app.lab.stores import STALE_MESSAGE, RedisStore, make_store
-from app.lab.workers import make_lab
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -150,9 +149,7 @@ def test_make_store_picks_redis_when_redis_url_is_set(redis_url, tmp_path, monke
 
 def _app(redis_url: str, tmp_path, name: str):
     settings = Settings(lab_runs_dir=tmp_path / name, redis_url=redis_url)
-    app = create_app(settings)
-    app.state.lab = make_lab(settings)
-    return app
+    return create_app(settings)  # its lifespan builds the lab on the Redis store
 
 
 def test_a_run_trained_through_one_app_is_steppable_through_another(redis_url, tmp_path):

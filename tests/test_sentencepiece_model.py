@@ -13,7 +13,7 @@ from samples import ALL
 from app.engines import registry
 from app.engines.datafiles import data_path
 from app.engines.errors import InvalidIdsError, InvalidTextError
-from app.engines.sentencepiece import SentencePieceTokenizer, byte_fallback_count
+from app.engines.sentencepiece import SentencePieceTokenizer
 from app.engines.sentencepiece.model import ModelLoadError, decode_utf8_like_sentencepiece
 from app.engines.sentencepiece.proto import UNUSED, USER_DEFINED, ModelProto, Piece
 
@@ -89,9 +89,9 @@ def test_mistral_tokens_show_pieces_and_group_byte_fallback(mistral):
     assert [t.text for t in fallback] == ["<0xEA>", "<0x99>", "<0xAE>"]
     assert [t.bytes for t in fallback] == [b"\xea", b"\x99", b"\xae"]
     assert {(t.start, t.end) for t in fallback} == {(6, 7)}
-    assert byte_fallback_count(result) == 3 == mistral.count_byte_fallback(result.ids)
-    window = mistral.tokenize_window(text * 3, offset=0, limit=2)
-    assert byte_fallback_count(window) == 0 and mistral.count_byte_fallback(window.ids) == 9
+    assert mistral.count_byte_fallback(result.ids) == 3
+    longer = mistral.tokenize(text * 3)
+    assert not any(t.byte_fallback for t in longer.window(0, 2)) and mistral.count_byte_fallback(longer.ids) == 9
     segments = result.segments()
     assert "ꙮ" in [s.text for s in segments]
     assert "".join(s.text for s in segments) == text
@@ -107,8 +107,7 @@ def test_mistral_vocabulary_facts(mistral, oracle):
         assert mistral.piece_to_id(oracle.id_to_piece(i)) == i
     assert mistral.piece_to_id("no such piece") == oracle.piece_to_id("no such piece") == 0
     assert mistral.encode("<s>hi</s>") == oracle.encode("<s>hi</s>")  # control text is plain text
-    assert mistral.info()["byte_fallback"] is True
-    assert mistral.label == "Mistral 7B v0.1 (SentencePiece, tokenplay engine)"
+    assert mistral.byte_fallback is True
 
 
 def test_invalid_input_and_ids_say_what_is_wrong(mistral):
@@ -188,9 +187,8 @@ def _check_same(ours: SentencePieceTokenizer, theirs: spm.SentencePieceProcessor
     assert result.ids == ids
     assert "".join(s.text for s in result.segments()) == text
     for offset, limit in ((0, 3), (2, 5), (len(ids) - 1, 4)) if windows else ():
-        window = ours.tokenize_window(text, offset=offset, limit=limit)
-        assert window.ids == ids
-        assert window.tokens == result.tokens[max(0, offset) : max(0, offset) + limit]
+        placed = ours.tokenize(text)  # a fresh result: the window is placed without placing the others
+        assert placed.window(offset, limit) == result.tokens[max(0, offset) : max(0, offset) + limit]
 
 
 def test_library_models_encode_identically_on_varied_text(library_model):

@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from corpora import mixed_text
+from mixed_text import mixed_text
 from serving import UvicornProcess
 from slow_corpus import LONG_TRAINING, slow_corpus
 

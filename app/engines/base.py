@@ -1,8 +1,10 @@
 """The small contract every tokenizer implements, with the shared checks.
 
 Subclasses provide ``encode``, ``token_bytes`` and the vocabulary facts; ``tokenize`` (the rich result),
-``decode`` and input checking come from here. SentencePiece-style tokenizers, whose pieces are not the input
-bytes, override ``tokenize`` to place their pieces in the text themselves.
+``decode`` and input checking come from here. The default ``tokenize`` is for byte-level tokenizers, whose
+tokens' bytes join up to the input's UTF-8; SentencePiece-style tokenizers, whose pieces are not the input
+bytes, override it to place their pieces in the text themselves. What a tokenizer shows in a picker (label,
+description, maker) is registry data (:mod:`app.engines.registry`), not part of the tokenizer.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from abc import ABC, abstractmethod
 from typing import Iterable, Sequence
 
 from .errors import InvalidIdsError, InvalidTextError
-from .result import TokenizeResult, byte_level_tokens
+from .result import TokenizeResult, byte_level_result, byte_table
 
 
 def check_text(text: str) -> bytes:
@@ -27,12 +29,9 @@ def check_text(text: str) -> bytes:
 
 
 class Tokenizer(ABC):
-    """One tokenizer. ``name`` is its registry name; ``label`` is what a picker shows."""
+    """One tokenizer. ``name`` is its registry name (set by the registry when it builds the tokenizer)."""
 
     name: str = ""
-    label: str = ""
-    family: str = ""
-    description: str = ""
 
     # -- what subclasses provide -------------------------------------------------------------------------
     @abstractmethod
@@ -89,41 +88,6 @@ class Tokenizer(ABC):
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
-        check_text(text)
+        """Every id of ``text``; Token records are placed from the ids when first asked for."""
         ids = self.encode(text, allow_special=allow_special)
-        tokens = byte_level_tokens(ids, self.token_bytes, self.special_ids, self._byte_info_cache())
-        return TokenizeResult(self.name, text, ids, tokens)
-
-    def tokenize_window(
-        self, text: str, *, offset: int = 0, limit: int = 2000, allow_special: bool = False
-    ) -> TokenizeResult:
-        """All ids, but Token records only for ``ids[offset:offset + limit]``: what a view of a long text needs.
-
-        Byte-level tokenizers build just the window; others (which override ``tokenize``) are sliced.
-        """
-        if type(self).tokenize is not Tokenizer.tokenize:
-            full = self.tokenize(text, allow_special=allow_special)
-            window = full.tokens[offset : offset + limit]
-            return TokenizeResult(full.tokenizer, text, full.ids, window, offset, len(window) == len(full.ids))
-        check_text(text)
-        ids = self.encode(text, allow_special=allow_special)
-        tokens = byte_level_tokens(
-            ids, self.token_bytes, self.special_ids, self._byte_info_cache(), offset=offset, limit=limit
-        )
-        return TokenizeResult(self.name, text, ids, tokens, offset, len(tokens) == len(ids))
-
-    def _byte_info_cache(self) -> dict:
-        cache = self.__dict__.get("_token_info_cache")
-        if cache is None:
-            cache = self.__dict__["_token_info_cache"] = {}
-        return cache
-
-    def info(self) -> dict:
-        return {
-            "name": self.name,
-            "label": self.label or self.name,
-            "family": self.family,
-            "description": self.description,
-            "n_vocab": self.n_vocab,
-            "special_tokens": self.special_tokens,
-        }
+        return byte_level_result(self.name, text, ids, byte_table(self))

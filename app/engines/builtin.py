@@ -1,9 +1,35 @@
-"""The tokenizers shipped with Tokenplay, registered by name. Importing this module registers them."""
+"""The tokenizers shipped with Tokenplay, registered by name. Importing this module registers them.
+
+Each entry is data (name, label, maker, vocabulary size, description) and a factory; nothing is loaded until a
+tokenizer is first used. The vocabulary sizes are facts of the shipped files (the tests load each tokenizer
+and compare).
+"""
 
 from __future__ import annotations
 
 from .openai import ENCODINGS, TiktokenTokenizer
 from .registry import TokenizerSpec, register
+
+OPENAI_N_VOCAB = {"gpt2": 50_257, "p50k_base": 50_281, "cl100k_base": 100_277, "o200k_base": 200_267}
+
+
+def _native(encoding: str):
+    from .bpe.model import NativeOpenAITokenizer
+
+    return NativeOpenAITokenizer(encoding)
+
+
+def _custom_bpe():
+    from .bpe.model import custom_bpe
+
+    return custom_bpe()
+
+
+def _mistral():
+    from .sentencepiece.model import SentencePieceTokenizer
+
+    return SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+
 
 for _name, _enc in ENCODINGS.items():
     register(
@@ -13,19 +39,23 @@ for _name, _enc in ENCODINGS.items():
             family="tiktoken",
             factory=lambda n=_name: TiktokenTokenizer(n),
             description=_enc.description,
+            maker="OpenAI",
+            n_vocab=OPENAI_N_VOCAB[_name],
+            engine="tiktoken",
         )
     )
-
-from .bpe.model import CUSTOM_BPE_DESCRIPTION, NativeOpenAITokenizer, custom_bpe  # noqa: E402
-
 for _name, _enc in ENCODINGS.items():
     register(
         TokenizerSpec(
             name=f"native-{_name}",
             label=f"{_name} (tokenplay engine)",
             family="tokenplay-bpe",
-            factory=lambda n=_name: NativeOpenAITokenizer(n),
+            factory=lambda n=_name: _native(n),
             description=f"{_enc.description}; the same ranks run by Tokenplay's own BPE engine",
+            maker="OpenAI",
+            n_vocab=OPENAI_N_VOCAB[_name],
+            model=_name,
+            engine="tokenplay",
         )
     )
 register(
@@ -33,22 +63,25 @@ register(
         name="custom-bpe",
         label="custom-bpe (trained by Tokenplay)",
         family="tokenplay-bpe",
-        factory=custom_bpe,
-        description=CUSTOM_BPE_DESCRIPTION,
+        factory=_custom_bpe,
+        description=(
+            "Byte-level BPE trained by Tokenplay (4,096 tokens, GPT-4 split pattern) on Python's reference docs "
+            "and generated Japanese; see tokenizers/custom-bpe/README.md"
+        ),
+        maker="trained here",
+        n_vocab=4_097,
+        engine="tokenplay",
     )
 )
-
-from .sentencepiece.model import SentencePieceTokenizer  # noqa: E402
-
 register(
     TokenizerSpec(
         name="mistral-7b",
         label="Mistral 7B v0.1 (SentencePiece, tokenplay engine)",
         family="sentencepiece",
-        factory=lambda: SentencePieceTokenizer.from_data_file(
-            "sentencepiece/mistral-7b-v0.1.model",
-            description="Mistral 7B v0.1: SentencePiece BPE, 32,000 pieces, byte fallback",
-        ),
+        factory=_mistral,
         description="Mistral 7B v0.1: SentencePiece BPE, 32,000 pieces, byte fallback",
+        maker="Mistral",
+        n_vocab=32_000,
+        engine="tokenplay",
     )
 )

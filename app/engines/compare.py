@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import TokenplayError
-from .result import Segment, TokenizeResult
+from .result import TokenizeResult
 
 MIN_TOKENIZERS = 2
 
@@ -189,6 +189,16 @@ def boundary_diff(result: TokenizeResult, reference: TokenizeResult) -> Boundary
     return BoundaryDiff(extra=sorted(mine - theirs), missing=sorted(theirs - mine))
 
 
+def cut_at(text: str, start: int, cuts: Sequence[int]) -> list[str]:
+    """``text`` (which starts at character ``start`` of the input) cut at the input offsets ``cuts``.
+
+    >>> cut_at("bcd", 1, [2])
+    ['b', 'cd']
+    """
+    bounds = [start, *cuts, start + len(text)]
+    return [text[a - start : b - start] for a, b in itertools.pairwise(bounds)]
+
+
 @dataclass(slots=True)
 class MarkedSegment:
     """A segment for display, with how it relates to the reference's boundaries."""
@@ -196,32 +206,23 @@ class MarkedSegment:
     start: int
     end: int
     text: str
-    tokens: list[int]
     extra_cut: bool = False  # starts at an offset where the reference does not cut
     missing_cuts: list[int] = field(default_factory=list)  # reference cuts strictly inside this segment
 
     def pieces(self) -> list[str]:
         """The segment's text cut at the reference's boundaries inside it (one piece when there are none)."""
-        cuts = [self.start, *self.missing_cuts, self.end]
-        return [self.text[a - self.start : b - self.start] for a, b in itertools.pairwise(cuts)]
+        return cut_at(self.text, self.start, self.missing_cuts)
 
 
-def mark_segments(
-    result: TokenizeResult, reference_boundaries: set[int] | None, *, segments: Sequence[Segment] | None = None
-) -> list[MarkedSegment]:
-    """``result``'s segments (or the given ones), each marked against the reference's boundaries.
-
-    Unmarked when ``reference_boundaries`` is None.
-    """
-    ordered = sorted(reference_boundaries) if reference_boundaries is not None else []
+def mark_segments(segments: Iterable, reference_boundaries: set[int]) -> list[MarkedSegment]:
+    """Each of ``segments`` (anything with ``start``, ``end`` and ``text``: a :class:`Segment`, a view's span)
+    marked against the reference's boundaries."""
+    ordered = sorted(reference_boundaries)
     marked: list[MarkedSegment] = []
-    for seg in result.segments() if segments is None else segments:
-        m = MarkedSegment(seg.start, seg.end, seg.text, seg.tokens)
-        if reference_boundaries is not None:
-            m.extra_cut = seg.start > 0 and seg.start not in reference_boundaries
-            lo = bisect_right(ordered, seg.start)
-            hi = bisect_left(ordered, seg.end)
-            m.missing_cuts = ordered[lo:hi]
+    for seg in segments:
+        m = MarkedSegment(seg.start, seg.end, seg.text)
+        m.extra_cut = seg.start > 0 and seg.start not in reference_boundaries
+        m.missing_cuts = ordered[bisect_right(ordered, seg.start) : bisect_left(ordered, seg.end)]
         marked.append(m)
     return marked
 

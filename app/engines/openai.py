@@ -1,7 +1,7 @@
 """OpenAI's encodings (gpt2, p50k_base, cl100k_base, o200k_base) as data, run by tiktoken.
 
 An encoding is its name, split pattern, ranks file and special tokens; the ranks come from ``tokenizers/openai``
-with their sha256 checked, so nothing is downloaded. :func:`encoding_spec` is shared with our own engine,
+with their sha256 checked, so nothing is downloaded. :data:`ENCODINGS` is shared with our own engine,
 which runs the very same data (``app.engines.bpe``).
 """
 
@@ -103,13 +103,9 @@ def mergeable_ranks(name: str) -> dict[bytes, int]:
 class TiktokenTokenizer(Tokenizer):
     """One of OpenAI's encodings, run by tiktoken itself (the reference our own engine is tested against)."""
 
-    family = "tiktoken"
-
     def __init__(self, name: str):
         spec = ENCODINGS[name]
         self.name = name
-        self.label = f"{name} (tiktoken)"
-        self.description = spec.description
         self._spec = spec
         self.encoding = tiktoken.Encoding(
             name=f"tokenplay-{name}",

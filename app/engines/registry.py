@@ -1,8 +1,15 @@
-"""Every tokenizer the app knows, by name: one table, built lazily, cached.
+"""Every tokenizer the app knows, by name: one table of what to show about it and how to build it.
 
-``get("gpt-4o")`` resolves the alias to ``o200k_base``, builds the tokenizer the first time and returns the
-same object afterwards. An unknown name raises :class:`UnknownTokenizerError`, which lists the valid names.
-Engines add their entries with :func:`register` (a zero-argument factory, so nothing loads until used).
+A :class:`TokenizerSpec` is the whole description of a tokenizer, available without loading anything: its name,
+its label, who made the model, which engine runs it, its vocabulary size. ``get("gpt-4o")`` resolves the alias
+to ``o200k_base``, builds the tokenizer with the spec's zero-argument factory the first time, and returns the
+same object afterwards (like tiktoken's registry). An unknown name raises :class:`UnknownTokenizerError`, which
+lists the valid names. The shipped entries are registered on first use (:mod:`app.engines.builtin`); the lab
+and uploads add theirs with :func:`register`.
+
+A model can be run by more than one engine (OpenAI's ranks by tiktoken and by our own BPE engine): each engine
+is its own registry entry, and ``spec.model`` names the entry it is an engine of, so pickers show one row per
+model with the engine as a secondary choice.
 """
 
 from __future__ import annotations
@@ -18,13 +25,31 @@ from .errors import UnknownTokenizerError
 @dataclass(frozen=True)
 class TokenizerSpec:
     name: str
-    label: str
-    family: str
+    label: str  # what a picker shows
+    family: str  # the kind of engine that runs it: tiktoken, tokenplay-bpe, sentencepiece, lab, ...
     factory: Callable[[], Tokenizer]
     description: str = ""
+    maker: str = ""  # who made the model (pickers group by it)
+    n_vocab: int | None = None  # known before loading (checked against the loaded tokenizer by the tests)
+    model: str = ""  # the entry this is another engine of ("" when it is its own entry)
+    engine: str = ""  # which engine runs it, as a picker names it: "tiktoken", "tokenplay", ...
+
+    @property
+    def entry(self) -> str:
+        """The picker entry this spec belongs to: ``model`` for a second engine, else its own name."""
+        return self.model or self.name
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "label": self.label, "family": self.family, "description": self.description}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "family": self.family,
+            "description": self.description,
+            "maker": self.maker,
+            "n_vocab": self.n_vocab,
+            "model": self.entry,
+            "engine": self.engine,
+        }
 
 
 _SPECS: dict[str, TokenizerSpec] = {}
@@ -93,7 +118,6 @@ def get(name: str) -> Tokenizer:
         if tok is None:
             tok = _SPECS[canonical].factory()
             tok.name = canonical
-            tok.label = tok.label or _SPECS[canonical].label
             _BUILT[canonical] = tok
     return tok
 

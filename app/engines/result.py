@@ -12,8 +12,10 @@ Invariants (checked by the tests for every registered tokenizer):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from functools import partial
+from weakref import WeakKeyDictionary
 
 
 def escape_bytes(data: bytes) -> str:
@@ -45,16 +47,7 @@ class Token:
     byte_fallback: bool = False  # a SentencePiece <0xNN> piece
 
     def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "bytes": self.bytes.hex(),
-            "start": self.start,
-            "end": self.end,
-            "text": self.text,
-            "special": self.special,
-            "valid_utf8": self.valid_utf8,
-            "byte_fallback": self.byte_fallback,
-        }
+        return tokens_to_dicts([self])[0]
 
 
 @dataclass(slots=True)
@@ -70,15 +63,52 @@ class Segment:
         return {"start": self.start, "end": self.end, "text": self.text, "tokens": self.tokens}
 
 
-@dataclass(slots=True)
-class TokenizeResult:
-    tokenizer: str
-    text: str
-    ids: list[int]
-    tokens: list[Token]
-    offset: int = 0  # index in ``ids`` of tokens[0]; a windowed result holds only some tokens
-    complete: bool = True  # tokens covers every id
+PlaceFn = Callable[[int, "int | None"], "list[Token]"]
 
+
+class TokenizeResult:
+    """Every id of a text, and its :class:`Token` records placed in the text when first asked for.
+
+    ``tokens`` places them all; ``window(offset, limit)`` only those of ``ids[offset:offset + limit]`` (spans still
+    offsets into the whole text), which is what a view of a 1 MB text needs. An engine passes either the tokens
+    or ``place(offset, limit)``, which places a window (``limit`` None: to the end). ``byte_table`` is set when
+    the tokens' bytes join up to the text's UTF-8 (byte-level BPE): a view can then place tokens from the ids
+    alone (``app.web.tokenview``).
+    """
+
+    __slots__ = ("tokenizer", "text", "ids", "byte_table", "_tokens", "_place")
+
+    def __init__(
+        self,
+        tokenizer: str,
+        text: str,
+        ids: list[int],
+        tokens: list[Token] | None = None,
+        *,
+        place: PlaceFn | None = None,
+        byte_table: ByteTable | None = None,
+    ):
+        if (tokens is None) == (place is None):
+            raise ValueError("give the tokens or a function that places them, not both")
+        self.tokenizer = tokenizer
+        self.text = text
+        self.ids = ids
+        self.byte_table = byte_table
+        self._tokens = tokens
+        self._place = place
+
+    @property
+    def tokens(self) -> list[Token]:
+        if self._tokens is None:
+            self._tokens = self._place(0, None)
+        return self._tokens
+
+    def window(self, offset: int, limit: int) -> list[Token]:
+        """The Token records of ``ids[offset:offset + limit]``, placed without placing the others."""
+        offset, limit = max(0, offset), max(0, limit)
+        if self._tokens is not None:
+            return self._tokens[offset : offset + limit]
+        return self._place(offset, limit)
 
     @property
     def count(self) -> int:
@@ -93,9 +123,7 @@ class TokenizeResult:
         return len(self.text.encode("utf-8", "surrogatepass"))
 
     def segments(self) -> list[Segment]:
-        if self.complete:
-            return group_segments(self.text, self.tokens)
-        return group_segments(self.text, self.tokens, whole=False)
+        return group_segments(self.text, self.tokens)
 
     def stats(self) -> dict:
         count, chars, n_bytes = self.count, self.chars, self.n_bytes
@@ -119,22 +147,15 @@ class TokenizeResult:
 
 
 def tokens_to_dicts(tokens: Iterable[Token]) -> list[dict]:
-    """``Token.to_dict`` for many tokens, with the per-id part (hex bytes, flags) computed once per id."""
-    shared: dict[tuple[int, bool], dict] = {}
+    """Each token as the API writes it, with the per-id part (hex bytes, text) computed once per id."""
+    shared: dict[tuple[int, bool], tuple[str, str]] = {}
     out = []
     for t in tokens:
         key = (t.id, t.special)
-        base = shared.get(key)
-        if base is None:
-            base = shared[key] = {
-                "id": t.id,
-                "bytes": t.bytes.hex(),
-                "text": t.text,
-                "special": t.special,
-                "valid_utf8": t.valid_utf8,
-                "byte_fallback": t.byte_fallback,
-            }
-        out.append({"id": t.id, "bytes": base["bytes"], "start": t.start, "end": t.end, "text": base["text"],
+        hex_text = shared.get(key)
+        if hex_text is None:
+            hex_text = shared[key] = (t.bytes.hex(), t.text)
+        out.append({"id": t.id, "bytes": hex_text[0], "start": t.start, "end": t.end, "text": hex_text[1],
                     "special": t.special, "valid_utf8": t.valid_utf8, "byte_fallback": t.byte_fallback})
     return out
 
@@ -164,8 +185,8 @@ def group_segments(text: str, tokens: Sequence[Token], whole: bool = True) -> li
     return segments
 
 
-class _ByteInfo:
-    """Per-id facts needed to place a byte token in the text, cached because ids repeat a lot."""
+class ByteInfo:
+    """Per-id facts needed to place a byte token in the text (kept in a :class:`ByteTable`: ids repeat a lot)."""
 
     __slots__ = ("data", "leads", "starts_mid", "text", "valid")
 
@@ -181,44 +202,54 @@ class _ByteInfo:
             self.valid = False
 
 
-def byte_level_tokens(
-    ids: Iterable[int],
-    token_bytes,
-    special_ids: frozenset[int] | set[int] = frozenset(),
-    cache: dict[int, _ByteInfo] | None = None,
-    offset: int = 0,
-    limit: int | None = None,
-) -> list[Token]:
-    """Build :class:`Token` records for a byte-level tokenizer from its ids.
+class ByteTable(dict):
+    """Token id -> :class:`ByteInfo` of one byte-level tokenizer, filled on first sight of an id."""
 
-    ``token_bytes(id) -> bytes`` gives each token's bytes; their concatenation must be the input's UTF-8.
-    Character spans come from counting UTF-8 lead bytes, so a token cut inside a character shares that
-    character's span with its neighbour (and both end up in one segment).
-    ``offset``/``limit`` build only the tokens ``ids[offset:offset + limit]`` (a window of a long text); the
-    spans stay offsets into the whole text.
+    def __init__(self, token_bytes: Callable[[int], bytes], special_ids: frozenset[int]):
+        super().__init__()
+        self.token_bytes = token_bytes
+        self.special_ids = special_ids
+
+    def __missing__(self, token_id: int) -> ByteInfo:
+        info = self[token_id] = ByteInfo(self.token_bytes(token_id))
+        return info
+
+
+_TABLES: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def byte_table(tokenizer) -> ByteTable:
+    """The :class:`ByteTable` of a byte-level tokenizer (one per tokenizer object, dropped with it)."""
+    table = _TABLES.get(tokenizer)
+    if table is None:
+        table = _TABLES[tokenizer] = ByteTable(tokenizer.token_bytes, tokenizer.special_ids)
+    return table
+
+
+def byte_level_result(name: str, text: str, ids: list[int], table: ByteTable) -> TokenizeResult:
+    """The result of a byte-level tokenizer: tokens placed from the ids alone (see :func:`place_byte_tokens`)."""
+    return TokenizeResult(name, text, ids, place=partial(place_byte_tokens, ids, table), byte_table=table)
+
+
+def place_byte_tokens(ids: list[int], table: ByteTable, offset: int = 0, limit: int | None = None) -> list[Token]:
+    """:class:`Token` records for the byte-level ``ids[offset:offset + limit]``.
+
+    The ids' bytes must join up to the input's UTF-8. Character spans come from counting UTF-8 lead bytes, so a
+    token cut inside a character shares that character's span with its neighbour (and both end up in one
+    segment). The spans are offsets into the whole text.
     """
-    cache = {} if cache is None else cache
-    ids = ids if isinstance(ids, list) else list(ids)
     stop = len(ids) if limit is None else min(len(ids), offset + limit)
-    chars = 0  # characters whose first byte has been seen
-    for tid in ids[:offset]:
-        info = cache.get(tid)
-        if info is None:
-            info = cache[tid] = _ByteInfo(token_bytes(tid))
-        chars += info.leads
-    return tokens_after(ids[offset:stop], chars, token_bytes, cache, special_ids)
+    chars = sum(table[tid].leads for tid in ids[:offset])  # characters whose first byte came before the window
+    return tokens_after(ids[offset:stop], chars, table)
 
 
-def tokens_after(
-    ids: Iterable[int], chars: int, token_bytes, cache: dict[int, _ByteInfo], special_ids: frozenset[int] | set[int]
-) -> list[Token]:
+def tokens_after(ids: Iterable[int], chars: int, table: ByteTable) -> list[Token]:
     """:class:`Token` records for byte-level ``ids`` whose text starts after ``chars`` characters of the input
-    (the loop of :func:`byte_level_tokens`, also used for one segment at a time)."""
+    (the loop of :func:`place_byte_tokens`, also used for one segment at a time)."""
     tokens: list[Token] = []
+    special_ids = table.special_ids
     for tid in ids:
-        info = cache.get(tid)
-        if info is None:
-            info = cache[tid] = _ByteInfo(token_bytes(tid))
+        info = table[tid]
         start = chars - 1 if info.starts_mid else chars
         chars += info.leads
         tokens.append(Token(tid, info.data, start, chars, info.text, tid in special_ids, info.valid))

@@ -1,16 +1,12 @@
 """The BPE lab without the web: train on a corpus, keep every merge, show any step without training again.
 
+- :mod:`.service` — :class:`~app.lab.service.Lab`, what the web layer holds: start, continue, cancel, look up runs;
 - :mod:`.algorithms` — byte-level, character-level (optionally ``</w>``) and SentencePiece-style BPE behind one
-  ``train(corpus, options)``, on the incremental trainer of :mod:`app.engines.bpe`;
-- :mod:`.runs` — the run record and its store (memory LRU + one JSON file per run);
-- :mod:`.jobs` — the bounded worker pool (queue, progress, cancel);
-- :mod:`.views` — the state at step k: corpus window, pair table, encode trace, merge trees, vocabulary;
-- :mod:`.tokenizers` — "use in playground": a run as a registered tokenizer, scoped per user by a cookie.
-
-For the playground's picker: ``user_tokenizers(request.cookies.get("tp_lab"))`` lists the lab tokenizers a
-user added; ``is_lab_name(spec.name)`` tells lab entries apart so other users' ones can be hidden.
+  ``train(corpus, options)``, on the incremental trainers of :mod:`app.engines`;
+- :mod:`.runs` — the run record and its JSON form; :mod:`.stores` — where runs are kept (a directory or Redis);
+- :mod:`.jobs`, :mod:`.workers` — the bounded training pools (threads or processes: queue, progress, cancel);
+- :mod:`.replay` — a finished run replayed at step k: corpus window, pair table, encode trace, merge trees,
+  vocabulary;
+- :mod:`.tokenizers` — "use in playground": a run as a registered tokenizer, scoped per user by a cookie;
+- :mod:`.export` — downloads (JSON, ``.tiktoken``, ``.model``) and the compression chart.
 """
-
-from .tokenizers import COOKIE, is_lab_name, user_tokenizers
-
-__all__ = ["COOKIE", "is_lab_name", "user_tokenizers"]

@@ -46,11 +46,9 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
             raise ExportError(str(exc)) from None
         return body.encode("ascii"), "text/plain", "tiktoken"
     if fmt == "model":
-        if run.options.algorithm != "sentencepiece":
+        if not run.model:
             raise ExportError("the .model format is for SentencePiece-style runs; export this run as json")
-        from .spmodel import model_bytes
-
-        return model_bytes(run), "application/octet-stream", "model"
+        return run.model, "application/octet-stream", "model"
     raise ExportError(f"unknown export format {fmt!r}; choose json, tiktoken or model")
 
 

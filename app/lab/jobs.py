@@ -17,7 +17,7 @@ from app.engines.errors import TokenplayError
 from app.engines.steps import MergeStep
 
 from .algorithms import Cancelled, train
-from .runs import Run, RunStore
+from .runs import Run
 
 
 class QueueFull(TokenplayError):
@@ -46,7 +46,7 @@ class BoundedJobs:
     Subclasses hand an admitted job to their executor.
     """
 
-    def __init__(self, store: RunStore, workers: int, queue: int):
+    def __init__(self, store, workers: int, queue: int):
         self.store = store
         self.workers = workers
         self.capacity = workers + queue
@@ -82,7 +82,7 @@ class BoundedJobs:
 
 
 class JobPool(BoundedJobs):
-    def __init__(self, store: RunStore, workers: int = 2, queue: int = 8):
+    def __init__(self, store, workers: int = 2, queue: int = 8):
         super().__init__(store, workers, queue)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-train")
 

@@ -1,28 +1,18 @@
-"""A lab run as data, and where runs are kept: an in-memory LRU in front of one JSON file per run on disk.
+"""A lab run as data: its corpus, options, status and, once done, every merge record; and its JSON form.
 
 A run is immutable once done: manual mode makes a *new* run (``parent`` names the one it continues), so a URL
-``/lab/runs/<id>?step=k`` always shows the same thing. Any worker process can load a finished run from the
-directory store; a running one is visible there too (status and progress, without steps) until it finishes.
+``/lab/runs/<id>?step=k`` always shows the same thing. Where runs are kept is :mod:`.stores`.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import orjson
-
-from app.engines.result import escape_bytes
 from app.engines.steps import MergeStep
 
 from .algorithms import ALGORITHM_LABELS, Options, Trained
-
-STATUSES = ("queued", "running", "done", "cancelled", "error")
 
 
 def new_id() -> str:
@@ -199,60 +189,3 @@ def _step_from_row(row: list, vocab: dict[int, bytes], tie_break: str) -> MergeS
         forced=bool(forced),
         top_pairs=[((x, y), c) for x, y, c in top],
     )
-
-
-def token_text(data: bytes) -> str:
-    return escape_bytes(data)
-
-
-class RunStore:
-    """Runs by id: the most recent ``max_runs`` in memory, every one as ``<dir>/<id>.json`` (atomic writes)."""
-
-    def __init__(self, directory: Path, max_runs: int = 64):
-        self.directory = Path(directory)
-        self.max_runs = max_runs
-        self._mem: OrderedDict[str, Run] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _path(self, run_id: str) -> Path:
-        return self.directory / f"{run_id}.json"
-
-    def put(self, run: Run, *, persist: bool = True) -> None:
-        with self._lock:
-            self._mem[run.id] = run
-            self._mem.move_to_end(run.id)
-            while len(self._mem) > self.max_runs:
-                old_id, old = next(iter(self._mem.items()))
-                if not old.finished:  # never drop a run still training; it is the job's live object
-                    self._mem.move_to_end(old_id)
-                    if all(not r.finished for r in self._mem.values()):
-                        break
-                    continue
-                self._mem.pop(old_id)
-        if persist:
-            self.save(run)
-
-    def save(self, run: Run) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        data = run.to_json(with_steps=run.finished)
-        tmp = self.directory / f".{run.id}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(orjson.dumps(data))
-        os.replace(tmp, self._path(run.id))
-
-    def get(self, run_id: str) -> Run | None:
-        if not valid_id(run_id):
-            return None
-        with self._lock:
-            run = self._mem.get(run_id)
-            if run is not None:
-                self._mem.move_to_end(run_id)
-                return run
-        path = self._path(run_id)
-        try:
-            data = orjson.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return None
-        run = Run.from_json(data)
-        if run.finished:  # a running run seen from another process is re-read on every request
-            self.put(run, persist=False)
-        return run

@@ -1,49 +1,63 @@
-"""The lab as one object the web layer holds: store + worker pool + limits; start, continue and cancel runs."""
+"""The lab as one object the web layer holds: run store + worker pool + limits; start, continue and cancel runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from app.engines.base import check_text
+from app.engines.errors import TokenplayError
 
 from .algorithms import LabOptionsError, Options
-from .jobs import Job, JobPool
-from .runs import Run, RunStore, new_id
+from .jobs import Job
+from .runs import Run, new_id
+
+
+class RunNotFound(TokenplayError):
+    """No run with that id (never trained here, or expired)."""
+
+    def __init__(self, run_id: str):
+        super().__init__(f"no lab run with id {run_id!r}; train one at /lab")
+
+
+class CorpusTooLarge(TokenplayError):
+    """A corpus over the lab's size limit."""
+
+
+class RunNotReady(TokenplayError):
+    """A run whose steps are asked for before it finished."""
+
+    def __init__(self, run: Run):
+        super().__init__(f"run {run.id} is {run.status}; steps are available when it is done")
 
 
 class Lab:
-    def __init__(
-        self,
-        runs_dir: Path,
-        *,
-        max_runs: int = 64,
-        workers: int = 2,
-        queue: int = 8,
-        max_corpus_chars: int = 2_000_000,
-        max_merges: int = 8_192,
-    ):
-        self.store = RunStore(runs_dir, max_runs)
-        self.pool = JobPool(self.store, workers, queue)
+    """Runs in a shared store (a directory or Redis: :mod:`.stores`), trained by a worker pool (processes or
+    threads: :mod:`.workers`, :mod:`.jobs`), so several server processes can serve one lab."""
+
+    def __init__(self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192):
+        self.store = store
+        self.pool = pool
         self.max_corpus_chars = max_corpus_chars
         self.max_merges = max_merges
 
     @classmethod
     def from_settings(cls, settings) -> Lab:
-        """The lab the settings describe: the shared run store (directory or Redis, :mod:`.stores`) and the
-        worker pool (processes by default, :mod:`.workers`), so several server processes can serve one lab."""
+        """The lab the settings describe (``make_store`` and ``make_pool`` read them)."""
         from .stores import make_store
         from .workers import make_pool
 
-        lab = cls.__new__(cls)
-        lab.store = make_store(settings)
-        lab.pool = make_pool(lab.store, settings)
-        lab.max_corpus_chars = settings.lab_max_corpus_chars
-        lab.max_merges = settings.lab_max_merges
-        return lab
+        store = make_store(settings)
+        return cls(
+            store,
+            make_pool(store, settings),
+            max_corpus_chars=settings.lab_max_corpus_chars,
+            max_merges=settings.lab_max_merges,
+        )
 
     def check_corpus(self, corpus: str) -> None:
-        """Refuse an empty corpus or one with a lone surrogate before queueing it (size limits are checked at the
-        HTTP boundary)."""
+        """Refuse a corpus over the size limit, an empty one, or one with a lone surrogate before queueing it."""
+        if len(corpus) > self.max_corpus_chars:
+            raise CorpusTooLarge(
+                f"the corpus is {len(corpus):,} characters; the lab trains on at most {self.max_corpus_chars:,}"
+            )
         if not corpus.strip():
             raise LabOptionsError("the corpus is empty: paste some text or pick an example")
         check_text(corpus)
@@ -79,6 +93,13 @@ class Lab:
 
     def get(self, run_id: str) -> Run | None:
         return self.store.get(run_id)
+
+    def run(self, run_id: str) -> Run:
+        """The run with this id, or :class:`RunNotFound`."""
+        run = self.store.get(run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        return run
 
     def cancel(self, run_id: str) -> bool:
         return self.pool.cancel(run_id)

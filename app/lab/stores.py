@@ -1,7 +1,7 @@
 """Where lab runs are kept when more than one worker process serves the app: a directory, or Redis.
 
-Both stores have :class:`app.lab.runs.RunStore`'s interface (``put(run, persist=True)``, ``save(run)``,
-``get(run_id)``) so the lab and its worker pool can use either, plus what several processes need:
+Both stores have one interface (``put(run, persist=True)``, ``save(run)``, ``get(run_id)``), so the lab and
+its worker pool can use either, with what several processes need:
 
 - a bounded in-memory LRU in front (:class:`MemoryLRU`): at most ``max_runs`` runs *and* ``max_bytes`` of
   estimated size, and nothing older than ``ttl`` seconds; a run still training is never dropped (it is the
@@ -109,7 +109,7 @@ class _SharedStore:
         self.stale_after = stale_after
         self.mem = MemoryLRU(max_runs, max_bytes, ttl)
 
-    # RunStore's interface --------------------------------------------------------------------------------------
+    # the stores' interface --------------------------------------------------------------------------------------
     def put(self, run: Run, *, persist: bool = True) -> None:
         self.mem.put(run)
         if persist:

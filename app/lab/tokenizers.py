@@ -16,7 +16,7 @@ from app.engines.registry import TokenizerSpec
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .runs import Run
-from .views import bpe_encode
+from .replay import Merges
 
 PREFIX = "lab-"
 COOKIE = "tp_lab"
@@ -25,13 +25,11 @@ WHITESPACE_REGEX = r"\S+|\s+"
 
 
 class LabTokenizer(Tokenizer):
-    family = "lab"
-
     def __init__(self, run: Run):
         self.run = run
         self.vocab = run.vocab()
         self.n_trained = max(self.vocab) + 1 if self.vocab else 0
-        self.ranks = {s.pair: (r, s.new_id) for r, s in enumerate(run.steps)}
+        self.merges = Merges(run.steps)
         opts = run.options
         self.encoder = Encoder(opts.algorithm, opts.pattern, run.base, opts.end_of_word)
         self.sp = opts.algorithm == "sentencepiece"
@@ -43,7 +41,6 @@ class LabTokenizer(Tokenizer):
             if self.sp:
                 b = b.replace(SP_SPACE.encode(), b" ")
             self._bytes[i] = b
-        self.description = run.options.describe()
 
     @property
     def n_vocab(self) -> int:
@@ -76,7 +73,7 @@ class LabTokenizer(Tokenizer):
             ids = self.encoder.word_ids(word, lead)
             if self.sp and not word.startswith(" "):
                 ids = ids[1:]  # no dummy-prefix space: the tokens must join back to the text
-            merged = bpe_encode(ids, self.ranks, len(self.ranks))
+            merged = self.merges.apply(ids)
             chars = iter(word)
             for t in merged:
                 if t >= 0:
@@ -98,14 +95,11 @@ def _build(run: Run) -> Tokenizer:
         from app.engines.bpe import BPETokenizer
 
         pattern = WHITESPACE_REGEX if opts.pattern == "whitespace" else opts.pattern
-        tok = BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
-        tok.family = "lab"
-        tok.description = opts.describe()
-        return tok
+        return BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
     if opts.algorithm == "sentencepiece" and run.model:
         from app.engines.sentencepiece import SentencePieceTokenizer
 
-        return SentencePieceTokenizer(run.model, name=PREFIX + run.id, label=run.label(), description=opts.describe())
+        return SentencePieceTokenizer(run.model, name=PREFIX + run.id)
     return LabTokenizer(run)
 
 
@@ -116,6 +110,9 @@ def spec_for(run: Run) -> TokenizerSpec:
         family="lab",
         factory=lambda: _build(run),
         description=run.options.describe(),
+        maker="trained here",
+        n_vocab=len(run.base) + run.n_steps + (256 if run.options.algorithm == "char" else 0),  # + byte fallback
+        engine="tokenplay",
     )
 
 

@@ -390,16 +390,3 @@ def make_pool(store, settings):
         time_limit=getattr(settings, "lab_time_limit_seconds", 300.0),
         memory_limit_mb=getattr(settings, "lab_trainer_memory_mb", 2048),
     )
-
-
-def make_lab(settings):
-    """A :class:`~app.lab.service.Lab` on :func:`~app.lab.stores.make_store` and :func:`make_pool`."""
-    from .service import Lab
-    from .stores import DirectoryStore, RedisStore, make_store
-
-    lab = Lab.from_settings(settings)
-    if not isinstance(lab.store, (DirectoryStore, RedisStore)):  # a Lab that does not build them itself
-        lab.pool.shutdown()
-        lab.store = make_store(settings)
-        lab.pool = make_pool(lab.store, settings)
-    return lab

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from contextlib import asynccontextmanager
 
@@ -11,9 +12,10 @@ from fastapi.responses import FileResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import __version__
+from app.lab.service import Lab
 from app.settings import Settings
 
-from . import errors
+from . import api, chat, compare, errors, lab, playground
 from .render import make_environment
 
 
@@ -76,22 +78,40 @@ def _settle_memory(settings: Settings) -> None:
     gc.set_threshold(20_000, 50, 50)
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI):
+    """Load the default tokenizer, and own the lab (run store + training pool) while the app serves.
+
+    The lab is shared by every server running this app object (the tests run a TestClient and a live server on
+    one app): the first to start creates it, the last to stop shuts it down.
+    """
+    state = app.state
+    _settle_memory(state.settings)
+    with state.lab_lock:
+        if state.lab_users == 0:
+            state.lab = Lab.from_settings(state.settings)
+        state.lab_users += 1
+    try:
+        yield
+    finally:
+        with state.lab_lock:
+            state.lab_users -= 1
+            if state.lab_users == 0:
+                state.lab.shutdown()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        _settle_memory(settings)
-        yield
-
     app = FastAPI(
-        lifespan=lifespan,
+        lifespan=_lifespan,
         title="Tokenplay",
         version=__version__,
         description="See how language models cut text into tokens.",
     )
     app.state.settings = settings
     app.state.jinja = make_environment(settings.templates_dir, auto_reload=settings.template_reload)
+    app.state.lab_lock = threading.Lock()
+    app.state.lab_users = 0
     # Four UTF-8 bytes a character at most, JSON-escaped up to 12 bytes (\ud83d\ude00 for two): room for any
     # accepted text plus the JSON around it.
     app.add_middleware(BodyLimit, max_bytes=settings.max_chars * 12 + 1_000_000)
@@ -111,11 +131,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    from . import api, compare, lab, pages
-
-    app.include_router(api.router)
-    app.include_router(pages.router)
-    app.include_router(compare.router)
-    app.include_router(compare.api_router)
-    app.include_router(lab.router)
+    for module in (playground, compare, chat, lab, api):
+        app.include_router(module.router)
     return app

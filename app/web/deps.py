@@ -1,4 +1,13 @@
-"""Request-scoped dependencies as ``Annotated`` aliases, and the size limits checked at the HTTP boundary."""
+"""Request-scoped dependencies as ``Annotated`` aliases: they resolve what a route needs and raise when they
+cannot (the error table of :mod:`app.web.errors` answers), so routes hold no look-up or error plumbing.
+
+- ``SettingsDep``: the app's :class:`~app.settings.Settings`;
+- ``TokenizersDep``: the tokenizers this request may use and list (:class:`~app.web.pickers.Tokenizers`);
+- ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
+  (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains).
+
+Also the size checks made at the HTTP boundary and :func:`run_cpu`, the lane that CPU-heavy work runs in.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,16 @@ from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 from fastapi import Depends, Request
+from starlette.datastructures import FormData
+from starlette.formparsers import MultiPartException
 
+from app.lab.runs import Run
+from app.lab.service import Lab, RunNotReady
+from app.lab.tokenizers import COOKIE
 from app.settings import Settings
 
-from .errors import TooLargeError
+from .errors import NotFoundError, TooLargeError
+from .pickers import Tokenizers
 
 
 def _settings(request: Request) -> Settings:
@@ -21,13 +36,61 @@ def _settings(request: Request) -> Settings:
 SettingsDep = Annotated[Settings, Depends(_settings)]
 
 
+def _lab(request: Request) -> Lab:
+    return request.app.state.lab
+
+
+LabDep = Annotated[Lab, Depends(_lab)]
+
+
+def _tokenizers(request: Request, lab: LabDep, settings: SettingsDep) -> Tokenizers:
+    return Tokenizers(lab, request.cookies.get(COOKIE), settings.lab_max_runs)
+
+
+TokenizersDep = Annotated[Tokenizers, Depends(_tokenizers)]
+
+
+def _run(run_id: str, lab: LabDep) -> Run:
+    return lab.run(run_id)
+
+
+RunDep = Annotated[Run, Depends(_run)]
+
+
+def _done_run(run: RunDep) -> Run:
+    if run.status != "done":
+        raise RunNotReady(run)
+    return run
+
+
+DoneRunDep = Annotated[Run, Depends(_done_run)]
+
+
 def check_text_size(text: str, settings: Settings) -> str:
     if len(text) > settings.max_chars:
-        raise TooLargeError(
-            f"text is {len(text):,} characters; the limit is {settings.max_chars:,} "
-            "(set TOKENPLAY_MAX_CHARS to change it)"
-        )
+        raise TooLargeError(f"the text is {len(text):,} characters; the limit is {settings.max_chars:,}")
     return text
+
+
+def export_format(fmt: str, formats: tuple[str, ...]) -> str:
+    """``fmt`` if it is one of ``formats`` (a file ending in a URL), else 404."""
+    if fmt not in formats:
+        raise NotFoundError(f"unknown export format {fmt!r}; choose one of: {', '.join(formats)}")
+    return fmt
+
+
+async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> FormData:
+    """The posted form, allowing one field as long as ``max_chars`` characters.
+
+    Starlette caps a form field at 1 MB by default; a text of ``max_chars`` characters can be several times
+    that once UTF-8- and percent-encoded (up to 12 bytes a character), so the cap follows the limit and the
+    size check proper comes after. A form over it is a 413, never Starlette's own 400.
+    """
+    try:
+        form = await request.form(max_part_size=max_chars * 12 + 1024, max_fields=50, max_files=max_files)
+    except MultiPartException as exc:
+        raise TooLargeError(f"the form is too large ({exc.message}); the limit is {max_chars:,} characters") from None
+    return form
 
 
 T = TypeVar("T")

@@ -1,37 +1,44 @@
-"""Engine errors to HTTP answers, in one place.
+"""Every error the app answers, mapped to an HTTP status in one table and answered in one place.
 
-JSON requests get ``{"detail": message}``; htmx requests get the message as an escaped HTML fragment so the page
-shows it where the result would be, and the user's text stays in the text area.
+Library code raises :class:`~app.engines.errors.TokenplayError` subclasses whose message says what to do;
+:data:`STATUS` gives each class its status (the most specific class listed wins, anything else is 422).
+JSON requests get ``{"detail": message}``; htmx requests get the message as the ``_error.html`` fragment, which
+the page swaps in where the result would be, so the text the user typed stays in its text area. Pages that
+answer a full HTML page on error (the playground, the lab's form) render their own page with the message and
+take the status from :func:`status_for`.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
-from markupsafe import escape
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from app.engines.errors import (
-    DataFileError,
-    InvalidIdsError,
-    InvalidTextError,
-    SpecialTokenError,
-    TokenplayError,
-    UnknownTokenizerError,
-)
+from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerError
+from app.lab.jobs import QueueFull
+from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
+
+from .render import is_htmx
 
 
 class TooLargeError(TokenplayError):
-    """Input over a configured size limit (answered with 413)."""
+    """Input over a configured size limit."""
 
 
-STATUS = {
+class NotFoundError(TokenplayError):
+    """Something named in the URL that does not exist (an export format, a token id of a run)."""
+
+
+STATUS: dict[type[Exception], int] = {
     UnknownTokenizerError: 404,
+    RunNotFound: 404,
+    NotFoundError: 404,
+    RunNotReady: 409,
     TooLargeError: 413,
-    InvalidTextError: 422,
-    InvalidIdsError: 422,
-    SpecialTokenError: 422,
+    CorpusTooLarge: 413,
+    QueueFull: 429,
     DataFileError: 500,
+    TokenplayError: 422,
 }
 
 
@@ -42,25 +49,35 @@ def status_for(exc: Exception) -> int:
     return 422
 
 
-def answer(request: Request, status: int, message: str, extra: dict | None = None):
-    """The error as an escaped HTML fragment for htmx, as ``{"detail": message}`` JSON otherwise."""
-    if request.headers.get("HX-Request") == "true":
-        html = f'<div class="error" role="alert">{escape(message)}</div>'
-        # htmx ignores 4xx bodies by default; the page opts in to swapping them (see static/app.js).
-        return HTMLResponse(html, status_code=status, headers={"Vary": "HX-Request"})
-    body = {"detail": message} | (extra or {})
-    return JSONResponse(body, status_code=status)
+def headers_for(exc: Exception) -> dict[str, str]:
+    """``Retry-After`` for a full training queue: the client may try again then."""
+    if isinstance(exc, QueueFull):
+        return {"Retry-After": str(exc.retry_after)}
+    return {}
+
+
+def answer(request: Request, status: int, message: str, extra: dict | None = None, headers: dict | None = None):
+    """The error as the ``_error.html`` fragment for htmx, as ``{"detail": message}`` JSON otherwise."""
+    if is_htmx(request):
+        html = request.app.state.jinja.get_template("_error.html").render(message=message)
+        # htmx ignores 4xx bodies by default; the page opts in to swapping them (the htmx-config of base.html).
+        return HTMLResponse(html, status_code=status, headers={"Vary": "HX-Request"} | (headers or {}))
+    return JSONResponse({"detail": message} | (extra or {}), status_code=status, headers=headers)
+
+
+def error_response(request: Request, exc: TokenplayError) -> Response:
+    extra = {"valid": exc.valid} if isinstance(exc, UnknownTokenizerError) else None
+    return answer(request, status_for(exc), str(exc), extra, headers_for(exc))
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(TokenplayError)
     async def _engine_error(request: Request, exc: TokenplayError):
-        extra = {"valid": exc.valid} if isinstance(exc, UnknownTokenizerError) else None
-        return answer(request, status_for(exc), str(exc), extra)
+        return error_response(request, exc)
 
     try:
         from redis.exceptions import RedisError
-    except ImportError:  # redis is only needed when REDIS_URL is set
+    except ImportError:  # pragma: no cover - redis is a dependency, but only needed when REDIS_URL is set
         RedisError = None
 
     if RedisError is not None:
@@ -68,9 +85,7 @@ def install(app: FastAPI) -> None:
         @app.exception_handler(RedisError)
         async def _store_unavailable(request: Request, exc: Exception):
             message = "the run store (Redis) is unavailable right now; try again in a moment"
-            response = answer(request, 503, message)
-            response.headers["Retry-After"] = "5"
-            return response
+            return answer(request, 503, message, headers={"Retry-After": "5"})
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError):
@@ -80,7 +95,5 @@ def install(app: FastAPI) -> None:
             loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
             parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
         message = "invalid request: " + "; ".join(parts)
-        if request.headers.get("HX-Request") == "true":
-            return answer(request, 422, message)
         safe = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in errors]
-        return JSONResponse({"detail": message, "errors": safe}, status_code=422)
+        return answer(request, 422, message, {"errors": safe})

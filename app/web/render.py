@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+import orjson
+from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-from app.engines.result import hex_bytes
 
 
 def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
@@ -26,7 +25,6 @@ def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["hexbytes"] = hex_bytes
     from .tokenview import install
 
     install(env)
@@ -60,3 +58,10 @@ def page_or_block(
     else:
         html = env.get_template(template).render(full_context)
     return HTMLResponse(html, status_code=status_code, headers={"Vary": "HX-Request"} | (headers or {}))
+
+
+class FastJSON(JSONResponse):
+    """JSON via orjson: a 1 MB text gives ~250k token objects, which the stdlib encoder serialises slowly."""
+
+    def render(self, content) -> bytes:
+        return orjson.dumps(content)

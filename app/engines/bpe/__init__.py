@@ -2,13 +2,13 @@
 
 - :mod:`.patterns` — pre-tokenizer names (``none``, ``gpt2``, ``gpt4``, ``o200k``) and splitting;
 - :mod:`.trainer` — :func:`train` and the incremental :class:`BPETrainerState` (step records as data);
-- :mod:`.encoder` — rank-based encoding with tiktoken's semantics and :func:`encode_trace`;
+- :mod:`.encoder` — rank-based encoding with tiktoken's semantics;
 - :mod:`.model` — :class:`BPETokenizer` (save/load/export to ``.tiktoken``) and the OpenAI ranks run natively.
 
 It does not download anything, print, or depend on the web layer.
 """
 
-from .encoder import EncodeTrace, RankEncoder, TraceStep, encode_trace
+from .encoder import RankEncoder
 from .model import BPEModelError, BPETokenizer, NativeOpenAITokenizer, RankTokenizer
 from .patterns import PATTERNS, pretokenize
 from .trainer import BPETrainerState, BPETrainingError, train, train_words, vocab_from_merges
@@ -19,12 +19,9 @@ __all__ = [
     "BPETokenizer",
     "BPETrainerState",
     "BPETrainingError",
-    "EncodeTrace",
     "NativeOpenAITokenizer",
     "RankEncoder",
     "RankTokenizer",
-    "TraceStep",
-    "encode_trace",
     "pretokenize",
     "train",
     "train_words",

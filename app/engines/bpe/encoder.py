@@ -1,4 +1,4 @@
-"""Encode text with BPE ranks exactly as tiktoken does, plus a step-by-step trace of one encoding.
+"""Encode text with BPE ranks exactly as tiktoken does.
 
 The ranks are ``bytes -> id`` (the ``.tiktoken`` data, or a trained vocabulary). A pre-token that is itself a
 token becomes that token; otherwise its bytes are merged by repeatedly joining the adjacent pair whose joined
@@ -18,109 +18,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from heapq import heapify, heappop, heappush
-from itertools import chain, repeat
+from itertools import chain
 from operator import add, itemgetter
 from typing import NamedTuple
 
 from ..errors import TokenplayError
-from .patterns import Splitter, compiled, special_splitter, split_specials
+from ..merging import merge, merge_heap
+from .patterns import Splitter, special_splitter, split_specials
 
-INF = float("inf")
-#: Pre-tokens longer than this many bytes are merged with the heap (O(n log n); also faster from ~16 bytes).
-LONG_PIECE = 16
 #: Pre-tokens longer than this many characters are not cached.
 CACHE_PIECE_CHARS = 256
 CACHE_LIMIT = 65_536  # entries per tokenizer (~10 MB); cleared when full
 #: Pre-tokens with more UTF-8 bytes per character than this are encoded from segments (:func:`merge_segmented`).
 WIDE_BYTES_PER_CHAR = 2.5
-#: The trace is for one short text (the lab's "encode a new word" view).
-TRACE_LIMIT_BYTES = 20_000
 
 
-def merge_short(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """Token ids for one pre-token by the rank rule, with a list scan: fine for short pieces.
+def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+    """Ids for one pre-token merged by rank (the caller has checked that it is not a token as a whole).
 
-    >>> merge_short(b"aaa", {b"a": 0, b"aa": 1})
+    >>> merge_piece(b"aaa", {b"a": 0, b"aa": 1})
     [1, 0]
     """
-    parts = list(map(_BYTES.__getitem__, piece))
-    get = ranks.get
-    # an int sentinel, not inf: min() over ints alone is faster than over ints and a float
-    pr = list(map(get, map(add, parts, parts[1:]), repeat(NO_RANK)))
-    while pr:
-        low = min(pr)
-        if low == NO_RANK:
-            break
-        i = pr.index(low)
-        parts[i] += parts.pop(i + 1)
-        del pr[i]
-        if i < len(pr):
-            pr[i] = get(parts[i] + parts[i + 1], NO_RANK)
-        if i:
-            pr[i - 1] = get(parts[i - 1] + parts[i], NO_RANK)
-    return list(map(ranks.__getitem__, parts))
+    return list(map(ranks.__getitem__, merge(list(map(_BYTES.__getitem__, piece)), ranks.get)))
 
 
 _BYTES = [bytes([b]) for b in range(256)]
-NO_RANK = 1 << 62
 
 
-def merge_long(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """The same result as :func:`merge_short` in O(n log n): a heap of candidate pairs over a linked list
-    (:func:`merge_traced`, which also records the parts at the edges).
-
-    >>> merge_long(b"aaaa", {b"a": 0, b"aa": 1})
-    [1, 1]
-    """
-    return list(merge_traced(piece, ranks).ids)
-
-
-def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> Segment:
-    """:func:`merge_long`, also recording every part that was ever first or last: a :class:`Segment`.
+def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> MergedRun:
+    """:func:`merge_piece`, also recording every part that was ever first or last: a :class:`MergedRun`.
 
     >>> merge_traced(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"bc": 3})
-    Segment(ids=(0, 3), firsts=(b'a',), lasts=(b'c', b'bc'))
+    MergedRun(ids=(0, 3), firsts=(b'a',), lasts=(b'c', b'bc'))
     """
-    n = len(piece)
-    get = ranks.get
-    nxt = list(range(1, n + 1))  # the part starting at i ends at nxt[i]; -1 once it was merged into its left
-    prv = list(range(-1, n - 1))
-    heap = [(r, i, i + 1, i + 2) for i in range(n - 1) if (r := get(piece[i : i + 2])) is not None]
-    heapify(heap)  # (rank, left start, right start, right end): lowest rank first, then leftmost
-    firsts, lasts = [piece[:1]], [piece[n - 1 :]]
-    while heap:
-        _, i, j, k = heappop(heap)
-        if nxt[i] != j or nxt[j] != k:
-            continue  # one of the two parts changed since this candidate was pushed
-        nxt[j] = -1
-        nxt[i] = k
-        if i == 0:
-            firsts.append(piece[:k])
-        if k == n:
-            lasts.append(piece[i:])
-        else:
-            prv[k] = i
-            e = nxt[k]
-            r = get(piece[i:e])
-            if r is not None:
-                heappush(heap, (r, i, k, e))
-        p = prv[i]
-        if p >= 0:
-            r = get(piece[p:k])
-            if r is not None:
-                heappush(heap, (r, p, i, k))
-    out = []
-    i = 0
-    while i < n:
-        e = nxt[i]
-        out.append(ranks[piece[i:e]])
-        i = e
-    return Segment(tuple(out), tuple(firsts), tuple(lasts))
+    firsts: list[bytes] = []
+    lasts: list[bytes] = []
+    parts = merge_heap(list(map(_BYTES.__getitem__, piece)), ranks.get, firsts=firsts, lasts=lasts)
+    return MergedRun(tuple(map(ranks.__getitem__, parts)), tuple(firsts), tuple(lasts))
 
 
-class Segment(NamedTuple):
+class MergedRun(NamedTuple):
     """The merges of one stretch of text: its ids, and every part that was at some time its first or last."""
 
     ids: tuple[int, ...]
@@ -133,7 +70,7 @@ SEGMENT_CHARS = 24
 
 
 class _Segments(dict):
-    """Segment text -> :class:`Segment`; :meth:`independent` says whether two segments never merge across."""
+    """Segment text -> :class:`MergedRun`; :meth:`independent` says whether two segments never merge across."""
 
     def __init__(self, ranks: Mapping[bytes, int]):
         super().__init__()
@@ -142,7 +79,7 @@ class _Segments(dict):
         self.pairs = _CharPairs(self)  # two characters -> the first one's ids if the two are independent, else ()
         self.settled: set[str] = set()  # dependent runs with their free neighbours that needed no growing
 
-    def __missing__(self, text: str) -> Segment:
+    def __missing__(self, text: str) -> MergedRun:
         if len(self) >= CACHE_LIMIT:
             self.clear()
             self.apart.clear()
@@ -284,14 +221,6 @@ def merge_segmented(piece: str, segments: _Segments) -> tuple[int, ...] | None:
     return tuple(chain.from_iterable(ids))
 
 
-def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
-    """Ids for one pre-token merged by rank (the caller has checked that it is not a token as a whole): the list
-    scan for short pieces, the heap for long ones."""
-    if len(piece) > LONG_PIECE:
-        return merge_long(piece, ranks)
-    return merge_short(piece, ranks)
-
-
 class _PieceCache(dict):
     """Pre-token text -> ids; a missing entry is computed (and kept unless the piece is long)."""
 
@@ -358,126 +287,3 @@ class RankEncoder:
             else:
                 out.extend(self.encode_ordinary(segment))
         return out
-
-
-@dataclass(slots=True)
-class TraceStep:
-    """One change in an encode trace: a merge, or a whole pre-token replaced by its own token."""
-
-    kind: str  # "merge" or "whole piece"
-    rank: int  # the rank (id) of the token created
-    new_id: int
-    position: int  # index in the token list before the step where the new token starts
-    pair: tuple[int, int] | None  # (left id, right id) for a merge
-    token: bytes  # the new token's bytes
-    tokens: list[int] = field(default_factory=list)  # the whole token list after the step
-
-    def to_dict(self) -> dict:
-        from ..result import escape_bytes
-
-        return {
-            "kind": self.kind,
-            "rank": self.rank,
-            "new_id": self.new_id,
-            "position": self.position,
-            "pair": list(self.pair) if self.pair else None,
-            "token": escape_bytes(self.token),
-            "tokens": self.tokens,
-        }
-
-
-@dataclass(slots=True)
-class EncodeTrace:
-    initial: list[int]  # byte tokens (and special ids) before any merge
-    steps: list[TraceStep]
-    ids: list[int]  # the final ids (equal to ``encode`` when no ``max_rank`` is given)
-
-    def to_dict(self) -> dict:
-        return {"initial": self.initial, "steps": [s.to_dict() for s in self.steps], "ids": self.ids}
-
-
-def encode_trace(
-    text: str,
-    ranks: Mapping[bytes, int],
-    pattern: str | None = None,
-    *,
-    special_tokens: Mapping[str, int] = {},
-    allowed_special: Collection[str] = (),
-    max_rank: int | None = None,
-) -> EncodeTrace:
-    """Every merge made while encoding ``text``, in rank order (lowest first, leftmost among equals).
-
-    Pre-tokens never merge with each other, so doing all of them together in global rank order gives each
-    one exactly the merges it gets alone. A pre-token that is a token but is not reached by merges gets a
-    final ``"whole piece"`` step, so the last token list equals ``encode``. ``max_rank`` keeps only tokens of
-    lower rank (a tokenizer cut back to its first merges; single bytes always stay).
-
-    >>> [s.tokens for s in encode_trace("aaa", {bytes([i]): i for i in range(256)} | {b"aa": 256}).steps]
-    [[256, 97]]
-    """
-    data_len = len(text.encode("utf-8"))
-    if data_len > TRACE_LIMIT_BYTES:
-        raise TokenplayError(
-            f"the encode trace is for short texts: {data_len} bytes given, at most {TRACE_LIMIT_BYTES}; shorten it"
-        )
-    limit = INF if max_rank is None else max_rank
-
-    def rank_of(b: bytes) -> float:
-        r = ranks.get(b)
-        if r is None or (r >= limit and len(b) > 1):
-            return INF
-        return r
-
-    # tokens as [bytes, group]; group -1 for special tokens (never merged), else the pre-token index
-    parts: list[bytes | int] = []
-    groups: list[int] = []
-    pieces: list[bytes] = []
-    allowed = [s for s in allowed_special if s in special_tokens]
-    specials = special_splitter(allowed) if allowed else None
-    for segment, is_special in split_specials(text, specials):
-        if is_special:
-            parts.append(special_tokens[segment])
-            groups.append(-1)
-            continue
-        split = compiled(pattern).findall(segment) if pattern is not None else [segment]
-        for piece in split:
-            data = piece.encode("utf-8")
-            pieces.append(data)
-            for i in range(len(data)):
-                parts.append(data[i : i + 1])
-                groups.append(len(pieces) - 1)
-
-    def ids() -> list[int]:
-        return [p if isinstance(p, int) else ranks[p] for p in parts]
-
-    initial = ids()
-    steps: list[TraceStep] = []
-    while True:
-        best, at = INF, -1
-        for i in range(len(parts) - 1):
-            g = groups[i]
-            if g >= 0 and groups[i + 1] == g:
-                r = rank_of(parts[i] + parts[i + 1])
-                if r < best:
-                    best, at = r, i
-        if at < 0:
-            break
-        left, right = ranks[parts[at]], ranks[parts[at + 1]]
-        parts[at] = parts[at] + parts[at + 1]
-        del parts[at + 1]
-        del groups[at + 1]
-        steps.append(TraceStep("merge", int(best), int(best), at, (left, right), parts[at], ids()))
-    # whole pre-tokens that are tokens themselves (tiktoken's shortcut)
-    i = 0
-    while i < len(parts):
-        g = groups[i]
-        j = i
-        while j < len(parts) and g >= 0 and groups[j] == g:
-            j += 1
-        if g >= 0 and j - i > 1 and rank_of(pieces[g]) < INF:
-            r = ranks[pieces[g]]
-            parts[i:j] = [pieces[g]]
-            groups[i:j] = [g]
-            steps.append(TraceStep("whole piece", r, r, i, None, pieces[g], ids()))
-        i = max(j, i + 1)
-    return EncodeTrace(initial, steps, ids())

@@ -1,8 +1,7 @@
 """Tokenizers run by our own BPE engine: trained models (:class:`BPETokenizer`) and OpenAI's ranks.
 
 :class:`RankTokenizer` is the shared part: ranks + split pattern + special tokens, encoded with tiktoken's
-semantics by :class:`~app.engines.bpe.encoder.RankEncoder`, with tiktoken-like special-token guarding
-(:meth:`RankTokenizer.encode_guarded`) and an encode trace. :class:`BPETokenizer` is a model we trained: its
+semantics by :class:`~app.engines.bpe.encoder.RankEncoder`. :class:`BPETokenizer` is a model we trained: its
 vocabulary is always derived from its merges; it saves to and loads from a readable JSON format of our own
 and exports the ``.tiktoken`` format. :class:`NativeOpenAITokenizer` runs ``gpt2``, ``p50k_base``,
 ``cl100k_base`` and ``o200k_base`` from ``tokenizers/openai`` (ids equal to tiktoken's, tested).
@@ -20,17 +19,17 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
-from ..errors import SpecialTokenError, TokenplayError
+from ..errors import TokenplayError
 from ..openai import ENCODINGS, mergeable_ranks
 from ..steps import TrainResult
-from .encoder import EncodeTrace, RankEncoder, encode_trace
-from .patterns import WHOLE_TEXT_PATTERN, name_of_regex, pattern_name, pattern_regex
 from ..training import MAX_VOCAB_SIZE, ProgressFn
+from .encoder import RankEncoder
+from .patterns import name_of_regex, pattern_name, pattern_regex
 from .trainer import train, vocab_from_merges
 
 FORMAT = "tokenplay-bpe"
@@ -41,18 +40,8 @@ class BPEModelError(TokenplayError):
     """A model file that cannot be loaded or a model that cannot be exported."""
 
 
-def disallowed_special_message(token: str) -> str:
-    return (
-        f"the text contains the special token {token!r}, which is disallowed here. To encode it as the special "
-        f"token, pass allowed_special={{{token!r}}} (or allowed_special='all'); to encode it as plain text, pass "
-        f"disallowed_special=() or leave {token!r} out of disallowed_special."
-    )
-
-
 class RankTokenizer(Tokenizer):
     """Ranks (bytes -> id), a split regex and special tokens, run by our engine with tiktoken's semantics."""
-
-    family = "tokenplay-bpe"
 
     def __init__(
         self,
@@ -101,52 +90,12 @@ class RankTokenizer(Tokenizer):
         raise KeyError(token_id)
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """Ids for ``text``; with ``allow_special`` false, special-token text is plain text (``encode_ordinary``)."""
+        """Ids for ``text``; with ``allow_special`` false, special-token text is plain text (tiktoken's
+        ``encode_ordinary``)."""
         check_text(text)
         if allow_special:
             return self.encoder.encode(text, self._special)
         return self.encoder.encode_ordinary(text)
-
-    def encode_ordinary(self, text: str) -> list[int]:
-        check_text(text)
-        return self.encoder.encode_ordinary(text)
-
-    def encode_guarded(
-        self,
-        text: str,
-        *,
-        allowed_special: Collection[str] | str = frozenset(),
-        disallowed_special: Collection[str] | str = "all",
-    ) -> list[int]:
-        """tiktoken's ``encode``: disallowed special-token text raises :class:`SpecialTokenError`."""
-        check_text(text)
-        names = set(self._special)
-        allowed = names if allowed_special == "all" else set(allowed_special)
-        unknown = allowed - names
-        if unknown:
-            raise SpecialTokenError(
-                f"{min(unknown)!r} is not a special token of {self.name or 'this tokenizer'}; "
-                f"its special tokens are: {', '.join(sorted(names)) or 'none'}"
-            )
-        disallowed = names - allowed if disallowed_special == "all" else set(disallowed_special)
-        if disallowed:
-            found = self.encoder.special_regex(disallowed)
-            match = found.search(text) if found is not None else None
-            if match:
-                raise SpecialTokenError(disallowed_special_message(match.group()))
-        return self.encoder.encode(text, allowed)
-
-    def encode_trace(self, text: str, *, allow_special: bool = False, max_rank: int | None = None) -> EncodeTrace:
-        """Each merge made while encoding ``text`` in rank order, with the token list after it."""
-        check_text(text)
-        return encode_trace(
-            text,
-            self.encoder.ranks,
-            self.encoder.pattern,
-            special_tokens=self._special,
-            allowed_special=self._special if allow_special else (),
-            max_rank=max_rank,
-        )
 
 
 class NativeOpenAITokenizer(RankTokenizer):
@@ -159,19 +108,6 @@ class NativeOpenAITokenizer(RankTokenizer):
         super().__init__(mergeable_ranks(encoding), spec.pattern, spec.special_tokens)
         self.encoding_name = encoding
         self.name = f"native-{encoding}"
-        self.label = f"{encoding} (tokenplay engine)"
-        self.description = f"{spec.description}; ranks run by Tokenplay's own BPE engine"
-
-    @staticmethod
-    def cached(encoding: str) -> NativeOpenAITokenizer:
-        """One shared instance per encoding (building one reads the ranks and starts an empty cache)."""
-        found = _NATIVE.get(encoding)
-        if found is None:
-            found = _NATIVE[encoding] = NativeOpenAITokenizer(encoding)
-        return found
-
-
-_NATIVE: dict[str, NativeOpenAITokenizer] = {}
 
 
 def ranks_from_vocab(vocab: Mapping[int, bytes]) -> dict[bytes, int]:
@@ -322,29 +258,12 @@ class BPETokenizer(RankTokenizer):
         path.write_text(self.tiktoken_ranks_text(), encoding="ascii")
         return path
 
-    def tiktoken_pattern(self) -> str:
-        """The split regex tiktoken needs (pattern ``none`` becomes a regex matching the whole text)."""
-        return self.pattern if self.pattern is not None else WHOLE_TEXT_PATTERN
-
-    def info(self) -> dict:
-        out = super().info()
-        out["pattern"] = self.pattern_name or "custom"
-        out["merges"] = len(self.merges)
-        return out
-
 
 CUSTOM_BPE_FILE = "custom-bpe/model.json"
-CUSTOM_BPE_DESCRIPTION = (
-    "Byte-level BPE trained by Tokenplay (4,096 tokens, GPT-4 split pattern) on Python's reference docs "
-    "and generated Japanese; see tokenizers/custom-bpe/README.md"
-)
 
 
 def custom_bpe() -> BPETokenizer:
     """The shipped ``custom-bpe`` model from ``tokenizers/custom-bpe/model.json``, checked against the manifest."""
     from ..datafiles import verified_bytes
 
-    model = BPETokenizer.from_json(verified_bytes(CUSTOM_BPE_FILE).decode("utf-8"), name="custom-bpe")
-    model.label = "custom-bpe (trained by Tokenplay)"
-    model.description = CUSTOM_BPE_DESCRIPTION
-    return model
+    return BPETokenizer.from_json(verified_bytes(CUSTOM_BPE_FILE).decode("utf-8"), name="custom-bpe")

@@ -27,9 +27,6 @@ PATTERNS: dict[str, str | None] = {
 #: Names accepted for the same patterns (the encoding each one comes from).
 PATTERN_ALIASES = {"cl100k": "gpt4", "cl100k_base": "gpt4", "o200k_base": "o200k", "p50k_base": "gpt2", "r50k": "gpt2"}
 
-#: What ``pattern="none"`` becomes when a tokenizer is exported to tiktoken, which always needs a regex.
-WHOLE_TEXT_PATTERN = r"[\s\S]+"
-
 
 def pattern_name(name: str) -> str:
     """The canonical pattern name: ``pattern_name("cl100k") == "gpt4"``; raise ``ValueError`` when unknown."""

@@ -9,7 +9,7 @@
 The ``sentencepiece`` package is only the referee in tests and benchmarks; nothing here imports it.
 """
 
-from .model import ModelLoadError, SentencePieceTokenizer, byte_fallback_count
+from .model import ModelLoadError, SentencePieceTokenizer
 from .trainer import (
     SentencePieceTrainerState,
     SentencePieceTrainingError,
@@ -23,6 +23,5 @@ __all__ = [
     "SentencePieceTrainerState",
     "SentencePieceTrainingError",
     "TrainedSentencePiece",
-    "byte_fallback_count",
     "train_sentencepiece",
 ]

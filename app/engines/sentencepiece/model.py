@@ -20,22 +20,22 @@ This module does not run unigram, word or char models, does not add ``<s>``/``</
 
 from __future__ import annotations
 
-import heapq
-import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from functools import partial
+from operator import add
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
+from ..merging import merge
 from ..result import Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 
-_NEG = -math.inf
-_SMALL = 48  # chunks up to this many symbols use the list scan; longer ones the heap
+_HEAP_FROM = 48  # chunks up to this many symbols use the list scan; longer ones the heap
 _CACHE_LIMIT = 200_000
 
 
@@ -107,6 +107,15 @@ def _char_class(chars: Iterable[str]) -> str:
     return "".join(re.escape(c) for c in sorted(chars))
 
 
+class _Fixed(str):
+    """A user-defined piece among the symbols to merge: it never merges with a neighbour."""
+
+
+def _pair_key(left: str, right: str) -> str | None:
+    """The merge key of two symbols: their joined text, or ``None`` (no rank) when either is a user-defined piece."""
+    return None if type(left) is _Fixed or type(right) is _Fixed else left + right
+
+
 class SentencePieceTokenizer(Tokenizer):
     """A SentencePiece BPE model run by Tokenplay's own code.
 
@@ -116,15 +125,11 @@ class SentencePieceTokenizer(Tokenizer):
     (dummy-prefix space dropped, per-byte U+FFFD), so it is not always ``b"".join(token_bytes)``.
     """
 
-    family = "sentencepiece"
-
-    def __init__(self, model: ModelProto | bytes, *, name: str = "", label: str = "", description: str = ""):
+    def __init__(self, model: ModelProto | bytes, *, name: str = ""):
         if isinstance(model, (bytes, bytearray)):
             model = ModelProto.parse(bytes(model))
         self.model = model
         self.name = name
-        self.label = label
-        self.description = description
         trainer, norm = model.trainer_spec, model.normalizer_spec
         if trainer.model_type != BPE:
             kind = {1: "unigram", 3: "word", 4: "char"}.get(trainer.model_type, str(trainer.model_type))
@@ -148,7 +153,7 @@ class SentencePieceTokenizer(Tokenizer):
             raise ModelLoadError("the model must define exactly one <unk> piece")
         self.unk_id = unk[0]
         self._lookup = {**self._merge_ids, **reserved}  # reserved pieces win, as in sentencepiece
-        self._score = {p: self.scores[i] for p, i in self._merge_ids.items()}
+        self._rank = {p: -self.scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
         self.byte_fallback = bool(trainer.byte_fallback)
         self._byte_ids = [self.unk_id] * 256
         self._id_byte: dict[int, int] = {}
@@ -245,9 +250,6 @@ class SentencePieceTokenizer(Tokenizer):
         """The id of ``piece``, or the ``<unk>`` id (as sentencepiece's ``piece_to_id``)."""
         return self._lookup.get(piece, self.unk_id)
 
-    def is_byte(self, token_id: int) -> bool:
-        return self.types[token_id] == BYTE
-
     def count_byte_fallback(self, ids: Iterable[int]) -> int:
         """How many of ``ids`` are ``<0xNN>`` byte pieces: the byte-fallback count for a whole text, also when
         a windowed result holds Token records for part of it only.
@@ -271,120 +273,40 @@ class SentencePieceTokenizer(Tokenizer):
             return self.unk_surface.encode("utf-8")
         return self.pieces[token_id].replace(SPACE_SYMBOL, " ").encode("utf-8")
 
-    def info(self) -> dict:
-        data = super().info()
-        norm = self.model.normalizer_spec
-        data.update(
-            byte_fallback=self.byte_fallback,
-            add_dummy_prefix=norm.add_dummy_prefix,
-            remove_extra_whitespaces=norm.remove_extra_whitespaces,
-            normalizer=norm.name or "identity",
-        )
-        return data
-
-    # -- BPE merging -----------------------------------------------------------------------------------------
-    def _symbols(self, text: str) -> tuple[list[str], list[bool] | None]:
+    def _symbols(self, text: str) -> list[str]:
+        """The characters of ``text``, except that user-defined pieces stay whole (as :class:`_Fixed`)."""
         if self._user_re is None:
-            return list(text), None
+            return list(text)
         symbols: list[str] = []
-        frozen: list[bool] = []
         pos = 0
         for m in self._user_re.finditer(text):
             symbols.extend(text[pos : m.start()])
-            frozen.extend([False] * (m.start() - pos))
-            symbols.append(m.group())
-            frozen.append(True)
+            symbols.append(_Fixed(m.group()))
             pos = m.end()
         symbols.extend(text[pos:])
-        frozen.extend([False] * (len(text) - pos))
-        return symbols, frozen
-
-    def _merge_small(self, symbols: list[str]) -> list[str]:
-        """Greedy merging by scanning a list: fine for short chunks (best score, leftmost on ties)."""
-        get = self._score.get
-        scores = [get(a + b, _NEG) for a, b in zip(symbols, symbols[1:])]
-        while scores:
-            best = max(scores)
-            if best == _NEG:
-                break
-            i = scores.index(best)
-            merged = symbols[i] + symbols[i + 1]
-            symbols[i] = merged
-            del symbols[i + 1]
-            del scores[i]
-            if i:
-                scores[i - 1] = get(symbols[i - 1] + merged, _NEG)
-            if i < len(scores):
-                scores[i] = get(merged + symbols[i + 1], _NEG)
         return symbols
 
-    def _merge_heap(self, symbols: list[str], frozen: list[bool] | None) -> list[str]:
-        """The library's algorithm: a priority queue of candidate pairs over a linked list of symbols, with
-        stale entries skipped, then ``UNUSED`` pieces split back by the last pair recorded for them."""
-        n = len(symbols)
-        if n == 0:
-            return []
-        pieces = list(symbols)
-        prev = list(range(-1, n - 1))
-        nxt = list(range(1, n + 1))
-        nxt[-1] = -1
-        score = self._score
-        heap: list[tuple[float, int, int, int]] = []
-        rev_merge: dict[str, tuple[str, str]] = {}
-        track_unused = self.has_unused
-        merge_ids, types = self._merge_ids, self.types
-
-        def add(left: int, right: int) -> None:
-            if left < 0 or right < 0 or (frozen is not None and (frozen[left] or frozen[right])):
-                return
-            piece = pieces[left] + pieces[right]
-            s = score.get(piece)
-            if s is None:
-                return
-            heapq.heappush(heap, (-s, left, right, len(piece)))
-            if track_unused and types[merge_ids[piece]] == UNUSED:
-                rev_merge[piece] = (pieces[left], pieces[right])
-
-        for i in range(1, n):
-            add(i - 1, i)
-        pop = heapq.heappop
-        while heap:
-            _, left, right, size = pop(heap)
-            lp, rp = pieces[left], pieces[right]
-            if not lp or not rp or len(lp) + len(rp) != size:
-                continue
-            pieces[left] = lp + rp
-            r_next = nxt[right]
-            nxt[left] = r_next
-            if r_next >= 0:
-                prev[r_next] = left
-            pieces[right] = ""
-            add(prev[left], left)
-            add(left, nxt[left])
+    def _merge(self, text: str) -> list[str]:
+        """The library's BPE: best score first, leftmost on ties; then ``UNUSED`` pieces are split back by the
+        last pair recorded for them (which is why such models always merge a text whole)."""
+        symbols = self._symbols(text)
+        key = add if self._user_re is None else _pair_key
+        if not self.has_unused:
+            return merge(symbols, self._rank.get, key=key, heap_from=_HEAP_FROM)
+        record: dict[str, tuple[str, str]] = {}
         out: list[str] = []
-        i = 0
-        while i != -1:
-            if track_unused:
-                self._resegment(pieces[i], rev_merge, out)
-            else:
-                out.append(pieces[i])
-            i = nxt[i]
+        for piece in merge(symbols, self._rank.get, key=key, heap_from=_HEAP_FROM, record=record):
+            self._resegment(piece, record, out)
         return out
 
-    def _resegment(self, piece: str, rev_merge: dict[str, tuple[str, str]], out: list[str]) -> None:
+    def _resegment(self, piece: str, record: dict[str, tuple[str, str]], out: list[str]) -> None:
         pid = self._lookup.get(piece, self.unk_id)
-        if self.types[pid] != UNUSED or piece not in rev_merge:
+        if self.types[pid] != UNUSED or piece not in record:
             out.append(piece)
             return
-        left, right = rev_merge[piece]
-        self._resegment(left, rev_merge, out)
-        self._resegment(right, rev_merge, out)
-
-    def _merge(self, text: str) -> list[str]:
-        symbols, frozen = self._symbols(text)
-        if frozen is None and len(symbols) <= _SMALL and not self.has_unused:
-            return self._merge_small(symbols)
-        return self._merge_heap(symbols, frozen)
+        left, right = record[piece]
+        self._resegment(left, record, out)
+        self._resegment(right, record, out)
 
     def _chunk_pieces(self, chunk: str) -> tuple[str, ...]:
         cached = self._piece_cache.get(chunk)
@@ -456,19 +378,13 @@ class SentencePieceTokenizer(Tokenizer):
         byte pieces of one character all get that character's span (so they group into one segment), and a
         dummy-prefix ``▁`` standing alone gets the span of the character it prefixes (so it joins that segment).
         """
-        return self._tokenize(text, 0, None)
+        return TokenizeResult(self.name, text, self.encode(text), place=partial(self._place, text))
 
-    def tokenize_window(
-        self, text: str, *, offset: int = 0, limit: int = 2000, allow_special: bool = False
-    ) -> TokenizeResult:
-        """All ids, but Token records only for ``ids[offset:offset + limit]`` (what a view of a long text needs)."""
-        return self._tokenize(text, max(0, offset), max(0, limit))
-
-    def _tokenize(self, text: str, offset: int, limit: int | None) -> TokenizeResult:
-        check_text(text)
+    def _place(self, text: str, offset: int, limit: int | None) -> list[Token]:
+        """The Token records of ``ids[offset:offset + limit]`` (every id's when ``limit`` is None)."""
         normalized, n2o = self.normalizer.normalize(text)
         tokens: list[Token] = []
-        ids: list[int] = []
+        n_ids = 0
         end_window = None if limit is None else offset + limit
         pos = 0
         lookup, unk, types, pieces = self._lookup, self.unk_id, self.types, self.pieces
@@ -476,26 +392,23 @@ class SentencePieceTokenizer(Tokenizer):
         n_text = len(text)
         prev_unk = False
         for w in self._pieces(normalized):
+            if end_window is not None and n_ids >= end_window + (prev_unk and not fallback):
+                break  # past the window (an <unk> ending it may still be widened by the unknown pieces after it)
             pid = lookup.get(w, unk)
             is_unk = pid == unk
             nxt = pos + len(w)
             if is_unk and fallback:
-                data = w.encode("utf-8")
-                first = len(ids)
-                ids.extend(byte_ids[b] for b in data)
-                if (end_window is None or first < end_window) and len(ids) > offset:
-                    start, end = n2o[pos], n2o[nxt]
-                    for k, b in enumerate(data):
-                        if offset <= first + k and (end_window is None or first + k < end_window):
-                            bid = byte_ids[b]
-                            tokens.append(Token(bid, bytes([b]), start, end, pieces[bid], False, b < 0x80, True))
-            elif is_unk and prev_unk:
-                if tokens and len(ids) - 1 >= offset and (end_window is None or len(ids) - 1 < end_window):
+                start, end = n2o[pos], n2o[nxt]
+                for b in w.encode("utf-8"):
+                    if offset <= n_ids and (end_window is None or n_ids < end_window):
+                        bid = byte_ids[b]
+                        tokens.append(Token(bid, bytes([b]), start, end, pieces[bid], False, b < 0x80, True))
+                    n_ids += 1
+            elif is_unk and prev_unk:  # one <unk> for a run of unknown pieces
+                if tokens and offset <= n_ids - 1 and (end_window is None or n_ids - 1 < end_window):
                     tokens[-1].end = n2o[nxt]
             else:
-                index = len(ids)
-                ids.append(pid)
-                if index >= offset and (end_window is None or index < end_window):
+                if offset <= n_ids and (end_window is None or n_ids < end_window):
                     start, end = n2o[pos], n2o[nxt]
                     if types[pid] == CONTROL:
                         tokens.append(Token(pid, b"", start, start, w, True))
@@ -503,10 +416,10 @@ class SentencePieceTokenizer(Tokenizer):
                         if start == end < n_text:  # the dummy-prefix ▁ alone: it prefixes the next character
                             end = start + 1
                         tokens.append(Token(pid, self.token_bytes(pid), start, end, pieces[pid]))
+                n_ids += 1
             prev_unk = is_unk
             pos = nxt
-        complete = offset == 0 and len(tokens) == len(ids)
-        return TokenizeResult(self.name, text, ids, tokens, offset if limit is not None else 0, complete)
+        return tokens
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as ``sentencepiece``'s ``decode(ids)``."""
@@ -550,13 +463,3 @@ class SentencePieceTokenizer(Tokenizer):
 
     def _has_gaps(self) -> bool:
         return False
-
-
-def byte_fallback_count(result: TokenizeResult) -> int:
-    """How many tokens of a result are ``<0xNN>`` byte-fallback pieces (the playground shows this count).
-
-    Counts the Token records, so for a windowed result (``result.complete`` false) it counts the window only;
-    ``SentencePieceTokenizer.count_byte_fallback(result.ids)`` counts the whole text.
-    """
-    return sum(1 for t in result.tokens if t.byte_fallback)
-

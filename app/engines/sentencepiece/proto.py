@@ -27,9 +27,6 @@ VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 
 # Piece types (ModelProto.SentencePiece.Type).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-PIECE_TYPE_NAMES = {NORMAL: "normal", UNKNOWN: "unknown", CONTROL: "control", USER_DEFINED: "user_defined",
-                    UNUSED: "unused", BYTE: "byte"}
-
 # TrainerSpec.ModelType.
 UNIGRAM, BPE, WORD, CHAR = 1, 2, 3, 4
 
@@ -123,19 +120,19 @@ class F:
     """One field of a message schema: number, kind and default (``repeated`` fields default to a new list)."""
 
     number: int
-    kind: str  # "string", "bytes", "bool", "int32", "int64", "uint64", "enum", "float", or a Message subclass name
+    kind: str  # "string", "bytes", "bool", "int32", "int64", "uint64", "enum", "float", or a ProtoMessage subclass name
     default: Any = None
     repeated: bool = False
 
 
-class Message:
+class ProtoMessage:
     """A proto2 message with a fixed schema. Unset fields read as their default; ``has(name)`` tells them apart.
 
     Subclasses set ``SCHEMA`` (name -> :class:`F`). Construct with keyword arguments for the fields to set.
     """
 
     SCHEMA: ClassVar[dict[str, F]] = {}
-    SUBMESSAGES: ClassVar[dict[str, type[Message]]] = {}
+    SUBMESSAGES: ClassVar[dict[str, type[ProtoMessage]]] = {}
 
     def __init__(self, **values: Any):
         object.__setattr__(self, "_values", {})
@@ -177,7 +174,7 @@ class Message:
 
     # -- parsing -------------------------------------------------------------------------------------------
     @classmethod
-    def parse(cls, data: bytes) -> Message:
+    def parse(cls, data: bytes) -> ProtoMessage:
         msg = cls()
         by_number = cls._by_number()
         values = msg._values
@@ -273,7 +270,7 @@ class Message:
         return _key(number, VARINT) + write_varint(int(value))
 
 
-class TrainerSpec(Message):
+class TrainerSpec(ProtoMessage):
     SCHEMA: ClassVar[dict[str, F]] = {
         "input": F(1, "string", repeated=True),
         "input_format": F(7, "string", ""),
@@ -324,7 +321,7 @@ class TrainerSpec(Message):
     }
 
 
-class NormalizerSpec(Message):
+class NormalizerSpec(ProtoMessage):
     SCHEMA: ClassVar[dict[str, F]] = {
         "name": F(1, "string", ""),
         "precompiled_charsmap": F(2, "bytes", b""),
@@ -335,13 +332,13 @@ class NormalizerSpec(Message):
     }
 
 
-class SelfTestSample(Message):
+class SelfTestSample(ProtoMessage):
     SCHEMA: ClassVar[dict[str, F]] = {"input": F(1, "string", ""), "expected": F(2, "string", "")}
 
 
-class SelfTestData(Message):
+class SelfTestData(ProtoMessage):
     SCHEMA: ClassVar[dict[str, F]] = {"samples": F(1, "Sample", repeated=True)}
-    SUBMESSAGES: ClassVar[dict[str, type[Message]]] = {"Sample": SelfTestSample}
+    SUBMESSAGES: ClassVar[dict[str, type[ProtoMessage]]] = {"Sample": SelfTestSample}
 
 
 @dataclass(slots=True)

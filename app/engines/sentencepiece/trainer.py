@@ -173,9 +173,9 @@ class TrainedSentencePiece:
         path.write_bytes(self.serialize())
         return path
 
-    def tokenizer(self, name: str = "", label: str = "") -> SentencePieceTokenizer:
+    def tokenizer(self, name: str = "") -> SentencePieceTokenizer:
         """Our engine running this model (same ids as ``sentencepiece`` on the saved file)."""
-        return SentencePieceTokenizer(self.to_proto(), name=name, label=label)
+        return SentencePieceTokenizer(self.to_proto(), name=name)
 
 
 class PieceRule:

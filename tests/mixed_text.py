@@ -7,13 +7,11 @@ with a fixed seed so every run measures the same text.
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from samples import ALL
 
-from samples import ALL  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _lines() -> list[str]:

@@ -1,7 +1,7 @@
-"""What a lab page shows at step k, computed from the stored records: never by training again.
+"""A finished lab run replayed from its stored records: what its pages show at step k, never by training again.
 
 The corpus view is the first :data:`WINDOW_CHARS` characters of the corpus, encoded with the merges of rank
-below k (a heap-based BPE encode, so a 2,000-character word costs milliseconds, not seconds); the occurrences
+below k by the merge loop every engine shares (:mod:`app.engines.merging`); the occurrences
 made by merge k are flagged. Applying merges by rank gives exactly the corpus the trainer had after k merges:
 a token made by merge r only takes part in merges after r, and equal pairs merge left to right in both.
 Counts, compression and vocab size come from the step records.
@@ -9,14 +9,15 @@ Counts, compression and vocab size come from the step records.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engines.bpe.trainer import merge_ids
+from app.engines.merging import merge
 from app.engines.result import escape_bytes
+from app.engines.steps import MergeStep
+from app.palette import colour_chain
 
 from .algorithms import Encoder
 from .runs import Run
@@ -26,53 +27,32 @@ MAX_ENCODE_CHARS = 1_000
 MAX_TRACE_STAGES = 400
 
 
-def bpe_encode(ids: list[int], ranks: dict[tuple[int, int], tuple[int, int]], limit: int) -> list[int]:
-    """Apply the merges of rank < ``limit`` to ``ids``: lowest rank first, equal pairs left to right.
+def _pair(left: int, right: int) -> tuple[int, int]:
+    return (left, right)
 
-    ``ranks`` maps a pair to ``(rank, new_id)``.
-    """
-    n = len(ids)
-    if n < 2 or limit <= 0:
-        return list(ids)
-    tok = list(ids)
-    nxt = list(range(1, n + 1))
-    prv = list(range(-1, n - 1))
-    alive = [True] * n
-    get = ranks.get
-    heap = []
-    for i in range(n - 1):
-        r = get((tok[i], tok[i + 1]))
-        if r is not None and r[0] < limit:
-            heap.append((r[0], i))
-    if not heap:
-        return tok
-    heapq.heapify(heap)
-    pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        rank, i = pop(heap)
-        if not alive[i]:
-            continue
-        j = nxt[i]
-        if j >= n:
-            continue
-        r = get((tok[i], tok[j]))
-        if r is None or r[0] != rank:
-            continue
-        tok[i] = r[1]
-        alive[j] = False
-        k = nxt[j]
-        nxt[i] = k
-        if k < n:
-            prv[k] = i
-            r2 = get((tok[i], tok[k]))
-            if r2 is not None and r2[0] < limit:
-                push(heap, (r2[0], i))
-        p = prv[i]
-        if p >= 0:
-            r2 = get((tok[p], tok[i]))
-            if r2 is not None and r2[0] < limit:
-                push(heap, (r2[0], p))
-    return [tok[i] for i in range(n) if alive[i]]
+
+class Merges:
+    """A run's merges as ranks: ``apply(ids, k)`` applies the first ``k`` of them (all by default) to a word."""
+
+    def __init__(self, steps: Sequence[MergeStep]):
+        self.rank = {s.pair: r for r, s in enumerate(steps)}
+        self.new_id = {s.pair: s.new_id for s in steps}
+        self._below: dict[int, dict] = {len(steps): self.rank}
+
+    def ranks_below(self, k: int) -> dict[tuple[int, int], int]:
+        """The ranks of the first ``k`` merges (kept for a few ``k``: each view of a step asks again)."""
+        found = self._below.get(k)
+        if found is None:
+            if len(self._below) > 32:
+                self._below = {len(self.rank): self.rank}
+            found = self._below[k] = {p: r for p, r in self.rank.items() if r < k}
+        return found
+
+    def apply(self, ids: Sequence[int], k: int | None = None, steps: list | None = None) -> list[int]:
+        """``ids`` after the merges of rank below ``k``: lowest rank first, equal pairs left to right (the merge
+        loop of :mod:`app.engines.merging`). ``steps`` receives each merge as that loop records it."""
+        ranks = self.rank if k is None else self.ranks_below(k)
+        return merge(list(ids), ranks.get, key=_pair, join=lambda a, b: self.new_id[(a, b)], steps=steps)
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127] if chr(c) not in "\n\t"}
@@ -85,7 +65,7 @@ def display_text(data: bytes) -> str:
 
 
 @dataclass(slots=True)
-class Piece:
+class CorpusToken:
     """One item of the corpus view: a token (``id`` >= 0), an unknown character (-1) or text between words (-2)."""
 
     id: int
@@ -98,22 +78,15 @@ class Piece:
         return {"id": self.id, "text": self.text, "new": self.new}
 
 
-PALETTE = 10
-
-
-def colour_of(token_id: int) -> int:
-    return ((token_id * 2654435761) % 4294967296) * PALETTE // 4294967296
-
-
-class RunView:
-    """Per-run tables the step views need, built once per run (and cached)."""
+class RunReplay:
+    """A finished run replayed from its stored records: what its pages show at any step (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
         self.run = run
         self.vocab = run.vocab()
         self.text = {i: display_text(b) for i, b in self.vocab.items()}
         self.has_ws = {i for i, t in self.text.items() if " " in t or "\n" in t}
-        self.ranks = {s.pair: (r, s.new_id) for r, s in enumerate(run.steps)}
+        self.merges = Merges(run.steps)
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
@@ -130,7 +103,7 @@ class RunView:
             items.append(("gap", self.window[pos:], False))
         self.items = items
         self.word_ids = {(w, lead): self.encoder.word_ids(w, lead) for kind, w, lead in items if kind == "word"}
-        self._cache: OrderedDict[int, list[Piece]] = OrderedDict()
+        self._cache: OrderedDict[int, list[CorpusToken]] = OrderedDict()
         self._lock = threading.Lock()
 
     def token_text(self, tid: int) -> str:
@@ -139,7 +112,7 @@ class RunView:
     def pair_text(self, pair) -> list[str]:
         return [self.token_text(pair[0]), self.token_text(pair[1])]
 
-    def corpus_at(self, k: int) -> list[Piece]:
+    def corpus_at(self, k: int) -> list[CorpusToken]:
         """The corpus window after ``k`` merges; tokens made by merge ``k`` have ``new=True``."""
         with self._lock:
             hit = self._cache.get(k)
@@ -148,25 +121,21 @@ class RunView:
                 return hit
         new_id = self.run.steps[k - 1].new_id if k > 0 else None
         encoded: dict[tuple[str, bool], list[int]] = {}
-        out: list[Piece] = []
+        out: list[CorpusToken] = []
         prev = -1
         for kind, text, lead in self.items:
             if kind == "gap":
-                out.append(Piece(-2, text))
+                out.append(CorpusToken(-2, text))
                 continue
             ids = encoded.get((text, lead))
             if ids is None:
-                ids = encoded[(text, lead)] = bpe_encode(self.word_ids[(text, lead)], self.ranks, k)
+                ids = encoded[(text, lead)] = self.merges.apply(self.word_ids[(text, lead)], k)
             for tid in ids:
                 if tid < 0:
-                    out.append(Piece(-1, "?"))
+                    out.append(CorpusToken(-1, "?"))
                 else:
-                    c = colour_of(tid)
-                    if c == prev:
-                        c = (c + 1) % PALETTE
-                    prev = c
-                    t = self.text[tid]
-                    out.append(Piece(tid, t, tid == new_id, c, tid in self.has_ws))
+                    prev = colour_chain([tid], prev)[0]
+                    out.append(CorpusToken(tid, self.text[tid], tid == new_id, prev, tid in self.has_ws))
         with self._lock:
             self._cache[k] = out
             while len(self._cache) > 32:
@@ -236,35 +205,42 @@ class RunView:
 
     # -- encode a new text -------------------------------------------------------------------------------
     def encode_trace(self, text: str, k: int) -> dict:
-        """Apply merges of rank < ``k`` to ``text`` one merge at a time (every occurrence at once), in rank order."""
+        """Apply the merges of rank below ``k`` to ``text`` in rank order, one merge (every occurrence at once) per
+        stage. Each word is merged on its own by the merge loop; a merge only makes pairs of higher rank, so
+        grouping every word's merges by rank gives the stages."""
         words = [self.encoder.word_ids(text[a:b], lead) for a, b, lead in self.encoder.spans(text)]
-        ranks = {p: v for p, v in self.ranks.items() if v[0] < k}
+        merged: list[list[tuple]] = []
+        for w in words:
+            steps: list[tuple] = []
+            self.merges.apply(w, k, steps)
+            merged.append(steps)
 
         def snapshot() -> list[list[str]]:
             return [[self.token_text(t) if t >= 0 else "?" for t in w] for w in words]
 
         stages = [{"step": 0, "pair": None, "token": None, "words": snapshot()}]
-        while len(stages) <= MAX_TRACE_STAGES:
-            best = None
-            for w in words:
-                for p in itertools.pairwise(w):
-                    r = ranks.get(p)
-                    if r is not None and (best is None or r[0] < best[0]):
-                        best = (r[0], p, r[1])
-            if best is None:
-                break
-            rank, pair, new_id = best
-            words = [merge_ids(w, pair, new_id) for w in words]
-            stages.append({"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(new_id), "words": snapshot()})
+        ranks = sorted({step[0] for steps in merged for step in steps})[:MAX_TRACE_STAGES]
+        at = [0] * len(words)
+        for rank in ranks:
+            pair = None
+            for w, steps in enumerate(merged):
+                while at[w] < len(steps) and steps[at[w]][0] == rank:
+                    _, i, left, right = steps[at[w]]
+                    pair = (left, right)
+                    words[w][i : i + 2] = [self.merges.new_id[pair]]
+                    at[w] += 1
+            stages.append(
+                {"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(self.merges.new_id[pair]),
+                 "words": snapshot()}
+            )
         final = [t for w in words for t in w]
-        unknown = sum(1 for t in final if t < 0)
         return {
             "text": text,
             "step": k,
             "stages": stages,
             "ids": final,
             "tokens": [self.token_text(t) if t >= 0 else "?" for t in final],
-            "unknown": unknown,
+            "unknown": sum(1 for t in final if t < 0),
         }
 
     # -- vocabulary --------------------------------------------------------------------------------------
@@ -303,19 +279,19 @@ class RunView:
         return out, total
 
 
-_VIEWS: OrderedDict[tuple[str, int], RunView] = OrderedDict()
+_VIEWS: OrderedDict[tuple[str, int], RunReplay] = OrderedDict()
 _VIEWS_LOCK = threading.Lock()
 
 
-def view_for(run: Run) -> RunView:
-    """The cached :class:`RunView` of a finished run (a few recent runs are kept)."""
+def replay_for(run: Run) -> RunReplay:
+    """The cached :class:`RunReplay` of a finished run (a few recent runs are kept)."""
     key = (run.id, id(run))
     with _VIEWS_LOCK:
         v = _VIEWS.get(key)
         if v is not None:
             _VIEWS.move_to_end(key)
             return v
-    v = RunView(run)
+    v = RunReplay(run)
     with _VIEWS_LOCK:
         _VIEWS[key] = v
         while len(_VIEWS) > 16:

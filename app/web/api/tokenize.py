@@ -1,29 +1,18 @@
-"""The JSON API: list tokenizers, tokenize, decode. Same engine and result shape as the pages and the CLI.
-
-Handlers are plain ``def`` so FastAPI runs them in its thread pool: a large text never blocks the event loop.
-"""
+"""The playground's API: list tokenizers, tokenize, decode."""
 
 from __future__ import annotations
 
-import orjson
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.engines import registry
 
-from .deps import SettingsDep, check_text_size, run_cpu
-from .errors import TooLargeError
-from .pickers import get_tokenizer
+from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
+from ..errors import TooLargeError
+from ..render import FastJSON
 
-router = APIRouter(prefix="/api", tags=["api"])
-
-
-class FastJSON(JSONResponse):
-    """JSON via orjson: a 1 MB text gives ~250k token objects, which the stdlib encoder serialises slowly."""
-
-    def render(self, content) -> bytes:
-        return orjson.dumps(content)
+router = APIRouter()
 
 
 class TokenizeRequest(BaseModel):
@@ -66,6 +55,10 @@ class TokenizerInfo(BaseModel):
     label: str
     family: str
     description: str
+    maker: str
+    n_vocab: int | None
+    model: str = Field(description="the picker entry it belongs to (itself, or the model another engine runs)")
+    engine: str
 
 
 class TokenizerList(BaseModel):
@@ -74,29 +67,28 @@ class TokenizerList(BaseModel):
 
 
 @router.get("/tokenizers", response_model=TokenizerList)
-def list_tokenizers() -> dict:
+def list_tokenizers(tokenizers: TokenizersDep) -> dict:
     valid = set(registry.names())
     return {
-        "tokenizers": [s.to_dict() for s in registry.specs()],
+        "tokenizers": [s.to_dict() for s in tokenizers.listed()],
         "aliases": {alias: target for alias, target in registry.ALIASES.items() if target in valid},
     }
 
 
 @router.post("/tokenize", response_model=TokenizeResponse)
-async def tokenize(req: TokenizeRequest, settings: SettingsDep, request: Request) -> Response:
-    check_text_size(req.text, settings)
+async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
+    check_text_size(body.text, settings)
 
     def work() -> Response:
-        tok = get_tokenizer(request, req.tokenizer)
+        result = tokenizers.get(body.tokenizer).tokenize(body.text, allow_special=body.allow_special)
         # Returned as a ready response: re-validating 250k token dicts through the model would dominate the time.
-        return FastJSON(tok.tokenize(req.text, allow_special=req.allow_special).to_dict())
+        return FastJSON(result.to_dict())
 
     return await run_cpu(request, work)
 
 
 @router.post("/decode", response_model=DecodeResponse)
-def decode(req: DecodeRequest, settings: SettingsDep, request: Request) -> dict:
-    if len(req.ids) > settings.max_ids:
-        raise TooLargeError(f"{len(req.ids):,} ids; the limit is {settings.max_ids:,}")
-    tok = get_tokenizer(request, req.tokenizer)
-    return {"text": tok.decode(req.ids)}
+def decode(body: DecodeRequest, settings: SettingsDep, tokenizers: TokenizersDep) -> dict:
+    if len(body.ids) > settings.max_ids:
+        raise TooLargeError(f"{len(body.ids):,} ids; the limit is {settings.max_ids:,}")
+    return {"text": tokenizers.get(body.tokenizer).decode(body.ids)}

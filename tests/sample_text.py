@@ -1,4 +1,4 @@
-"""Deterministic sample corpora built from what every install has: for benchmarks and the default model.
+"""Deterministic generated corpora built from what every install has: test data, and the custom-bpe corpus.
 
 - :func:`english_text` — English prose and code: the Python Language Reference topics shipped in the stdlib
   (``pydoc_data.topics``, PSF licence), then docstrings of a fixed list of stdlib modules.

@@ -1,0 +1,111 @@
+"""The BPE lab's API: ``/api/train`` (start), ``/api/train/{id}`` (a run), its steps, manual merges, encode
+traces, cancel, exports and "use in playground". The pages of the same lab are :mod:`app.web.lab`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, model_validator
+
+from app.lab.algorithms import LabOptionsError, Options
+from app.lab.replay import MAX_ENCODE_CHARS, replay_for
+from app.lab.runs import Run
+from app.lab.tokenizers import register_run
+
+from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
+from ..lab import QUICK_WAIT, check_step, export_response, pair_ids, remember_in_cookie
+
+router = APIRouter(prefix="/train", tags=["lab"])
+
+
+class TrainRequest(BaseModel):
+    corpus: str = Field(description="the text to train on")
+    algorithm: Literal["byte", "char", "sentencepiece"] = "byte"
+    pattern: Literal["none", "whitespace", "gpt2", "gpt4"] = "gpt2"
+    vocab_size: int | None = Field(None, ge=1, description="target vocabulary size (base vocabulary + merges)")
+    merges: int | None = Field(None, ge=0, description="number of merges (give this or vocab_size)")
+    tie_break: Literal["first", "lexical"] = "first"
+    end_of_word: bool = Field(False, description="append </w> to every word (character-level BPE only)")
+
+    @model_validator(mode="after")
+    def _one_size(self):
+        if self.vocab_size is None and self.merges is None:
+            self.merges = 10
+        return self
+
+    def options(self) -> Options:
+        return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word)
+
+
+class EncodeRequest(BaseModel):
+    text: str = Field(max_length=MAX_ENCODE_CHARS, description=f"at most {MAX_ENCODE_CHARS} characters")
+    step: int | None = Field(None, ge=0, description="use the merges up to this step (default: all)")
+
+
+class MergeRequest(BaseModel):
+    pair: list[int | str] = Field(min_length=2, max_length=2, description="two token ids, or two token texts")
+
+
+def _summary(run: Run) -> dict:
+    return run.summary() | {"url": f"/lab/runs/{run.id}"}
+
+
+def _started(run: Run, **extra) -> JSONResponse:
+    """A run just queued: 200 when it already finished, 202 while it trains; a failed one is a 422."""
+    if run.status == "error":
+        raise LabOptionsError(run.error or "training failed")
+    return JSONResponse(_summary(run) | extra, status_code=200 if run.finished else 202)
+
+
+@router.post("", summary="Start training a lab run (answers at once: status running or done)")
+def api_train(body: TrainRequest, lab: LabDep):
+    return _started(lab.start(body.corpus, body.options(), wait=QUICK_WAIT))
+
+
+@router.get("/{run_id}", summary="A run's summary and its merge records")
+def api_run(run: RunDep):
+    out = _summary(run)
+    if run.status == "done":
+        replay = replay_for(run)
+        out["steps"] = [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
+    return out
+
+
+@router.get("/{run_id}/steps/{k}", summary="The state after merge k")
+def api_step(run: DoneRunDep, k: int):
+    return replay_for(run).state(check_step(run, k)) | {"id": run.id}
+
+
+@router.post("/{run_id}/steps/{k}/merge", summary="Manual mode: keep merges 1..k, force a pair as merge k+1, go on")
+def api_merge(run: DoneRunDep, lab: LabDep, k: int, body: MergeRequest):
+    check_step(run, k)
+    return _started(lab.continue_with(run, k, pair_ids(run, k, body.pair), wait=QUICK_WAIT), step=k + 1)
+
+
+@router.post("/{run_id}/encode", summary="Apply the merges up to a step to a new text, merge by merge")
+def api_encode(run: DoneRunDep, body: EncodeRequest):
+    k = check_step(run, run.n_steps if body.step is None else body.step)
+    return replay_for(run).encode_trace(body.text, k)
+
+
+@router.post("/{run_id}/cancel", summary="Cancel a queued or running training")
+def api_cancel(run: RunDep, lab: LabDep):
+    cancelled = lab.cancel(run.id)
+    if cancelled:
+        lab.pool.wait(run.id, 2.0)
+    return _summary(run) | {"cancel_requested": cancelled}
+
+
+@router.get("/{run_id}/export", summary="Download merges and vocabulary: json, tiktoken (byte-level) or model")
+def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model"] = "json"):
+    return export_response(run, format)
+
+
+@router.post("/{run_id}/use", summary="Use the trained tokenizer in the playground (for this browser)")
+def api_use(request: Request, run: DoneRunDep, settings: SettingsDep):
+    spec = register_run(run, settings.lab_max_runs)
+    response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": f"/?tokenizer={spec.name}"})
+    remember_in_cookie(request, response, run)
+    return response

@@ -1,0 +1,193 @@
+"""The playground (``/``): a text area whose tokens are coloured live, and the fragments its htmx forms ask for.
+
+- ``GET /?tokenizer=&text=&special=1&ws=1&offset=`` the page, showing the result for the query, so a copied link
+  reproduces the view (``offset``: the first token of the coloured window of a long text).
+- ``POST /render`` the live update on every keystroke: block ``result`` (counts, coloured tokens, ids) with an
+  ``HX-Replace-Url`` header carrying the tokenizer, the flags and the text when it is short enough for a URL.
+  Without JavaScript (the form's submit button) the whole page.
+- ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
+- ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
+
+A keystroke's path: :func:`render` reads the form, then in the CPU lane :func:`_render_result` tokenizes,
+:func:`~app.web.tokenview.token_window` builds the coloured window and :func:`~app.web.render.page_or_block`
+renders the ``result`` block, whose spans come from the memoised ``token_span`` macro. The picker is built
+only for a whole page. Errors of an htmx request become the error fragment (:mod:`app.web.errors`); a whole
+page shows the message where the result would be, and the text area keeps the user's text either way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse
+
+from app.engines.errors import InvalidIdsError, TokenplayError
+from app.engines.registry import TokenizerSpec
+from app.settings import Settings
+
+from .deps import SettingsDep, TokenizersDep, check_text_size, read_form, run_cpu
+from .errors import TooLargeError, status_for
+from .pickers import Tokenizers
+from .render import is_htmx, page_or_block
+from .tokenview import token_window
+
+router = APIRouter(include_in_schema=False)
+
+SAMPLE_TEXT = (
+    "Tokenplay shows how a language model cuts text into tokens.\n"
+    "Type here: every token gets a colour, and hovering one shows its id and bytes.\n"
+    "日本語も一文字ずつ見えます。Emoji too: 🙂👍🏽"
+)
+
+
+def text_area_value(text: str) -> str:
+    """The text as a text area holds it: browsers turn CRLF and lone CR into LF (and send CRLF in forms).
+
+    Normalising here keeps the view, the counts and the URL equal to what the user sees and edits.
+    """
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _flag(value: object) -> bool:
+    return isinstance(value, str) and value.lower() in ("1", "true", "on", "yes")
+
+
+def _offset(raw: object) -> int:
+    try:
+        return max(0, int(raw)) if isinstance(raw, str) else 0
+    except ValueError:
+        return 0
+
+
+@dataclass(slots=True)
+class Choice:
+    """What the playground shows: the form's fields, as the page, the URL and the fragments all read them."""
+
+    tokenizer: str
+    text: str
+    special: bool = False
+    ws: bool = False
+    offset: int = 0
+
+    @classmethod
+    def from_fields(cls, fields, default_tokenizer: str) -> Choice:
+        return cls(
+            fields.get("tokenizer") or default_tokenizer,
+            text_area_value(fields.get("text") or ""),
+            _flag(fields.get("special")),
+            _flag(fields.get("ws")),
+            _offset(fields.get("offset")),
+        )
+
+    def url(self, url_text_limit: int) -> str:
+        params: list[tuple[str, str]] = [("tokenizer", self.tokenizer)]
+        if self.text and len(self.text) <= url_text_limit:
+            params.append(("text", self.text))
+        if self.special:
+            params.append(("special", "1"))
+        if self.ws:
+            params.append(("ws", "1"))
+        return "/?" + urlencode(params)
+
+
+def picker_groups(specs: list[TokenizerSpec]) -> list[dict]:
+    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``."""
+    groups: dict[str, list[dict]] = {}
+    for spec in specs:
+        groups.setdefault(spec.family or "other", []).append(spec.to_dict())
+    return [{"family": family, "tokenizers": entries} for family, entries in groups.items()]
+
+
+def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
+    """The ``result`` block's context: exact ids and counts for the whole text, spans for one window."""
+    check_text_size(choice.text, settings)
+    tok = tokenizers.get(choice.tokenizer)
+    choice.tokenizer = tok.name
+    result = tok.tokenize(choice.text, allow_special=choice.special)
+    window = token_window(result, choice.offset, settings.render_tokens)
+    # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: count them (whole text).
+    count_fallback = getattr(tok, "count_byte_fallback", None)
+    return {"window": window, "byte_fallback": count_fallback(result.ids) if count_fallback else None}
+
+
+def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: Choice, **extra):
+    """The whole page (or, for htmx, its ``result`` block), with an engine error shown in place of the result."""
+    context = asdict(choice) | {"window": None, "byte_fallback": None, "error": None, "decoded": None} | extra
+    status = 200
+    try:
+        context |= _result(tokenizers, settings, choice)
+    except TokenplayError as exc:
+        if is_htmx(request):
+            raise  # the error table answers with the error fragment and the right status
+        context["error"], status = str(exc), status_for(exc)
+    context["tokenizer"] = choice.tokenizer
+    if not is_htmx(request):
+        context["tokenizers"] = picker_groups(tokenizers.listed([choice.tokenizer]))
+    headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)} if status == 200 else {}
+    return page_or_block(request, "playground.html", "result", context, status_code=status, headers=headers)
+
+
+@router.get("/")
+def playground(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
+    params = request.query_params
+    choice = Choice.from_fields(params, settings.default_tokenizer)
+    if "text" not in params and not params:
+        choice.text = SAMPLE_TEXT
+    return _page(request, tokenizers, settings, choice)
+
+
+@router.post("/render")
+async def render(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
+    """Fields: ``text``, ``tokenizer``, ``special``, ``ws`` (checkboxes), ``offset`` (first token of the window)."""
+    choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
+    return await run_cpu(request, _page, request, tokenizers, settings, choice)
+
+
+_ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
+
+
+def parse_ids(raw: str) -> list[int]:
+    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`.
+
+    >>> parse_ids("[9906, 1917]")
+    [9906, 1917]
+    """
+    ids = []
+    for part in _ID_SEPARATORS.split(raw):
+        if not part:
+            continue
+        if not re.fullmatch(r"\d{1,12}", part):
+            shown = part if len(part) <= 20 else part[:20] + "…"
+            raise InvalidIdsError(f"{shown!r} is not a token id; paste whole numbers separated by commas or spaces")
+        ids.append(int(part))
+    return ids
+
+
+@router.post("/decode")
+async def decode(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
+    """Fields: ``ids`` (as typed or pasted) and ``tokenizer``."""
+    fields = await read_form(request, settings.max_chars)
+    raw = fields.get("ids") or ""
+    ids = parse_ids(raw)
+    if len(ids) > settings.max_ids:
+        raise TooLargeError(f"{len(ids):,} ids; the limit is {settings.max_ids:,}")
+    choice = Choice.from_fields({"tokenizer": fields.get("tokenizer")}, settings.default_tokenizer)
+    tok = tokenizers.get(choice.tokenizer)
+    decoded = await run_cpu(request, tok.decode, ids) if ids else None
+    if is_htmx(request):
+        context = {"decoded": decoded, "decoded_count": len(ids)}
+        return page_or_block(request, "playground.html", "decoded", context)
+    return _page(request, tokenizers, settings, choice, ids_input=raw, decoded=decoded, decoded_count=len(ids))
+
+
+@router.post("/ids")
+async def all_ids(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
+    """Every token id of the text, comma-separated, as plain text (the page shows only a window of them)."""
+    choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
+    check_text_size(choice.text, settings)
+    tok = tokenizers.get(choice.tokenizer)
+    ids = await run_cpu(request, tok.encode, choice.text, allow_special=choice.special)
+    return PlainTextResponse(", ".join(map(str, ids)))

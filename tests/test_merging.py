@@ -1,0 +1,89 @@
+"""The shared merge loop: the list scan and the heap choose the same pair at every step, and both equal the
+textbook rule (rescan every pair, join the lowest rank, leftmost on ties) written here from scratch."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.engines.merging import merge, merge_heap
+
+
+def textbook(parts: list, rank_of) -> tuple[list, list]:
+    """The rule itself, O(n^2): the parts at the end, and each merge as (rank, index, left, right)."""
+    parts = list(parts)
+    steps = []
+    while True:
+        ranks = [rank_of(a, b) for a, b in zip(parts, parts[1:])]
+        found = [(r, i) for i, r in enumerate(ranks) if r is not None]
+        if not found:
+            return parts, steps
+        r, i = min(found)
+        steps.append((r, i, parts[i], parts[i + 1]))
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
+
+
+bytes_ranks = st.dictionaries(st.sampled_from([b"aa", b"ab", b"ba", b"bb", b"aab", b"aba", b"abab", b"bba"]),
+                              st.integers(0, 6), max_size=8)
+pieces = st.lists(st.sampled_from([b"a", b"b"]), max_size=70)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=pieces, ranks=bytes_ranks)
+def test_scan_and_heap_equal_the_textbook_rule(parts, ranks):
+    want, want_steps = textbook(parts, lambda a, b: ranks.get(a + b))
+    assert merge(list(parts), ranks.get, heap_from=10**9) == want
+    assert merge_heap(list(parts), ranks.get) == want
+    steps: list = []
+    assert merge(list(parts), ranks.get, steps=steps) == want
+    assert steps == want_steps  # equal ranks: the leftmost pair first
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ids=st.lists(st.integers(0, 3), max_size=40),
+    merges=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), unique=True, max_size=6),
+)
+def test_pair_keyed_ranks_with_new_ids(ids, merges):
+    """The lab's use: parts are ids, a pair's rank is its merge's step and the join is the new id."""
+    rank = {p: r for r, p in enumerate(merges)}
+    new_id = {p: 4 + r for r, p in enumerate(merges)}
+
+    def step_by_step(seq):  # apply the merges in order, each everywhere, left to right
+        for r, p in enumerate(merges):
+            out, i = [], 0
+            while i < len(seq):
+                if i + 1 < len(seq) and (seq[i], seq[i + 1]) == p:
+                    out.append(4 + r)
+                    i += 2
+                else:
+                    out.append(seq[i])
+                    i += 1
+            seq = out
+        return seq
+
+    def key(a, b):
+        return (a, b)
+
+    def join(a, b):
+        return new_id[(a, b)]
+
+    # merges that only exist once their parts do: drop those whose parts are made by a later merge
+    usable = all(all(x < 4 + r for x in p) for r, p in enumerate(merges))
+    if usable:
+        want = step_by_step(list(ids))
+        assert merge(list(ids), rank.get, key=key, join=join, heap_from=10**9) == want
+        assert merge_heap(list(ids), rank.get, key=key, join=join) == want
+
+
+def test_record_keeps_the_last_candidate_of_each_key():
+    record: dict = {}
+    merge(list("abab"), {"ab": 0, "abab": 1, "ba": 5}.get, record=record)
+    assert record["ab"] == ("a", "b") and record["abab"] == ("ab", "ab") and record["ba"] == ("b", "a")
+
+
+def test_heap_edges_record_the_first_and_last_parts():
+    firsts: list = []
+    lasts: list = []
+    merge_heap([b"a", b"b", b"c"], {b"bc": 0, b"abc": 1}.get, firsts=firsts, lasts=lasts)
+    assert firsts == [b"a", b"abc"] and lasts == [b"c", b"bc", b"abc"]
