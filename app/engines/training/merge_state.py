@@ -65,9 +65,9 @@ class MergeState:
     """A BPE training run in progress: :meth:`step` merges once (the lab's manual mode calls it directly).
 
     ``words`` are ``(ids, count)`` in corpus order (first-seen order decides ``first`` ties); ``base_vocab`` maps
-    every id the words use to its bytes. New ids follow the largest base id. Words longer than ``long_word`` ids
-    are kept in the linked layout (see :mod:`.words`). Ids may come as ``bytes`` (each byte
-    an id) or as a ``str`` whose code points are the ids (``"".join(map(chr, ids))``), the layouts' own form.
+    every id the words use to its bytes. New ids follow the largest base id. Ids may come as ``bytes`` (each byte
+    an id) or as a ``str`` whose code points are the ids (``"".join(map(chr, ids))``, the layouts' own form).
+    Words longer than ``long_word`` ids are kept in the linked layout (see :mod:`.words`).
 
     >>> state = MergeState([([1, 2, 1, 2], 1), ([2, 1], 1)], {1: b"a", 2: b"b"})
     >>> step = state.step()
@@ -194,13 +194,12 @@ class MergeState:
         """
         pairs = self.pairs
         if force_pair is None:
-            count = pairs.top_count()
-            if count < 2:
+            won = self._winner(max_ties)
+            if won is None:
                 raise self.error("no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)")
-            ranked = pairs.ranked(count)
-            pair = ranked[0]
-            ties = ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
-            n_ties = len(ranked) - 1
+            pair, ties = won
+            count = pairs.top_count()
+            n_ties = len(pairs.ranked(count)) - 1
         else:
             pair = (int(force_pair[0]), int(force_pair[1]))
             count = pairs.get(pair)
@@ -263,7 +262,7 @@ class MergeState:
         if rule is None:
             self.pairs.apply(pair, changes)
         else:
-            banned = rule.added(new_id, pair)
+            banned = rule.added(new_id, pair)  # first: what it refuses may depend on the new piece
             self.pairs.apply(pair, changes, set(rule.refused([came for _, came, _ in changes])))
             for p in banned:  # no longer counted, so never chosen, forced or ranked again
                 self.pairs.remove(p)
