@@ -27,9 +27,8 @@ from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.steps import TIE_BREAKS, MergeStep
-from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, replay, run_merges
+from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
-from app.engines.training.driver import cycle_collector_paused
 
 ALGORITHMS = ("byte", "char", "sentencepiece")
 ALGORITHM_LABELS = {"byte": "byte-level BPE", "char": "character-level BPE", "sentencepiece": "SentencePiece-style BPE"}

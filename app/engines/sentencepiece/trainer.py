@@ -14,7 +14,8 @@ What it does, in the order SentencePiece does it:
    frequency, overlaps counted) everywhere, left to right, and records a :class:`~app.engines.steps.MergeStep`
    (``left``/``right`` are the UTF-8 of the two pieces). Ties follow the same rules as the byte-level trainer:
    ``first`` (the pair held by the earliest word of the corpus, then leftmost there) or ``lexical``. Pieces are
-   at most ``max_piece_length`` characters, and a pair whose text is already a piece is never merged again.
+   at most ``max_piece_length`` characters, and a pair whose text is already a piece is never merged again
+   (:class:`PieceRule`). The merge loop is the shared core, :class:`app.engines.training.MergeState`.
 4. Training stops when the vocabulary reaches ``vocab_size`` or when no pair occurs twice. The second case is
    how a small classroom corpus ends: SentencePiece itself fails with "Vocabulary size too high"; we stop at
    the size reached and say so in ``TrainResult.stop_reason``.
@@ -38,8 +39,7 @@ from pathlib import Path
 from ..base import check_text
 from ..steps import MergeStep, TrainResult
 from ..training import MAX_VOCAB_SIZE, STOP_NO_PAIR, STOP_VOCAB_SIZE, MergeState, TrainingError, check_tie_break
-from ..training import run_merges
-from ..training.driver import cycle_collector_paused
+from ..training import cycle_collector_paused, run_merges
 from .model import SentencePieceTokenizer, byte_piece
 from .normalizer import SPACE_SYMBOL
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, ModelProto, NormalizerSpec, Piece, TrainerSpec

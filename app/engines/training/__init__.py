@@ -13,7 +13,16 @@ The trainers themselves say what text becomes: :mod:`app.engines.bpe.trainer` (b
 byte-, character- and SentencePiece-style runs). Nothing here reads text, prints or encodes.
 """
 
-from .driver import MAX_VOCAB_SIZE, STOP_NO_PAIR, STOP_VOCAB_SIZE, Cancelled, ProgressFn, replay, run_merges
+from .driver import (
+    MAX_VOCAB_SIZE,
+    STOP_NO_PAIR,
+    STOP_VOCAB_SIZE,
+    Cancelled,
+    ProgressFn,
+    cycle_collector_paused,
+    replay,
+    run_merges,
+)
 from .merge_state import MergeRule, MergeState, TrainingError, check_tie_break
 
 __all__ = [
@@ -26,6 +35,7 @@ __all__ = [
     "ProgressFn",
     "TrainingError",
     "check_tie_break",
+    "cycle_collector_paused",
     "replay",
     "run_merges",
 ]
