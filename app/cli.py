@@ -12,6 +12,7 @@ import sys
 
 from app.engines import registry
 from app.engines.errors import TokenplayError
+from app.engines.training import MAX_VOCAB_SIZE
 
 ENGINES = ("tiktoken", "native")
 
@@ -131,7 +132,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     model.save(args.out)
     if args.trace:
-        Path(args.trace).write_text(json.dumps(result.to_dict(), ensure_ascii=False), encoding="utf-8")
+        Path(args.trace).write_bytes(result.to_json())
     if args.export_tiktoken:
         model.export_tiktoken(args.export_tiktoken)
     final_tokens = result.steps[-1].corpus_tokens if result.steps else result.initial_tokens
@@ -183,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", default=None, help="write every merge step as JSON here")
     p.add_argument("--top-k", type=int, default=0, help="record the k most frequent pairs before each merge")
     p.add_argument("--max-ties", type=int, default=None, help="keep at most N tied pairs per step in the trace")
-    p.add_argument("--max-vocab-size", type=int, default=100_000)
+    p.add_argument("--max-vocab-size", type=int, default=MAX_VOCAB_SIZE)
     p.add_argument("--export-tiktoken", default=None, metavar="PATH", help="also write a .tiktoken file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_train)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
+import realtext
 from bpe_reference import reference_train
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,14 +14,15 @@ from hypothesis import strategies as st
 from app.engines.bpe.trainer import (
     BPETrainerState,
     BPETrainingError,
-    find_pair,
     merge_ids,
     train,
     train_words,
     vocab_from_merges,
+    words_from_text,
 )
 from app.engines.errors import TokenplayError
 from app.engines.steps import MergeStep
+from app.engines.training import run_merges
 
 PATTERNS = ["none", "gpt2", "gpt4", "o200k"]
 TIE_BREAKS = ["first", "lexical"]
@@ -119,9 +121,6 @@ def test_vocab_is_derived_from_merges():
 
 
 def test_helpers():
-    assert find_pair([1, 2, 1, 3], 1, 3) == 2
-    assert find_pair([1, 2], 2, 1) == -1
-    assert find_pair([], 1, 1) == -1
     assert merge_ids([1, 1, 1], (1, 1), 9) == [9, 1]
     assert merge_ids([1, 1, 1, 1], (1, 1), 9) == [9, 9]
 
@@ -167,10 +166,12 @@ def test_manual_mode_force_pair_then_automatic_steps():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join), choices=st.lists(st.integers(0, 5), max_size=8)
+    text=st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join),
+    choices=st.lists(st.integers(0, 5), max_size=8),
+    long_word=st.sampled_from([0, 4, 4096]),  # every word, some or none in the linked layout
 )
-def test_manual_mode_keeps_counts_exact(text, choices):
-    state = BPETrainerState.from_text(text, "gpt2")
+def test_manual_mode_keeps_counts_exact(text, choices, long_word):
+    state = BPETrainerState(words_from_text(text, "gpt2"), long_word=long_word)
     for choice in choices:
         top = state.current_top_pairs(6)
         if not top:
@@ -235,3 +236,36 @@ def test_fast_trainer_equals_reference_on_a_larger_corpus(tie_break):
         assert train(text, 330, pattern, tie_break=tie_break) == reference_train(
             text, 330, pattern, tie_break=tie_break
         )
+
+
+def train_laid_out(text: str, vocab_size: int, pattern: str, tie_break: str, *, long_word: int, top_k: int = 0):
+    """``train`` with the words longer than ``long_word`` ids kept in the linked layout."""
+    state = BPETrainerState(words_from_text(text, pattern), tie_break=tie_break, long_word=long_word)
+    return state.result(run_merges(state, vocab_size - 256, top_k=top_k))
+
+
+@pytest.mark.parametrize("long_word", [0, 5])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=corpora,
+    pattern=st.sampled_from(PATTERNS),
+    tie_break=st.sampled_from(TIE_BREAKS),
+    extra=st.integers(0, 60),
+    top_k=st.sampled_from([0, 3]),
+)
+def test_linked_layout_for_long_words_equals_reference(long_word, text, pattern, tie_break, extra, top_k):
+    got = train_laid_out(text, 256 + extra, pattern, tie_break, long_word=long_word, top_k=top_k)
+    assert got == reference_train(text, 256 + extra, pattern, (), tie_break, top_k=top_k)
+
+
+# -- real text (the corpora in ../shared/corpora) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", realtext.NAMES)
+@pytest.mark.parametrize("pattern", ["gpt4", "none"])
+def test_fast_trainer_equals_reference_on_real_text(name, pattern):
+    realtext.require()
+    for tie_break, text in zip(TIE_BREAKS, realtext.slices(name, 2, 2500, seed=3)):
+        want = reference_train(text, 300, pattern, tie_break=tie_break, top_k=3)
+        assert train(text, 300, pattern, tie_break=tie_break, top_k=3) == want
+        assert train_laid_out(text, 300, pattern, tie_break, long_word=0, top_k=3) == want

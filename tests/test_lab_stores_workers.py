@@ -273,7 +273,8 @@ def test_lab_tokenizers_in_the_registry_stay_bounded(tmp_path):
 def test_a_training_over_the_memory_limit_fails_cleanly(tmp_path):
     pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, memory_limit_mb=250)
     try:
-        run = wait(pool, pool.submit(Job(Run(new_id(), slow_corpus(), Options(**BIG)), 8192)).run)
+        big = slow_corpus(4_000_000)  # the trainer's own needs grow with the corpus: twice the usual one
+        run = wait(pool, pool.submit(Job(Run(new_id(), big, Options(**BIG)), 8192)).run)
         assert run.status == "error" and "memory" in run.error, (run.status, run.error)
         ok = wait(pool, pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run)
         assert ok.status == "done", "a fresh training process takes the next job"

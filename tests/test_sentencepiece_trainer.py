@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+import realtext
 import sentencepiece as spm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -321,3 +322,35 @@ def test_nul_is_never_a_piece():
     assert all("\x00" not in p.piece for p in model.pieces)
     sp = spm.SentencePieceProcessor(model_proto=model.serialize())
     assert model.tokenizer().encode("a\x00b") == sp.encode("a\x00b")
+
+
+# -- real text (the corpora in ../shared/corpora) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", realtext.NAMES)
+def test_steps_match_a_naive_reference_on_real_text(name):
+    realtext.require()
+    for tie_break, text in zip(["first", "lexical"], realtext.slices(name, 2, 3000, seed=4)):
+        vocab_size = SentencePieceTrainerState(text, 100_000).base_size + 40
+        result = SentencePieceTrainerState(text, vocab_size, tie_break=tie_break).run()
+        expected = reference_train(
+            text, vocab_size, byte_fallback=True, add_dummy_prefix=True, coverage=1.0, tie_break=tie_break
+        )
+        assert [(s.pair, s.count, s.replaced, s.ties, s.corpus_tokens) for s in result.steps] == expected
+
+
+@pytest.mark.parametrize("name", realtext.NAMES)
+def test_model_trained_on_real_text_encodes_like_sentencepiece(name, tmp_path):
+    realtext.require()
+    corpus = "".join(realtext.slices(name, 4, 20_000, seed=5))
+    size = SentencePieceTrainerState(corpus, 100_000, character_coverage=0.9995).base_size + 600
+    model, result = train_sentencepiece(corpus, size, character_coverage=0.9995)
+    assert result.stop_reason == STOP_VOCAB_SIZE
+    path = model.save(tmp_path / f"{name}.model")
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    ours = SentencePieceTokenizer.from_file(path)
+    others = [realtext.slices(other, 1, 3000, seed=6)[0] for other in realtext.NAMES if other != name]
+    for probe in realtext.slices(name, 5, 6000, seed=7) + others:
+        ids = sp.encode(probe)
+        assert ours.encode(probe) == ids
+        assert ours.decode(ids) == sp.decode(ids)

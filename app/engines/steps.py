@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import orjson
+
 from .result import escape_bytes
 
 TIE_BREAKS = ("first", "lexical")
@@ -34,6 +36,7 @@ class MergeStep:
         return self.left + self.right
 
     def to_dict(self) -> dict:
+        """The record as JSON-ready data (pairs in ``ties`` stay tuples: JSON arrays all the same)."""
         return {
             "step": self.step,
             "pair": [self.pair[0], self.pair[1]],
@@ -43,7 +46,7 @@ class MergeStep:
             "new_id": self.new_id,
             "count": self.count,
             "replaced": self.replaced,
-            "ties": [list(p) for p in self.ties],
+            "ties": list(self.ties),  # copied, not converted: hundreds per late step on a large corpus
             "corpus_tokens": self.corpus_tokens,
             "tie_break": self.tie_break,
             "forced": self.forced,
@@ -66,3 +69,7 @@ class TrainResult:
             "initial_tokens": self.initial_tokens,
             "steps": [s.to_dict() for s in self.steps],
         }
+
+    def to_json(self) -> bytes:
+        """The trace file: :meth:`to_dict` as UTF-8 JSON (non-ASCII text as itself, no indentation)."""
+        return orjson.dumps(self.to_dict())

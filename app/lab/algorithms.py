@@ -1,12 +1,13 @@
 """One training interface over the lab's algorithms: byte-level BPE, character-level BPE, SentencePiece-style.
 
 Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
-*words* (id sequences with counts, in first-seen order) and a merge loop that emits one
-:class:`~app.engines.steps.MergeStep` per merge. Byte- and character-level BPE both run on the fast
-incremental core of :mod:`app.engines.bpe.trainer` (``BPETrainerState``); they differ only in how text becomes
-base ids (UTF-8 bytes, or one id per code point plus an optional end-of-word marker ``</w>``). SentencePiece-style
-runs use :class:`app.engines.sentencepiece.trainer.SentencePieceTrainerState` (lines, ``▁``, byte fallback,
-its own whitespace split: the ``pattern`` option does not apply) and keep the trained ``.model`` file.
+*words* (id sequences with counts, in first-seen order) and the shared merge loop of
+:mod:`app.engines.training`, which emits one :class:`~app.engines.steps.MergeStep` per merge and is run by
+its one driver (:func:`~app.engines.training.run_merges`, as ``tokenplay train`` is). Byte- and
+character-level BPE both use ``BPETrainerState``; they differ only in how text becomes base ids (UTF-8 bytes, or
+one id per code point plus an optional end-of-word marker ``</w>``). SentencePiece-style runs use
+:class:`app.engines.sentencepiece.trainer.SentencePieceTrainerState` (lines, ``▁``, byte fallback, its own
+whitespace split: the ``pattern`` option does not apply) and keep the trained ``.model`` file.
 
 :class:`Encoder` turns text into base-id words the same way for training, the step views and "encode a new
 text", so the three can never disagree.
@@ -22,11 +23,12 @@ import regex
 
 from app.engines.base import check_text
 from app.engines.bpe.patterns import compiled, pattern_regex
-from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState, BPETrainingError
+from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
-from app.engines.sentencepiece.trainer import MAX_VOCAB_SIZE as SP_MAX_VOCAB_SIZE
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.steps import TIE_BREAKS, MergeStep
+from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
+from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
 
 ALGORITHMS = ("byte", "char", "sentencepiece")
 ALGORITHM_LABELS = {"byte": "byte-level BPE", "char": "character-level BPE", "sentencepiece": "SentencePiece-style BPE"}
@@ -48,10 +50,6 @@ MAX_TIES = 24
 
 class LabOptionsError(TokenplayError):
     """Training options the lab cannot run (unknown algorithm, bad merge count, ...)."""
-
-
-class Cancelled(Exception):
-    """Raised inside a training loop when its job was cancelled."""
 
 
 #: More base tokens than any corpus can have (one per Unicode code point, plus bytes and markers): a vocab_size
@@ -246,11 +244,17 @@ class Trained:
 ProgressFn = Callable[[int, int], None]
 
 
-def _record(step: MergeStep, n_ties: list[int]) -> MergeStep:
-    n_ties.append(len(step.ties))
-    if len(step.ties) > MAX_TIES:
-        step.ties = step.ties[:MAX_TIES]
-    return step
+def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
+    """A training state for ``corpus`` under ``options``, and its base vocabulary (nothing merged yet)."""
+    if options.algorithm == "sentencepiece":
+        try:
+            state = SentencePieceTrainerState(corpus, MAX_VOCAB_SIZE, byte_fallback=True, tie_break=options.tie_break)
+        except TokenplayError as exc:
+            raise LabOptionsError(str(exc)) from None
+        return state, {i: state.surfaces[i] for i in range(state.base_size)}
+    base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
+    encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
+    return BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break), base
 
 
 def train(
@@ -269,65 +273,38 @@ def train(
     ``prefix`` steps are replayed as given (their records are kept), then ``force`` is merged as the next
     step (recorded ``forced=True``) and training continues automatically to the target number of merges.
     ``progress(done, total)`` is called after every merge; ``should_stop()`` returning true raises
-    :class:`Cancelled`.
+    :class:`Cancelled`. Records keep at most :data:`MAX_TIES` ties; ``Trained.n_ties`` has the full counts.
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
-    if options.algorithm == "sentencepiece":
-        try:
-            state = SentencePieceTrainerState(
-                corpus, SP_MAX_VOCAB_SIZE, byte_fallback=True, tie_break=options.tie_break
-            )
-        except TokenplayError as exc:
-            raise LabOptionsError(str(exc)) from None
-        base = {i: state.surfaces[i] for i in range(state.base_size)}
+    with cycle_collector_paused():
+        state, base = start(corpus, options)
         total = options.n_merges(len(base), max_merges)
-        state.requested_vocab_size = len(base) + max(total, len(prefix) + (force is not None))
-    else:
-        base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
-        encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
-        total = options.n_merges(len(base), max_merges)
-        try:
-            state = BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break)
-        except BPETrainingError as exc:  # pragma: no cover - the encoder only emits base ids
-            raise LabOptionsError(str(exc)) from None
-    steps: list[MergeStep] = []
-    n_ties: list[int] = []
-    stop_reason = "merge count reached"
-    for old, nt in zip(prefix, prefix_n_ties):
-        state.step(force_pair=old.pair)
-        steps.append(old)
-        n_ties.append(nt)
-        if should_stop is not None and should_stop():
-            raise Cancelled()
-    if force is not None:
-        if len(steps) >= total:
-            total = len(steps) + 1
-        try:
-            steps.append(_record(state.step(force_pair=force, top_k=TOP_K), n_ties))
-        except TokenplayError as exc:
-            raise LabOptionsError(str(exc)) from None
-        if progress is not None:
-            progress(len(steps), total)
-    while len(steps) < total:
-        if should_stop is not None and should_stop():
-            raise Cancelled()
-        if state.done:
-            stop_reason = "no pair occurs twice"
-            break
-        steps.append(_record(state.step(top_k=TOP_K), n_ties))
-        if progress is not None:
-            progress(len(steps), total)
-    top0 = state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs
-    return Trained(
-        base=base,
-        steps=steps,
-        n_ties=n_ties,
-        initial_tokens=state.initial_tokens,
-        base_units=base_units(corpus, options.algorithm, options.pattern),
-        target_merges=total,
-        stop_reason=stop_reason,
-        top0=list(top0),
-        model=state.model().serialize() if options.algorithm == "sentencepiece" else None,
-    )
-
+        kept = list(zip(prefix, prefix_n_ties))
+        if isinstance(state, SentencePieceTrainerState):
+            state.requested_vocab_size = len(base) + max(total, len(kept) + (force is not None))
+        replay(state, [step.pair for step, _ in kept], should_stop)
+        if force is not None:
+            total = max(total, len(kept) + 1)
+            try:
+                state.step(force_pair=force, top_k=TOP_K, max_ties=MAX_TIES)
+            except TokenplayError as exc:
+                raise LabOptionsError(str(exc)) from None
+            if progress is not None:
+                progress(len(state.merges), total)
+        report = None if progress is None else lambda done, target, _record: progress(done, target)
+        reason = run_merges(state, total, top_k=TOP_K, max_ties=MAX_TIES, progress=report, should_stop=should_stop)
+        steps = [step for step, _ in kept] + state.steps[len(kept) :]
+        trained = Trained(
+            base=base,
+            steps=steps,
+            n_ties=[n for _, n in kept] + state.tie_counts[len(kept) :],
+            initial_tokens=state.initial_tokens,
+            base_units=base_units(corpus, options.algorithm, options.pattern),
+            target_merges=total,
+            stop_reason="merge count reached" if reason == STOP_VOCAB_SIZE else reason,
+            top0=list(state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs),
+            model=state.model().serialize() if isinstance(state, SentencePieceTrainerState) else None,
+        )
+        del state  # gone before the collector resumes: its passes would walk every list of the run once more
+    return trained

@@ -27,9 +27,10 @@ from ..base import Tokenizer, check_text
 from ..errors import TokenplayError
 from ..openai import ENCODINGS, mergeable_ranks
 from ..steps import TrainResult
+from ..training import MAX_VOCAB_SIZE, ProgressFn
 from .encoder import RankEncoder
 from .patterns import name_of_regex, pattern_name, pattern_regex
-from .trainer import MAX_VOCAB_SIZE, ProgressFn, train, vocab_from_merges
+from .trainer import train, vocab_from_merges
 
 FORMAT = "tokenplay-bpe"
 VERSION = 1
@@ -185,12 +186,6 @@ class BPETokenizer(RankTokenizer):
             "replaced": [s.replaced for s in result.steps],
         }
         return cls(result.merges, pattern, specials, name=name, training=training), result
-
-    @classmethod
-    def from_train_result(
-        cls, result: TrainResult, pattern: str = "gpt4", special_tokens: Iterable[str] = (), **kw
-    ) -> BPETokenizer:
-        return cls(result.merges, pattern, list(special_tokens), **kw)
 
     # -- saving ------------------------------------------------------------------------------------------
     def to_json(self) -> str:

@@ -1,0 +1,73 @@
+"""The real-text corpora that tests and benchmarks read: English, Spanish, Japanese and Chinese technical prose,
+and C code, 1 MB each (see the README next to them for their sources and licences).
+
+They are never copied into the repository: they are looked for in ``$TOKENPLAY_CORPORA``, else in
+``<repo>/../shared/corpora``, else in ``/work/shared/corpora``. A test that needs them calls :func:`require`
+(it skips, saying where it looked, when they are absent); a benchmark checks :func:`available` and says so.
+``bench/`` puts ``tests/`` on ``sys.path`` to share this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+from pathlib import Path
+
+NAMES = ("en", "es", "ja", "zh", "c")
+
+
+def _corpora_dir() -> Path:
+    env = os.environ.get("TOKENPLAY_CORPORA")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
+    return beside if beside.is_dir() else Path("/work/shared/corpora")
+
+
+CORPORA_DIR = _corpora_dir()
+
+
+def path(name: str) -> Path:
+    return CORPORA_DIR / f"{name}.txt"
+
+
+def available() -> bool:
+    """True when every corpus file is there."""
+    return all(path(name).is_file() for name in NAMES)
+
+
+def require() -> None:
+    """In a test: skip it, saying where the corpora were looked for, when they are absent."""
+    if not available():
+        import pytest
+
+        pytest.skip(f"the real-text corpora ({', '.join(NAMES)}) are not in {CORPORA_DIR}; set TOKENPLAY_CORPORA")
+
+
+@functools.cache
+def read(name: str) -> str:
+    """The whole corpus ``name`` (one of :data:`NAMES`)."""
+    return path(name).read_text(encoding="utf-8")
+
+
+def slices(name: str, count: int, chars: int, seed: int = 0) -> list[str]:
+    """``count`` pieces of corpus ``name`` of about ``chars`` characters each, made of whole lines, from
+    positions drawn by a generator seeded with ``seed`` (the same pieces every time).
+
+    A piece is at least one line: the lines from a drawn one for as long as they fit in ``chars``.
+    """
+    lines = read(name).splitlines(keepends=True)
+    rng = random.Random(f"{name}/{seed}")
+    out: list[str] = []
+    for _ in range(count):
+        i = rng.randrange(len(lines))
+        piece = [lines[i]]
+        size = len(lines[i])
+        for line in lines[i + 1 :]:
+            if size + len(line) > chars:
+                break
+            piece.append(line)
+            size += len(line)
+        out.append("".join(piece))
+    return out
