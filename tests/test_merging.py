@@ -3,9 +3,13 @@ textbook rule (rescan every pair, join the lowest rank, leftmost on ties) writte
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.engines import merging
 from app.engines.merging import merge, merge_heap
 
 
@@ -87,3 +91,45 @@ def test_heap_edges_record_the_first_and_last_parts():
     lasts: list = []
     merge_heap([b"a", b"b", b"c"], {b"bc": 0, b"abc": 1}.get, firsts=firsts, lasts=lasts)
     assert firsts == [b"a", b"abc"] and lasts == [b"c", b"bc", b"abc"]
+
+
+# -- the compiled twin (app/engines/_merge.c) ------------------------------------------------------------------
+
+def test_the_compiled_twin_is_built_where_a_c_compiler_is():
+    """``pip install`` builds app/engines/_merge.c; only a machine without a C compiler runs without it."""
+    import shutil
+
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler on this machine: the Python loop serves (slower)")
+    assert merging.COMPILED or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"
+
+
+compiled = pytest.mark.skipif(not merging.COMPILED, reason="app/engines/_merge.c is not built here")
+
+symbol_texts = st.one_of(
+    st.lists(st.sampled_from([b"a", b"b", b"\xe3", b"\x81"]), max_size=300).map(b"".join),
+    st.text(st.sampled_from("ab▁日"), max_size=300),
+)
+
+
+@compiled
+@settings(max_examples=500, deadline=None)
+@given(text=symbol_texts, data=st.data())
+def test_compiled_merge_text_equals_the_python_loop(text, data):
+    """Short inputs (the scan) and long ones (the heap), int and float ranks, equal ranks, pair keys, ids."""
+    symbols = sorted(set(text[i : i + 1] for i in range(len(text)))) or [text[:0]]
+    joined = st.lists(st.sampled_from(symbols), min_size=2, max_size=4).map(lambda p: text[:0].join(p))
+    ranks = data.draw(st.dictionaries(joined, st.one_of(st.integers(0, 5), st.floats(-3, 3)), max_size=10))
+    assert merging.merge_text(text, ranks) == merging.merge_text_python(text, ranks)
+    ids = {part: n for n, part in enumerate(list(ranks) + symbols[:1])}
+    assert merging.merge_text(text, ranks, ids) == merging.merge_text_python(text, ranks, ids)
+    pairs = {(k[:1], k[1:]): r for k, r in ranks.items()}
+    assert merging.merge_text(text, pairs, pair_keys=True) == merging.merge_text_python(text, pairs, pair_keys=True)
+
+
+@compiled
+def test_compiled_merge_of_a_long_run_is_linearithmic_and_exact():
+    text = b"a" * 200_000
+    ranks = {b"a" * (2**k): k for k in range(1, 12)}
+    assert merging.merge_text(text, ranks) == merging.merge_text_python(text, ranks)
+    assert list(map(len, merging.merge_text(text, ranks))) == [2048] * 97 + [1024, 256, 64]  # 200,000 in powers of two

@@ -8,15 +8,22 @@ All the BPE variants Tokenplay runs are this one loop over different parts and r
   and the join is the new id (``key`` builds the pair, ``join`` the merged part).
 
 :func:`merge` scans a list of pair ranks (fastest for short inputs) and switches to a heap over a linked list
-(:func:`merge_heap`, O(n log n)) for long ones, so a 1 MB word costs seconds at worst, never O(n^2). Both
-choose the same pair at every step, so they give the same parts (the tests check it on random inputs).
+(:func:`merge_heap`, O(n log n)) for long ones, so a long word never costs O(n^2). Both choose the same pair at
+every step, so they give the same parts (the tests check it on random inputs).
 
-This module knows nothing of vocabularies, pre-tokenizers or ids: callers look those up before and after.
+:func:`merge_text` is the case every encoder runs on every new pre-token: the symbols of a text (its bytes or
+its characters) joined by concatenation. It runs in ``app/engines/_merge.c``, the compiled twin of this loop,
+when that was built (``pip install`` builds it; without a C compiler the package still works, slower), and in
+:func:`merge` otherwise; ``TOKENPLAY_PURE_PYTHON=1`` forces the Python loop. The tests hold the two equal. The
+traced merges of the explain view and the lab always run here, in Python: they record every step.
+
+This module knows nothing of vocabularies or pre-tokenizers: callers look those up before and after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from heapq import heapify, heappop, heappush
 from itertools import repeat
 from operator import add
@@ -155,3 +162,44 @@ def merge_heap(
         i = nxt[i]
     parts[:] = out
     return parts
+
+
+def _pair(left, right) -> tuple:
+    return (left, right)
+
+
+def merge_text_python(text: bytes | str, table: Mapping, ids: Mapping | None = None, pair_keys: bool = False) -> list:
+    """:func:`merge_text` in Python: :func:`merge` over the symbols of ``text``."""
+    symbols = list(map(_BYTES.__getitem__, text)) if isinstance(text, bytes) else list(text)
+    parts = merge(symbols, table.get, key=_pair if pair_keys else add)
+    return parts if ids is None else list(map(ids.get, parts))
+
+
+_BYTES = [bytes([b]) for b in range(256)]
+
+try:
+    from ._merge import merge as _compiled
+except ImportError:  # built without a C compiler: the Python loop does the same, slower
+    _compiled = None
+if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
+    _compiled = None
+
+#: Whether :func:`merge_text` runs compiled (``app/engines/_merge.c``).
+COMPILED = _compiled is not None
+
+
+def merge_text(text: bytes | str, table: Mapping, ids: Mapping | None = None, pair_keys: bool = False) -> list:
+    """The symbols of ``text`` (its bytes, or its characters) merged by rank, joined by concatenation: the parts,
+    or with ``ids`` each part's id (``None`` for a part ``ids`` lacks).
+
+    ``table`` maps a joined part (or, with ``pair_keys``, a ``(left, right)`` pair of parts) to its rank; lower
+    merges first, leftmost on ties.
+
+    >>> merge_text(b"aaab", {b"ab": 0, b"aab": 1}, ids={b"a": 97, b"aab": 300})
+    [97, 300]
+    >>> merge_text("lower", {"lo": 0, "low": 1, "er": 2})
+    ['low', 'er']
+    """
+    if _compiled is not None and type(table) is dict and (ids is None or type(ids) is dict):
+        return _compiled(text, table, ids, pair_keys)
+    return merge_text_python(text, table, ids, pair_keys)
