@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from app.lab.algorithms import Options, train
 from app.lab.jobs import Job, QueueFull
 from app.lab.runs import Run, new_id
-from app.lab.stores import STALE_MESSAGE, DirectoryStore, MemoryLRU, estimate_bytes, make_store
+from app.lab.stores import STALE_MESSAGE, DirectoryStore, MemoryLRU, make_store
 from app.lab.workers import ProcessJobPool, make_pool
 from app.settings import Settings
 from app.web.app import create_app
@@ -41,7 +41,7 @@ def done_run(corpus: str = "low low low lower lower newest newest widest", merge
 
 def test_lru_is_capped_by_count_and_bytes_and_keeps_running_runs():
     runs = [done_run(f"text {i} " * 200) for i in range(6)]
-    one = estimate_bytes(runs[0])
+    one = runs[0].estimated_bytes()
     lru = MemoryLRU(max_runs=100, max_bytes=int(one * 3.5))
     live = Run(new_id(), "x" * 100_000, Options("byte", "gpt2", 5), status="running")
     lru.put(live)

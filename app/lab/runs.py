@@ -65,6 +65,12 @@ class Run:
         t = self.tokens_at(k)
         return self.base_units / t if t else 0.0
 
+    def estimated_bytes(self) -> int:
+        """A rough size in memory: the corpus, the merge records, the model file."""
+        size = 200 + len(self.corpus) * 2
+        size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
+        return size + 64 * len(self.base) + len(self.model or b"")
+
     def label(self) -> str:
         return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps} merges)"
 

@@ -11,7 +11,10 @@ its worker pool can use either, with what several processes need:
 - cross-process cancellation (``request_cancel`` / ``cancel_requested``) and heartbeats of running trainings
   (``beat``), so a run whose worker process died is reported as failed instead of "running" forever.
 
-:func:`make_store` picks Redis when ``REDIS_URL`` (or ``TOKENPLAY_REDIS_URL``) is set, else the directory.
+A store keeps records of one kind (``record``: :class:`~app.lab.runs.Run` by default): anything with an ``id``,
+``finished``, ``to_json(with_steps=...)``, ``from_json(...)`` and ``estimated_bytes()``. Uploaded tokenizers
+are kept the same way (:mod:`app.web.uploads`). :func:`make_store` picks Redis when ``REDIS_URL`` (or
+``TOKENPLAY_REDIS_URL``) is set, else the directory.
 """
 
 from __future__ import annotations
@@ -32,16 +35,8 @@ STALE_AFTER = 60.0
 STALE_MESSAGE = "the worker process training this run stopped before it finished; train it again"
 
 
-def estimate_bytes(run: Run) -> int:
-    """A rough size of a run in memory: its corpus, its merge records, its model file."""
-    size = 200 + len(run.corpus) * 2
-    size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in run.steps)
-    size += 64 * len(run.base) + len(run.model or b"")
-    return size
-
-
 class MemoryLRU:
-    """Runs by id, most recent last, bounded by count, estimated bytes and age."""
+    """Records (runs) by id, most recent last, bounded by count, estimated bytes and age."""
 
     def __init__(self, max_runs: int = 64, max_bytes: int = 256 << 20, ttl: float = 7 * 86400):
         self.max_runs = max_runs
@@ -59,7 +54,7 @@ class MemoryLRU:
         return self._bytes
 
     def put(self, run: Run) -> None:
-        size = estimate_bytes(run) if run.finished else 0
+        size = run.estimated_bytes() if run.finished else 0
         with self._lock:
             old = self._mem.pop(run.id, None)
             if old is not None:
@@ -104,9 +99,10 @@ class MemoryLRU:
 class _SharedStore:
     """What both stores share: the memory LRU, ``put``/``get`` over ``_write``/``_read`` of the shared copy."""
 
-    def __init__(self, max_runs: int, max_bytes: int, ttl: float, stale_after: float = STALE_AFTER):
+    def __init__(self, max_runs: int, max_bytes: int, ttl: float, stale_after: float = STALE_AFTER, record=Run):
         self.ttl = ttl
         self.stale_after = stale_after
+        self.record = record
         self.mem = MemoryLRU(max_runs, max_bytes, ttl)
 
     # the stores' interface --------------------------------------------------------------------------------------
@@ -143,7 +139,7 @@ class _SharedStore:
         if data is None:
             return None
         try:
-            return Run.from_json(orjson.loads(data))
+            return self.record.from_json(orjson.loads(data))
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -185,8 +181,9 @@ class DirectoryStore(_SharedStore):
         ttl: float = 7 * 86400,
         max_store_bytes: int = 2 << 30,
         stale_after: float = STALE_AFTER,
+        record=Run,
     ):
-        super().__init__(max_runs, max_bytes, ttl, stale_after)
+        super().__init__(max_runs, max_bytes, ttl, stale_after, record)
         self.directory = Path(directory)
         self.max_store_bytes = max_store_bytes
         self._last_sweep = 0.0
@@ -305,8 +302,9 @@ class RedisStore(_SharedStore):
         prefix: str = "tokenplay:lab:",
         client=None,
         stale_after: float = STALE_AFTER,
+        record=Run,
     ):
-        super().__init__(max_runs, max_bytes, ttl, stale_after)
+        super().__init__(max_runs, max_bytes, ttl, stale_after, record)
         if client is None:
             import redis
 

@@ -133,6 +133,8 @@ class _Worker:
         child.close()
         self.jobs = 0
         self.ready = False
+        self._close_lock = threading.Lock()
+        self._closed = False
 
     def wait_ready(self, timeout: float = 60.0) -> bool:
         if not self.ready and self.conn.poll(timeout):
@@ -156,7 +158,7 @@ class _Worker:
         except self._GONE:
             pass
         finally:
-            self.conn.close()
+            self._close()
 
     def stop(self) -> None:
         try:
@@ -169,7 +171,15 @@ class _Worker:
                 self.proc.kill()
         except self._GONE:
             pass
-        self.conn.close()
+        self._close()
+
+    def _close(self) -> None:
+        """Close the pipe once: the second of two threads to get here (a job's end and the pool's shutdown) would
+        close a descriptor number that may already belong to another file."""
+        with self._close_lock:
+            if not self._closed:
+                self._closed = True
+                self.conn.close()
 
 
 class ProcessJobPool(BoundedJobs):

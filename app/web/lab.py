@@ -133,6 +133,7 @@ async def lab_train(request: Request, lab: LabDep):
         filename = file.filename
         raw = await file.read(limit + 1)
     fields = {k: v for k in DEFAULT_FORM if isinstance(v := data.get(k), str)}
+    await data.close()  # the uploaded file's spooled temporary file
     return await run_in_threadpool(_start_from_form, request, lab, fields, raw, filename, limit)
 
 
