@@ -103,6 +103,11 @@ def normalize(form: str, text: str) -> str:
     return "".join(out)
 
 
+def is_starter(ch: str) -> bool:
+    """Whether ``ch`` has combining class 0 for the normalizers of ``tokenizers`` (so do the ones they do not know)."""
+    return unicodedata.combining(ch) == 0 or _UNKNOWN.match(ch) is not None
+
+
 def is_normalized(form: str, text: str) -> bool:
     """Whether :func:`normalize` leaves ``text`` as it is."""
     if _UNKNOWN.search(text) is None:

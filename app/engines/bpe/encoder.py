@@ -1,14 +1,25 @@
-"""Encode text with BPE ranks exactly as tiktoken does.
+"""Encode text with BPE ranks exactly as tiktoken does, or with a merges list exactly as Hugging Face does.
 
-The ranks are ``bytes -> id`` (the ``.tiktoken`` data, or a trained vocabulary). A pre-token that is itself a
-token becomes that token; otherwise its bytes are merged by repeatedly joining the adjacent pair whose joined
-bytes have the lowest rank, leftmost first, until no joined pair is a token. Short pre-tokens use a list
-scan; long ones (a 100 KB run of one letter, Japanese without spaces) use a heap over a linked list, so they
-cost O(n log n), never O(n^2). Pre-tokens repeat a lot, so results are cached per pre-token.
+The ranks are ``bytes -> id`` (the ``.tiktoken`` data, a trained vocabulary, or a tokenizer.json vocabulary in
+bytes). Two merge rules share all the code below:
+
+- tiktoken's (``pairs`` is ``None``): a pre-token that is itself a token becomes that token; otherwise its bytes
+  are merged by repeatedly joining the adjacent pair whose joined bytes have the lowest rank, leftmost first,
+  until no joined pair is a token;
+- Hugging Face's BPE (``pairs`` maps ``(left bytes, right bytes)`` to the rank of that merge in the file's
+  ``merges`` list): only listed pairs merge, the lowest-ranked pair first (leftmost on ties), and a pre-token is
+  taken whole only when the model asks for it (``whole``: tokenizer.json's ``ignore_merges``). The two rules
+  differ where a token can be split in two ways (tiktoken ranks both splits alike), so a tokenizer.json model
+  is always run with its own pairs.
+
+Short pre-tokens use a list scan; long ones (a 100 KB run of one letter, Japanese without spaces) use a heap
+over a linked list, so they cost O(n log n), never O(n^2). Pre-tokens repeat a lot, so results are cached per
+pre-token.
 
 Pre-tokens of Japanese or Chinese are whole clauses (no spaces to split on), so they rarely repeat. They are
 encoded as independent *segments* (single characters, joined where needed) whose results do repeat and are
-cached: see :func:`merge_segmented` for why the joined result is exactly the merge of the whole pre-token.
+cached: see :func:`merge_segmented` for why the joined result is exactly the merge of the whole pre-token (the
+argument holds for either rule).
 
 This module does not know about special-token policy beyond splitting on the allowed ones; guarding
 (refusing special-token text) is the tokenizer's job (:mod:`app.engines.bpe.model`).
@@ -17,7 +28,7 @@ This module does not know about special-token policy beyond splitting on the all
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from itertools import chain
 from operator import add, itemgetter
 from typing import NamedTuple
@@ -33,19 +44,32 @@ CACHE_LIMIT = 65_536  # entries per tokenizer (~10 MB); cleared when full
 WIDE_BYTES_PER_CHAR = 2.5
 
 
-def merge_piece(piece: bytes, ranks: Mapping[bytes, int]) -> list[int]:
+#: Hugging Face merges: ``(left bytes, right bytes) -> rank in the merges list``.
+PairRanks = Mapping[tuple[bytes, bytes], int]
+
+
+def pair(left: bytes, right: bytes) -> tuple[bytes, bytes]:
+    """The key of a pair in :data:`PairRanks`."""
+    return left, right
+
+
+def merge_piece(piece: bytes, ranks: Mapping[bytes, int], pairs: PairRanks | None = None) -> list[int]:
     """Ids for one pre-token merged by rank (the caller has checked that it is not a token as a whole).
 
     >>> merge_piece(b"aaa", {b"a": 0, b"aa": 1})
     [1, 0]
+    >>> merge_piece(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4}, {(b"b", b"c"): 0})
+    [0, 4]
     """
-    return list(map(ranks.__getitem__, merge(list(map(_BYTES.__getitem__, piece)), ranks.get)))
+    parts = list(map(_BYTES.__getitem__, piece))
+    merged = merge(parts, ranks.get) if pairs is None else merge(parts, pairs.get, key=pair)
+    return list(map(ranks.__getitem__, merged))
 
 
 _BYTES = [bytes([b]) for b in range(256)]
 
 
-def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> MergedRun:
+def merge_traced(piece: bytes, ranks: Mapping[bytes, int], pairs: PairRanks | None = None) -> MergedRun:
     """:func:`merge_piece`, also recording every part that was ever first or last: a :class:`MergedRun`.
 
     >>> merge_traced(b"abc", {b"a": 0, b"b": 1, b"c": 2, b"bc": 3})
@@ -53,7 +77,11 @@ def merge_traced(piece: bytes, ranks: Mapping[bytes, int]) -> MergedRun:
     """
     firsts: list[bytes] = []
     lasts: list[bytes] = []
-    parts = merge_heap(list(map(_BYTES.__getitem__, piece)), ranks.get, firsts=firsts, lasts=lasts)
+    bytes_of = list(map(_BYTES.__getitem__, piece))
+    if pairs is None:
+        parts = merge_heap(bytes_of, ranks.get, firsts=firsts, lasts=lasts)
+    else:
+        parts = merge_heap(bytes_of, pairs.get, key=pair, firsts=firsts, lasts=lasts)
     return MergedRun(tuple(map(ranks.__getitem__, parts)), tuple(firsts), tuple(lasts))
 
 
@@ -72,9 +100,10 @@ SEGMENT_CHARS = 24
 class _Segments(dict):
     """Segment text -> :class:`MergedRun`; :meth:`independent` says whether two segments never merge across."""
 
-    def __init__(self, ranks: Mapping[bytes, int]):
+    def __init__(self, ranks: Mapping[bytes, int], pairs: PairRanks | None = None):
         super().__init__()
         self.ranks = ranks
+        self.merges = pairs
         self.apart = _Apart(self)  # (left, right) -> independent(left, right), for C-level look-ups
         self.pairs = _CharPairs(self)  # two characters -> the first one's ids if the two are independent, else ()
         self.settled: set[str] = set()  # dependent runs with their free neighbours that needed no growing
@@ -85,7 +114,7 @@ class _Segments(dict):
             self.apart.clear()
             self.pairs.clear()
             self.settled.clear()
-        seg = self[text] = merge_traced(text.encode("utf-8"), self.ranks)
+        seg = self[text] = merge_traced(text.encode("utf-8"), self.ranks, self.merges)
         return seg
 
     def independent(self, left: str, right: str) -> bool:
@@ -93,8 +122,9 @@ class _Segments(dict):
 
 
 class _Apart(dict):
-    """``(left, right)`` -> no recorded last part of ``left`` joined with a recorded first part of ``right`` is a
-    token (the test of :func:`merge_segmented`)."""
+    """``(left, right)`` -> no recorded last part of ``left`` and recorded first part of ``right`` merge (their
+    joined bytes are no token, or with Hugging Face merges, the pair is not listed): the test of
+    :func:`merge_segmented`."""
 
     def __init__(self, segments: _Segments):
         super().__init__()
@@ -104,9 +134,14 @@ class _Apart(dict):
         if len(self) >= CACHE_LIMIT:
             self.clear()
         segments = self.segments
-        get = segments.ranks.get
         rights = segments[key[1]].firsts
-        found = self[key] = not any(get(a + b) is not None for a in segments[key[0]].lasts for b in rights)
+        lefts = segments[key[0]].lasts
+        merges = segments.merges
+        if merges is None:
+            get = segments.ranks.get
+            found = self[key] = not any(get(a + b) is not None for a in lefts for b in rights)
+        else:
+            found = self[key] = not any((a, b) in merges for a in lefts for b in rights)
         return found
 
 
@@ -224,14 +259,16 @@ def merge_segmented(piece: str, segments: _Segments) -> tuple[int, ...] | None:
 class _PieceCache(dict):
     """Pre-token text -> ids; a missing entry is computed (and kept unless the piece is long)."""
 
-    def __init__(self, ranks: Mapping[bytes, int]):
+    def __init__(self, ranks: Mapping[bytes, int], pairs: PairRanks | None = None, whole: bool = True):
         super().__init__()
         self.ranks = ranks
-        self.segments = _Segments(ranks)
+        self.pairs = pairs
+        self.whole = whole
+        self.segments = _Segments(ranks, pairs)
 
     def __missing__(self, piece: str) -> tuple[int, ...]:
         data = piece.encode("utf-8")
-        r = self.ranks.get(data)
+        r = self.ranks.get(data) if self.whole else None
         if r is not None:
             ids: tuple[int, ...] | None = (r,)
         else:
@@ -242,7 +279,7 @@ class _PieceCache(dict):
                 if ids is None:
                     ids = merge_segmented(piece, self.segments)
             if ids is None:
-                ids = tuple(merge_piece(data, self.ranks))
+                ids = tuple(merge_piece(data, self.ranks, self.pairs))
         if len(piece) <= CACHE_PIECE_CHARS:
             if len(self) >= CACHE_LIMIT:
                 self.clear()
@@ -251,9 +288,21 @@ class _PieceCache(dict):
 
 
 class RankEncoder:
-    """Ranks + split pattern + special tokens: ``encode_ordinary`` and ``encode`` as tiktoken has them."""
+    """Ranks + split pattern + special tokens: ``encode_ordinary`` and ``encode`` as tiktoken has them.
 
-    def __init__(self, ranks: Mapping[bytes, int], pattern: str | None, special_tokens: Mapping[str, int] = {}):
+    With ``pairs`` (and ``whole``), pre-tokens are merged by Hugging Face's rule instead (see the module docstring);
+    :meth:`encode_pretokens` then encodes pre-tokens cut by a tokenizer.json pipeline.
+    """
+
+    def __init__(
+        self,
+        ranks: Mapping[bytes, int],
+        pattern: str | None,
+        special_tokens: Mapping[str, int] = {},
+        *,
+        pairs: PairRanks | None = None,
+        whole: bool = True,
+    ):
         missing = [b for b in range(256) if bytes([b]) not in ranks]
         if missing:
             raise TokenplayError(f"ranks lack single-byte tokens (e.g. byte {missing[0]}); every byte needs a rank")
@@ -261,12 +310,16 @@ class RankEncoder:
         self.pattern = pattern
         self.special_tokens = dict(special_tokens)
         self.split = Splitter(pattern)
-        self._cache = _PieceCache(ranks)
+        self._cache = _PieceCache(ranks, pairs, whole)
         self._special_res: dict[frozenset, object] = {}
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids with special-token text treated as plain text (tiktoken's ``encode_ordinary``)."""
-        return list(chain.from_iterable(map(self._cache.__getitem__, self.split(text))))
+        return self.encode_pretokens(self.split(text))
+
+    def encode_pretokens(self, pieces: Iterable[str]) -> list[int]:
+        """Ids for text already cut into pre-tokens."""
+        return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
 
     def special_regex(self, allowed: Collection[str]):
         key = frozenset(allowed)

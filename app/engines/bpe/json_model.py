@@ -1,0 +1,136 @@
+"""Byte-level BPE ``tokenizer.json`` models (Llama 3, Qwen3, DeepSeek V3, ...) run by Tokenplay's own BPE engine.
+
+Every step is the one Hugging Face ``tokenizers`` takes, so the ids are the library's: added tokens are cut out
+first (:mod:`..added_tokens`), each piece between them is normalized (:mod:`..hf_normalizers`) and cut into
+pre-tokens (:mod:`..hf_pretokenizers`), and each pre-token is merged by the file's ``merges`` list, lowest rank
+first, by :class:`~.encoder.RankEncoder` with Hugging Face's rule (a pre-token that is a token is taken whole only
+with ``ignore_merges``). No beginning-of-text token is added.
+
+Tokens are placed in the text as for every byte-level tokenizer: their bytes join up to the text's UTF-8, and a
+token cut inside a character shares that character's span. Where normalization changed the text (Qwen3's NFC on
+decomposed accents), a token gets the span of the input characters its normalized characters came from.
+
+This module does not read files; :func:`~..tokenizer_json.parse_tokenizer_json` does.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ..added_tokens import AddedVocabulary, Piece
+from ..base import Tokenizer, check_text
+from ..errors import TokenplayError
+from ..hf_normalizers import TextNormalizer
+from ..hf_pretokenizers import PreTokenizer
+from ..result import Token, TokenizeResult, byte_level_result, byte_table, tokens_after
+from ..tokenizer_json import (
+    TokenizerFileError,
+    TokenizerJSON,
+    UnsupportedTokenizerError,
+    byte_level_bytes,
+    pipeline_steps,
+)
+from .encoder import RankEncoder
+
+
+class ByteLevelJSONTokenizer(Tokenizer):
+    """A byte-level BPE ``tokenizer.json``, id for id with Hugging Face ``tokenizers``."""
+
+    def __init__(self, spec: TokenizerJSON, *, name: str = ""):
+        if not spec.byte_level:
+            raise UnsupportedTokenizerError("this tokenizer.json is not byte-level (it has no ByteLevel pre-tokenizer)")
+        decoders = [step.get("type") for step in pipeline_steps(spec.decoder, "decoders")]
+        if decoders not in ([], ["ByteLevel"]):
+            raise UnsupportedTokenizerError(f"a byte-level model with the decoder {decoders} is not supported yet")
+        self.name = name
+        as_bytes = {token: byte_level_bytes(token) for token in spec.vocab}
+        ranks: dict[bytes, int] = {}
+        for token, tid in spec.vocab.items():
+            data = as_bytes[token]
+            if data in ranks:
+                raise TokenizerFileError(f"two vocabulary entries stand for the same bytes {data!r}")
+            ranks[data] = tid
+        pairs = {(as_bytes[a], as_bytes[b]): rank for rank, (a, b) in enumerate(spec.merges)}
+        try:
+            self.encoder = RankEncoder(ranks, None, pairs=pairs, whole=spec.ignore_merges)
+        except TokenplayError as exc:
+            raise TokenizerFileError(f"the byte-level vocabulary is incomplete: {exc}") from None
+        self._bytes = {tid: as_bytes[token] for token, tid in spec.vocab.items()}
+        for token in spec.added_tokens:
+            self._bytes.setdefault(token.id, byte_level_bytes(token.content))
+        self._special = {t.content: t.id for t in spec.added_tokens if t.special}
+        normalizer = TextNormalizer(spec.normalizer)
+        self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
+        self.pre = PreTokenizer(spec.pre_tokenizer)
+        # Added tokens whose decoded bytes are not their text's UTF-8: the byte-level alphabet maps them.
+        self._remapped = {t.content for t in spec.added_tokens if byte_level_bytes(t.content) != t.content.encode()}
+        self._n_vocab = max(self._bytes) + 1
+        self._has_holes = len(self._bytes) != self._n_vocab
+
+    # -- the Tokenizer contract ------------------------------------------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        return self._n_vocab
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special)
+
+    def _has_gaps(self) -> bool:
+        return self._has_holes
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self._bytes[token_id]
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """Ids as ``tokenizers``' ``encode(text, add_special_tokens=False)``; with ``allow_special`` false special
+        tokens are plain text (``encode_special_tokens``), but non-special added tokens still match."""
+        check_text(text)
+        return self._ids(self.added.split(text, allow_special))
+
+    def _ids(self, pieces: list[Piece]) -> list[int]:
+        ids: list[int] = []
+        pretokens = self.encoder.encode_pretokens
+        for piece in pieces:
+            if piece.token is not None:
+                ids.append(piece.token.id)
+            else:
+                normalized = piece.text
+                ids.extend(pretokens([normalized[a:b] for a, b in self.pre(normalized)]))
+        return ids
+
+    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
+        check_text(text)
+        pieces = self.added.split(text, allow_special)
+        ids = self._ids(pieces)
+        if self._bytes_join_to(text, pieces):
+            return byte_level_result(self.name, text, ids, byte_table(self))
+        return TokenizeResult(self.name, text, ids, place=partial(self._place, pieces))
+
+    def _bytes_join_to(self, text: str, pieces: list[Piece]) -> bool:
+        """Whether the tokens' bytes join up to ``text``'s UTF-8 (nothing normalized, removed or remapped)."""
+        for piece in pieces:
+            if piece.token is not None:
+                if piece.token.content in self._remapped:
+                    return False
+            elif piece.spans is not None or piece.text != text[piece.start : piece.end]:
+                return False
+            elif sum(b - a for a, b in self.pre(piece.text)) != len(piece.text):
+                return False
+        return True
+
+    def _place(self, pieces: list[Piece], offset: int, limit: int | None) -> list[Token]:
+        """Tokens placed pre-token by pre-token, their normalized spans mapped back to the input."""
+        table = byte_table(self)
+        tokens: list[Token] = []
+        for piece in pieces:
+            if piece.token is not None:
+                t = piece.token
+                tokens.append(Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special))
+                continue
+            spans = piece.spans or [(piece.start + i, piece.start + i + 1) for i in range(len(piece.text))]
+            for a, b in self.pre(piece.text):
+                for token in tokens_after(self.encoder.encode_pretokens([piece.text[a:b]]), a, table):
+                    token.start, token.end = spans[token.start][0], spans[token.end - 1][1]
+                    tokens.append(token)
+        return tokens[offset:] if limit is None else tokens[offset : offset + limit]

@@ -1,0 +1,219 @@
+"""Read a Hugging Face ``tokenizer.json`` into plain data, refusing files Tokenplay cannot run exactly.
+
+A ``tokenizer.json`` holds a whole tokenization pipeline: added tokens, a normalizer, a pre-tokenizer, the model
+(vocabulary and merges) and a decoder. :func:`parse_tokenizer_json` checks the parts every engine relies on (a
+BPE model whose merges and added tokens are consistent with its vocabulary) and keeps the pipeline steps as the
+JSON objects they are; the engines that build them (:mod:`.hf_normalizers`, :mod:`.hf_pretokenizers`) refuse the
+step types they do not support, naming them. Other model types (WordPiece, Unigram, WordLevel) are refused with
+:class:`UnsupportedTokenizerError`.
+
+This module only reads; it does not tokenize, and it never imports Hugging Face ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .errors import TokenplayError
+
+
+class TokenizerFileError(TokenplayError):
+    """A file that is not a tokenizer file Tokenplay can read: broken, truncated, or inconsistent."""
+
+
+class UnsupportedTokenizerError(TokenizerFileError):
+    """A valid tokenizer file that uses something Tokenplay does not run yet (a model type, a pipeline step)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AddedToken:
+    """An entry of ``added_tokens``: text matched before the model runs (see :mod:`.added_tokens`)."""
+
+    id: int
+    content: str
+    special: bool = False
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = False
+
+
+@dataclass
+class TokenizerJSON:
+    """The parts of a BPE ``tokenizer.json`` the engines use. ``merges`` are in rank order (first merges first)."""
+
+    vocab: dict[str, int]
+    merges: list[tuple[str, str]]
+    added_tokens: list[AddedToken] = field(default_factory=list)
+    normalizer: dict | None = None
+    pre_tokenizer: dict | None = None
+    decoder: dict | None = None
+    unk_token: str | None = None
+    byte_fallback: bool = False
+    fuse_unk: bool = False
+    ignore_merges: bool = False
+
+    @property
+    def byte_level(self) -> bool:
+        """Whether the vocabulary is written in the byte-level alphabet (a ``ByteLevel`` pre-tokenizer step)."""
+        return any(step.get("type") == "ByteLevel" for step in pipeline_steps(self.pre_tokenizer, "pretokenizers"))
+
+    @property
+    def n_vocab(self) -> int:
+        ids = list(self.vocab.values()) + [t.id for t in self.added_tokens]
+        return max(ids) + 1 if ids else 0
+
+
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: the printable character that stands for each byte in a vocabulary string.
+
+    Printable Latin-1 bytes stand for themselves; the others get the characters from U+0100 on, in byte order.
+    """
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(0x100 + i): b for i, b in enumerate(others)}}
+
+
+#: Byte-level vocabulary character -> the byte it stands for (``"Ġ"`` -> 32).
+BYTE_OF_CHAR = _byte_alphabet()
+
+
+def byte_level_bytes(token: str) -> bytes:
+    """The bytes a byte-level vocabulary string stands for; a string with any character outside the alphabet
+    (an added token such as ``<｜User｜>``) stands for its own UTF-8, as the ``ByteLevel`` decoder has it.
+
+    >>> byte_level_bytes("Ġhello"), byte_level_bytes("<｜User｜>")
+    (b' hello', b'<\xef\xbd\x9cUser\xef\xbd\x9c>')
+    """
+    try:
+        return bytes(map(BYTE_OF_CHAR.__getitem__, token))
+    except KeyError:
+        return token.encode("utf-8")
+
+
+def pipeline_steps(obj: dict | None, key: str) -> list[dict]:
+    """The steps of a pipeline part: ``[]`` for none, the items of a ``Sequence`` (flattened), else ``[obj]``.
+
+    >>> pipeline_steps({"type": "Sequence", "normalizers": [{"type": "NFC"}]}, "normalizers")
+    [{'type': 'NFC'}]
+    """
+    if obj is None:
+        return []
+    if obj.get("type") == "Sequence":
+        steps: list[dict] = []
+        for item in obj.get(key) or []:
+            steps.extend(pipeline_steps(item, key))
+        return steps
+    return [obj]
+
+
+def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
+    """Parse and check a ``tokenizer.json``; raise :class:`TokenizerFileError` saying what is wrong."""
+    try:
+        obj = json.loads(data)
+    except UnicodeDecodeError:
+        raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise TokenizerFileError(
+            f"this is not a valid tokenizer.json file: the JSON is broken or cut short ({exc})"
+        ) from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("model"), dict):
+        raise TokenizerFileError('this is not a Hugging Face tokenizer.json file: it has no "model" object')
+    model = obj["model"]
+    kind = model.get("type") or ("BPE" if "merges" in model else "unknown")
+    if kind != "BPE":
+        raise UnsupportedTokenizerError(
+            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE tokenizer.json files"
+        )
+    for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(option):
+            raise UnsupportedTokenizerError(f"BPE models with a {option} are not supported yet")
+    if model.get("dropout"):
+        raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
+    vocab = _vocab(model.get("vocab"))
+    merges = _merges(model.get("merges"), vocab)
+    added = _added_tokens(obj.get("added_tokens") or [], vocab)
+    unk = model.get("unk_token")
+    if unk is not None and unk not in vocab:
+        raise TokenizerFileError(f"the unknown token {unk!r} is not in the vocabulary")
+    for part in ("normalizer", "pre_tokenizer", "decoder"):
+        if obj.get(part) is not None and not isinstance(obj[part], dict):
+            raise TokenizerFileError(f'"{part}" must be an object or null')
+    return TokenizerJSON(
+        vocab=vocab,
+        merges=merges,
+        added_tokens=added,
+        normalizer=obj.get("normalizer"),
+        pre_tokenizer=obj.get("pre_tokenizer"),
+        decoder=obj.get("decoder"),
+        unk_token=unk,
+        byte_fallback=bool(model.get("byte_fallback")),
+        fuse_unk=bool(model.get("fuse_unk")),
+        ignore_merges=bool(model.get("ignore_merges")),
+    )
+
+
+def _vocab(vocab) -> dict[str, int]:
+    if not isinstance(vocab, dict) or not vocab:
+        raise TokenizerFileError('the model has no "vocab" object of token -> id')
+    seen: dict[int, str] = {}
+    for token, tid in vocab.items():
+        if not isinstance(tid, int) or isinstance(tid, bool) or tid < 0:
+            raise TokenizerFileError(f"vocabulary entry {token!r} has id {tid!r}; ids are whole numbers from 0")
+        if tid in seen:
+            raise TokenizerFileError(f"ids collide: {seen[tid]!r} and {token!r} both have id {tid}")
+        seen[tid] = token
+    return vocab
+
+
+def _merges(merges, vocab: dict[str, int]) -> list[tuple[str, str]]:
+    if merges is None:
+        return []
+    if not isinstance(merges, list):
+        raise TokenizerFileError('"merges" must be a list')
+    out: list[tuple[str, str]] = []
+    for rank, merge in enumerate(merges):
+        if isinstance(merge, str):
+            parts = merge.split(" ")
+        elif isinstance(merge, list):
+            parts = merge
+        else:
+            parts = []
+        if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+            raise TokenizerFileError(f"merge {rank} is {merge!r}; a merge is two tokens ('a b' or [a, b])")
+        a, b = parts
+        for token in (a, b, a + b):
+            if token not in vocab:
+                raise TokenizerFileError(f"merge {rank} ({a!r}, {b!r}) uses {token!r}, which is not in the vocabulary")
+        out.append((a, b))
+    return out
+
+
+def _added_tokens(entries, vocab: dict[str, int]) -> list[AddedToken]:
+    if not isinstance(entries, list):
+        raise TokenizerFileError('"added_tokens" must be a list')
+    by_id = {tid: token for token, tid in vocab.items()}
+    added: list[AddedToken] = []
+    seen: dict[int, str] = {}
+    for entry in entries:
+        try:
+            token = AddedToken(
+                id=entry["id"],
+                content=entry["content"],
+                **{k: bool(entry.get(k, False)) for k in ("special", "single_word", "lstrip", "rstrip", "normalized")},
+            )
+        except (KeyError, TypeError):
+            raise TokenizerFileError(f"added token {entry!r} needs an integer id and a text content") from None
+        if not isinstance(token.id, int) or token.id < 0 or not isinstance(token.content, str) or not token.content:
+            raise TokenizerFileError(f"added token {entry!r} needs an integer id and a non-empty text content")
+        if token.id in seen and seen[token.id] != token.content:
+            raise TokenizerFileError(f"ids collide: added tokens {seen[token.id]!r} and {token.content!r} share id {token.id}")
+        if by_id.get(token.id, token.content) != token.content:
+            raise TokenizerFileError(
+                f"ids collide: added token {token.content!r} has id {token.id}, "
+                f"which the vocabulary gives to {by_id[token.id]!r}"
+            )
+        seen[token.id] = token.content
+        added.append(token)
+    return added
