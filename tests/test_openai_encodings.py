@@ -25,7 +25,13 @@ LOCAL = {
     "cl100k_base.tiktoken": "openai/cl100k_base.tiktoken",
     "o200k_base.tiktoken": "openai/o200k_base.tiktoken",
 }
-CONSTRUCTORS = {"gpt2": "r50k_base", "p50k_base": "p50k_base", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
+CONSTRUCTORS = {
+    "gpt2": "r50k_base",
+    "p50k_base": "p50k_base",
+    "cl100k_base": "cl100k_base",
+    "o200k_base": "o200k_base",
+    "o200k_harmony": "o200k_harmony",
+}
 
 
 def _reference(name: str) -> tiktoken.Encoding:

@@ -2,15 +2,23 @@
 
 Each entry is data (name, label, maker, vocabulary size, description) and a factory; nothing is loaded until a
 tokenizer is first used. The vocabulary sizes are facts of the shipped files (the tests load each tokenizer
-and compare).
+and compare). Every model has one entry per engine: the reference library's (tiktoken, Hugging Face
+``tokenizers``) and ours (``native-<name>``, whose ``model`` names the reference entry).
 """
 
 from __future__ import annotations
 
+from .npm_models import NPM_MODELS
 from .openai import ENCODINGS, TiktokenTokenizer
 from .registry import TokenizerSpec, register
 
-OPENAI_N_VOCAB = {"gpt2": 50_257, "p50k_base": 50_281, "cl100k_base": 100_277, "o200k_base": 200_267}
+OPENAI_N_VOCAB = {
+    "gpt2": 50_257,
+    "p50k_base": 50_281,
+    "cl100k_base": 100_277,
+    "o200k_base": 200_267,
+    "o200k_harmony": 201_088,
+}
 
 
 def _native(encoding: str):
@@ -23,6 +31,13 @@ def _custom_bpe():
     from .bpe.model import custom_bpe
 
     return custom_bpe()
+
+
+def _npm_model(name: str, engine: str):
+    from .datafiles import verified_bytes
+    from .loaders import tokenizer_from_json
+
+    return tokenizer_from_json(verified_bytes(NPM_MODELS[name].tokenizer_file), engine=engine)
 
 
 def _mistral():
@@ -85,3 +100,29 @@ register(
         engine="tokenplay",
     )
 )
+for _model in NPM_MODELS.values():
+    register(
+        TokenizerSpec(
+            name=_model.name,
+            label=f"{_model.title} (Hugging Face tokenizers)",
+            family="huggingface",
+            factory=lambda n=_model.name: _npm_model(n, "huggingface"),
+            description=_model.description,
+            maker=_model.maker,
+            n_vocab=_model.n_vocab,
+            engine="huggingface",
+        )
+    )
+    register(
+        TokenizerSpec(
+            name=f"native-{_model.name}",
+            label=f"{_model.title} (tokenplay engine)",
+            family="sentencepiece" if _model.name == "gemma-3" else "tokenplay-bpe",
+            factory=lambda n=_model.name: _npm_model(n, "tokenplay"),
+            description=f"{_model.description}; the same file run by Tokenplay's own engine",
+            maker=_model.maker,
+            n_vocab=_model.n_vocab,
+            model=_model.name,
+            engine="tokenplay",
+        )
+    )

@@ -1,8 +1,11 @@
-"""OpenAI's encodings (gpt2, p50k_base, cl100k_base, o200k_base) as data, run by tiktoken.
+"""OpenAI's encodings (gpt2, p50k_base, cl100k_base, o200k_base, o200k_harmony) as data, run by tiktoken.
 
 An encoding is its name, split pattern, ranks file and special tokens; the ranks come from ``tokenizers/openai``
 with their sha256 checked, so nothing is downloaded. :data:`ENCODINGS` is shared with our own engine,
-which runs the very same data (``app.engines.bpe``).
+which runs the very same data (``app.engines.bpe``). ``o200k_harmony`` (gpt-oss) is tiktoken's own definition:
+the o200k ranks and pattern with the special tokens of the harmony chat format (``<|start|>``, ``<|channel|>``,
+``<|message|>``, ``<|end|>``, ...) and 1,075 reserved ones; like tiktoken, its ``<|endofprompt|>`` and
+``<|reserved_200018|>`` share id 200018, which decodes as the latter.
 """
 
 from __future__ import annotations
@@ -22,6 +25,25 @@ FIM_MIDDLE = "<|fim_middle|>"
 FIM_SUFFIX = "<|fim_suffix|>"
 ENDOFPROMPT = "<|endofprompt|>"
 IM_START, IM_END, IM_SEP = "<|im_start|>", "<|im_end|>", "<|im_sep|>"
+#: The harmony format's special tokens (gpt-oss), as tiktoken's ``o200k_harmony`` defines them.
+HARMONY_SPECIAL_TOKENS = {
+    ENDOFTEXT: 199999,
+    ENDOFPROMPT: 200018,
+    "<|startoftext|>": 199998,
+    "<|reserved_200000|>": 200000,
+    "<|reserved_200001|>": 200001,
+    "<|return|>": 200002,
+    "<|constrain|>": 200003,
+    "<|reserved_200004|>": 200004,
+    "<|channel|>": 200005,
+    "<|start|>": 200006,
+    "<|end|>": 200007,
+    "<|message|>": 200008,
+    "<|reserved_200009|>": 200009,
+    "<|reserved_200010|>": 200010,
+    "<|reserved_200011|>": 200011,
+    "<|call|>": 200012,
+} | {f"<|reserved_{i}|>": i for i in range(200013, 201088)}
 
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 CL100K_PATTERN = (
@@ -80,6 +102,13 @@ ENCODINGS: dict[str, EncodingSpec] = {
             {ENDOFTEXT: 199999, IM_START: 200264, IM_END: 200265, IM_SEP: 200266, ENDOFPROMPT: 200018},
             "GPT-4o (with chat markup tokens)",
         ),
+        EncodingSpec(
+            "o200k_harmony",
+            "openai/o200k_base.tiktoken",
+            O200K_PATTERN,
+            HARMONY_SPECIAL_TOKENS,
+            "gpt-oss: the o200k ranks with the special tokens of the harmony chat format",
+        ),
     ]
 }
 
@@ -94,10 +123,14 @@ def parse_tiktoken_file(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-@cache
 def mergeable_ranks(name: str) -> dict[bytes, int]:
-    """The hash-checked ranks of one encoding (cached: several tokenizers share them)."""
-    return parse_tiktoken_file(verified_bytes(ENCODINGS[name].file))
+    """The hash-checked ranks of one encoding (cached per file: several tokenizers and encodings share them)."""
+    return _ranks_of_file(ENCODINGS[name].file)
+
+
+@cache
+def _ranks_of_file(rel: str) -> dict[bytes, int]:
+    return parse_tiktoken_file(verified_bytes(rel))
 
 
 class TiktokenTokenizer(Tokenizer):
@@ -123,7 +156,8 @@ class TiktokenTokenizer(Tokenizer):
         return dict(self._spec.special_tokens)
 
     def _has_gaps(self) -> bool:
-        return self.encoding.max_token_value + 1 != len(mergeable_ranks(self.name)) + len(self._spec.special_tokens)
+        ids = len(mergeable_ranks(self.name)) + len(set(self._spec.special_tokens.values()))
+        return self.encoding.max_token_value + 1 != ids
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         check_text(text)  # tiktoken would silently turn a lone surrogate into U+FFFD

@@ -66,6 +66,7 @@ ALIASES: dict[str, str] = {
     "code-davinci-002": "p50k_base",
     "gpt-2": "gpt2",
     "r50k_base": "gpt2",
+    "gpt-oss": "o200k_harmony",
 }
 
 

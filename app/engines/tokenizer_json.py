@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from operator import add
 
 from .errors import TokenplayError
 
@@ -100,11 +101,13 @@ def pipeline_steps(obj: dict | None, key: str) -> list[dict]:
     """
     if obj is None:
         return []
+    if not isinstance(obj, dict):
+        raise TokenizerFileError(f"a pipeline step must be an object, not {obj!r}")
     if obj.get("type") == "Sequence":
-        steps: list[dict] = []
-        for item in obj.get(key) or []:
-            steps.extend(pipeline_steps(item, key))
-        return steps
+        items = obj.get(key) or []
+        if not isinstance(items, list):
+            raise TokenizerFileError(f'a Sequence needs a list of "{key}"')
+        return [step for item in items for step in pipeline_steps(item, key)]
     return [obj]
 
 
@@ -172,22 +175,22 @@ def _merges(merges, vocab: dict[str, int]) -> list[tuple[str, str]]:
         return []
     if not isinstance(merges, list):
         raise TokenizerFileError('"merges" must be a list')
-    out: list[tuple[str, str]] = []
+    try:  # the whole list at C speed; the slow loop below runs only to say what is wrong
+        out = [tuple(m.split(" ")) if type(m) is str else tuple(m) for m in merges]
+        lefts, rights = zip(*out) if out else ((), ())
+        if all(len(m) == 2 for m in out) and vocab.keys() >= {*lefts, *rights, *map(add, lefts, rights)}:
+            return out  # type: ignore[return-value]
+    except (TypeError, ValueError):
+        pass
     for rank, merge in enumerate(merges):
-        if isinstance(merge, str):
-            parts = merge.split(" ")
-        elif isinstance(merge, list):
-            parts = merge
-        else:
-            parts = []
-        if len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+        parts = merge.split(" ") if isinstance(merge, str) else merge if isinstance(merge, list) else []
+        if len(parts) != 2 or not all(isinstance(part, str) for part in parts):
             raise TokenizerFileError(f"merge {rank} is {merge!r}; a merge is two tokens ('a b' or [a, b])")
         a, b = parts
         for token in (a, b, a + b):
             if token not in vocab:
                 raise TokenizerFileError(f"merge {rank} ({a!r}, {b!r}) uses {token!r}, which is not in the vocabulary")
-        out.append((a, b))
-    return out
+    raise TokenizerFileError('"merges" is not a list of token pairs')
 
 
 def _added_tokens(entries, vocab: dict[str, int]) -> list[AddedToken]:

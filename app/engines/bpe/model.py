@@ -59,6 +59,8 @@ class RankTokenizer(Tokenizer):
         ids = list(self._decoder) + list(self._special.values())
         self._n_vocab = max(ids) + 1 if ids else 0
         self._n_ids = len(set(ids))
+        # Special tokens that share an id decode as the last one listed, as in tiktoken.
+        self._special_text = {i: s.encode("utf-8") for s, i in self._special.items()}
 
     @property
     def pattern(self) -> str | None:
@@ -82,12 +84,9 @@ class RankTokenizer(Tokenizer):
 
     def token_bytes(self, token_id: int) -> bytes:
         data = self._decoder.get(token_id)
-        if data is not None:
-            return data
-        for text, sid in self._special.items():
-            if sid == token_id:
-                return text.encode("utf-8")
-        raise KeyError(token_id)
+        if data is None:
+            data = self._special_text[token_id]
+        return data
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids for ``text``; with ``allow_special`` false, special-token text is plain text (tiktoken's

@@ -116,6 +116,11 @@ def _pair_key(left: str, right: str) -> str | None:
     return None if type(left) is _Fixed or type(right) is _Fixed else left + right
 
 
+def _pair(left: str, right: str) -> tuple[str, str]:
+    """The merge key of two symbols under a tokenizer.json's merges list: the pair itself."""
+    return left, right
+
+
 class SentencePieceTokenizer(Tokenizer):
     """A SentencePiece BPE model run by Tokenplay's own code.
 
@@ -128,56 +133,91 @@ class SentencePieceTokenizer(Tokenizer):
     def __init__(self, model: ModelProto | bytes, *, name: str = ""):
         if isinstance(model, (bytes, bytearray)):
             model = ModelProto.parse(bytes(model))
-        self.model = model
         self.name = name
         trainer, norm = model.trainer_spec, model.normalizer_spec
         if trainer.model_type != BPE:
             kind = {1: "unigram", 3: "word", 4: "char"}.get(trainer.model_type, str(trainer.model_type))
             raise ModelLoadError(f"this is a {kind} SentencePiece model; Tokenplay's engine runs BPE models only")
+        self.normalizer_spec = norm
         pieces = model.pieces
-        self.pieces: list[str] = [p.piece for p in pieces]
-        self.types: list[int] = [p.type for p in pieces]
-        self.scores: list[float] = [p.score for p in pieces]
+        user_defined = [p.piece for p in pieces if p.type == USER_DEFINED]
+        self._load(
+            [p.piece for p in pieces],
+            [p.type for p in pieces],
+            scores=[p.score for p in pieces],
+            byte_fallback=bool(trainer.byte_fallback),
+            unk_surface=trainer.unk_surface,
+            normalizer=Normalizer(
+                add_dummy_prefix=norm.add_dummy_prefix,
+                remove_extra_whitespaces=norm.remove_extra_whitespaces,
+                escape_whitespaces=norm.escape_whitespaces,
+                treat_whitespace_as_suffix=trainer.treat_whitespace_as_suffix,
+                charsmap=norm.precompiled_charsmap,
+                user_defined=user_defined,
+            ),
+        )
+
+    def _load(
+        self,
+        pieces: list[str],
+        types: list[int],
+        *,
+        scores: list[float] | None = None,
+        merges: dict[tuple[str, str], int] | None = None,
+        byte_fallback: bool,
+        unk_surface: str,
+        normalizer: Normalizer,
+        fuse_unk: bool = True,
+        space: str | None = None,
+    ) -> None:
+        """Set up the vocabulary. Pieces merge by ``scores`` (a ``.model``: the higher the score of the joined
+        piece, the sooner) or by ``merges`` (a tokenizer.json: pair -> rank, only listed pairs merge). With
+        ``merges``, control pieces are never looked up by their text (tokenizer.json's added tokens are found
+        before the model runs) and ``fuse_unk`` says whether a run of unknown characters is one ``<unk>``."""
+        self.pieces = pieces
+        self.types = types
         # Normal, user-defined and unused pieces can be merged into; the others are looked up first by piece.
         self._merge_ids: dict[str, int] = {}
         reserved: dict[str, int] = {}
-        for i, p in enumerate(pieces):
-            if not p.piece:
+        for i, (piece, ptype) in enumerate(zip(pieces, types)):
+            if not piece:
                 raise ModelLoadError(f"piece {i} is empty; the model file is broken")
-            target = self._merge_ids if p.type in (NORMAL, USER_DEFINED, UNUSED) else reserved
-            if p.piece in target:
-                raise ModelLoadError(f"piece {p.piece!r} is defined twice; the model file is broken")
-            target[p.piece] = i
-        unk = [i for i, t in enumerate(self.types) if t == UNKNOWN]
+            target = self._merge_ids if ptype in (NORMAL, USER_DEFINED, UNUSED) else reserved
+            if piece in target:
+                raise ModelLoadError(f"piece {piece!r} is defined twice; the model file is broken")
+            if ptype != CONTROL or merges is None:
+                target[piece] = i
+        unk = [i for i, t in enumerate(types) if t == UNKNOWN]
         if len(unk) != 1:
             raise ModelLoadError("the model must define exactly one <unk> piece")
         self.unk_id = unk[0]
         self._lookup = {**self._merge_ids, **reserved}  # reserved pieces win, as in sentencepiece
-        self._rank = {p: -self.scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
-        self.byte_fallback = bool(trainer.byte_fallback)
+        if merges is None:
+            scores = scores or [0.0] * len(pieces)
+            self._rank: dict = {p: -scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
+            self._key = add
+        else:
+            self._rank = merges
+            self._key = _pair
+        self.fuse_unk = fuse_unk
+        self.byte_fallback = byte_fallback
         self._byte_ids = [self.unk_id] * 256
         self._id_byte: dict[int, int] = {}
-        for i, t in enumerate(self.types):
+        for i, t in enumerate(types):
             if t == BYTE:
-                b = piece_to_byte(self.pieces[i])
+                b = piece_to_byte(pieces[i])
                 if b < 0:
-                    raise ModelLoadError(f"byte piece {self.pieces[i]!r} is invalid; the model file is broken")
+                    raise ModelLoadError(f"byte piece {pieces[i]!r} is invalid; the model file is broken")
                 self._id_byte[i] = b
         for b in range(256):
             self._byte_ids[b] = self._lookup.get(byte_piece(b), self.unk_id)
         if self.byte_fallback and len(self._id_byte) != 256:
             raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
-        self.unk_surface = trainer.unk_surface
-        self.user_defined = [p.piece for p in pieces if p.type == USER_DEFINED]
-        self.has_unused = any(t == UNUSED for t in self.types)
-        self.normalizer = Normalizer(
-            add_dummy_prefix=norm.add_dummy_prefix,
-            remove_extra_whitespaces=norm.remove_extra_whitespaces,
-            escape_whitespaces=norm.escape_whitespaces,
-            treat_whitespace_as_suffix=trainer.treat_whitespace_as_suffix,
-            charsmap=norm.precompiled_charsmap,
-            user_defined=self.user_defined,
-        )
+        self.unk_surface = unk_surface
+        self.user_defined = [p for p, t in zip(pieces, types) if t == USER_DEFINED]
+        self.has_unused = UNUSED in types
+        self.normalizer = normalizer
+        self._space = space or (SPACE_SYMBOL if normalizer.escape_whitespaces else " ")
         self._user_re = (
             re.compile("|".join(re.escape(u) for u in sorted(self.user_defined, key=len, reverse=True)))
             if self.user_defined
@@ -210,7 +250,7 @@ class SentencePieceTokenizer(Tokenizer):
         inside = set().union(*map(set, multi)) if multi else set()
         if not inside:
             return re.compile(r".", re.DOTALL)
-        space = SPACE_SYMBOL if self.normalizer.escape_whitespaces else " "
+        space = self._space
         cls = _char_class(inside)
         space_first = space in inside and not any(
             p[i] == space and p[i - 1] != space for p in multi for i in range(1, len(p))
@@ -290,7 +330,7 @@ class SentencePieceTokenizer(Tokenizer):
         """The library's BPE: best score first, leftmost on ties; then ``UNUSED`` pieces are split back by the
         last pair recorded for them (which is why such models always merge a text whole)."""
         symbols = self._symbols(text)
-        key = add if self._user_re is None else _pair_key
+        key = self._key if self._user_re is None else _pair_key
         if not self.has_unused:
             return merge(symbols, self._rank.get, key=key, heap_from=_HEAP_FROM)
         record: dict[str, tuple[str, str]] = {}
@@ -339,7 +379,7 @@ class SentencePieceTokenizer(Tokenizer):
             is_unk = pid == unk
             if is_unk and self.byte_fallback:
                 ids.extend(self._byte_ids[b] for b in w.encode("utf-8"))
-            elif not (is_unk and prev_unk):
+            elif not (is_unk and prev_unk and self.fuse_unk):
                 ids.append(pid)
             prev_unk = is_unk
         return ids
@@ -351,7 +391,9 @@ class SentencePieceTokenizer(Tokenizer):
         ``allow_special`` has no effect: SentencePiece never reads control pieces such as ``<s>`` from text.
         """
         check_text(text)
-        normalized = self.normalizer.normalize_text(text)
+        return self._encode_normalized(self.normalizer.normalize_text(text))
+
+    def _encode_normalized(self, normalized: str) -> list[int]:
         if not normalized:
             return []
         if self._chunk_re is None or not self.byte_fallback:
@@ -404,7 +446,7 @@ class SentencePieceTokenizer(Tokenizer):
                         bid = byte_ids[b]
                         tokens.append(Token(bid, bytes([b]), start, end, pieces[bid], False, b < 0x80, True))
                     n_ids += 1
-            elif is_unk and prev_unk:  # one <unk> for a run of unknown pieces
+            elif is_unk and prev_unk and self.fuse_unk:  # one <unk> for a run of unknown pieces
                 if tokens and offset <= n_ids - 1 and (end_window is None or n_ids - 1 < end_window):
                     tokens[-1].end = n2o[nxt]
             else:
@@ -424,7 +466,7 @@ class SentencePieceTokenizer(Tokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as ``sentencepiece``'s ``decode(ids)``."""
         ids = self.check_ids(ids)
-        norm = self.model.normalizer_spec
+        norm = self.normalizer_spec
         strip_first = norm.add_dummy_prefix or norm.remove_extra_whitespaces
         out: list[str] = []
         nonempty = False

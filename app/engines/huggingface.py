@@ -1,0 +1,124 @@
+"""``tokenizer.json`` models served by Hugging Face ``tokenizers`` itself: the reference our own engines are held to.
+
+:class:`HuggingFaceTokenizer` wraps one ``tokenizers.Tokenizer`` behind Tokenplay's contract:
+
+- ``encode`` is ``encode(text, add_special_tokens=False)`` (no beginning-of-text token, as for every other
+  tokenizer here), with truncation and padding off whatever the file says;
+- ``allow_special=False`` sets the library's ``encode_special_tokens``: the text of tokens marked *special* is
+  encoded as plain text, but non-special added tokens (Qwen3's ``<think>``, Gemma's ``<unusedN>`` and whitespace
+  runs, DeepSeek's tool tokens) still match, exactly as the model sees them; ``allow_special=True`` parses special
+  tokens too. The flag lives on the shared library object, so each encode sets it under a lock;
+- ``decode`` is ``decode(ids, skip_special_tokens=False)``;
+- tokens are placed like any byte-level tokenizer's when their bytes join up to the text, otherwise from the
+  library's character offsets (normalized text, SentencePiece-style pieces).
+
+The file is read and checked by :func:`~.tokenizer_json.parse_tokenizer_json` first, so a bad file fails with the
+same clear errors as in our own engines.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import tokenizers
+
+from .base import Tokenizer, check_text
+from .result import Token, TokenizeResult, byte_level_result, byte_table, escape_bytes
+from .sentencepiece.model import piece_to_byte
+from .tokenizer_json import TokenizerFileError, byte_level_bytes, parse_tokenizer_json
+
+SPACE_SYMBOL = "\u2581"
+
+
+class HuggingFaceTokenizer(Tokenizer):
+    """A ``tokenizer.json`` run by Hugging Face ``tokenizers``."""
+
+    def __init__(self, data: bytes | str, *, name: str = ""):
+        spec = parse_tokenizer_json(data)
+        try:
+            self.library = tokenizers.Tokenizer.from_str(data.decode("utf-8") if isinstance(data, bytes) else data)
+        except Exception as exc:  # the library raises a plain Exception for files it refuses
+            raise TokenizerFileError(f"Hugging Face tokenizers cannot load this file: {exc}") from None
+        self.library.no_truncation()
+        self.library.no_padding()
+        self.name = name
+        self.byte_level = spec.byte_level
+        self._special = {t.content: t.id for t in spec.added_tokens if t.special}
+        self._added = {t.id: t.content for t in spec.added_tokens}
+        self._n_vocab = spec.n_vocab
+        self._has_holes = len(set(spec.vocab.values()) | set(self._added)) != self._n_vocab
+        self._lock = threading.Lock()
+
+    @property
+    def n_vocab(self) -> int:
+        return self._n_vocab
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special)
+
+    def _has_gaps(self) -> bool:
+        return self._has_holes
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte
+        piece's byte, an added token's text."""
+        if not isinstance(token_id, int) or not 0 <= token_id < self._n_vocab:
+            raise KeyError(token_id)
+        piece = self.library.id_to_token(token_id)
+        if piece is None:
+            raise KeyError(token_id)
+        if token_id in self._added:
+            return piece.encode("utf-8")
+        if self.byte_level:
+            return byte_level_bytes(piece)
+        b = piece_to_byte(piece)
+        return bytes([b]) if b >= 0 else piece.replace(SPACE_SYMBOL, " ").encode("utf-8")
+
+    def _encoding(self, text: str, allow_special: bool):
+        check_text(text)
+        with self._lock:
+            self.library.encode_special_tokens = not allow_special
+            return self.library.encode(text, add_special_tokens=False)
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        return self._encoding(text, allow_special).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
+        return self.library.decode(self.check_ids(ids), skip_special_tokens=False)
+
+    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
+        encoding = self._encoding(text, allow_special)
+        ids = encoding.ids
+        table = byte_table(self)
+        if self.byte_level and b"".join(table[i].data for i in ids) == text.encode("utf-8"):
+            return byte_level_result(self.name, text, ids, table)
+        offsets = encoding.offsets
+        pieces = encoding.tokens
+
+        def place(offset: int, limit: int | None) -> list[Token]:
+            stop = len(ids) if limit is None else min(len(ids), offset + limit)
+            out = []
+            for k in range(offset, stop):
+                tid = ids[k]
+                start, end = offsets[k]
+                if tid in self._added:
+                    data, shown = text[start:end].encode(), text[start:end]
+                else:
+                    data = table[tid].data
+                    shown = pieces[k] if not self.byte_level else escape_bytes(data)
+                fallback = not self.byte_level and piece_to_byte(pieces[k]) >= 0
+                out.append(Token(tid, data, start, end, shown, tid in table.special_ids, _valid(data), fallback))
+            return out
+
+        return TokenizeResult(self.name, text, ids, place=place)
+
+
+def _valid(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -1,0 +1,195 @@
+"""Build a tokenizer from the bytes of a tokenizer file: the engine side of "bring your own tokenizer".
+
+Formats, told apart by their content:
+
+- a Hugging Face ``tokenizer.json`` (BPE models; other model types are refused, named): run by our own engine
+  (byte-level BPE, or SentencePiece-style BPE) or, with ``engine="huggingface"``, by Hugging Face ``tokenizers``;
+- a Tokenplay BPE model (``tokenplay train --out``, JSON with ``"format": "tokenplay-bpe"``);
+- a ``.tiktoken`` rank file (``base64 rank`` lines), with a split pattern (one of our pattern names or a regex)
+  and optional special tokens;
+- a SentencePiece ``.model`` (a ``ModelProto``; BPE models, unigram ones are refused).
+
+Everything is checked before a tokenizer is returned, so bad input raises a
+:class:`~.tokenizer_json.TokenizerFileError` (a :class:`~.errors.TokenplayError`) saying what is wrong, and nothing
+half-built escapes: :class:`~.tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
+yet (``WordPiece tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
+:data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides
+where the tokenizer is registered; this module does not touch the registry or the web layer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+
+from .base import Tokenizer
+from .errors import TokenplayError
+from .tokenizer_json import TokenizerFileError, parse_tokenizer_json
+
+MAX_FILE_BYTES = 64 << 20
+ENGINES = ("tokenplay", "huggingface")
+
+
+class LoaderError(TokenizerFileError):
+    """A tokenizer file that cannot be loaded; the message says why."""
+
+
+class FileTooLargeError(LoaderError):
+    """A tokenizer file over :data:`MAX_FILE_BYTES`."""
+
+
+def check_size(data: bytes) -> None:
+    if len(data) > MAX_FILE_BYTES:
+        raise FileTooLargeError(
+            f"the file has {len(data):,} bytes; tokenizer files up to {MAX_FILE_BYTES >> 20} MB are accepted"
+        )
+
+
+def tokenizer_from_json(data: bytes | str, *, name: str = "", engine: str = "tokenplay") -> Tokenizer:
+    """A ``tokenizer.json`` run by our engine (``tokenplay``) or by Hugging Face ``tokenizers``."""
+    if engine == "huggingface":
+        from .huggingface import HuggingFaceTokenizer
+
+        return HuggingFaceTokenizer(data, name=name)
+    if engine != "tokenplay":
+        raise LoaderError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    spec = parse_tokenizer_json(data)
+    if spec.byte_level:
+        from .bpe.json_model import ByteLevelJSONTokenizer
+
+        return ByteLevelJSONTokenizer(spec, name=name)
+    from .sentencepiece.json_model import SentencePieceJSONTokenizer
+
+    return SentencePieceJSONTokenizer(spec, name=name)
+
+
+def tokenizer_from_tiktoken(
+    data: bytes,
+    pattern: str = "gpt4",
+    special_tokens: Mapping[str, int] | list[str] | tuple[str, ...] = (),
+    *,
+    name: str = "",
+) -> Tokenizer:
+    """A ``.tiktoken`` rank file run by our BPE engine with tiktoken's rules.
+
+    ``pattern`` is one of our pattern names (``none``, ``gpt2``, ``gpt4``/``cl100k``, ``o200k``) or a split regex.
+    ``special_tokens`` maps text to id, or lists texts that get the ids after the highest rank.
+    """
+    from .bpe.model import RankTokenizer
+    from .bpe.patterns import compiled, pattern_regex
+
+    ranks = parse_tiktoken_ranks(data)
+    try:
+        regex_str = pattern_regex(pattern)
+    except ValueError:
+        regex_str = pattern
+        try:
+            compiled(regex_str)
+        except Exception as exc:  # regex.error and friends: the user's regex is broken
+            raise LoaderError(f"the split pattern {pattern!r} is neither a known name nor a valid regex: {exc}") from None
+    if not isinstance(special_tokens, Mapping):
+        first = max(ranks.values()) + 1
+        special_tokens = {s: first + i for i, s in enumerate(dict.fromkeys(special_tokens))}
+    try:
+        tok = RankTokenizer(ranks, regex_str, special_tokens)
+    except TokenplayError as exc:
+        raise LoaderError(f"cannot use this .tiktoken file: {exc}") from None
+    tok.name = name
+    return tok
+
+
+def parse_tiktoken_ranks(data: bytes) -> dict[bytes, int]:
+    """``base64(token) rank`` lines to a ranks dict, refusing anything else and colliding ranks or tokens."""
+    ranks: dict[bytes, int] = {}
+    seen: set[int] = set()
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            token_b64, rank_text = line.split()
+            token = base64.b64decode(token_b64, validate=True)
+            rank = int(rank_text)
+        except (ValueError, binascii.Error):
+            raise LoaderError(
+                f"line {number} is not 'base64-token rank'; this is not a .tiktoken file (or it is cut short)"
+            ) from None
+        if rank < 0:
+            raise LoaderError(f"line {number}: rank {rank} is negative")
+        if token in ranks or rank in seen:
+            raise LoaderError(f"line {number}: ids collide ({'token' if token in ranks else 'rank'} listed twice)")
+        ranks[token] = rank
+        seen.add(rank)
+    if not ranks:
+        raise LoaderError("the .tiktoken file has no ranks")
+    return ranks
+
+
+def tokenizer_from_sentencepiece(data: bytes, *, name: str = "") -> Tokenizer:
+    """A SentencePiece ``.model`` (BPE) run by our SentencePiece engine."""
+    import struct
+
+    from .sentencepiece.model import SentencePieceTokenizer
+    from .sentencepiece.proto import ModelProto
+
+    try:
+        model = ModelProto.parse(data)
+    except (ValueError, IndexError, struct.error) as exc:
+        raise LoaderError(f"this is not a SentencePiece .model file (not a ModelProto: {exc})") from None
+    try:
+        return SentencePieceTokenizer(model, name=name)
+    except TokenplayError as exc:
+        raise LoaderError(str(exc)) from None
+
+
+def tokenizer_from_tokenplay_bpe(data: bytes | str, *, name: str = "") -> Tokenizer:
+    """A model saved by ``tokenplay train --out`` (Tokenplay's BPE JSON)."""
+    from .bpe.model import BPETokenizer
+
+    try:
+        return BPETokenizer.from_json(data.decode("utf-8") if isinstance(data, bytes) else data, name=name)
+    except (TokenplayError, UnicodeDecodeError) as exc:
+        raise LoaderError(str(exc)) from None
+
+
+def detect_format(data: bytes) -> str:
+    """``tokenizer.json``, ``tokenplay-bpe``, ``tiktoken`` or ``sentencepiece``, from the content alone."""
+    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"{"):
+        return "tokenplay-bpe" if b'"tokenplay-bpe"' in head else "tokenizer.json"
+    first = head.split(b"\n", 1)[0].split()
+    if len(first) == 2 and first[1].isdigit():
+        try:
+            base64.b64decode(first[0], validate=True)
+            return "tiktoken"
+        except binascii.Error:
+            pass
+    return "sentencepiece"
+
+
+def load_tokenizer(
+    data: bytes,
+    *,
+    name: str = "",
+    pattern: str | None = None,
+    special_tokens: Mapping[str, int] | list[str] | tuple[str, ...] = (),
+    engine: str = "tokenplay",
+) -> Tokenizer:
+    """A tokenizer from any supported file (see the module docstring); ``pattern`` and ``special_tokens`` are for
+    ``.tiktoken`` files (default pattern: ``gpt4``), ``engine`` for ``tokenizer.json`` files."""
+    check_size(data)
+    kind = detect_format(data)
+    if kind == "tiktoken":
+        return tokenizer_from_tiktoken(data, pattern or "gpt4", special_tokens, name=name)
+    if pattern is not None:
+        raise LoaderError(f"a split pattern applies to .tiktoken files only; this is a {kind} file")
+    if kind == "tokenizer.json":
+        try:
+            return tokenizer_from_json(data, name=name, engine=engine)
+        except TokenizerFileError:
+            raise
+        except TokenplayError as exc:
+            raise LoaderError(str(exc)) from None
+    if kind == "tokenplay-bpe":
+        return tokenizer_from_tokenplay_bpe(data, name=name)
+    return tokenizer_from_sentencepiece(data, name=name)
