@@ -5,7 +5,7 @@ with their sha256 checked, so nothing is downloaded. :data:`ENCODINGS` is shared
 which runs the very same data (``app.engines.bpe``). ``o200k_harmony`` (gpt-oss) is tiktoken's own definition:
 the o200k ranks and pattern with the special tokens of the harmony chat format (``<|start|>``, ``<|channel|>``,
 ``<|message|>``, ``<|end|>``, ...) and 1,075 reserved ones; like tiktoken, its ``<|endofprompt|>`` and
-``<|reserved_200018|>`` share id 200018, which decodes as the latter.
+``<|reserved_200018|>`` share id 200018, which decodes as the former.
 """
 
 from __future__ import annotations

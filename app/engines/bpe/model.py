@@ -59,8 +59,10 @@ class RankTokenizer(Tokenizer):
         ids = list(self._decoder) + list(self._special.values())
         self._n_vocab = max(ids) + 1 if ids else 0
         self._n_ids = len(set(ids))
-        # Special tokens that share an id decode as the last one listed, as in tiktoken.
-        self._special_text = {i: s.encode("utf-8") for s, i in self._special.items()}
+        # Special tokens that share an id (o200k_harmony's 200018) decode as the first one listed, as tiktoken does.
+        self._special_text: dict[int, bytes] = {}
+        for text, sid in self._special.items():
+            self._special_text.setdefault(sid, text.encode("utf-8"))
 
     @property
     def pattern(self) -> str | None:
