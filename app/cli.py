@@ -1,6 +1,9 @@
 """The ``tokenplay`` console script: serve the app, encode/decode from the shell, list tokenizers.
 
-``tokenplay encode`` prints exactly the JSON that ``POST /api/tokenize`` answers.
+``tokenplay encode`` prints exactly the JSON that ``POST /api/tokenize`` answers. A tokenizer is a registered name
+or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``tokenizer.json``, a ``.tiktoken``
+file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
+``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server.
 """
 
 from __future__ import annotations
@@ -11,24 +14,42 @@ import os
 import sys
 
 from app.engines import registry
-from app.engines.errors import TokenplayError
+from app.engines.base import Tokenizer
+from app.engines.errors import TokenplayError, UnknownTokenizerError
 from app.engines.training import MAX_VOCAB_SIZE
 
+#: ``tiktoken`` (the default) means the reference library of the model: tiktoken or Hugging Face tokenizers.
 ENGINES = ("tiktoken", "native")
 
 
 def _tokenizer_name(name: str, engine: str) -> str:
-    """``--engine native -t cl100k_base`` runs OpenAI's ranks in our own engine (registered as native-NAME)."""
+    """``--engine native -t cl100k_base`` runs a model in our own engine (registered as native-NAME)."""
     canonical = registry.resolve(name)
     if engine == "native" and not canonical.startswith("native-"):
         native = f"native-{canonical}"
         if native not in registry.names():
             raise TokenplayError(
-                f"--engine native runs OpenAI's encodings only; {name!r} has no native variant "
+                f"{name!r} has no native variant for --engine native "
                 f"(try one of: {', '.join(n[7:] for n in registry.names() if n.startswith('native-'))})"
             )
         return native
     return canonical
+
+
+def _tokenizer(args: argparse.Namespace) -> Tokenizer:
+    """The tokenizer of ``encode``/``decode``: ``--file``, a registered name, or a path given to ``-t``."""
+    from app.engines.tokenizer_files import load_file
+
+    path = args.file
+    if path is None:
+        try:
+            return registry.get(_tokenizer_name(args.tokenizer, args.engine))
+        except UnknownTokenizerError:
+            if not os.path.isfile(args.tokenizer):
+                raise
+            path = args.tokenizer
+    engine = "tokenplay" if args.engine == "native" else "huggingface"
+    return load_file(path, engine=engine, pattern=args.pattern, special_tokens=args.special, name=path)
 
 
 def worker_count(value: str) -> int:
@@ -55,8 +76,28 @@ def worker_count(value: str) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    if args.tokenizer:
+        _share_tokenizer_files(args.tokenizer)
     uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
     return 0
+
+
+def _share_tokenizer_files(paths: list[str]) -> None:
+    """Check each file here (a bad one stops the server before it starts), then hand the list to the worker
+    processes, which register the files themselves (app.engines.tokenizer_files)."""
+    from pathlib import Path
+
+    from app.engines.tokenizer_files import ENV, entry_name, load_file
+
+    resolved = [str(Path(p).resolve()) for p in paths]
+    taken = set(registry.names()) | set(registry.ALIASES)
+    for path in resolved:
+        name = entry_name(path)
+        if name in taken or f"native-{name}" in taken:
+            raise TokenplayError(f"tokenizer file {path} would be named {name!r}, which is already taken; rename it")
+        taken.add(name)
+        load_file(path)
+    os.environ[ENV] = json.dumps(resolved)
 
 
 def _read_text(args: argparse.Namespace) -> str:
@@ -66,7 +107,7 @@ def _read_text(args: argparse.Namespace) -> str:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
-    tok = registry.get(_tokenizer_name(args.tokenizer, args.engine))
+    tok = _tokenizer(args)
     result = tok.tokenize(_read_text(args), allow_special=args.allow_special)
     json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=args.indent)
     sys.stdout.write("\n")
@@ -79,7 +120,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         ids = [int(x) for x in raw]
     except ValueError:
         raise TokenplayError("ids must be whole numbers separated by spaces or commas") from None
-    tok = registry.get(_tokenizer_name(args.tokenizer, args.engine))
+    tok = _tokenizer(args)
     sys.stdout.write(tok.decode(ids) + "\n")
     return 0
 
@@ -144,6 +185,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tokenizer_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--tokenizer", default="cl100k_base", help="tokenizer name, model alias or file path")
+    p.add_argument("--file", default=None, metavar="PATH", help="use this tokenizer file instead of a name")
+    p.add_argument(
+        "--engine", choices=ENGINES, default="tiktoken", help="native: our own engine instead of the reference library"
+    )
+    p.add_argument("--pattern", default=None, help="split pattern of a .tiktoken file: gpt2, gpt4, o200k, none or a regex")
+    p.add_argument("--special", action="append", default=[], metavar="TOKEN", help="special token of a .tiktoken file")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenplay", description="See how language models cut text into tokens.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -158,19 +209,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes: a number, or 'auto' (two per CPU; for a class). Default: $TOKENPLAY_WORKERS or 1",
     )
     p.add_argument("--log-level", default="info")
+    p.add_argument(
+        "--tokenizer",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a tokenizer file every user of the server can pick (repeatable; named after the file)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("encode", help="tokenize TEXT (or stdin) and print the same JSON as POST /api/tokenize")
-    p.add_argument("-t", "--tokenizer", default="cl100k_base", help="tokenizer name or model alias")
-    p.add_argument("--engine", choices=ENGINES, default="tiktoken", help="native: OpenAI ranks in our own engine")
+    _tokenizer_arguments(p)
     p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
     p.add_argument("--indent", type=int, default=None)
     p.add_argument("text", nargs="?", default=None)
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("decode", help="turn token ids (arguments or stdin) back into text")
-    p.add_argument("-t", "--tokenizer", default="cl100k_base")
-    p.add_argument("--engine", choices=ENGINES, default="tiktoken")
+    _tokenizer_arguments(p)
     p.add_argument("ids", nargs="*")
     p.set_defaults(func=cmd_decode)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .npm_models import NPM_MODELS
 from .openai import ENCODINGS, TiktokenTokenizer
 from .registry import TokenizerSpec, register
+from .tokenizer_files import register_from_environment
 
 OPENAI_N_VOCAB = {
     "gpt2": 50_257,
@@ -126,3 +127,5 @@ for _model in NPM_MODELS.values():
             engine="tokenplay",
         )
     )
+# Files given to `tokenplay serve --tokenizer` join the shipped tokenizers in every worker process.
+register_from_environment()
