@@ -11,47 +11,16 @@ import shutil
 
 import pytest
 import tiktoken
-import tiktoken.load
-import tiktoken_ext.openai_public as openai_public
+from oracles import CONSTRUCTORS, tiktoken_reference
 
 from app.engines import datafiles, registry
 from app.engines.errors import DataFileError
 
 from samples import ALL
 
-LOCAL = {
-    "r50k_base.tiktoken": "openai/gpt2.tiktoken",
-    "p50k_base.tiktoken": "openai/p50k_base.tiktoken",
-    "cl100k_base.tiktoken": "openai/cl100k_base.tiktoken",
-    "o200k_base.tiktoken": "openai/o200k_base.tiktoken",
-}
-CONSTRUCTORS = {
-    "gpt2": "r50k_base",
-    "p50k_base": "p50k_base",
-    "cl100k_base": "cl100k_base",
-    "o200k_base": "o200k_base",
-    "o200k_harmony": "o200k_harmony",
-}
-
-
-def _reference(name: str) -> tiktoken.Encoding:
-    def local_load(url: str, expected_hash: str | None = None):
-        path = datafiles.data_dir() / LOCAL[url.rsplit("/", 1)[1]]
-        return tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=expected_hash)
-
-    original = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = local_load
-    try:
-        spec = getattr(openai_public, CONSTRUCTORS[name])()
-    finally:
-        openai_public.load_tiktoken_bpe = original
-    spec.pop("explicit_n_vocab", None)
-    return tiktoken.Encoding(**spec)
-
-
 @pytest.fixture(scope="module", params=list(CONSTRUCTORS))
 def reference(request) -> tuple[str, tiktoken.Encoding]:
-    return request.param, _reference(request.param)
+    return request.param, tiktoken_reference(request.param)
 
 
 def _ours(encoding: str) -> list[str]:

@@ -1,6 +1,15 @@
-"""Chat markup: render messages the way cl100k- and o200k-based chat models see them, and tokenize that.
+"""Chat markup: render messages the way each model sees them, and tokenize that.
 
-The format (ChatML with the separator token)::
+Three formats, chosen per tokenizer (:func:`chat_format`):
+
+- ``template``: a model shipped with its ``tokenizer_config.json`` (Llama 3, Qwen3, DeepSeek V3, Gemma 3, in either
+  engine) is rendered with its own chat template (:func:`.chat_template.render_template`) and the whole prompt is
+  encoded with special tokens parsed, as ``apply_chat_template`` does, so markup text inside a message counts as
+  markup there too;
+- ``harmony``: ``o200k_harmony`` (gpt-oss) gets the harmony format (:func:`.chat_template.render_harmony`);
+- ``chatml``: cl100k- and o200k-based chat models, described below.
+
+The ChatML format (with the separator token)::
 
     <|im_start|>system<|im_sep|>You are helpful.<|im_end|><|im_start|>user<|im_sep|>Hi<|im_end|>
     <|im_start|>assistant<|im_sep|>
@@ -18,10 +27,15 @@ special-token text this is exactly ``encode(render_chat(messages), allowed_speci
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
-from .errors import TokenplayError
+from . import registry
+from .chat_template import render_harmony, render_template
+from .errors import TokenplayError, UnknownTokenizerError
+from .npm_models import NPM_MODELS
 from .openai import IM_END, IM_SEP, IM_START
 from .result import Token, TokenizeResult
 
@@ -68,10 +82,65 @@ def render_chat(messages: Iterable[Message], *, primer: bool = True) -> str:
     return "".join(piece for piece, _ in _pieces(check_messages(messages), primer=primer))
 
 
-def supports_chat(tokenizer) -> bool:
-    """Whether ``tokenizer`` has the three chat markup tokens as special tokens."""
+def _entry(tokenizer) -> str:
+    """The picker entry of a registered tokenizer (``native-llama-3`` -> ``llama-3``), or "" for another one."""
+    try:
+        return registry.spec(tokenizer.name).entry if tokenizer.name else ""
+    except UnknownTokenizerError:
+        return ""
+
+
+@cache
+def model_chat_config(entry: str) -> dict:
+    """The hash-checked ``tokenizer_config.json`` of a shipped model (its ``chat_template`` and special tokens)."""
+    from .datafiles import verified_bytes
+
+    return json.loads(verified_bytes(NPM_MODELS[entry].config_file))
+
+
+def chat_format(tokenizer) -> str | None:
+    """``template``, ``harmony``, ``chatml``, or ``None`` when ``tokenizer`` has no chat format."""
+    entry = _entry(tokenizer)
+    if entry in NPM_MODELS:
+        return "template"
+    if entry == "o200k_harmony":
+        return "harmony"
     specials = tokenizer.special_tokens
-    return all(t in specials for t in MARKUP_TOKENS)
+    if all(t in specials for t in MARKUP_TOKENS):
+        return "chatml"
+    return None
+
+
+def supports_chat(tokenizer) -> bool:
+    """Whether ``tokenizer`` has a chat format: a model's own template, harmony, or the ChatML markup tokens."""
+    return chat_format(tokenizer) is not None
+
+
+def _dicts(messages: Sequence[Message]) -> list[dict]:
+    return [m.to_dict() for m in messages]
+
+
+def render_for(tokenizer, messages: Iterable[Message], *, primer: bool = True) -> str:
+    """The prompt text ``tokenizer``'s model sees for ``messages`` (in its own chat format)."""
+    messages = check_messages(messages)
+    kind = _require_format(tokenizer)
+    if kind == "template":
+        config = model_chat_config(_entry(tokenizer))
+        return render_template(config["chat_template"], _dicts(messages), config=config, add_generation_prompt=primer)
+    pieces = render_harmony(_dicts(messages), add_generation_prompt=primer) if kind == "harmony" else _pieces(
+        messages, primer=primer
+    )
+    return "".join(p for p, _ in pieces)
+
+
+def _require_format(tokenizer) -> str:
+    kind = chat_format(tokenizer)
+    if kind is None:
+        raise ChatError(
+            f"{tokenizer.name} has no chat markup tokens ({', '.join(MARKUP_TOKENS)}) and no chat template; "
+            "use a cl100k_base- or o200k_base-based tokenizer, o200k_harmony, or a model with a chat template"
+        )
+    return kind
 
 
 def tokenize_chat(
@@ -80,15 +149,17 @@ def tokenize_chat(
     """Tokenize the rendered chat: markup as special tokens, roles and contents as text.
 
     With ``content_special`` special-token text inside a message is a special token too (the whole rendered string
-    encoded with all special tokens allowed).
+    encoded with all special tokens allowed). A model's own template is always encoded that way (see the module
+    docstring).
     """
-    if not supports_chat(tokenizer):
-        raise ChatError(
-            f"{tokenizer.name} has no chat markup tokens ({', '.join(MARKUP_TOKENS)}); "
-            "use a cl100k_base- or o200k_base-based tokenizer"
-        )
+    kind = _require_format(tokenizer)
     messages = check_messages(messages)
-    pieces = _pieces(messages, primer=primer)
+    if kind == "template":
+        return tokenizer.tokenize(render_for(tokenizer, messages, primer=primer), allow_special=True)
+    if kind == "harmony":
+        pieces = render_harmony(_dicts(messages), add_generation_prompt=primer)
+    else:
+        pieces = _pieces(messages, primer=primer)
     text = "".join(p for p, _ in pieces)
     if content_special:
         return tokenizer.tokenize(text, allow_special=True)

@@ -1,0 +1,131 @@
+"""Render a conversation the way a model's authors do: its own Jinja chat template, or OpenAI's harmony format.
+
+A ``tokenizer_config.json`` carries the model's ``chat_template``. :func:`render_template` runs it as Hugging Face
+``transformers`` does (``apply_chat_template``): Jinja2 in an ``ImmutableSandboxedEnvironment`` (a template cannot
+touch anything outside its data) with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, the
+``raise_exception`` and ``strftime_now`` functions, a ``tojson`` filter that keeps non-ASCII text as it is, and the
+variables ``messages``, ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``unk_token``, ``pad_token``.
+
+:func:`render_harmony` writes the harmony format of gpt-oss (``o200k_harmony``): the default system message
+(identity, knowledge cutoff, date, reasoning effort, channels), the conversation's system prompts as the developer
+message's instructions, user messages, earlier assistant answers on the ``final`` channel, and
+``<|start|>assistant`` for the model to answer. It returns the text as (piece, is_markup) pairs, so the caller can
+encode markup as special tokens and contents as text.
+
+Counting the tokens of a rendered prompt is :mod:`.chat`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import date, datetime
+from functools import cache
+from typing import Any
+
+from jinja2 import TemplateError
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .errors import TokenplayError
+
+
+class ChatTemplateError(TokenplayError):
+    """A chat template that cannot be compiled, or that refuses the messages (its own ``raise_exception``)."""
+
+
+def _raise_exception(message: str) -> None:
+    raise TemplateError(message)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators=None,
+            sort_keys: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+@cache
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    return env
+
+
+def token_text(value: Any) -> str | None:
+    """A special token of a tokenizer_config.json: a string, or an AddedToken object with its ``content``.
+
+    >>> token_text({"__type": "AddedToken", "content": "<s>"}), token_text("</s>"), token_text(None)
+    ('<s>', '</s>', None)
+    """
+    if isinstance(value, dict):
+        return value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def render_template(
+    template: str,
+    messages: Sequence[dict],
+    *,
+    config: dict | None = None,
+    add_generation_prompt: bool = True,
+) -> str:
+    """The prompt ``template`` renders for ``messages`` (dicts with ``role`` and ``content``); the special tokens
+    come from ``config`` (a tokenizer_config.json)."""
+    config = config or {}
+    try:
+        compiled = _environment().from_string(template)
+        return compiled.render(
+            messages=list(messages),
+            add_generation_prompt=add_generation_prompt,
+            tools=None,
+            documents=None,
+            **{key: token_text(config.get(key)) for key in ("bos_token", "eos_token", "unk_token", "pad_token")},
+        )
+    except TemplateError as exc:
+        raise ChatTemplateError(f"the model's chat template refused the messages: {exc}") from None
+
+
+# -- harmony (gpt-oss) ---------------------------------------------------------------------------------------------
+MODEL_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
+KNOWLEDGE_CUTOFF = "2024-06"
+CHANNELS_NOTE = "# Valid channels: analysis, commentary, final. Channel must be included for every message."
+
+
+def render_harmony(
+    messages: Sequence[dict],
+    *,
+    add_generation_prompt: bool = True,
+    today: date | None = None,
+    reasoning: str = "medium",
+) -> list[tuple[str, bool]]:
+    """The harmony prompt as (piece, is_markup) pairs; ``"".join`` of the pieces is the text.
+
+    >>> "".join(p for p, _ in render_harmony([{"role": "user", "content": "Hi"}], today=date(2025, 6, 28)))[-45:]
+    '<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant'
+    """
+    today = today or date.today()
+    system = (
+        f"{MODEL_IDENTITY}\nKnowledge cutoff: {KNOWLEDGE_CUTOFF}\nCurrent date: {today.isoformat()}\n\n"
+        f"Reasoning: {reasoning}\n\n{CHANNELS_NOTE}"
+    )
+    pieces: list[tuple[str, bool]] = [("<|start|>", True), ("system", False), ("<|message|>", True),
+                                      (system, False), ("<|end|>", True)]
+    instructions = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    if instructions:
+        pieces += [("<|start|>", True), ("developer", False), ("<|message|>", True),
+                   (f"# Instructions\n\n{instructions}", False), ("<|end|>", True)]
+    for m in messages:
+        if m["role"] == "user":
+            pieces += [("<|start|>", True), ("user", False), ("<|message|>", True), (m["content"], False),
+                       ("<|end|>", True)]
+        elif m["role"] == "assistant":
+            pieces += [("<|start|>", True), ("assistant", False), ("<|channel|>", True), ("final", False),
+                       ("<|message|>", True), (m["content"], False), ("<|end|>", True)]
+    if add_generation_prompt:
+        pieces += [("<|start|>", True), ("assistant", False)]
+    return pieces
