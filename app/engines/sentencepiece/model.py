@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
-from operator import add
+from itertools import compress, count
+from operator import add, not_
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
@@ -247,6 +248,8 @@ class SentencePieceTokenizer(Tokenizer):
         if self.has_unused:
             return None
         multi = [p for p in self._merge_ids if len(p) > 1]
+        # Every two neighbouring characters inside some piece: a merge never joins any other two (see _chunks).
+        self._adjacent = frozenset(p[i - 1 : i + 1] for p in multi for i in range(1, len(p)))
         inside = set().union(*map(set, multi)) if multi else set()
         if not inside:
             return re.compile(r".", re.DOTALL)
@@ -358,6 +361,24 @@ class SentencePieceTokenizer(Tokenizer):
                 self._piece_cache[chunk] = cached
         return cached
 
+    def _chunks(self, normalized: str) -> Iterator[str]:
+        """The chunks of a normalized string that merge on their own (the caller checked ``_chunk_re``).
+
+        A long chunk of the regex is cut further between any two characters that are not neighbours inside some
+        piece: a merge there would make a piece with those two characters side by side. (Gemma's single piece
+        ``>▁</`` defeats the regex's cut before ``▁``; without this, a whole line would be one chunk.)
+        """
+        adjacent = self._adjacent
+        for chunk in self._chunk_re.findall(normalized):
+            if len(chunk) <= _HEAP_FROM:
+                yield chunk
+                continue
+            start = 0
+            for cut in compress(count(1), map(not_, map(adjacent.__contains__, map(add, chunk, chunk[1:])))):
+                yield chunk[start:cut]
+                start = cut
+            yield chunk[start:]
+
     def _pieces(self, normalized: str) -> list[str]:
         """The merged pieces for a normalized string (before byte fallback)."""
         if not normalized:
@@ -365,7 +386,7 @@ class SentencePieceTokenizer(Tokenizer):
         if self._chunk_re is None:
             return self._merge(normalized)
         out: list[str] = []
-        for chunk in self._chunk_re.findall(normalized):
+        for chunk in self._chunks(normalized):
             out.extend(self._chunk_pieces(chunk))
         return out
 
@@ -400,7 +421,7 @@ class SentencePieceTokenizer(Tokenizer):
             return self._piece_ids(self._pieces(normalized))
         ids: list[int] = []
         cache = self._id_cache
-        for chunk in self._chunk_re.findall(normalized):
+        for chunk in self._chunks(normalized):
             got = cache.get(chunk)
             if got is None:
                 got = tuple(self._piece_ids(self._chunk_pieces(chunk)))
