@@ -12,8 +12,8 @@
 - tokens are placed like any byte-level tokenizer's when their bytes join up to the text, otherwise from the
   library's character offsets (normalized text, SentencePiece-style pieces).
 
-The file is read and checked by :func:`~.tokenizer_json.parse_tokenizer_json` first, so a bad file fails with the
-same clear errors as in our own engines.
+The library reads and checks the file itself (nothing is parsed twice: Gemma's file is 33 MB); a file it refuses,
+or a model other than BPE, raises :class:`~.tokenizer_json.TokenizerFileError` saying so.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tokenizers
 from .base import Tokenizer, check_text
 from .result import Token, TokenizeResult, byte_level_result, byte_table, escape_bytes
 from .sentencepiece.model import piece_to_byte
-from .tokenizer_json import TokenizerFileError, byte_level_bytes, parse_tokenizer_json
+from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
 
 SPACE_SYMBOL = "\u2581"
 
@@ -35,19 +35,29 @@ class HuggingFaceTokenizer(Tokenizer):
     """A ``tokenizer.json`` run by Hugging Face ``tokenizers``."""
 
     def __init__(self, data: bytes | str, *, name: str = ""):
-        spec = parse_tokenizer_json(data)
         try:
-            self.library = tokenizers.Tokenizer.from_str(data.decode("utf-8") if isinstance(data, bytes) else data)
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            self.library = tokenizers.Tokenizer.from_str(text)
+        except UnicodeDecodeError:
+            raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
         except Exception as exc:  # the library raises a plain Exception for files it refuses
-            raise TokenizerFileError(f"Hugging Face tokenizers cannot load this file: {exc}") from None
+            raise TokenizerFileError(
+                f"this is not a valid tokenizer.json file (broken or cut short?): Hugging Face tokenizers says {exc}"
+            ) from None
+        kind = type(self.library.model).__name__
+        if kind != "BPE":
+            raise UnsupportedTokenizerError(f"{kind} tokenizers are not supported yet; Tokenplay runs BPE tokenizer.json files")
         self.library.no_truncation()
         self.library.no_padding()
         self.name = name
-        self.byte_level = spec.byte_level
-        self._special = {t.content: t.id for t in spec.added_tokens if t.special}
-        self._added = {t.id: t.content for t in spec.added_tokens}
-        self._n_vocab = spec.n_vocab
-        self._has_holes = len(set(spec.vocab.values()) | set(self._added)) != self._n_vocab
+        pre = self.library.pre_tokenizer
+        self.byte_level = pre is not None and '"ByteLevel"' in pre.__getstate__().decode()
+        added = self.library.get_added_tokens_decoder()
+        self._special = {t.content: i for i, t in added.items() if t.special}
+        self._added = {i: t.content for i, t in added.items()}
+        ids = self.library.get_vocab(with_added_tokens=True).values()
+        self._n_vocab = max(ids) + 1
+        self._has_holes = len(ids) != self._n_vocab
         self._lock = threading.Lock()
 
     @property

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 
 from .base import Tokenizer
 from .errors import TokenplayError
+from .memory import release_freed_memory
 from .tokenizer_json import TokenizerFileError, parse_tokenizer_json
 
 MAX_FILE_BYTES = 64 << 20
@@ -48,12 +49,19 @@ def check_size(data: bytes) -> None:
 
 def tokenizer_from_json(data: bytes | str, *, name: str = "", engine: str = "tokenplay") -> Tokenizer:
     """A ``tokenizer.json`` run by our engine (``tokenplay``) or by Hugging Face ``tokenizers``."""
+    if engine not in ENGINES:
+        raise LoaderError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+    try:
+        return _build_from_json(data, name, engine)
+    finally:
+        release_freed_memory()  # the parse left hundreds of MB of freed heap for a big model
+
+
+def _build_from_json(data: bytes | str, name: str, engine: str) -> Tokenizer:
     if engine == "huggingface":
         from .huggingface import HuggingFaceTokenizer
 
         return HuggingFaceTokenizer(data, name=name)
-    if engine != "tokenplay":
-        raise LoaderError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     spec = parse_tokenizer_json(data)
     if spec.byte_level:
         from .bpe.json_model import ByteLevelJSONTokenizer

@@ -176,11 +176,12 @@ def _merges(merges, vocab: dict[str, int]) -> list[tuple[str, str]]:
     if not isinstance(merges, list):
         raise TokenizerFileError('"merges" must be a list')
     try:  # the whole list at C speed; the slow loop below runs only to say what is wrong
-        out = [tuple(m.split(" ")) if type(m) is str else tuple(m) for m in merges]
-        lefts, rights = zip(*out) if out else ((), ())
-        if all(len(m) == 2 for m in out) and vocab.keys() >= {*lefts, *rights, *map(add, lefts, rights)}:
-            return out  # type: ignore[return-value]
-    except (TypeError, ValueError):
+        pairs = merges if all(map(list.__instancecheck__, merges)) else [m.split(" ") for m in merges]
+        if set(map(len, pairs)) <= {2}:
+            lefts, rights = zip(*pairs) if pairs else ((), ())
+            if vocab.keys() >= {*lefts, *rights, *map(add, lefts, rights)}:
+                return list(zip(lefts, rights))
+    except (TypeError, ValueError, AttributeError):
         pass
     for rank, merge in enumerate(merges):
         parts = merge.split(" ") if isinstance(merge, str) else merge if isinstance(merge, list) else []

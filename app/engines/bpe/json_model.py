@@ -55,17 +55,21 @@ class ByteLevelJSONTokenizer(Tokenizer):
             self.encoder = RankEncoder(ranks, None, pairs=pairs, whole=spec.ignore_merges)
         except TokenplayError as exc:
             raise TokenizerFileError(f"the byte-level vocabulary is incomplete: {exc}") from None
-        self._bytes = {tid: as_bytes[token] for token, tid in spec.vocab.items()}
+        n_vocab = spec.n_vocab
+        self._bytes: list[bytes | None] = [None] * n_vocab  # a list: a dict would cost ten times the memory
+        for data, tid in ranks.items():
+            self._bytes[tid] = data
         for token in spec.added_tokens:
-            self._bytes.setdefault(token.id, byte_level_bytes(token.content))
+            if self._bytes[token.id] is None:
+                self._bytes[token.id] = byte_level_bytes(token.content)
         self._special = {t.content: t.id for t in spec.added_tokens if t.special}
         normalizer = TextNormalizer(spec.normalizer)
         self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
         self.pre = PreTokenizer(spec.pre_tokenizer)
         # Added tokens whose decoded bytes are not their text's UTF-8: the byte-level alphabet maps them.
         self._remapped = {t.content for t in spec.added_tokens if byte_level_bytes(t.content) != t.content.encode()}
-        self._n_vocab = max(self._bytes) + 1
-        self._has_holes = len(self._bytes) != self._n_vocab
+        self._n_vocab = n_vocab
+        self._has_holes = None in self._bytes
 
     # -- the Tokenizer contract ------------------------------------------------------------------------------------
     @property
@@ -80,7 +84,10 @@ class ByteLevelJSONTokenizer(Tokenizer):
         return self._has_holes
 
     def token_bytes(self, token_id: int) -> bytes:
-        return self._bytes[token_id]
+        data = self._bytes[token_id] if token_id >= 0 else None
+        if data is None:
+            raise KeyError(token_id)
+        return data
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids as ``tokenizers``' ``encode(text, add_special_tokens=False)``; with ``allow_special`` false special

@@ -63,7 +63,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             self._load(
                 pieces,  # type: ignore[arg-type]
                 types,
-                merges={pair: rank for rank, pair in enumerate(spec.merges)},
+                merges=_pair_ranks(spec),
                 byte_fallback=spec.byte_fallback,
                 unk_surface=spec.unk_token,
                 normalizer=Normalizer(add_dummy_prefix=False, remove_extra_whitespaces=False, escape_whitespaces=False),
@@ -153,6 +153,13 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         for step in self.decoders:
             tokens = _decode_step(step, tokens)
         return "".join(tokens)
+
+
+def _pair_ranks(spec: TokenizerJSON) -> dict[tuple[str, str], int]:
+    """Pair -> rank, the pair's two pieces being the vocabulary's own string objects (the JSON parser made a new
+    string for every occurrence in ``merges``: for Gemma's 515,000 merges that is some 50 MB saved)."""
+    same = {piece: piece for piece in spec.vocab}
+    return {(same[a], same[b]): rank for rank, (a, b) in enumerate(spec.merges)}
 
 
 def _decode_step(step: dict, tokens: list[str]) -> list[str]:

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
-from itertools import compress, count
+from itertools import chain, compress, count, repeat
 from operator import add, not_
 from pathlib import Path
 
@@ -192,7 +192,11 @@ class SentencePieceTokenizer(Tokenizer):
         if len(unk) != 1:
             raise ModelLoadError("the model must define exactly one <unk> piece")
         self.unk_id = unk[0]
-        self._lookup = {**self._merge_ids, **reserved}  # reserved pieces win, as in sentencepiece
+        if merges is None:
+            self._lookup = {**self._merge_ids, **reserved}  # reserved pieces win, as in sentencepiece
+        else:  # a tokenizer.json: one dict (byte pieces can only come from a listed merge, like any piece)
+            self._merge_ids.update(reserved)
+            self._lookup = self._merge_ids
         if merges is None:
             scores = scores or [0.0] * len(pieces)
             self._rank: dict = {p: -scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
@@ -249,15 +253,13 @@ class SentencePieceTokenizer(Tokenizer):
             return None
         multi = [p for p in self._merge_ids if len(p) > 1]
         # Every two neighbouring characters inside some piece: a merge never joins any other two (see _chunks).
-        self._adjacent = frozenset(p[i - 1 : i + 1] for p in multi for i in range(1, len(p)))
+        self._adjacent = frozenset(chain.from_iterable(map(map, repeat(add), multi, [p[1:] for p in multi])))
         inside = set().union(*map(set, multi)) if multi else set()
         if not inside:
             return re.compile(r".", re.DOTALL)
         space = self._space
         cls = _char_class(inside)
-        space_first = space in inside and not any(
-            p[i] == space and p[i - 1] != space for p in multi for i in range(1, len(p))
-        )
+        space_first = space in inside and not any(b == space and a != space for a, b in self._adjacent)
         if not space_first:
             return re.compile(f"[^{cls}]|[{cls}]+", re.DOTALL)
         sp = re.escape(space)
@@ -265,11 +267,7 @@ class SentencePieceTokenizer(Tokenizer):
         # Finer cuts between word characters and the rest, when no piece goes from one kind to the other.
         word = {c for c in rest if _is_word_char(c)}
         other = rest - word
-        mixed = any(
-            (p[i - 1] in word and p[i] in other) or (p[i - 1] in other and p[i] in word)
-            for p in multi
-            for i in range(1, len(p))
-        )
+        mixed = any((a in word and b in other) or (a in other and b in word) for a, b in self._adjacent)
         if mixed or not word or not other:
             return re.compile(f"[^{cls}]|{sp}*[{_char_class(rest)}]+|{sp}+", re.DOTALL)
         return re.compile(f"[^{cls}]|{sp}*[{_char_class(word)}]+|{sp}*[{_char_class(other)}]+|{sp}+", re.DOTALL)
