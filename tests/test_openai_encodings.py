@@ -99,3 +99,12 @@ def test_special_ids_decode_like_tiktoken(reference):
     ids = sorted(set(ref._special_tokens.values()))
     for tok_name in _ours(name):
         assert registry.get(tok_name).decode(ids) == ref.decode(ids), tok_name
+
+
+def test_registered_vocabulary_sizes_are_the_loaded_ones(reference):
+    """(cl100k_base and o200k_base have chat markup tokens beyond tiktoken's definition; o200k_harmony does not.)"""
+    name, ref = reference
+    for tok_name in _ours(name):
+        assert registry.spec(tok_name).n_vocab == registry.get(tok_name).n_vocab, tok_name
+    if name == "o200k_harmony":
+        assert registry.get(name).n_vocab == ref.n_vocab

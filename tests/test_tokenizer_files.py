@@ -240,3 +240,10 @@ def test_serve_refuses_a_bad_file_or_a_taken_name_before_starting(tmp_path, monk
     assert main(["serve", "--tokenizer", str(shadow)]) == 2
     assert "already taken" in capsys.readouterr().err
     assert ENV not in os.environ
+
+
+def test_sentencepiece_model_with_a_piece_twice_is_refused():
+    model = ModelProto.parse(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
+    model.pieces[500].piece = model.pieces[400].piece
+    with pytest.raises(LoaderError, match="defined twice"):
+        load_tokenizer(model.serialize())
