@@ -27,11 +27,12 @@ from .base import Tokenizer, check_text
 from .result import Token, TokenizeResult, byte_level_result, byte_table, escape_bytes
 from .sentencepiece.model import piece_to_byte
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
+from .vocab_facts import VocabFacts
 
 SPACE_SYMBOL = "\u2581"
 
 
-class HuggingFaceTokenizer(Tokenizer):
+class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     """A ``tokenizer.json`` run by Hugging Face ``tokenizers``."""
 
     def __init__(self, data: bytes | str, *, name: str = ""):
@@ -57,19 +58,8 @@ class HuggingFaceTokenizer(Tokenizer):
         self._added = {i: t.content for i, t in added.items()}
         ids = self.library.get_vocab(with_added_tokens=True).values()
         self._n_vocab = max(ids) + 1
-        self._has_holes = len(ids) != self._n_vocab
+        self._holes = len(ids) != self._n_vocab
         self._lock = threading.Lock()
-
-    @property
-    def n_vocab(self) -> int:
-        return self._n_vocab
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._special)
-
-    def _has_gaps(self) -> bool:
-        return self._has_holes
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte

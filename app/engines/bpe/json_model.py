@@ -30,10 +30,11 @@ from ..tokenizer_json import (
     byte_level_bytes,
     pipeline_steps,
 )
+from ..vocab_facts import VocabFacts
 from .encoder import RankEncoder
 
 
-class ByteLevelJSONTokenizer(Tokenizer):
+class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
     """A byte-level BPE ``tokenizer.json``, id for id with Hugging Face ``tokenizers``."""
 
     def __init__(self, spec: TokenizerJSON, *, name: str = ""):
@@ -69,20 +70,9 @@ class ByteLevelJSONTokenizer(Tokenizer):
         # Added tokens whose decoded bytes are not their text's UTF-8: the byte-level alphabet maps them.
         self._remapped = {t.content for t in spec.added_tokens if byte_level_bytes(t.content) != t.content.encode()}
         self._n_vocab = n_vocab
-        self._has_holes = None in self._bytes
+        self._holes = None in self._bytes
 
     # -- the Tokenizer contract ------------------------------------------------------------------------------------
-    @property
-    def n_vocab(self) -> int:
-        return self._n_vocab
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._special)
-
-    def _has_gaps(self) -> bool:
-        return self._has_holes
-
     def token_bytes(self, token_id: int) -> bytes:
         data = self._bytes[token_id] if token_id >= 0 else None
         if data is None:

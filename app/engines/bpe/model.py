@@ -28,6 +28,7 @@ from ..errors import TokenplayError
 from ..openai import ENCODINGS, mergeable_ranks
 from ..steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, ProgressFn
+from ..vocab_facts import VocabFacts
 from .encoder import RankEncoder
 from .patterns import name_of_regex, pattern_name, pattern_regex
 from .trainer import train, vocab_from_merges
@@ -40,7 +41,7 @@ class BPEModelError(TokenplayError):
     """A model file that cannot be loaded or a model that cannot be exported."""
 
 
-class RankTokenizer(Tokenizer):
+class RankTokenizer(VocabFacts, Tokenizer):
     """Ranks (bytes -> id), a split regex and special tokens, run by our engine with tiktoken's semantics."""
 
     def __init__(
@@ -58,7 +59,7 @@ class RankTokenizer(Tokenizer):
             raise BPEModelError(f"special token {clash[0]!r} reuses id {self._special[clash[0]]} of a normal token")
         ids = list(self._decoder) + list(self._special.values())
         self._n_vocab = max(ids) + 1 if ids else 0
-        self._n_ids = len(set(ids))
+        self._holes = len(set(ids)) != self._n_vocab
         # Special tokens that share an id (o200k_harmony's 200018) decode as the first one listed, as tiktoken does.
         self._special_text: dict[int, bytes] = {}
         for text, sid in self._special.items():
@@ -73,17 +74,6 @@ class RankTokenizer(Tokenizer):
         return self.encoder.ranks
 
     # -- contract ----------------------------------------------------------------------------------------
-    @property
-    def n_vocab(self) -> int:
-        return self._n_vocab
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._special)
-
-    def _has_gaps(self) -> bool:
-        return self._n_ids != self._n_vocab
-
     def token_bytes(self, token_id: int) -> bytes:
         data = self._decoder.get(token_id)
         if data is None:
