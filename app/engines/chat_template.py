@@ -105,8 +105,9 @@ def render_harmony(
 ) -> list[tuple[str, bool]]:
     """The harmony prompt as (piece, is_markup) pairs; ``"".join`` of the pieces is the text.
 
-    >>> "".join(p for p, _ in render_harmony([{"role": "user", "content": "Hi"}], today=date(2025, 6, 28)))[-45:]
-    '<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant'
+    >>> text = "".join(p for p, _ in render_harmony([{"role": "user", "content": "Hi"}], today=date(2025, 6, 28)))
+    >>> text.endswith("<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant")
+    True
     """
     today = today or date.today()
     system = (
