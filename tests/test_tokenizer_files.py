@@ -247,3 +247,53 @@ def test_sentencepiece_model_with_a_piece_twice_is_refused():
     model.pieces[500].piece = model.pieces[400].piece
     with pytest.raises(LoaderError, match="defined twice"):
         load_tokenizer(model.serialize())
+
+
+def pipeline_json() -> str:
+    """A byte-level BPE using the pipeline steps real files use beyond the shipped four: an NFKC + Replace
+    normalizer, a Split that removes spaces, individual digits, the ByteLevel regex, and added tokens with every
+    flag (lstrip, rstrip, single_word, normalized)."""
+    from tokenizers import AddedToken, Regex, normalizers
+
+    tok = HFTokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace("é", "e")])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"\s+"), behavior="removed"),
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=500, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(TEXTS * 3, trainer=trainer)
+    tok.add_tokens(
+        [
+            AddedToken("<mask>", lstrip=True, rstrip=True, special=False, normalized=False),
+            AddedToken("cat", single_word=True, normalized=True),
+            AddedToken("ﬁne", normalized=True),
+        ]
+    )
+    tok.add_special_tokens([AddedToken("<|sep|>", special=True, normalized=False)])
+    return tok.to_str()
+
+
+PIPELINE_TEXTS = [
+    "a cat, concatenate, cat. ﬁne ｆｕｌｌｗｉｄｔｈ café",
+    "x  <mask>  y <mask>z<|sep|> 12345 ①② e\u0301",
+    " leading and trailing  ",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", PIPELINE_TEXTS)
+def test_a_pipeline_with_every_supported_step_matches_the_library(text):
+    data = pipeline_json()
+    ref = HFTokenizer.from_str(data)
+    ours = load_tokenizer(data.encode())
+    for allow in (False, True):
+        ref.encode_special_tokens = not allow
+        assert ours.encode(text, allow_special=allow) == ref.encode(text, add_special_tokens=False).ids
+    result = ours.tokenize(text, allow_special=True)
+    assert "".join(s.text for s in result.segments()) == text
+    assert all(0 <= t.start < t.end <= len(text) for t in result.tokens)

@@ -121,6 +121,8 @@ class PreTokenizer:
 
     def __init__(self, spec: dict | None):
         self.steps = [s for s in map(_step, pipeline_steps(spec, "pretokenizers")) if s is not None]
+        #: Whether the pre-tokens always cover the whole text (no ``Removed`` split drops any of it).
+        self.keeps_text = all(step.behavior != "Removed" for step in self.steps)
 
     def __call__(self, text: str) -> list[Span]:
         if not text:
