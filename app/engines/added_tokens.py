@@ -19,8 +19,8 @@ It does not normalize or tokenize the pieces between added tokens.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 import regex
@@ -123,14 +123,12 @@ class AddedVocabulary:
     """The added tokens of one tokenizer, split into those matched before and after normalization."""
 
     def __init__(self, tokens: Sequence[AddedToken], normalize: NormalizeFn | None = None):
-        self.tokens = list(tokens)
         self.normalize = normalize
         self.raw = _Matcher([t for t in tokens if not t.normalized])
         normalized = [t for t in tokens if t.normalized]
         if normalize is not None:  # a normalized token is looked for in its normalized form
             normalized = [replace(t, content=normalize(t.content)[0]) for t in normalized]
         self.normalized = _Matcher(normalized)
-        self.specials = {t.content: t.id for t in tokens if t.special}
 
     def split(self, text: str, allow_special: bool) -> list[Piece]:
         """Cut ``text`` into added tokens and normalized plain pieces, in order."""

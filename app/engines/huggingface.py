@@ -26,10 +26,9 @@ import tokenizers
 from .base import Tokenizer, check_text
 from .result import Token, TokenizeResult, byte_level_result, byte_table, escape_bytes
 from .sentencepiece.model import piece_to_byte
+from .sentencepiece.normalizer import SPACE_SYMBOL
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
 from .vocab_facts import VocabFacts
-
-SPACE_SYMBOL = "\u2581"
 
 
 class HuggingFaceTokenizer(VocabFacts, Tokenizer):

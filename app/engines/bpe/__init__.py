@@ -3,7 +3,8 @@
 - :mod:`.patterns` — pre-tokenizer names (``none``, ``gpt2``, ``gpt4``, ``o200k``) and splitting;
 - :mod:`.trainer` — :func:`train` and the incremental :class:`BPETrainerState` (step records as data);
 - :mod:`.encoder` — rank-based encoding with tiktoken's semantics;
-- :mod:`.model` — :class:`BPETokenizer` (save/load/export to ``.tiktoken``) and the OpenAI ranks run natively.
+- :mod:`.model` — :class:`BPETokenizer` (save/load/export to ``.tiktoken``) and the OpenAI ranks run natively;
+- :mod:`.json_model` — byte-level ``tokenizer.json`` files (Llama 3, Qwen3, DeepSeek V3) run by the same encoder.
 
 It does not download anything, print, or depend on the web layer.
 """

@@ -3,6 +3,8 @@
 - ``proto``: read and write the ``ModelProto`` protobuf by hand (no ``protobuf``/``sentencepiece`` at run time);
 - ``normalizer``: the model's text normalization, with offsets back to the input;
 - ``model``: :class:`SentencePieceTokenizer`, BPE encode/decode identical to the ``sentencepiece`` library;
+- ``json_model``: SentencePiece-style ``tokenizer.json`` files (Gemma 3) in the same engine, identical to Hugging
+  Face ``tokenizers``;
 - ``trainer``: a SentencePiece-style BPE trainer that records its merges as ``MergeStep`` data and saves a real
   ``.model`` file.
 

@@ -89,9 +89,6 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         return super().token_bytes(token_id)
 
     # -- encoding --------------------------------------------------------------------------------------------------
-    def _words(self, piece: Piece) -> list[tuple[int, int]]:
-        return self.pre(piece.text)
-
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids as ``tokenizers``' ``encode(text, add_special_tokens=False)``; with ``allow_special`` false special
         tokens are plain text, but non-special added tokens (``<unusedN>``, whitespace runs) still match."""
@@ -105,7 +102,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         if piece.token is not None:
             return [piece.token.id]
         ids: list[int] = []
-        for a, b in self._words(piece):
+        for a, b in self.pre(piece.text):
             ids.extend(self._encode_normalized(piece.text[a:b]))
         return ids
 
@@ -138,7 +135,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             return [Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special)]
         spans = piece.spans or [(piece.start + i, piece.start + i + 1) for i in range(len(piece.text))]
         tokens: list[Token] = []
-        for a, b in self._words(piece):
+        for a, b in self.pre(piece.text):
             for token in self._place(piece.text[a:b], 0, None):
                 token.start, token.end = spans[a + token.start][0], spans[a + token.end - 1][1]
                 tokens.append(token)

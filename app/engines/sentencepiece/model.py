@@ -7,10 +7,14 @@ finally turn each unknown piece into ``<0xNN>`` byte pieces (byte fallback) or o
 characters. Decoding follows the library too: ``▁`` becomes a space, the dummy prefix's space is dropped, byte
 pieces are joined and each invalid byte becomes U+FFFD.
 
+The same engine runs SentencePiece-style ``tokenizer.json`` files (:mod:`.json_model`): their pieces merge by the
+file's ``merges`` list (pair -> rank) instead of by score.
+
 Speed: when the loaded vocabulary guarantees that no piece can span certain boundaries (around a character that
 occurs in no multi-character piece; before a ``▁`` run that follows another character; between letters/digits
-and punctuation), the normalized text is cut there and each chunk is merged on its own and cached: merges never
-cross such a cut, so the result is the same as merging the whole text. Each rule is checked against the
+and punctuation; in a long chunk, between two characters that are neighbours in no piece), the normalized text is
+cut there and each chunk is merged on its own and cached: merges never cross such a cut, so the result is the
+same as merging the whole text. Each rule is checked against the
 vocabulary at load time and used only if it holds; a model with ``UNUSED`` pieces (whose re-splitting depends
 on the whole text) is always merged whole. Short chunks use a list scan, long ones the library's heap.
 
