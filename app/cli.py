@@ -25,7 +25,7 @@ ENGINES = ("tiktoken", "native")
 def _tokenizer_name(name: str, engine: str) -> str:
     """``--engine native -t cl100k_base`` runs a model in our own engine (registered as native-NAME)."""
     canonical = registry.resolve(name)
-    if engine == "native" and not canonical.startswith("native-"):
+    if engine == "native" and registry.spec(canonical).engine != "tokenplay":
         native = f"native-{canonical}"
         if native not in registry.names():
             raise TokenplayError(
