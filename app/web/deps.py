@@ -3,6 +3,7 @@ cannot (the error table of :mod:`app.web.errors` answers), so routes hold no loo
 
 - ``SettingsDep``: the app's :class:`~app.settings.Settings`;
 - ``TokenizersDep``: the tokenizers this request may use and list (:class:`~app.web.pickers.Tokenizers`);
+  ``UploadsDep``: the uploaded tokenizers' store (:class:`~app.web.uploads.Uploads`);
 - ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
   (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains);
 - ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400).
@@ -28,6 +29,8 @@ from app.settings import Settings
 
 from .errors import NotFoundError, TooLargeError
 from .pickers import Tokenizers
+from .uploads import COOKIE as UPLOAD_COOKIE
+from .uploads import Uploads
 
 
 def _settings(request: Request) -> Settings:
@@ -44,8 +47,16 @@ def _lab(request: Request) -> Lab:
 LabDep = Annotated[Lab, Depends(_lab)]
 
 
-def _tokenizers(request: Request, lab: LabDep, settings: SettingsDep) -> Tokenizers:
-    return Tokenizers(lab, request.cookies.get(COOKIE), settings.lab_max_runs)
+def _uploads(request: Request) -> Uploads:
+    return request.app.state.uploads
+
+
+UploadsDep = Annotated[Uploads, Depends(_uploads)]
+
+
+def _tokenizers(request: Request, lab: LabDep, uploads: UploadsDep, settings: SettingsDep) -> Tokenizers:
+    cookies = request.cookies
+    return Tokenizers(lab, cookies.get(COOKIE), settings.lab_max_runs, uploads, cookies.get(UPLOAD_COOKIE))
 
 
 TokenizersDep = Annotated[Tokenizers, Depends(_tokenizers)]
