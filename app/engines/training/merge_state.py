@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from operator import mul
 from typing import Protocol
 
@@ -65,6 +66,24 @@ class _Pairs(dict):
     def __missing__(self, key: str) -> Pair:
         pair = self[key] = key_pair(key)
         return pair
+
+
+def _first_key(layouts: list[ShortWords | LongWords], pair: str) -> tuple[int, int]:
+    """(first word holding ``pair``, position there): the ``first`` tie key over several layouts."""
+    keys = [key for key in (layout.first(pair) for layout in layouts) if key is not None]
+    if not keys:
+        raise AssertionError(f"pair {key_pair(pair)} has a count but no word holds it")
+    return min(keys)
+
+
+def _lexical_key(vocab: dict[int, bytes], first: Callable[[str], tuple[int, int]], pair: str) -> tuple:
+    """The ``lexical`` tie key: the two surfaces, then ``first``."""
+    return vocab[ord(pair[0])], vocab[ord(pair[1])], first(pair)
+
+
+def _refused(rule: MergeRule, pairs: _Pairs, keys: list[str]) -> list[str]:
+    """``rule``'s answer for pair keys (see :class:`MergeRule`)."""
+    return list(map(pair_key, rule.refused(map(pairs.__getitem__, keys))))
 
 
 def check_tie_break(tie_break: str, error: type[TokenplayError] = TrainingError) -> str:
@@ -121,13 +140,12 @@ class MergeState:
         self._pairs = _Pairs()
         with cycle_collector_paused():
             counts = self._lay_out(list(words), long_word)
-        if tie_break == "lexical":
-            self.tie_key = self._lexical_key
-        elif len(self._layouts) == 1:
-            self.tie_key = self._layouts[0].first  # the common case, without a call in between
-        else:
-            self.tie_key = self._first_key
-        self.pairs = PairCounts(counts, self.tie_key, None if rule is None else self._refused)
+        # the callables the counts keep hold what they need, not the state: a cycle through it would leave the
+        # whole run to the cycle collector instead of being freed when the caller lets go of it
+        first = self._layouts[0].first if len(self._layouts) == 1 else partial(_first_key, self._layouts)
+        self.tie_key = partial(_lexical_key, self.vocab, first) if tie_break == "lexical" else first
+        refused = None if rule is None else partial(_refused, rule, self._pairs)
+        self.pairs = PairCounts(counts, self.tie_key, refused)
 
     def _lay_out(self, words: list[tuple[Sequence[int] | str, int]], long_word: int) -> dict[str, int]:
         """Check the words, put each in its layout and return every pair's count."""
@@ -200,21 +218,6 @@ class MergeState:
         """The key of ``pair``, or None when no id of it can exist."""
         a, b = int(pair[0]), int(pair[1])
         return chr(a) + chr(b) if 0 <= a <= MAX_ID and 0 <= b <= MAX_ID else None
-
-    def _refused(self, keys: list[str]) -> list[str]:
-        """The rule's answer for pair keys (see :class:`MergeRule`)."""
-        return list(map(pair_key, self.rule.refused(map(self._pairs.__getitem__, keys))))
-
-    # -- ordering ----------------------------------------------------------------------------------------------
-    def _first_key(self, pair: str) -> tuple[int, int]:
-        """(first word holding ``pair``, position there): the ``first`` tie key. ``tie_key`` is the run's key."""
-        keys = [key for key in (layout.first(pair) for layout in self._layouts) if key is not None]
-        if not keys:
-            raise AssertionError(f"pair {key_pair(pair)} has a count but no word holds it")
-        return min(keys)
-
-    def _lexical_key(self, pair: str) -> tuple[bytes, bytes, tuple[int, int]]:
-        return self.vocab[ord(pair[0])], self.vocab[ord(pair[1])], self._first_key(pair)
 
     # -- queries -----------------------------------------------------------------------------------------------
     def best_pair(self) -> Pair | None:
