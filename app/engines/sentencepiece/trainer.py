@@ -216,8 +216,14 @@ class PieceRule:
         self.lengths.append(len(text))
         self.known[text] = new_id
         known = self.known
-        spellings = ((known.get(text[:k]), known.get(text[k:])) for k in range(1, len(text)))
-        return [(a, b) for a, b in spellings if a is not None and b is not None and (a, b) != pair]
+        spellings = []
+        for k in range(1, len(text)):  # a loop, not comprehensions: this runs once per merge
+            a = known.get(text[:k])
+            if a is not None:
+                b = known.get(text[k:])
+                if b is not None and (a, b) != pair:
+                    spellings.append((a, b))
+        return spellings
 
 
 class SentencePieceTrainerState(MergeState):

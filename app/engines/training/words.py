@@ -132,10 +132,10 @@ class ShortWords:
         lefts: dict[str, list[int]] = {}  # left neighbour -> words, one entry per occurrence
         rights: dict[str, list[int]] = {}
         doubles: list[int] = []  # words with X X, one entry per such pair
-        for w in dict.fromkeys(entries):  # once per word, in corpus order (``where`` lists stay ascending)
+        for w in entries:  # in corpus order, so ``where`` lists stay ascending
             head, found, tail = words[w].partition(pair)
             if not found:
-                continue  # stale: the word lost the pair to an earlier merge
+                continue  # stale: the word lost the pair to an earlier merge (or, met again, to this one)
             if pair not in tail:  # the common case, one occurrence (with _append inlined: this loop is the hot one)
                 words[w] = head + new + tail
                 if head:
