@@ -37,6 +37,15 @@ TieKey = Callable[[Key], Any]
 Refused = Callable[[list[Key]], list[Key]]
 
 
+def _enter(buckets: dict[int, set[Key]], count: int, pair: Key) -> None:
+    """Put ``pair`` in the bucket of ``count``."""
+    bucket = buckets.get(count)
+    if bucket is None:
+        buckets[count] = {pair}
+    else:
+        bucket.add(pair)
+
+
 class PairCounts:
     """Counts of the pairs that may merge, grouped by count, with the top group ranked by ``tie_key``;
     ``refused`` (optional) names the pairs among those given that may never merge.
@@ -59,11 +68,7 @@ class PairCounts:
         buckets = self.buckets
         for pair, count in counts.items():
             if count > 1:
-                bucket = buckets.get(count)
-                if bucket is None:
-                    buckets[count] = {pair}
-                else:
-                    bucket.add(pair)
+                _enter(buckets, count, pair)
         self._top = max(counts.values(), default=0)
 
     def get(self, pair: Key) -> int:
@@ -169,24 +174,30 @@ class PairCounts:
         for gone, came, n in changes:
             old = counts.get(gone)
             if old is not None:
-                if old == ranked_count or old - n == ranked_count:
-                    self._move(gone, old, old - n, entering)
+                new = old - n
+                if old == ranked_count or new == ranked_count:
+                    self._move(gone, old, new, entering)
                 else:  # _move, inlined for the common case: this loop is hot
                     if old > 1:
                         buckets[old].discard(gone)
-                    self._set(gone, old - n)
-            old = counts.get(came)
-            if old is None and n != ranked_count:  # a pair first seen now: the common case
+                    if new > 1:
+                        counts[gone] = new
+                        bucket = buckets.get(new)
+                        if bucket is None:
+                            buckets[new] = {gone}
+                        else:
+                            bucket.add(gone)
+                    elif new:
+                        counts[gone] = 1
+                    else:
+                        del counts[gone]
+            if came in counts or n == ranked_count:  # another layout made it too, or it enters the ranked bucket
+                old = counts.get(came, 0)
+                self._move(came, old, old + n, entering)
+            else:  # a pair first seen now: the common case
                 counts[came] = n
                 if n > 1:
-                    bucket = buckets.get(n)
-                    if bucket is None:
-                        buckets[n] = {came}
-                    else:
-                        bucket.add(came)
-            else:  # it enters the ranked bucket, or another layout made it too
-                old = old or 0
-                self._move(came, old, old + n, entering)
+                    _enter(buckets, n, came)
         if entering:
             for pair in self.allowed(list(entering)):
                 insort(self._ranked, pair, key=self.tie_key)
@@ -195,11 +206,7 @@ class PairCounts:
         """Give ``pair`` its new ``count`` (out of its old bucket already; not the ranked count)."""
         if count > 1:
             self.counts[pair] = count
-            bucket = self.buckets.get(count)
-            if bucket is None:
-                self.buckets[count] = {pair}
-            else:
-                bucket.add(pair)
+            _enter(self.buckets, count, pair)
         elif count:
             self.counts[pair] = 1
         else:

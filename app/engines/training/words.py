@@ -25,6 +25,7 @@ Neither layout knows which pairs may merge or which one wins; that is :mod:`.mer
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Sequence
 from operator import add
 
@@ -59,14 +60,6 @@ def as_string(ids: Sequence[int] | str) -> str:
     if isinstance(ids, bytes):
         return ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
     return "".join(map(chr, ids))
-
-
-def _append(index: dict, key, value: int) -> None:
-    entries = index.get(key)  # not try/except KeyError: a raised exception costs more than a look-up
-    if entries is None:
-        index[key] = [value]
-    else:
-        entries.append(value)
 
 
 class ShortWords:
@@ -129,29 +122,19 @@ class ShortWords:
             return []
         self._first.pop(pair, None)
         words = self.words
-        lefts: dict[str, list[int]] = {}  # left neighbour -> words, one entry per occurrence
-        rights: dict[str, list[int]] = {}
+        lefts: defaultdict[str, list[int]] = defaultdict(list)  # left neighbour -> words, one entry per occurrence
+        rights: defaultdict[str, list[int]] = defaultdict(list)
         doubles: list[int] = []  # words with X X, one entry per such pair
         for w in entries:  # in corpus order, so ``where`` lists stay ascending
             head, found, tail = words[w].partition(pair)
             if not found:
                 continue  # stale: the word lost the pair to an earlier merge (or, met again, to this one)
-            if pair not in tail:  # the common case, one occurrence (with _append inlined: this loop is the hot one)
+            if pair not in tail:  # the common case, one occurrence: this loop is the hot one
                 words[w] = head + new + tail
                 if head:
-                    c = head[-1]
-                    ws = lefts.get(c)
-                    if ws is None:
-                        lefts[c] = [w]
-                    else:
-                        ws.append(w)
+                    lefts[head[-1]].append(w)
                 if tail:
-                    c = tail[0]
-                    ws = rights.get(c)
-                    if ws is None:
-                        rights[c] = [w]
-                    else:
-                        ws.append(w)
+                    rights[tail[0]].append(w)
                 continue
             word = words[w] = words[w].replace(pair, new)
             i = word.find(new)
@@ -161,10 +144,10 @@ class ShortWords:
                     if c == new:
                         doubles.append(w)
                     else:
-                        _append(lefts, c, w)
+                        lefts[c].append(w)
                 c = word[i + 1 : i + 2]
                 if c and c != new:
-                    _append(rights, c, w)
+                    rights[c].append(w)
                 i = word.find(new, i + 1)
         freq = self.freqs.__getitem__
         where = self.where
@@ -278,7 +261,7 @@ class LongWords:
                 if c == x:  # right after the previous occurrence: its (new, a) is really (new, new)
                     rights[a].pop()
                     doubles.append(left)
-                else:  # _append, inlined: this loop runs once per occurrence
+                else:
                     ps = lefts.get(c)
                     if ps is None:
                         lefts[c] = [left]
