@@ -138,6 +138,7 @@ class MergeState:
         self.steps: list[MergeStep] = []
         self.tie_counts: list[int] = []  # ties per step before ``max_ties`` cut the record's list
         self._pairs = _Pairs()
+        self._last_ties: tuple[list[str], list[Pair]] = ([], [])  # the previous step's tie keys and their pairs
         with cycle_collector_paused():
             counts = self._lay_out(list(words), long_word)
         # the callables the counts keep hold what they need, not the state: a cycle through it would leave the
@@ -275,7 +276,12 @@ class MergeState:
             raise self.error(f"no more ids: the trainer stores ids as characters, at most {MAX_ID}")
         self.next_id += 1
         pair = self._pairs[key]
-        ties = list(map(self._pairs.__getitem__, tied))
+        last_keys, last_ties = self._last_ties
+        if tied[:1] and tied == last_keys[1:]:  # usually the winner was the first tie and the others stayed
+            ties = last_ties[1:]
+        else:
+            ties = list(map(self._pairs.__getitem__, tied))
+        self._last_ties = (tied, ties)
         self.vocab[new_id] = self.vocab[pair[0]] + self.vocab[pair[1]]
         replaced = self._merge(key, pair, new_id, count)
         self.n_tokens -= replaced
