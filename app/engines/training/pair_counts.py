@@ -108,13 +108,20 @@ class PairCounts:
         if c == self._ranked_count and self._ranked:
             return c
         buckets = self.buckets
+        steps = 0
         while c > 1:
-            if buckets.get(c):
-                ranked = self.allowed(list(buckets[c]))
+            bucket = buckets.get(c)
+            if bucket:
+                ranked = self.allowed(list(bucket))
                 if ranked:
                     self._ranked, self._ranked_count = sorted(ranked, key=self.tie_key), c
                     break
-            c -= 1
+            steps += 1
+            if steps < 32:
+                c -= 1
+            else:  # far from the next count anyone has (early on, counts are thousands apart): jump there
+                c = max((k for k, b in buckets.items() if k < c and b), default=1)
+                steps = 0
         if c == 1 and not self.bucket(1):
             c = 0
         self._top = c
