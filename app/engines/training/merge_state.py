@@ -155,7 +155,7 @@ class MergeState:
             w = next(w for w, freq in enumerate(self.freqs) if freq < 1)
             raise self.error(f"word {w} has count {self.freqs[w]}; counts must be at least 1")
         try:
-            ids_of = [as_string(ids) for ids, _ in words]
+            ids_of = [ids if isinstance(ids, str) else as_string(ids) for ids, _ in words]
         except (ValueError, OverflowError, TypeError):  # an id no character can hold: not in any vocabulary
             ids_of = None
         self._check_ids(ids_of, words)

@@ -63,11 +63,12 @@ def as_string(ids: Sequence[int] | str) -> str:
 
 
 class ShortWords:
-    """Distinct words as strings of ``chr(id)``, with their frequencies; ``where`` lists word indices."""
+    """Distinct words as strings of ``chr(id)`` (see :func:`as_string`), with their frequencies; ``where`` lists
+    word indices."""
 
-    def __init__(self, numbers: Sequence[int], words: Sequence[Sequence[int] | str], freqs: Sequence[int]):
+    def __init__(self, numbers: Sequence[int], words: Sequence[str], freqs: Sequence[int]):
         self.index = numbers  # the corpus-wide word number of each word here
-        self.words: list[str] = [as_string(ids) for ids in words]
+        self.words: list[str] = list(words)
         self.freqs = list(freqs)
         self.where: dict[str, list[int]] = {}  # one entry per occurrence when the pair appeared, ascending
         self._first: dict[str, tuple[int, int, str]] = {}  # pair -> (word, position, that word's string then)
