@@ -2,8 +2,9 @@
 
 :class:`PairCounts` holds ``counts`` (pair -> occurrences, overlaps counted, times word frequency) and
 ``buckets`` (count -> the pairs with that count). A merge only lowers the counts of pairs that exist and adds new
-pairs, none above the merged pair's count, so the top count never grows and a pointer walks it down. Pairs are
-opaque keys here (the layouts' two-character strings); only the tie key looks inside them.
+pairs, none above the merged pair's count, so the top count never grows and a pointer walks it down (jumping wide
+gaps between counts). Pairs are opaque keys here (the layouts' two-character strings); only the tie key looks
+inside them.
 
 Pairs counted once are not kept in a bucket: most pairs a merge makes are, they can never win (counts never
 grow), and only a finished run or a pair table shown to its last rows asks for them, so that bucket is gathered
@@ -189,11 +190,7 @@ class PairCounts:
                         buckets[old].discard(gone)
                     if new > 1:
                         counts[gone] = new
-                        bucket = buckets.get(new)
-                        if bucket is None:
-                            buckets[new] = {gone}
-                        else:
-                            bucket.add(gone)
+                        _enter(buckets, new, gone)
                     elif new:
                         counts[gone] = 1
                     else:
