@@ -77,10 +77,10 @@ def test_compare_select_three_switch_presets_read_table(page: Page, live_server:
     expect(page).to_have_url(re.compile(r"t=gpt2&t=cl100k_base&t=o200k_base.*text=Hello\+world\+12345"))
 
     # Reference: cl100k cuts " |123" where gpt2 has " 123", marked in the cl100k pane.
-    expect(page.locator('.pane[data-tokenizer="cl100k_base"] .t.diff-extra')).to_have_count(1)
+    expect(page.locator('.pane[data-tokenizer="cl100k_base"] .tokens > .diff-extra')).to_have_count(1)
     page.locator('#compare-options input[name="ref"][value="cl100k_base"]').check()
     expect(page.locator('.pane.reference[data-tokenizer="cl100k_base"]')).to_be_visible()
-    expect(page.locator('.pane[data-tokenizer="gpt2"] .t .cut')).to_have_count(1)
+    expect(page.locator('.pane[data-tokenizer="gpt2"] .tokens .cut')).to_have_count(1)
 
 
 def test_compare_url_restores_selection_and_text(page: Page, live_server: str):
@@ -96,14 +96,14 @@ def test_compare_url_restores_selection_and_text(page: Page, live_server: str):
         pane.locator("summary").click()
         assert [int(t) for t in pane.locator(".ids .id").all_inner_texts()] == registry.get(name).encode("吾輩")
         pane.locator(".ids .id").first.hover()
-        expect(pane.locator(".t.hl")).to_have_count(1)
+        expect(pane.locator(".tokens > .hl")).to_have_count(1)
 
 
 def test_compare_one_tokenizer_shows_its_pane_and_asks_for_two(page: Page, live_server: str):
     page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=hi")
     page.locator('#compare-options input[name="t"][value="o200k_base"]').uncheck()
     expect(page.locator("#compare-results .notice")).to_contain_text("Tick a second tokenizer")
-    expect(page.locator('.pane[data-tokenizer="gpt2"] .t')).to_have_count(1)
+    expect(page.locator('.pane[data-tokenizer="gpt2"] .tokens > span')).to_have_count(1)
     page.locator('#compare-options input[name="t"][value="cl100k_base"]').check()
     expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
     expect(page.locator("#compare-results .notice")).to_have_count(0)
@@ -143,7 +143,7 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
         expected = len(registry.get(name).encoding.encode(rendered, allowed_special="all"))
         pane = page.locator(f'.pane[data-tokenizer="{name}"]')
         expect(pane.locator(".pane-count")).to_have_attribute("data-count", str(expected))
-        expect(pane.locator(".t.special")).to_have_count(3 * len(messages) + 2)
+        expect(pane.locator(".tokens > .special")).to_have_count(3 * len(messages) + 2)
     page.get_by_role("button", name="Remove message 1").click()
     expect(page.locator('textarea[name="content"]')).to_have_count(2)
     expect(page.locator("#chat-rendered")).not_to_contain_text("<|im_start|>system")
@@ -162,7 +162,7 @@ def test_chat_tokens_show_their_ids_and_detail(page: Page, live_server: str):
     page.goto(f"{live_server}/chat")
     pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
     expect(pane.locator(".ids .id").first).to_be_visible()
-    special = pane.locator(".t.special").first
+    special = pane.locator(".tokens > .special").first
     special.hover()
     expect(pane.locator("[data-token-detail]")).to_contain_text("special token")
     expect(pane.locator("[data-token-detail]")).to_contain_text("id 100264")
