@@ -13,7 +13,7 @@ It deliberately does not stream: the answer has a ``Content-Length``, and the ti
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain
 from operator import attrgetter, sub
 from typing import TYPE_CHECKING
 
