@@ -161,7 +161,7 @@
     const form = document.getElementById("play");
     if (!button || !form) return;
     const label = button.textContent;
-    fetch("/ids", { method: "POST", body: new URLSearchParams(new FormData(form)) })
+    fetch("/ids", { method: "POST", body: new FormData(form) }) // multipart: fast to read for long texts
       .then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
         return r.text();

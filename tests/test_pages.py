@@ -370,6 +370,46 @@ def test_render_full_page_over_the_limit_keeps_text(small_client):
     assert page.textarea == "y" * 60 and "limit" in page.errors[0]
 
 
+def multipart(fields: dict) -> dict:
+    """``fields`` as a multipart/form-data body (what the page's forms post), for the test client."""
+    return {"files": {name: (None, value) for name, value in fields.items()}}
+
+
+def test_the_page_posts_its_forms_as_multipart(client):
+    html = client.get("/").text
+    assert 'hx-encoding="multipart/form-data"' in html  # htmx: the forms and the pager's buttons
+    form = re.search(r'<form id="play"[^>]*>', html).group(0)
+    assert 'enctype="multipart/form-data"' in form  # without JavaScript too
+
+
+def test_render_multipart_answers_what_url_encoded_answers(client):
+    fields = {"text": "Héllo\r\nworld 日本 🙂 <|endoftext|>", "tokenizer": "gpt2", "special": "1", "ws": "1"}
+    posted = client.post("/render", headers=HX, **multipart(fields))
+    assert posted.status_code == 200
+    assert posted.text == render(client, **fields).text
+    assert Page(posted.text).token_text == "Héllo\nworld 日本 🙂 <|endoftext|>"  # as the text area holds it
+
+
+@pytest.mark.parametrize("path", ["/render", "/ids", "/decode", "/compare/results", "/chat/result"])
+def test_forms_over_a_size_limit_answer_413_multipart_or_not(small_client, path):
+    """Past the limit of a field (the text's limit, UTF-8- and percent-encoded), of the number of fields or of
+    files, a form is a 413 with the message, never Starlette's 400; a malformed form stays a 400."""
+    big = "x" * (50 * 12 + 2000)
+    for body in (multipart({"text": big, "tokenizer": "gpt2"}), {"data": {"text": big, "tokenizer": "gpt2"}},
+                 multipart({f"f{i}": "x" for i in range(60)}),
+                 {"files": {"text": ("a.txt", b"hello", "text/plain")}}):
+        r = small_client.post(path, headers=HX, **body)
+        assert r.status_code == 413, (path, r.text)
+        assert "limits" in Page(r.text).errors[0]
+    r = small_client.post(path, headers=HX | {"Content-Type": "multipart/form-data"}, content=b"no boundary")
+    assert r.status_code == 400
+
+
+def test_render_multipart_text_over_the_limit_answers_413_with_message(small_client):
+    r = small_client.post("/render", headers=HX, **multipart({"text": "閒" * 51, "tokenizer": "gpt2"}))
+    assert r.status_code == 413 and "limit is 50" in Page(r.text).errors[0]
+
+
 def test_lone_surrogate_maps_to_422():
     tok = registry.get("cl100k_base")
     with pytest.raises(InvalidTextError) as exc:

@@ -71,7 +71,9 @@ def test_compare_select_three_switch_presets_read_table(page: Page, live_server:
 
     # Typing drives every pane; the text area keeps focus and the URL carries the choice and the text.
     textarea = page.locator("#compare-text")
-    textarea.fill("Hello world 12345")
+    with page.expect_request(lambda r: "/compare/results" in r.url) as sent:
+        textarea.fill("Hello world 12345")
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     _expect_table(page, _api(live_server, "Hello world 12345", THREE))
     expect(textarea).to_be_focused()
     expect(page).to_have_url(re.compile(r"t=gpt2&t=cl100k_base&t=o200k_base.*text=Hello\+world\+12345"))
@@ -134,7 +136,9 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
     expect(page.locator('textarea[name="content"]')).to_have_count(3)
     _settled(page, "#chat-editor")
     expect(page.locator("#content-2")).to_be_focused()  # the new row takes the focus
-    page.locator("#content-2").fill("Sure 👍 that is 12345 tokens")
+    with page.expect_request(lambda r: "/chat/result" in r.url) as sent:
+        page.locator("#content-2").fill("Sure 👍 that is 12345 tokens")
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     messages = [*chat.DEFAULT_MESSAGES, chat.Message("assistant", "Sure 👍 that is 12345 tokens")]
     rendered = chat.render_chat(messages)
     expect(page.locator("#chat-rendered")).to_have_text(rendered)
@@ -152,7 +156,9 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
 def test_compare_copy_json_to_clipboard(page: Page, live_server: str):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
     page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=Hello%20world")
-    page.get_by_role("button", name="Copy JSON").click()
+    with page.expect_request(lambda r: "/compare/export.json" in r.url) as sent:
+        page.get_by_role("button", name="Copy JSON").click()
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     expect(page.locator(".copy-status")).to_have_text("Copied JSON.")
     copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
     assert [r["ids"] for r in copied["results"]] == [[15496, 995], [13225, 2375]]

@@ -77,6 +77,15 @@ def test_type_updates_counts_and_colours_and_keeps_the_caret(play: Page):
     assert len(set(backgrounds)) > 3
 
 
+def test_typing_posts_the_form_as_multipart(play: Page):
+    text = "Hello 🙂👨‍👩‍👧‍👦\nworld"
+    with play.expect_request(lambda r: r.url.endswith("/render")) as sent:
+        set_text(play, text)
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
+    expect_count(play, len(enc("cl100k_base").encode(text)))
+    assert play.locator("#tokens").evaluate("e => e.textContent") == text
+
+
 def test_switch_tokenizer_changes_ids_colours_and_url(play: Page):
     text = "Internationalization of tokenizers: ünïcödé, 日本語, 🙂"
     set_text(play, text)
@@ -255,7 +264,9 @@ def test_long_text_counts_stay_exact_with_a_window_and_show_more(play: Page, set
     expect_count(play, n)
     expect(play.locator("#tokens > span")).to_have_count(settings.render_tokens)
     expect(play.locator("#ids .id")).to_have_count(settings.render_tokens)
-    play.locator("#show-more").click()
+    with play.expect_request(lambda r: r.url.endswith("/render")) as sent:
+        play.locator("#show-more").click()
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")  # fast to read for long texts
     # The next window: its first span holds token render_tokens (its id handed out from the id list).
     first_id = enc("cl100k_base").encode(text)[settings.render_tokens]
     expect(play.locator("#tokens > span").first).to_have_attribute("data-ids", str(first_id))
@@ -275,7 +286,9 @@ def test_copy_all_ids_copies_every_id_of_a_long_text(play: Page, settings, live_
     ids = enc("cl100k_base").encode(text)
     expect_count(play, len(ids))
     assert play.locator("#ids .id").count() < len(ids)  # the page shows a window of them
-    play.locator("#copy-ids").click()
+    with play.expect_request(lambda r: r.url.endswith("/ids")) as sent:
+        play.locator("#copy-ids").click()
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     expect(play.locator("#copy-ids")).to_have_text(f"Copied {len(ids):,} ids")
     copied = play.evaluate("navigator.clipboard.readText()")
     assert [int(x) for x in copied.split(", ")] == ids
