@@ -221,7 +221,8 @@ def test_id_spans_are_built_from_the_token_spans_after_each_keystroke(play: Page
     ]
     assert [(seg, cls.replace("id ", "", 1)) for _, seg, cls in built] == expected
     # Every token after the first is focusable for the arrow keys (tabindex -1 set by app.js); End goes last.
-    assert play.eval_on_selector_all("#tokens > span", "els => els.map(e => e.tabIndex)") == [0] + [-1] * (len(tokens) - 1)
+    tab_stops = play.eval_on_selector_all("#tokens > span", "els => els.map(e => e.tabIndex)")
+    assert tab_stops == [0] + [-1] * (len(tokens) - 1)
     play.locator("#tokens > span").first.focus()
     play.keyboard.press("End")
     assert play.evaluate("document.activeElement.textContent") == "<|endoftext|>"
