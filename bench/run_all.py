@@ -27,7 +27,13 @@ SCRIPTS = [
     ("SentencePiece engine and trainer (issue 4)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
     (
-        "Load: 50 typists, each its own real text, and 5 trainings on loopback (issues 7, 16)",
+        "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
+        "load.py",
+        ["--trainings", "0"],
+        ["--duration", "8", "--typists", "10", "--trainings", "0"],
+    ),
+    (
+        "Load: 50 typists and 5 trainings on loopback (issue 7)",
         "load.py",
         [],
         ["--duration", "8", "--typists", "10"],
