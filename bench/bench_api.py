@@ -12,9 +12,10 @@ Measured in-process through the ASGI app (no network), as the app's own time fro
 2. HTML bytes per token of the fragment on 10 KB of real English and Japanese (``en.txt``, ``ja.txt`` of the
    shared corpora, from byte 100,000). Target (issue 16): at most 40 on average.
 3. For every shipped tokenizer, 1 MB of one repeated character, 1 MB with no whitespace (``en.txt``, ``ja.txt``)
-   and 200,000 ZWJ-joined emoji: the fragment and ``POST /api/tokenize``, the first request with that text (the
-   API's after the fragment's) and the best of ``--hostile-repeat`` more. Targets (issue 16): the fragment under
-   1 s, the API under 2.5 s.
+   and 200,000 ZWJ-joined emoji: the fragment and ``POST /api/tokenize`` in CPU seconds of this process (the
+   app's work and the test client's), the first request with that text (the API's after the fragment's) and the
+   best of ``--hostile-repeat`` more, with the server's wall time beside them (it grows when the machine is
+   shared). Targets (issue 16): the fragment under 1 s, the API under 2.5 s.
 
     python bench/bench_api.py [--repeat 20] [--tokenizer cl100k_base] [--hostile-tokenizers all]
 """
@@ -107,30 +108,33 @@ def json_count(body: bytes) -> int:
 
 
 def hostile(client: TestClient, names: list[str], repeat: int) -> None:
-    print("\n### Hostile inputs: server ms, first request with the text / best of the next "
-          f"{repeat} (targets: fragment < 1,000, API < 2,500)\n")
+    print(f"\n### Hostile inputs: CPU seconds, the first request with the text / best of the next {repeat}; the "
+          "server's wall time (best) beside them. Targets: fragment < 1 s, API < 2.5 s\n")
     if not realtext.available():
         print(f"(the no-whitespace rows need the corpora in {realtext.CORPORA_DIR}; set TOKENPLAY_CORPORA)\n")
-    print("| tokenizer | input | tokens | fragment first | fragment again | API first | API again | targets |")
-    print("|---|---|---:|---:|---:|---:|---:|---|")
+    print("| tokenizer | input | tokens | fragment first | again | API first | again | wall: fragment, API | targets |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---|")
     for tokenizer in names:
         client.post("/api/tokenize", json={"text": "warm up", "tokenizer": tokenizer})  # loads the tokenizer
         for label, text in hostile_texts().items():
-            times = {}
+            cpu, wall = {}, {}
             for kind in ("fragment", "api"):
-                runs = []
+                runs, walls = [], []
                 for _ in range(1 + repeat):
+                    start = time.process_time()  # the app runs in this process: its CPU time and the client's
                     if kind == "fragment":
                         r = post_fragment(client, {"text": text, "tokenizer": tokenizer})
                     else:
                         r = client.post("/api/tokenize", json={"text": text, "tokenizer": tokenizer})
                         assert r.status_code == 200, r.text[:200]
                         count = json_count(r.content)
-                    runs.append(server_ms(r))
-                times[kind] = (runs[0], min(runs[1:], default=runs[0]))
-            ok = max(times["fragment"]) < 1000 and max(times["api"]) < 2500
-            print(f"| {tokenizer} | {label} | {count:,} | {times['fragment'][0]:,.0f} | {times['fragment'][1]:,.0f} "
-                  f"| {times['api'][0]:,.0f} | {times['api'][1]:,.0f} | {'met' if ok else 'MISSED'} |", flush=True)
+                    runs.append(time.process_time() - start)
+                    walls.append(server_ms(r) / 1000)
+                cpu[kind], wall[kind] = (runs[0], min(runs[1:], default=runs[0])), min(walls)
+            ok = max(cpu["fragment"]) < 1.0 and max(cpu["api"]) < 2.5
+            print(f"| {tokenizer} | {label} | {count:,} | {cpu['fragment'][0]:.2f} | {cpu['fragment'][1]:.2f} "
+                  f"| {cpu['api'][0]:.2f} | {cpu['api'][1]:.2f} | {wall['fragment']:.2f}, {wall['api']:.2f} "
+                  f"| {'met' if ok else 'MISSED'} |", flush=True)
 
 
 def main() -> None:
@@ -140,7 +144,7 @@ def main() -> None:
     parser.add_argument(
         "--hostile-tokenizers", default="all", help="comma-separated names for the hostile inputs, 'all' or 'none'"
     )
-    parser.add_argument("--hostile-repeat", type=int, default=1, help="requests after the first, per input")
+    parser.add_argument("--hostile-repeat", type=int, default=2, help="requests after the first, per input")
     args = parser.parse_args()
 
     client = TestClient(create_app())
