@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 import anyio.to_thread
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
 from app.lab.runs import Run
@@ -108,17 +109,26 @@ def export_format(fmt: str, formats: tuple[str, ...]) -> str:
     return fmt
 
 
+# The messages of Starlette's form parsers when a limit is passed (any other parse error is a malformed form).
+_OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields", "Too many files")
+
+
 async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> FormData:
-    """The posted form, allowing one field as long as ``max_chars`` characters.
+    """The posted form (multipart or url-encoded), allowing one field as long as ``max_chars`` characters.
 
     Starlette caps a form field at 1 MB by default; a text of ``max_chars`` characters can be several times
     that once UTF-8- and percent-encoded (up to 12 bytes a character), so the cap follows the limit and the
-    size check proper comes after. A form over it is a 413, never Starlette's own 400.
+    size check proper comes after. A form over a limit is a 413, never Starlette's own 400 (which it answers
+    for every parse error inside an app); a malformed form stays a 400.
     """
     try:
         form = await request.form(max_part_size=max_chars * 12 + 1024, max_fields=50, max_files=max_files)
-    except MultiPartException as exc:
-        raise TooLargeError(f"the form is too large ({exc.message}); the limit is {max_chars:,} characters") from None
+    except (MultiPartException, HTTPException) as exc:
+        message = exc.message if isinstance(exc, MultiPartException) else str(exc.detail)
+        if not message.startswith(_OVER_LIMIT):
+            raise
+        limit = f"a text may have up to {max_chars:,} characters"
+        raise TooLargeError(f"the form is over this page's limits ({message}); {limit}") from None
     return form
 
 
