@@ -34,7 +34,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TOKENPLAY_STATIC_DIR=/srv/tokenplay/static \
     TOKENPLAY_VENDOR_DIR=/srv/tokenplay/vendor \
     TOKENPLAY_DATA_DIR=/srv/tokenplay/tokenizers \
-    TOKENPLAY_NPM_DIR=/srv/tokenplay/node_modules
+    TOKENPLAY_NPM_DIR=/srv/tokenplay/node_modules \
+    TOKENPLAY_LAB_RUNS_DIR=/srv/tokenplay/var/runs \
+    TOKENPLAY_UPLOADS_DIR=/srv/tokenplay/var/uploads
 WORKDIR /srv/tokenplay
 
 # Every dependency from the hash-locked file, then the app's wheel without resolving anything more.
@@ -43,7 +45,8 @@ COPY --from=wheel /wheels /wheels
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
     && pip install --no-cache-dir --no-deps /wheels/*.whl \
     && rm -rf /wheels \
-    && useradd --system --uid 10001 --home-dir /srv/tokenplay --shell /usr/sbin/nologin tokenplay
+    && useradd --system --uid 10001 --home-dir /srv/tokenplay --shell /usr/sbin/nologin tokenplay \
+    && mkdir -p var/runs var/uploads && chown -R 10001 var
 
 COPY templates ./templates
 COPY static ./static
