@@ -449,6 +449,9 @@
     const submit = fields.querySelector("[data-add-submit]");
     const cancel = fields.querySelector("[data-add-cancel]");
     quiet(details);
+    // This script posts the fields itself; unnamed, they stay out of the page's htmx requests too (hx-include of
+    // a container, as compare's presets do, takes every named field inside it, whichever form it belongs to).
+    for (const named of fields.querySelectorAll("[name]")) named.removeAttribute("name");
 
     function showError(message) {
       error.textContent = message;

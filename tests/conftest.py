@@ -20,8 +20,11 @@ from app.web.app import create_app
 
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:
-    # Lab runs go to a temporary directory, never into the working tree; threads keep the suite light.
-    return Settings(lab_runs_dir=tmp_path_factory.mktemp("runs"), lab_pool="thread")
+    # Lab runs and uploaded tokenizers go to temporary directories, never into the working tree; threads keep the
+    # suite light.
+    return Settings(
+        lab_runs_dir=tmp_path_factory.mktemp("runs"), uploads_dir=tmp_path_factory.mktemp("uploads"), lab_pool="thread"
+    )
 
 
 @pytest.fixture(scope="session")
