@@ -253,6 +253,7 @@
       const current = engineOf(select.value);
       const engines = item.entry.engines;
       choose((engines.find(function (e) { return e.engine === current; }) || engines[0]).name);
+      input.select(); // typing again starts a new search
     }
 
     function openAdd() {
