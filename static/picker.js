@@ -259,7 +259,7 @@
     function openAdd() {
       details.hidden = false;
       details.open = true;
-      details.querySelector("[data-add-file]").focus();
+      details.querySelector('[data-add="file"]').focus();
     }
 
     input.addEventListener("keydown", function (event) {
@@ -438,17 +438,9 @@
   function setupAdd(root, back, added) {
     const details = root.querySelector(".picker-add");
     const fields = details.querySelector("[data-add-fields]");
-    const file = fields.querySelector("[data-add-file]");
-    const name = fields.querySelector('input[name="name"]');
-    const pattern = fields.querySelector("[data-add-pattern]");
-    const regex = fields.querySelector('input[name="regex"]');
-    const regexBox = fields.querySelector("[data-add-regex]");
-    const special = fields.querySelector('textarea[name="special"]');
-    const tiktoken = fields.querySelector("[data-add-tiktoken]");
-    const error = fields.querySelector("[data-add-error]");
-    const status = fields.querySelector("[data-add-status]");
-    const submit = fields.querySelector("[data-add-submit]");
-    const cancel = fields.querySelector("[data-add-cancel]");
+    const part = {}; // the form's parts by their data-add name: file, name, pattern, regex, special, error...
+    for (const node of fields.querySelectorAll("[data-add]")) part[node.dataset.add] = node;
+    const { file, name, pattern, regex, special, tiktoken, error, status, submit, cancel } = part;
     quiet(details);
     // This script posts the fields itself; unnamed, they stay out of the page's htmx requests too (hx-include of
     // a container, as compare's presets do, takes every named field inside it, whichever form it belongs to).
@@ -460,7 +452,7 @@
     }
 
     function showRegex() {
-      regexBox.hidden = pattern.value !== "custom";
+      part["regex-box"].hidden = pattern.value !== "custom";
     }
 
     async function send(event) {

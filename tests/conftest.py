@@ -55,6 +55,19 @@ def live_server(app) -> Iterator[str]:
     thread.join(timeout=10)
 
 
+@pytest.fixture()
+def no_dialogs(page):
+    """Playwright's ``page``, failing the test if any dialog (alert) opens: user text must never run."""
+
+    def fail(dialog):
+        message = dialog.message
+        dialog.dismiss()
+        pytest.fail(f"a dialog opened: {message!r} (user text must never run)")
+
+    page.on("dialog", fail)
+    return page
+
+
 # Playwright's expect() waits up to 5 s by default; a busy CI machine gets 10 s. A check that would fail still
 # fails, only later.
 expect.set_options(timeout=10_000)

@@ -6,7 +6,6 @@ without JavaScript the native controls and the add form still work."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -31,15 +30,9 @@ def hf_ids(name: str, text: str) -> list[int]:
 
 
 @pytest.fixture()
-def play(page: Page, live_server: str) -> Page:
-    def no_dialog(dialog):
-        message = dialog.message
-        dialog.dismiss()
-        pytest.fail(f"a dialog opened: {message!r} (user text must never run)")
-
-    page.on("dialog", no_dialog)
-    page.set_viewport_size({"width": 1280, "height": 800})
-    return page
+def play(no_dialogs: Page) -> Page:
+    no_dialogs.set_viewport_size({"width": 1280, "height": 800})
+    return no_dialogs
 
 
 def shown_ids(page: Page, scope: str = "#ids") -> list[int]:
@@ -195,14 +188,14 @@ def test_compare_filter_ticks_an_engine_by_keyboard_and_sets_the_reference(page:
 def open_add_form(page: Page) -> None:
     combobox(page).click()
     page.get_by_role("option", name="Add a tokenizer…").click()
-    expect(page.locator("#tokenizer-add [data-add-file]")).to_be_focused()
+    expect(page.locator("#tokenizer-add [data-add=file]")).to_be_focused()
 
 
 def test_add_a_tokenizer_then_tokenize_with_it(play: Page, live_server: str):
     play.goto(f"{live_server}/?tokenizer=cl100k_base&text={quote(TEXT)}")
     open_add_form(play)
     form = play.locator("#tokenizer-add")
-    form.locator("[data-add-file]").set_input_files(GPT2_FILE)
+    form.locator("[data-add=file]").set_input_files(GPT2_FILE)
     form.get_by_label("Name").fill("e2e-gpt2")
     form.get_by_label("Split pattern").select_option("gpt2")
     form.get_by_label("Special-token texts").fill("<|endoftext|>")
@@ -234,18 +227,18 @@ def test_add_a_tokenizer_shows_the_servers_message_and_keeps_the_form(play: Page
     expected = httpx.post(f"{live_server}/api/tokenizers", files={"file": ("junk.bin", junk)}).json()["detail"]
     open_add_form(play)
     form = play.locator("#tokenizer-add")
-    form.locator("[data-add-file]").set_input_files({"name": "junk.bin", "mimeType": "application/octet-stream", "buffer": junk})
+    form.locator("[data-add=file]").set_input_files({"name": "junk.bin", "mimeType": "application/octet-stream", "buffer": junk})
     expect(form.get_by_label("Split pattern")).to_be_disabled()  # for .tiktoken files only
     form.get_by_label("Name").fill("junk")
     form.get_by_role("button", name="Add tokenizer").click()
     expect(form.get_by_role("alert")).to_have_text(expected)
     expect(form.get_by_label("Name")).to_have_value("junk")
-    assert form.locator("[data-add-file]").evaluate("f => f.files[0].name") == "junk.bin"
+    assert form.locator("[data-add=file]").evaluate("f => f.files[0].name") == "junk.bin"
     expect(play.locator("#text")).to_have_value(TEXT)
     expect(play.locator("#tokenizer")).to_have_value("cl100k_base")
 
     # A name that is markup comes back in the message as text, never as an element.
-    form.locator("[data-add-file]").set_input_files(GPT2_FILE)
+    form.locator("[data-add=file]").set_input_files(GPT2_FILE)
     form.get_by_label("Name").fill("<img src=x onerror=alert(1)>")
     form.get_by_role("button", name="Add tokenizer").click()
     expect(form.get_by_role("alert")).to_contain_text("'<img src=x onerror=alert(1)>' is not a tokenizer name")
@@ -262,7 +255,7 @@ def test_add_a_tokenizer_on_compare_ticks_it(page: Page, live_server: str):
     page.goto(f"{live_server}/compare?t=gpt2&t=cl100k_base&text={quote(text)}")
     page.get_by_text("Add a tokenizer…").click()
     form = page.locator("#compare-picker-add")
-    form.locator("[data-add-file]").set_input_files(GPT2_FILE)
+    form.locator("[data-add=file]").set_input_files(GPT2_FILE)
     form.get_by_label("Name").fill("cmp-gpt2")
     form.get_by_label("Split pattern").select_option("gpt2")
     with page.expect_response(lambda r: "/compare/results" in r.url):
