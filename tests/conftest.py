@@ -20,8 +20,11 @@ from app.web.app import create_app
 
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:
-    # Lab runs go to a temporary directory, never into the working tree; threads keep the suite light.
-    return Settings(lab_runs_dir=tmp_path_factory.mktemp("runs"), lab_pool="thread")
+    # Lab runs and uploaded tokenizers go to temporary directories, never into the working tree; threads keep the
+    # suite light.
+    return Settings(
+        lab_runs_dir=tmp_path_factory.mktemp("runs"), uploads_dir=tmp_path_factory.mktemp("uploads"), lab_pool="thread"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +53,19 @@ def live_server(app) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture()
+def no_dialogs(page):
+    """Playwright's ``page``, failing the test if any dialog (alert) opens: user text must never run."""
+
+    def fail(dialog):
+        message = dialog.message
+        dialog.dismiss()
+        pytest.fail(f"a dialog opened: {message!r} (user text must never run)")
+
+    page.on("dialog", fail)
+    return page
 
 
 # Playwright's expect() waits up to 5 s by default; a busy CI machine gets 10 s. A check that would fail still

@@ -556,13 +556,13 @@ def test_render_every_tokenizer_joins_back_without_replacement_characters(client
     assert [i for t in page.tokens for i in t["ids"]] == registry.get(name).encode(text, allow_special=bool(special))
 
 
-def test_picker_groups_tokenizers_by_family(client):
+def test_picker_groups_tokenizers_by_maker(client):
     html = client.get("/").text
     # Lab tokenizers other tests trained are listed only for their own browser (tests/test_pickers.py).
     shipped = [s for s in registry.specs() if not s.name.startswith("lab-")]
     for spec in registry.specs():
         assert (f'value="{spec.name}"' in html) == (spec in shipped), spec.name
-    assert html.count("<optgroup") == len({s.family for s in shipped})
+    assert html.count("<optgroup") == len({s.maker for s in shipped})
 
 
 @hsettings(max_examples=60, deadline=None)

@@ -58,6 +58,7 @@ for _name, _enc in ENCODINGS.items():
             maker="OpenAI",
             n_vocab=OPENAI_N_VOCAB[_name],
             engine="tiktoken",
+            title=_name,
         )
     )
 for _name, _enc in ENCODINGS.items():
@@ -72,6 +73,7 @@ for _name, _enc in ENCODINGS.items():
             n_vocab=OPENAI_N_VOCAB[_name],
             model=_name,
             engine="tokenplay",
+            title=_name,
         )
     )
 register(
@@ -87,6 +89,7 @@ register(
         maker="trained here",
         n_vocab=4_097,
         engine="tokenplay",
+        title="custom-bpe",
     )
 )
 register(
@@ -99,6 +102,7 @@ register(
         maker="Mistral",
         n_vocab=32_000,
         engine="tokenplay",
+        title="Mistral 7B v0.1",
     )
 )
 for _model in NPM_MODELS.values():
@@ -112,6 +116,7 @@ for _model in NPM_MODELS.values():
             maker=_model.maker,
             n_vocab=_model.n_vocab,
             engine="huggingface",
+            title=_model.title,
         )
     )
     register(
@@ -125,6 +130,7 @@ for _model in NPM_MODELS.values():
             n_vocab=_model.n_vocab,
             model=_model.name,
             engine="tokenplay",
+            title=_model.title,
         )
     )
 # Files given to `tokenplay serve --tokenizer` join the shipped tokenizers in every worker process.

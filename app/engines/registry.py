@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from .base import Tokenizer
 from .errors import UnknownTokenizerError
@@ -33,11 +33,16 @@ class TokenizerSpec:
     n_vocab: int | None = None  # known before loading (checked against the loaded tokenizer by the tests)
     model: str = ""  # the entry this is another engine of ("" when it is its own entry)
     engine: str = ""  # which engine runs it, as a picker names it: "tiktoken", "tokenplay", ...
+    title: str = ""  # the model as its picker entry names it, without the engine ("Llama 3"); default: the label
 
     @property
     def entry(self) -> str:
         """The picker entry this spec belongs to: ``model`` for a second engine, else its own name."""
         return self.model or self.name
+
+    @property
+    def entry_title(self) -> str:
+        return self.title or self.label
 
     def to_dict(self) -> dict:
         return {
@@ -92,6 +97,22 @@ def names() -> list[str]:
 def specs() -> list[TokenizerSpec]:
     _ensure_builtins()
     return list(_SPECS.values())
+
+
+def entries(listed: Iterable[TokenizerSpec]) -> dict[str, list[TokenizerSpec]]:
+    """``listed`` by picker entry, in order of first appearance: each model once, the spec named like the entry
+    (its reference engine) first, then its other engines.
+
+    >>> a, b = TokenizerSpec("m", "m", "x", list), TokenizerSpec("native-m", "m!", "y", list, model="m")
+    >>> {entry: [s.name for s in engines] for entry, engines in entries([b, a]).items()}
+    {'m': ['m', 'native-m']}
+    """
+    out: dict[str, list[TokenizerSpec]] = {}
+    for spec in listed:
+        out.setdefault(spec.entry, []).append(spec)
+    for engines in out.values():
+        engines.sort(key=lambda s: s.name != s.entry)  # stable: the other engines keep their order
+    return out
 
 
 def resolve(name: str) -> str:

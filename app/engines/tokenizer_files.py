@@ -87,6 +87,7 @@ def register_file(path: str | Path) -> list[str]:
             maker="yours",
             model=model,
             engine=engine,
+            title=name,
         )
         try:
             register(spec)

@@ -17,7 +17,7 @@ from app.engines.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.settings import Settings
 
-from . import api, chat, compare, errors, lab, playground
+from . import add_tokenizer, api, chat, compare, errors, lab, playground
 from .errors import NotFoundError
 from .render import make_environment
 from .uploads import Uploads
@@ -132,7 +132,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # accepted text plus the JSON around it.
     # An uploaded tokenizer file may be larger: up to the loaders' limit, and the form around it.
     app.add_middleware(
-        BodyLimit, max_bytes=settings.max_chars * 12 + 1_000_000, larger={"/api/tokenizers": MAX_FILE_BYTES + 1_000_000}
+        BodyLimit,
+        max_bytes=settings.max_chars * 12 + 1_000_000,
+        larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")},
     )
     app.add_middleware(ServerTiming)
     errors.install(app)
@@ -177,6 +179,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    for module in (playground, compare, chat, lab, api):
+    for module in (playground, compare, chat, lab, add_tokenizer, api):
         app.include_router(module.router)
     return app

@@ -38,7 +38,7 @@ from app.settings import Settings
 
 from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format
 from .errors import status_for
-from .pickers import Tokenizers
+from .pickers import Tokenizers, picker_groups
 from .render import page_or_block
 from .tokenview import token_window, with_marks
 
@@ -188,7 +188,7 @@ def page_context(
     return context | {
         "preset_href": preset_href,
         "text": text,
-        "specs": tokenizers.listed(),
+        "picker_groups": picker_groups(tokenizers.listed()),
         "chosen": set(chosen_names),
         "reference": ref_name,
         "allow_special": allow_special,

@@ -25,12 +25,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
 from app.engines.errors import InvalidIdsError, TokenplayError
-from app.engines.registry import TokenizerSpec
 from app.settings import Settings
 
 from .deps import SettingsDep, TokenizersDep, check_text_size, checked, read_form, run_cpu, text_area_value
 from .errors import TooLargeError, status_for
-from .pickers import Tokenizers
+from .pickers import Tokenizers, picker_groups
 from .render import is_htmx, page_or_block
 from .tokenview import token_window
 
@@ -81,20 +80,6 @@ class Choice:
         return "/?" + urlencode(params)
 
 
-def picker_groups(specs: list[TokenizerSpec], chosen: str) -> list[dict]:
-    """The picker's entries grouped by family, in registry order: ``[{"family", "tokenizers": [spec dicts]}]``.
-
-    A chosen name that is no tokenizer (a stale link) is listed too, as unknown, so the picker shows what the
-    error message speaks of instead of silently showing another tokenizer.
-    """
-    groups: dict[str, list[dict]] = {}
-    for spec in specs:
-        groups.setdefault(spec.family or "other", []).append(spec.to_dict())
-    if all(spec.name != chosen for spec in specs):
-        groups["not found"] = [{"name": chosen, "label": f"{chosen} (unknown)", "description": "no such tokenizer"}]
-    return [{"family": family, "tokenizers": entries} for family, entries in groups.items()]
-
-
 def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
     """The ``result`` block's context: exact ids and counts for the whole text, spans for one window."""
     check_text_size(choice.text, settings)
@@ -119,7 +104,9 @@ def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: 
         context["error"], status = str(exc), status_for(exc)
     context["tokenizer"] = choice.tokenizer
     if not is_htmx(request):
-        context["tokenizers"] = picker_groups(tokenizers.listed(), choice.tokenizer)
+        listed = tokenizers.listed()
+        missing = [] if any(s.name == choice.tokenizer for s in listed) else [choice.tokenizer]
+        context["tokenizers"] = picker_groups(listed, missing)
     headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)} if status == 200 else {}
     return page_or_block(request, "playground.html", "result", context, status_code=status, headers=headers)
 

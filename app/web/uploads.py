@@ -66,6 +66,7 @@ class Upload:
             maker="yours",
             n_vocab=self.n_vocab,
             engine="tokenplay",
+            title=self.name,  # its picker group already says "yours"
         )
 
     def build(self) -> Tokenizer:

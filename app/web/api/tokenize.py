@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.engines import registry
-from app.engines.loaders import MAX_FILE_BYTES, check_size
 
+from ..add_tokenizer import keep_upload, read_upload, remember
 from ..deps import SettingsDep, TokenizersDep, UploadsDep, check_text_size, run_cpu
 from ..errors import TooLargeError
-from ..uploads import COOKIE as UPLOAD_COOKIE
-from ..uploads import UploadError, cookie_with
 
 router = APIRouter()
 
@@ -91,28 +88,13 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     optional ``name`` (default: from the file name), optional ``pattern`` (.tiktoken files: a pattern name such as
     gpt4, or a regex) and ``special`` (.tiktoken files: special tokens, one per line). Bad files answer 4xx and
     nothing is kept."""
-    form = await request.form(max_files=1, max_fields=10, max_part_size=1 << 20)
-    file = form.get("file")
-    if file is None or isinstance(file, str):
-        await form.close()
-        raise UploadError('send the tokenizer file as the multipart field "file"')
-    data = await file.read(MAX_FILE_BYTES + 1)
-    name = str(form.get("name") or "").strip() or None
-    pattern = str(form.get("pattern") or "") or None
-    special = [line.strip() for line in str(form.get("special") or "").splitlines() if line.strip()]
-    await form.close()
-    check_size(data)
-    taken = {s.name for s in tokenizers.listed()}
-    upload = await run_in_threadpool(uploads.add, data, name=name, filename=file.filename or "", taken=taken, pattern=pattern, special_tokens=special)
+    form = await read_upload(request)
+    upload = await keep_upload(form, form.fields.get("pattern") or None, tokenizers, uploads)
     response = JSONResponse(
         {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab},
         status_code=201,
     )
-    response.set_cookie(
-        UPLOAD_COOKIE, cookie_with(request.cookies.get(UPLOAD_COOKIE), upload.id), max_age=30 * 86400, samesite="lax",
-        httponly=True,
-    )
-    return response
+    return remember(response, request, upload)
 
 
 @router.post("/tokenize", response_model=TokenizeResponse)

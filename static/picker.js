@@ -1,0 +1,541 @@
+// Tokenizer pickers (templates/_picker.html), made searchable. Without this file they are native controls.
+// - One choice ([data-picker="single"]): the <select> stays the form's control (hidden, out of the Tab order);
+//   an ARIA combobox stands in for it: type to filter by name, label or maker, arrow keys move, Enter picks,
+//   Escape closes. Its listbox shows one option per model (the <select> has one per engine), grouped by maker,
+//   with the vocabulary size; an "Engine" <select> beside it switches between the model's engines. Every choice
+//   sets the <select> to a registry name and dispatches input and change on it, so htmx and the URL see what
+//   they saw before; a change made to the <select> by anyone else (a test, the browser restoring the form) is
+//   shown too. The combobox's own typing never reaches the page's form (it would post on every key).
+// - Several choices ([data-picker="multiple"]): the checkboxes stay as they are; a filter box above hides the
+//   rows that do not match; arrow keys move between the visible checkboxes, Enter ticks.
+// - "Add a tokenizer…" (the last entry): opens the add form, which posts to POST /api/tokenizers; on 201 the new
+//   tokenizer joins the picker's "yours" group and is chosen, on 4xx the message shows beside the form and the
+//   file and fields stay. Everything shown is set with textContent.
+// Pickers swapped in by htmx (compare's presets) are set up when they arrive.
+(function () {
+  "use strict";
+
+  const API = "/api/tokenizers";
+  let uid = 0;
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text != null) node.textContent = text;
+    return node;
+  }
+
+  function words(query) {
+    return query.toLowerCase().split(/\s+/).filter(Boolean);
+  }
+
+  function matches(search, ws) {
+    return ws.every(function (w) { return search.includes(w); });
+  }
+
+  // What a user's own change does: the page's htmx triggers listen for input (playground) and change.
+  function fire(control) {
+    control.dispatchEvent(new Event("input", { bubbles: true }));
+    control.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  // Keep a control's events from the page's form: its htmx trigger would post on every key or click.
+  function quiet(node) {
+    ["input", "change"].forEach(function (type) {
+      node.addEventListener(type, function (event) { event.stopPropagation(); });
+    });
+  }
+
+  // -- one choice: a combobox over the <select> ------------------------------------------------------------
+
+  // The <select>'s options as entries: one per data-entry (a model), its engines in order, per <optgroup>.
+  function readGroups(select) {
+    return Array.from(select.querySelectorAll("optgroup"), function (optgroup) {
+      const entries = new Map();
+      for (const option of optgroup.querySelectorAll("option")) {
+        const key = option.dataset.entry || option.value;
+        let entry = entries.get(key);
+        if (!entry) {
+          entry = {
+            title: option.dataset.title || option.value,
+            vocab: option.dataset.vocab || "",
+            search: option.dataset.search || option.value.toLowerCase(),
+            engines: [],
+          };
+          entries.set(key, entry);
+        }
+        entry.engines.push({ name: option.value, engine: option.dataset.engine || "" });
+      }
+      return { maker: optgroup.label, entries: Array.from(entries.values()) };
+    });
+  }
+
+  function spoken(entry) {
+    let name = entry.title;
+    if (entry.engines.length > 1) name += ", engines " + entry.engines.map(function (e) { return e.engine; }).join(" or ");
+    if (entry.vocab) name += ", vocabulary " + entry.vocab;
+    return name;
+  }
+
+  function setupSingle(root) {
+    const select = root.querySelector("select.picker-native");
+    const label = root.querySelector('label[for="' + CSS.escape(select.id) + '"]');
+    const details = root.querySelector(".picker-add");
+    const base = select.id;
+
+    const input = el("input", "picker-input");
+    input.type = "text";
+    input.id = base + "-combo";
+    input.autocomplete = "off";
+    input.spellcheck = false;
+    input.setAttribute("role", "combobox");
+    input.setAttribute("aria-autocomplete", "list");
+    input.setAttribute("aria-expanded", "false");
+    input.setAttribute("aria-controls", base + "-list");
+    const vocab = el("span", "picker-chosen-vocab");
+    vocab.title = "vocabulary size";
+    const toggle = el("button", "picker-toggle", "▾");
+    toggle.type = "button";
+    toggle.tabIndex = -1;
+    toggle.setAttribute("aria-label", "Show the tokenizers");
+    const list = el("div", "picker-list");
+    list.id = base + "-list";
+    list.hidden = true;
+    list.setAttribute("role", "listbox");
+    list.setAttribute("aria-label", label ? label.textContent.trim() : "Tokenizers");
+    const combo = el("div", "picker-combo");
+    combo.append(input, vocab, toggle, list);
+
+    const engineSelect = el("select", "picker-engine-select");
+    engineSelect.id = base + "-engine";
+    const engineLabel = el("label", "picker-engine-label", "Engine");
+    engineLabel.htmlFor = engineSelect.id;
+    const engineOnly = el("span", "picker-engine-only");
+    const engineBox = el("span", "picker-engine-switch");
+    engineBox.append(engineLabel, engineSelect, engineOnly);
+
+    select.after(combo, engineBox);
+    select.tabIndex = -1;
+    select.setAttribute("aria-hidden", "true");
+    if (label) label.htmlFor = input.id;
+    root.classList.add("picker-enhanced");
+    quiet(input);
+    quiet(engineSelect);
+
+    let groups = readGroups(select);
+    let open = false;
+    let typed = false; // the text is a query the user typed, not the chosen entry's title
+    let items = []; // the listbox's options in order: {node, entry} (entry null: "Add a tokenizer…")
+    let active = -1;
+
+    function chosenEntry() {
+      for (const group of groups) {
+        for (const entry of group.entries) {
+          if (entry.engines.some(function (e) { return e.name === select.value; })) return entry;
+        }
+      }
+      return null;
+    }
+
+    function engineOf(name) {
+      const entry = chosenEntry();
+      const engine = entry && entry.engines.find(function (e) { return e.name === name; });
+      return engine ? engine.engine : "";
+    }
+
+    function showChosen() {
+      const entry = chosenEntry();
+      input.value = entry ? entry.title : select.value;
+      input.title = entry ? entry.title : "";
+      vocab.textContent = entry ? entry.vocab : "";
+      const engines = entry ? entry.engines : [];
+      engineSelect.replaceChildren(...engines.map(function (e) { return new Option(e.engine, e.name); }));
+      engineSelect.value = select.value;
+      engineSelect.hidden = engines.length < 2;
+      engineLabel.hidden = engines.length < 2;
+      engineOnly.textContent = engines.length === 1 && engines[0].engine ? "engine: " + engines[0].engine : "";
+      engineOnly.hidden = !engineOnly.textContent;
+      engineBox.hidden = engineSelect.hidden && engineOnly.hidden;
+    }
+
+    function setActive(index) {
+      if (active >= 0 && items[active]) items[active].node.classList.remove("active");
+      active = Math.max(0, Math.min(index, items.length - 1));
+      const item = items[active];
+      item.node.classList.add("active");
+      input.setAttribute("aria-activedescendant", item.node.id);
+      item.node.scrollIntoView({ block: "nearest" });
+    }
+
+    function optionNode(entry, chosen) {
+      const node = el("div", "picker-option");
+      node.id = base + "-option-" + (++uid);
+      node.setAttribute("role", "option");
+      node.setAttribute("aria-selected", String(entry === chosen));
+      node.setAttribute("aria-label", spoken(entry));
+      const meta = el("span", "picker-meta");
+      if (entry.engines.length > 1) {
+        meta.append(el("span", "picker-engines-hint", entry.engines.map(function (e) { return e.engine; }).join(" · ")));
+      }
+      if (entry.vocab) meta.append(el("span", "picker-vocab", entry.vocab));
+      node.append(el("span", "picker-title", entry.title), meta);
+      return node;
+    }
+
+    function renderList() {
+      const ws = typed ? words(input.value) : [];
+      const chosen = chosenEntry();
+      let start = 0;
+      items = [];
+      active = -1;
+      list.replaceChildren();
+      groups.forEach(function (group, i) {
+        const shown = group.entries.filter(function (e) { return matches(e.search, ws); });
+        if (!shown.length) return;
+        const box = el("div", "picker-group-options");
+        box.setAttribute("role", "group");
+        const head = el("div", "picker-group-label", group.maker);
+        head.id = base + "-group-" + i;
+        head.setAttribute("role", "presentation");
+        box.setAttribute("aria-labelledby", head.id);
+        box.append(head);
+        for (const entry of shown) {
+          const node = optionNode(entry, chosen);
+          if (entry === chosen && !typed) start = items.length;
+          items.push({ node: node, entry: entry });
+          box.append(node);
+        }
+        list.append(box);
+      });
+      if (!items.length) list.append(el("div", "picker-empty", "No tokenizer matches “" + input.value + "”."));
+      const add = el("div", "picker-option picker-option-add", "Add a tokenizer…");
+      add.id = base + "-option-add";
+      add.setAttribute("role", "option");
+      add.setAttribute("aria-selected", "false");
+      items.push({ node: add, entry: null });
+      list.append(add);
+      setActive(start);
+    }
+
+    function openList() {
+      if (open) return;
+      open = true;
+      typed = false;
+      list.hidden = false;
+      input.setAttribute("aria-expanded", "true");
+      renderList();
+    }
+
+    function closeList() {
+      if (!open) return;
+      open = false;
+      list.hidden = true;
+      input.setAttribute("aria-expanded", "false");
+      input.removeAttribute("aria-activedescendant");
+      showChosen();
+    }
+
+    function choose(name) {
+      if (select.value !== name) {
+        select.value = name;
+        fire(select);
+      }
+      showChosen();
+    }
+
+    function pick(item) {
+      closeList();
+      if (!item.entry) {
+        openAdd();
+        return;
+      }
+      // Keep the engine the user chose (Tokenplay) where the new model has it; else its reference library.
+      const current = engineOf(select.value);
+      const engines = item.entry.engines;
+      choose((engines.find(function (e) { return e.engine === current; }) || engines[0]).name);
+      input.select(); // typing again starts a new search
+    }
+
+    function openAdd() {
+      details.hidden = false;
+      details.open = true;
+      details.querySelector('[data-add="file"]').focus();
+    }
+
+    input.addEventListener("keydown", function (event) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        if (!open) openList();
+        else setActive(active + (event.key === "ArrowDown" ? 1 : -1));
+      } else if (event.key === "Enter") {
+        event.preventDefault(); // never submit the page's form from here
+        if (open) pick(items[active]);
+        else openList();
+      } else if (event.key === "Escape" && open) {
+        event.preventDefault();
+        closeList();
+        input.select();
+      } else if (event.key === "Tab") {
+        closeList();
+      }
+    });
+    input.addEventListener("input", function () {
+      if (!open) openList();
+      typed = true;
+      renderList();
+    });
+    input.addEventListener("focus", function () { input.select(); });
+    input.addEventListener("click", function () {
+      if (!open) {
+        openList();
+        input.select();
+      }
+    });
+    // Keep the focus in the input while the mouse picks an option (else the blur would close the list first).
+    list.addEventListener("mousedown", function (event) { event.preventDefault(); });
+    toggle.addEventListener("mousedown", function (event) { event.preventDefault(); });
+    list.addEventListener("click", function (event) {
+      const node = event.target instanceof Element && event.target.closest('[role="option"]');
+      const item = node && items.find(function (i) { return i.node === node; });
+      if (item) pick(item);
+    });
+    toggle.addEventListener("click", function () {
+      if (open) {
+        closeList();
+      } else {
+        input.focus();
+        openList();
+      }
+    });
+    root.addEventListener("focusout", function (event) {
+      if (!combo.contains(event.relatedTarget)) closeList();
+    });
+    engineSelect.addEventListener("change", function () { choose(engineSelect.value); });
+    select.addEventListener("change", showChosen);
+    details.hidden = true;
+    details.addEventListener("toggle", function () {
+      if (!details.open) details.hidden = true;
+    });
+
+    setupAdd(root, function () { input.focus(); }, function (added) {
+      let optgroup = Array.from(select.querySelectorAll("optgroup")).find(function (g) { return g.label === "yours"; });
+      if (!optgroup) {
+        optgroup = el("optgroup");
+        optgroup.label = "yours";
+        const missing = Array.from(select.querySelectorAll("optgroup")).find(function (g) { return g.label === "not found"; });
+        select.insertBefore(optgroup, missing || null);
+      }
+      const option = new Option(added.name + " · " + added.vocab, added.name);
+      Object.assign(option.dataset, { entry: added.name, title: added.name, engine: "Tokenplay", vocab: added.vocab, search: added.search });
+      optgroup.append(option);
+      groups = readGroups(select);
+      choose(added.name);
+      input.focus();
+    });
+    showChosen();
+  }
+
+  // -- several choices: a filter over the checkbox rows ------------------------------------------------------
+
+  function setupMultiple(root) {
+    const filter = el("input", "picker-filter");
+    filter.type = "search";
+    filter.placeholder = "Filter: name, maker…";
+    filter.autocomplete = "off";
+    filter.spellcheck = false;
+    filter.setAttribute("aria-label", "Filter the tokenizers");
+    filter.setAttribute("aria-controls", root.id);
+    root.prepend(filter);
+    root.classList.add("picker-enhanced");
+    quiet(filter);
+
+    function boxes() {
+      return Array.from(root.querySelectorAll('.picker-row:not([hidden]) input[type="checkbox"]'));
+    }
+
+    function applyFilter() {
+      const ws = words(filter.value);
+      for (const group of root.querySelectorAll(".picker-group")) {
+        let any = false;
+        for (const row of group.querySelectorAll(".picker-row")) {
+          row.hidden = !matches(row.dataset.search || "", ws);
+          any = any || !row.hidden;
+        }
+        group.hidden = !any;
+      }
+    }
+
+    filter.addEventListener("input", applyFilter);
+    filter.addEventListener("keydown", function (event) {
+      const first = boxes()[0];
+      if (event.key === "ArrowDown" && first) {
+        event.preventDefault();
+        first.focus();
+      } else if (event.key === "Enter") {
+        event.preventDefault(); // never submit the page's form from here; tick the first match instead
+        if (first) {
+          first.click();
+          first.focus();
+        }
+      }
+    });
+    root.addEventListener("keydown", function (event) {
+      const box = event.target;
+      if (!(box instanceof HTMLInputElement) || box.type !== "checkbox") return;
+      const all = boxes();
+      const at = all.indexOf(box);
+      if (event.key === "ArrowDown" || event.key === "ArrowRight") {
+        event.preventDefault();
+        (all[at + 1] || box).focus();
+      } else if (event.key === "ArrowUp" || event.key === "ArrowLeft") {
+        event.preventDefault();
+        (at > 0 ? all[at - 1] : filter).focus();
+      } else if (event.key === "Enter") {
+        event.preventDefault();
+        box.click();
+      } else if (event.key === "Escape") {
+        filter.focus();
+      }
+    });
+
+    setupAdd(root, function () { root.querySelector(".picker-add > summary").focus(); }, function (added) {
+      let group = root.querySelector('.picker-group[data-maker="yours"]');
+      if (!group) {
+        group = root.querySelector("template.picker-new-group").content.firstElementChild.cloneNode(true);
+        root.querySelector(".picker-groups").append(group);
+      }
+      const row = root.querySelector("template.picker-new-row").content.firstElementChild.cloneNode(true);
+      const box = row.querySelector('input[type="checkbox"]');
+      const radio = row.querySelector('input[type="radio"]');
+      box.id = root.id + "-added-" + (++uid);
+      box.value = radio.value = added.name;
+      row.dataset.entry = added.name;
+      row.dataset.search = added.search;
+      row.querySelector(".picker-title").textContent = added.name;
+      row.querySelector(".picker-title").htmlFor = box.id;
+      row.querySelector(".picker-vocab").textContent = added.vocab;
+      row.querySelector(".pick").title = added.label;
+      row.querySelector(".ref").title = "compare boundaries to " + added.name;
+      row.querySelector(".picker-sr-name").textContent = added.name;
+      group.hidden = false;
+      group.querySelector(".picker-rows").append(row);
+      box.checked = true;
+      fire(box);
+      box.focus();
+    });
+  }
+
+  // -- "Add a tokenizer…" -------------------------------------------------------------------------------------
+
+  // A .tiktoken file: by its name, or a first line "base64 rank" (the server tells the formats apart the same way).
+  function looksTiktoken(file) {
+    if (/\.tiktoken$/i.test(file.name)) return Promise.resolve(true);
+    return file.slice(0, 512).text().then(function (head) {
+      return /^[A-Za-z0-9+/]+=*[ \t]+\d+\r?$/.test(head.replace(/^\uFEFF/, "").split("\n")[0]);
+    }, function () { return false; });
+  }
+
+  function setupAdd(root, back, added) {
+    const details = root.querySelector(".picker-add");
+    const fields = details.querySelector("[data-add-fields]");
+    const part = {}; // the form's parts by their data-add name: file, name, pattern, regex, special, error...
+    for (const node of fields.querySelectorAll("[data-add]")) part[node.dataset.add] = node;
+    const { file, name, pattern, regex, special, tiktoken, error, status, submit, cancel } = part;
+    quiet(details);
+    // This script posts the fields itself; unnamed, they stay out of the page's htmx requests too (hx-include of
+    // a container, as compare's presets do, takes every named field inside it, whichever form it belongs to).
+    for (const named of fields.querySelectorAll("[name]")) named.removeAttribute("name");
+
+    function showError(message) {
+      error.textContent = message;
+      error.hidden = false;
+    }
+
+    function showRegex() {
+      part["regex-box"].hidden = pattern.value !== "custom";
+    }
+
+    async function send(event) {
+      event.preventDefault();
+      const chosen = file.files[0];
+      if (!chosen) {
+        showError("Choose a tokenizer file first.");
+        file.focus();
+        return;
+      }
+      const body = new FormData();
+      body.append("file", chosen, chosen.name);
+      if (name.value.trim()) body.append("name", name.value.trim());
+      if (!tiktoken.disabled) {
+        const custom = pattern.value === "custom";
+        if (custom && !regex.value) {
+          showError("Type the split regex, or choose one of the named split patterns.");
+          regex.focus();
+          return;
+        }
+        body.append("pattern", custom ? regex.value : pattern.value);
+        if (special.value.trim()) body.append("special", special.value);
+      }
+      error.hidden = true;
+      submit.disabled = true;
+      status.textContent = "Checking " + chosen.name + "…";
+      let answer = {};
+      let response;
+      try {
+        response = await fetch(API, { method: "POST", body: body });
+        answer = await response.json().catch(function () { return {}; });
+      } catch (err) {
+        showError("The server could not be reached: " + (err && err.message ? err.message : err));
+        return;
+      } finally {
+        submit.disabled = false;
+        status.textContent = "";
+      }
+      if (response.status !== 201) {
+        showError(typeof answer.detail === "string" ? answer.detail : "The server answered " + response.status + ".");
+        return;
+      }
+      for (const field of [file, name, regex, special]) field.value = "";
+      tiktoken.disabled = false;
+      details.open = false;
+      added({
+        name: answer.name,
+        label: answer.label || answer.name,
+        vocab: answer.n_vocab ? answer.n_vocab.toLocaleString("en-US") : "",
+        search: [answer.name, answer.label || "", "yours"].join(" ").toLowerCase(),
+      });
+    }
+
+    file.addEventListener("change", function () {
+      error.hidden = true;
+      const chosen = file.files[0];
+      if (!chosen) return;
+      looksTiktoken(chosen).then(function (yes) { tiktoken.disabled = !yes; });
+    });
+    pattern.addEventListener("change", showRegex);
+    submit.addEventListener("click", send);
+    fields.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && event.target instanceof HTMLInputElement && event.target.type === "text") send(event);
+    });
+    cancel.hidden = false;
+    cancel.addEventListener("click", function () {
+      details.open = false;
+      back();
+    });
+    showRegex();
+  }
+
+  function setup(scope) {
+    const fresh = "[data-picker]:not([data-picker-ready])";
+    for (const root of [...(scope.matches(fresh) ? [scope] : []), ...scope.querySelectorAll(fresh)]) {
+      root.setAttribute("data-picker-ready", "");
+      if (root.dataset.picker === "multiple") setupMultiple(root);
+      else setupSingle(root);
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { setup(document.documentElement); });
+  document.addEventListener("htmx:load", function (event) {
+    if (event.target instanceof Element) setup(event.target);
+  });
+})();
