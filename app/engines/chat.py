@@ -195,6 +195,12 @@ def tokenize_chat(
     return tokenize_prompt(tokenizer, chat_prompt(tokenizer, messages, primer=primer), content_special=content_special)
 
 
+def count_special(tokenizer, ids: Iterable[int]) -> int:
+    """How many of ``ids`` are special tokens of ``tokenizer`` (in a chat prompt: its markup)."""
+    special = tokenizer.special_ids
+    return sum(1 for i in ids if i in special)
+
+
 def _joined(name: str, text: str, parts: Sequence[TokenizeResult]) -> TokenizeResult:
     """One result for consecutive pieces of ``text`` tokenized one by one; tokens are placed when asked for, window
     by window, by the pieces' own results."""
