@@ -3,6 +3,7 @@ reference renders and encodes it (tests/chat_reference.py), errors as 4xx with t
 
 from __future__ import annotations
 
+from html import unescape
 import re
 from datetime import date
 from pathlib import Path
@@ -107,7 +108,8 @@ def test_api_template_errors_are_422_with_the_templates_message(client):
 def test_api_each_of_several_tokenizers_renders_its_own_prompt(client):
     body = api(client, MESSAGES, tokenizers=["llama-3", "cl100k_base", "llama-3"]).json()
     assert body["tokenizer"] == "llama-3"
-    assert [(r["tokenizer"], r["format"]) for r in body["results"]] == [("llama-3", "template"), ("cl100k_base", "chatml")]
+    formats = [(r["tokenizer"], r["format"]) for r in body["results"]]
+    assert formats == [("llama-3", "template"), ("cl100k_base", "chatml")]
     assert body["results"][0]["text"] == reference_render("llama-3", MESSAGES)
     assert body["results"][1]["text"] == chat.render_chat(MESSAGES)
     assert api(client, MESSAGES, tokenizer="qwen3", tokenizers=["gpt2"]).status_code == 422  # each must render
@@ -164,7 +166,8 @@ def test_page_result_follows_the_picker_and_the_url(client):
     assert panes(r.text) == ["gemma-3", "o200k_harmony"]
     assert r.headers["HX-Replace-Url"] == "/chat?tokenizer=gemma-3&compare=o200k_harmony"
     rendered = reference_render("gemma-3", [Message("user", "Hello there")])
-    assert f'data-count="{len(reference_tokenizer("gemma-3").encode(rendered, add_special_tokens=False).ids)}"' in r.text
+    want = reference_tokenizer("gemma-3").encode(rendered, add_special_tokens=False).ids
+    assert f'data-count="{len(want)}"' in r.text
     page = client.get("/chat?tokenizer=gemma-3&compare=o200k_harmony").text
     assert panes(page) == ["gemma-3", "o200k_harmony"]
     assert '<option value="o200k_harmony" selected>' in page
@@ -186,3 +189,15 @@ def test_page_says_why_a_tokenizer_has_no_chat_format(client):
     assert "no chat template and no chat markup tokens" in r.text
     r = client.get("/chat?tokenizer=no-such-model")
     assert r.status_code == 404 and "no-such-model (unknown)" in r.text
+
+
+def test_page_long_prompt_counts_all_and_shows_the_text_as_far_as_the_tokens(client):
+    content = "word " * 40_000
+    r = client.post("/chat/result", data={"role": ["user"], "content": [content]}, headers=HX)
+    rendered = chat.render_chat([Message("user", content)])
+    want = tiktoken_encoding("cl100k_base").encode(rendered, allowed_special="all")
+    assert f'data-count="{len(want)}"' in r.text
+    shown = unescape(r.text.split('id="chat-rendered">')[1].split("</pre>")[0])
+    assert rendered.startswith(shown) and 0 < len(shown) < len(rendered) // 10
+    assert f"… {len(rendered) - len(shown):,} more characters" in r.text
+    assert len(r.content) < len(rendered)  # the whole prompt is not sent back on every keystroke

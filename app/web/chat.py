@@ -61,7 +61,11 @@ def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], setti
     except TokenplayError as exc:
         return pane | {"error": str(exc), "status": status_for(exc)}
     window = token_window(result, 0, settings.render_tokens)
+    # the prompt's text as far as the coloured tokens go: a 1 MB prompt is not sent again on every keystroke
+    shown = result.text[: window.spans[-1].end] if window.has_more and window.spans else result.text
     return pane | {
+        "prompt_text": shown,
+        "hidden_chars": len(result.text) - len(shown),
         "format": prompt.format,
         "format_note": chat.FORMATS[prompt.format],
         "result": result,
