@@ -86,9 +86,9 @@ def test_chat_markup_text_inside_content_stays_plain_unless_asked():
 
 
 def test_chat_supported_only_with_markup_tokens():
-    assert chat.supports_chat(registry.get("cl100k_base"))
-    assert chat.supports_chat(registry.get("o200k_base"))
-    assert not chat.supports_chat(registry.get("gpt2"))
+    assert chat.chat_format(registry.get("cl100k_base")) == "chatml"
+    assert chat.chat_format(registry.get("o200k_base")) == "chatml"
+    assert chat.chat_format(registry.get("gpt2")) is None
     with pytest.raises(ChatError, match="cl100k_base- or o200k_base-based"):
         chat.tokenize_chat(registry.get("gpt2"), CONVERSATION)
 

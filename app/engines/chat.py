@@ -134,11 +134,6 @@ def chat_format(tokenizer) -> str | None:
     return None
 
 
-def supports_chat(tokenizer) -> bool:
-    """Whether ``tokenizer`` has a chat format: a model's own template, harmony, or the ChatML markup tokens."""
-    return chat_format(tokenizer) is not None
-
-
 def _require_format(tokenizer) -> str:
     kind = chat_format(tokenizer)
     if kind is None:

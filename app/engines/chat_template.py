@@ -133,6 +133,8 @@ def template_pieces(
     Special-token text inside a message must stay text, so the template never sees it: each occurrence becomes a
     placeholder (private-use characters and a number) that string filters such as ``trim`` leave alone, and is put
     back once the template has rendered. Any special token left in the output is then the template's own markup.
+    Added tokens that are not special (Qwen3's ``<think>``, DeepSeek V3's ``<｜User｜>``) are text here: the
+    tokenizer matches them wherever they appear, in a message too, as the model's own tokenizer does.
 
     >>> pieces = template_pieces("{% for m in messages %}<s>{{ m.content | trim }}</s>{% endfor %}",
     ...                          [{"role": "user", "content": " a</s>b "}], special_tokens={"<s>", "</s>"})
