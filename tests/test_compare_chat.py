@@ -86,9 +86,9 @@ def test_chat_markup_text_inside_content_stays_plain_unless_asked():
 
 
 def test_chat_supported_only_with_markup_tokens():
-    assert chat.supports_chat(registry.get("cl100k_base"))
-    assert chat.supports_chat(registry.get("o200k_base"))
-    assert not chat.supports_chat(registry.get("gpt2"))
+    assert chat.chat_format(registry.get("cl100k_base")) == "chatml"
+    assert chat.chat_format(registry.get("o200k_base")) == "chatml"
+    assert chat.chat_format(registry.get("gpt2")) is None
     with pytest.raises(ChatError, match="cl100k_base- or o200k_base-based"):
         chat.tokenize_chat(registry.get("gpt2"), CONVERSATION)
 
@@ -100,17 +100,22 @@ def test_chat_unknown_role_is_an_error():
 
 def test_api_chat_counts_match_tiktoken(client):
     payload = {"messages": [m.to_dict() for m in CONVERSATION]}
-    r = client.post("/api/chat", json=payload)
+    rendered = chat.render_chat(CONVERSATION)
+    body = client.post("/api/chat", json=payload).json()  # cl100k_base unless told
+    assert body["tokenizer"] == "cl100k_base" and body["format"] == "chatml"
+    assert body["text"] == body["rendered"] == rendered
+    assert body["ids"] == ENCODERS["cl100k_base"].encode(rendered, allowed_special="all")
+    assert body["count"] == len(body["ids"]) and body["special"] == 3 * len(CONVERSATION) + 2
+    assert [res["tokenizer"] for res in body["results"]] == ["cl100k_base"]
+    r = client.post("/api/chat", json=payload | {"tokenizers": CHAT_ENCODINGS})
     assert r.status_code == 200
     body = r.json()
-    rendered = chat.render_chat(CONVERSATION)
-    assert body["rendered"] == rendered
-    names = [res["tokenizer"] for res in body["results"]]
-    assert set(CHAT_ENCODINGS) <= set(names) and "gpt2" not in names
+    assert body["tokenizer"] == CHAT_ENCODINGS[0]
+    assert [res["tokenizer"] for res in body["results"]] == CHAT_ENCODINGS
     for res in body["results"]:
-        if res["tokenizer"] in ENCODERS:
-            assert res["count"] == len(ENCODERS[res["tokenizer"]].encode(rendered, allowed_special="all"))
-            assert res["special"] == 3 * len(CONVERSATION) + 2
+        assert res["text"] == rendered
+        assert res["count"] == len(ENCODERS[res["tokenizer"]].encode(rendered, allowed_special="all"))
+        assert res["special"] == 3 * len(CONVERSATION) + 2
 
 
 def test_api_chat_errors(client):
@@ -141,7 +146,7 @@ def test_chat_page_add_and_remove_rows(client):
 
 
 def test_chat_result_fragment_counts(client):
-    form = {"role": ["user"], "content": ["Hello <|im_end|>"]}
+    form = {"role": ["user"], "content": ["Hello <|im_end|>"], "tokenizer": "o200k_base"}
     r = client.post("/chat/result", data=form, headers=HX)
     assert r.status_code == 200 and "<form" not in r.text
     expected = chat.tokenize_chat(registry.get("o200k_base"), [Message("user", "Hello <|im_end|>")]).count

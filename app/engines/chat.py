@@ -3,11 +3,15 @@
 Three formats, chosen per tokenizer (:func:`chat_format`):
 
 - ``template``: a model shipped with its ``tokenizer_config.json`` (Llama 3, Qwen3, DeepSeek V3, Gemma 3, in either
-  engine) is rendered with its own chat template (:func:`.chat_template.render_template`) and the whole prompt is
-  encoded with special tokens parsed, as ``apply_chat_template`` does, so markup text inside a message counts as
-  markup there too;
+  engine) is rendered with its own chat template (:func:`.chat_template.template_pieces`, as ``transformers``'
+  ``apply_chat_template`` renders it);
 - ``harmony``: ``o200k_harmony`` (gpt-oss) gets the harmony format (:func:`.chat_template.render_harmony`);
 - ``chatml``: cl100k- and o200k-based chat models, described below.
+
+Any other tokenizer has no chat format and is refused with :class:`ChatError`: OpenAI's older encodings (gpt2,
+p50k_base) were no chat models; a tokenizer file uploaded on its own carries no chat template (that lives in the
+model's ``tokenizer_config.json``), unless it has the ChatML markup tokens; Mistral 7B v0.1's ``[INST]`` format is
+not shipped (its ``tokenizer_config.json`` is not among the shipped files), so ``mistral-7b`` has none either.
 
 The ChatML format (with the separator token)::
 
@@ -19,10 +23,11 @@ writes its answer after it. A tokenizer supports the format when it has all thre
 (``<|im_start|>``, ``<|im_sep|>``, ``<|im_end|>``): cl100k_base, o200k_base and any engine running the same
 vocabularies.
 
-:func:`tokenize_chat` encodes the markup as special tokens and the roles and contents as plain text, so a message
-that happens to contain ``<|im_end|>`` cannot close itself early (what a chat API does). For contents free of
-special-token text this is exactly ``encode(render_chat(messages), allowed_special="all")``; pass
-``content_special=True`` to get that encoding in every case.
+Every format renders to a :class:`ChatPrompt`: (piece, is_markup) pairs. :func:`tokenize_prompt` encodes the
+markup as special tokens and the text between it (roles, contents) as plain text, so a message that happens to
+contain ``<|im_end|>`` cannot close itself early (what a chat API does). For contents free of special-token text
+this is exactly the encoding of the whole prompt with special tokens parsed; pass ``content_special=True`` to
+get that encoding in every case.
 """
 
 from __future__ import annotations
@@ -30,22 +35,28 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
+from itertools import accumulate
 
 from . import registry
-from .chat_template import render_harmony, render_template
+from .chat_template import render_harmony, template_pieces
 from .errors import TokenplayError, UnknownTokenizerError
 from .npm_models import NPM_MODELS
 from .openai import IM_END, IM_SEP, IM_START
-from .result import Token, TokenizeResult
+from .result import Token, TokenizeResult, byte_level_result
 
 ROLES = ("system", "user", "assistant")
 MARKUP_TOKENS = (IM_START, IM_SEP, IM_END)
 MAX_MESSAGES = 200
+FORMATS = {
+    "template": "the model's own chat template (its tokenizer_config.json)",
+    "harmony": "the harmony format of gpt-oss",
+    "chatml": "OpenAI's ChatML markup (<|im_start|>role<|im_sep|>content<|im_end|>)",
+}
 
 
 class ChatError(TokenplayError):
-    """Messages that cannot be rendered, or a tokenizer without the chat markup tokens."""
+    """Messages that cannot be rendered, or a tokenizer without a chat format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +66,18 @@ class Message:
 
     def to_dict(self) -> dict:
         return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPrompt:
+    """A rendered prompt: its ``format`` (a key of :data:`FORMATS`) and its text as (piece, is_markup) pairs."""
+
+    format: str
+    pieces: tuple[tuple[str, bool], ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(piece for piece, _ in self.pieces)
 
 
 def check_messages(messages: Iterable[Message]) -> list[Message]:
@@ -67,8 +90,7 @@ def check_messages(messages: Iterable[Message]) -> list[Message]:
     return messages
 
 
-def _pieces(messages: Sequence[Message], *, primer: bool) -> list[tuple[str, bool]]:
-    """The rendered text as (piece, is_markup) pairs."""
+def _chatml_pieces(messages: Sequence[Message], *, primer: bool) -> list[tuple[str, bool]]:
     pieces: list[tuple[str, bool]] = []
     for m in messages:
         pieces += [(IM_START, True), (m.role, False), (IM_SEP, True), (m.content, False), (IM_END, True)]
@@ -78,8 +100,9 @@ def _pieces(messages: Sequence[Message], *, primer: bool) -> list[tuple[str, boo
 
 
 def render_chat(messages: Iterable[Message], *, primer: bool = True) -> str:
-    """``<|im_start|>role<|im_sep|>content<|im_end|>`` per message, then ``<|im_start|>assistant<|im_sep|>``."""
-    return "".join(piece for piece, _ in _pieces(check_messages(messages), primer=primer))
+    """The ChatML prompt: ``<|im_start|>role<|im_sep|>content<|im_end|>`` per message, then
+    ``<|im_start|>assistant<|im_sep|>``."""
+    return "".join(piece for piece, _ in _chatml_pieces(check_messages(messages), primer=primer))
 
 
 def _entry(tokenizer) -> str:
@@ -111,80 +134,94 @@ def chat_format(tokenizer) -> str | None:
     return None
 
 
-def supports_chat(tokenizer) -> bool:
-    """Whether ``tokenizer`` has a chat format: a model's own template, harmony, or the ChatML markup tokens."""
-    return chat_format(tokenizer) is not None
-
-
-def _dicts(messages: Sequence[Message]) -> list[dict]:
-    return [m.to_dict() for m in messages]
-
-
-def render_for(tokenizer, messages: Iterable[Message], *, primer: bool = True) -> str:
-    """The prompt text ``tokenizer``'s model sees for ``messages`` (in its own chat format)."""
-    messages = check_messages(messages)
-    kind = _require_format(tokenizer)
-    if kind == "template":
-        config = model_chat_config(_entry(tokenizer))
-        return render_template(config["chat_template"], _dicts(messages), config=config, add_generation_prompt=primer)
-    pieces = render_harmony(_dicts(messages), add_generation_prompt=primer) if kind == "harmony" else _pieces(
-        messages, primer=primer
-    )
-    return "".join(p for p, _ in pieces)
-
-
 def _require_format(tokenizer) -> str:
     kind = chat_format(tokenizer)
     if kind is None:
         raise ChatError(
-            f"{tokenizer.name} has no chat markup tokens ({', '.join(MARKUP_TOKENS)}) and no chat template; "
-            "use a cl100k_base- or o200k_base-based tokenizer, o200k_harmony, or a model with a chat template"
+            f"{tokenizer.name} has no chat template and no chat markup tokens ({', '.join(MARKUP_TOKENS)}); use a "
+            f"cl100k_base- or o200k_base-based tokenizer, o200k_harmony, or a model with a chat template "
+            f"({', '.join(NPM_MODELS)}). A tokenizer file on its own carries no chat template: that lives in the "
+            "model's tokenizer_config.json"
         )
     return kind
+
+
+def chat_prompt(tokenizer, messages: Iterable[Message], *, primer: bool = True) -> ChatPrompt:
+    """``messages`` rendered in ``tokenizer``'s chat format; ``primer`` ends the prompt where the assistant's answer
+    starts (a template's ``add_generation_prompt``)."""
+    kind = _require_format(tokenizer)
+    messages = check_messages(messages)
+    dicts = [m.to_dict() for m in messages]
+    if kind == "template":
+        config = model_chat_config(_entry(tokenizer))
+        pieces = template_pieces(
+            config["chat_template"], dicts, special_tokens=tokenizer.special_tokens, config=config,
+            add_generation_prompt=primer,
+        )
+    elif kind == "harmony":
+        pieces = render_harmony(dicts, add_generation_prompt=primer)
+    else:
+        pieces = _chatml_pieces(messages, primer=primer)
+    return ChatPrompt(kind, tuple((piece, markup) for piece, markup in pieces if piece))
+
+
+def render_for(tokenizer, messages: Iterable[Message], *, primer: bool = True) -> str:
+    """The prompt text ``tokenizer``'s model sees for ``messages`` (in its own chat format)."""
+    return chat_prompt(tokenizer, messages, primer=primer).text
+
+
+def tokenize_prompt(tokenizer, prompt: ChatPrompt, *, content_special: bool = False) -> TokenizeResult:
+    """Tokenize a rendered prompt: markup pieces as special tokens, the text between them as plain text.
+
+    With ``content_special`` special-token text inside a message is a special token too (the whole prompt
+    encoded with special tokens parsed, as ``apply_chat_template(..., tokenize=True)`` does).
+    """
+    text = prompt.text
+    if content_special:
+        return tokenizer.tokenize(text, allow_special=True)
+    parts = [tokenizer.tokenize(piece, allow_special=markup) for piece, markup in prompt.pieces]
+    return _joined(tokenizer.name, text, parts)
 
 
 def tokenize_chat(
     tokenizer, messages: Iterable[Message], *, primer: bool = True, content_special: bool = False
 ) -> TokenizeResult:
-    """Tokenize the rendered chat: markup as special tokens, roles and contents as text.
+    """Render ``messages`` in ``tokenizer``'s chat format and tokenize the prompt (see :func:`tokenize_prompt`)."""
+    return tokenize_prompt(tokenizer, chat_prompt(tokenizer, messages, primer=primer), content_special=content_special)
 
-    With ``content_special`` special-token text inside a message is a special token too (the whole rendered string
-    encoded with all special tokens allowed). A model's own template is always encoded that way (see the module
-    docstring).
-    """
-    kind = _require_format(tokenizer)
-    messages = check_messages(messages)
-    if kind == "template":
-        return tokenizer.tokenize(render_for(tokenizer, messages, primer=primer), allow_special=True)
-    if kind == "harmony":
-        pieces = render_harmony(_dicts(messages), add_generation_prompt=primer)
-    else:
-        pieces = _pieces(messages, primer=primer)
-    text = "".join(p for p, _ in pieces)
-    if content_special:
-        return tokenizer.tokenize(text, allow_special=True)
-    ids: list[int] = []
+
+def count_special(tokenizer, ids: Iterable[int]) -> int:
+    """How many of ``ids`` are special tokens of ``tokenizer`` (in a chat prompt: its markup)."""
+    special = tokenizer.special_ids
+    return sum(1 for i in ids if i in special)
+
+
+def _joined(name: str, text: str, parts: Sequence[TokenizeResult]) -> TokenizeResult:
+    """One result for consecutive pieces of ``text`` tokenized one by one; tokens are placed when asked for, window
+    by window, by the pieces' own results."""
+    ids = [i for part in parts for i in part.ids]
+    tables = {id(part.byte_table): part.byte_table for part in parts}
+    if len(tables) == 1 and None not in tables.values():
+        return byte_level_result(name, text, ids, parts[0].byte_table)  # byte-level: ids alone place the tokens
+    first_ids = [0, *accumulate(part.count for part in parts)]
+    first_chars = [0, *accumulate(part.chars for part in parts)]
+    return TokenizeResult(name, text, ids, place=partial(_place_joined, parts, first_ids, first_chars))
+
+
+def _place_joined(
+    parts: Sequence[TokenizeResult], first_ids: list[int], first_chars: list[int], offset: int, limit: int | None
+) -> list[Token]:
+    stop = first_ids[-1] if limit is None else min(first_ids[-1], offset + limit)
     tokens: list[Token] = []
-    offset = 0
-    for piece, markup in pieces:
-        if piece:
-            part = tokenizer.tokenize(piece, allow_special=markup)
-            ids += part.ids
-            for t in part.tokens:
-                tokens.append(
-                    Token(
-                        t.id,
-                        t.bytes,
-                        t.start + offset,
-                        t.end + offset,
-                        t.text,
-                        t.special,
-                        t.valid_utf8,
-                        t.byte_fallback,
-                    )
-                )
-        offset += len(piece)
-    return TokenizeResult(tokenizer.name, text, ids, tokens)
+    for part, first, shift in zip(parts, first_ids, first_chars):
+        lo, hi = max(offset, first), min(stop, first + part.count)
+        if lo >= hi:
+            continue
+        for t in part.window(lo - first, hi - lo):
+            tokens.append(
+                Token(t.id, t.bytes, t.start + shift, t.end + shift, t.text, t.special, t.valid_utf8, t.byte_fallback)
+            )
+    return tokens
 
 
 def parse_messages(roles: Sequence[str], contents: Sequence[str]) -> list[Message]:

@@ -12,13 +12,17 @@ message's instructions, user messages, earlier assistant answers on the ``final`
 ``<|start|>assistant`` for the model to answer. It returns the text as (piece, is_markup) pairs, so the caller can
 encode markup as special tokens and contents as text.
 
-Counting the tokens of a rendered prompt is :mod:`.chat`'s job.
+:func:`template_pieces` renders a template the same way but returns (piece, is_markup) pairs too: the special
+tokens the template itself writes are markup, and special-token text a message merely contains is not (the
+contents go through the template shielded, see its docstring). Counting the tokens of a rendered prompt is
+:mod:`.chat`'s job.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from datetime import date, datetime
 from functools import cache
 from typing import Any
@@ -27,6 +31,7 @@ from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .added_tokens import trie_pattern
 from .errors import TokenplayError
 
 
@@ -34,8 +39,12 @@ class ChatTemplateError(TokenplayError):
     """A chat template that cannot be compiled, or that refuses the messages (its own ``raise_exception``)."""
 
 
+class _Refusal(TemplateError):
+    """What a template's own ``raise_exception`` raises: the template refuses the messages, with its reason."""
+
+
 def _raise_exception(message: str) -> None:
-    raise TemplateError(message)
+    raise _Refusal(message)
 
 
 def _strftime_now(fmt: str) -> str:
@@ -77,17 +86,92 @@ def render_template(
     """The prompt ``template`` renders for ``messages`` (dicts with ``role`` and ``content``); the special tokens
     come from ``config`` (a tokenizer_config.json)."""
     config = config or {}
+    messages = list(messages)
     try:
         compiled = _environment().from_string(template)
         return compiled.render(
-            messages=list(messages),
+            messages=messages,
             add_generation_prompt=add_generation_prompt,
             tools=None,
             documents=None,
             **{key: token_text(config.get(key)) for key in ("bos_token", "eos_token", "unk_token", "pad_token")},
         )
-    except TemplateError as exc:
+    except _Refusal as exc:
         raise ChatTemplateError(f"the model's chat template refused the messages: {exc}") from None
+    except (TemplateError, TypeError, ValueError, LookupError, ArithmeticError) as exc:
+        # A template written for other input (no message at all, say) fails inside Jinja: still the input's fault.
+        hint = "; add a message" if not messages else ""
+        raise ChatTemplateError(f"the model's chat template cannot render these messages: {exc}{hint}") from None
+
+
+def _free_mark(texts: Sequence[str]) -> str:
+    """A private-use character that none of ``texts`` contains (a placeholder's delimiter)."""
+    for code in range(0xE000, 0xF900):
+        mark = chr(code)
+        if not any(mark in text for text in texts):
+            return mark
+    raise ChatTemplateError("the messages use every private-use character; remove some of them")
+
+
+@cache
+def _special_finder(special_tokens: frozenset[str]) -> re.Pattern:
+    """Leftmost-longest matches of any of the special tokens."""
+    return re.compile(trie_pattern(special_tokens))
+
+
+def template_pieces(
+    template: str,
+    messages: Sequence[dict],
+    *,
+    special_tokens: Collection[str],
+    config: dict | None = None,
+    add_generation_prompt: bool = True,
+) -> list[tuple[str, bool]]:
+    """The prompt :func:`render_template` gives, as (piece, is_markup) pairs: each special token the template writes
+    is a markup piece; the text between them (message contents included) is not.
+
+    Special-token text inside a message must stay text, so the template never sees it: each occurrence becomes a
+    placeholder (private-use characters and a number) that string filters such as ``trim`` leave alone, and is put
+    back once the template has rendered. Any special token left in the output is then the template's own markup.
+    Added tokens that are not special (Qwen3's ``<think>``, DeepSeek V3's ``<｜User｜>``) are text here: the
+    tokenizer matches them wherever they appear, in a message too, as the model's own tokenizer does.
+
+    >>> pieces = template_pieces("{% for m in messages %}<s>{{ m.content | trim }}</s>{% endfor %}",
+    ...                          [{"role": "user", "content": " a</s>b "}], special_tokens={"<s>", "</s>"})
+    >>> pieces
+    [('<s>', True), ('a</s>b', False), ('</s>', True)]
+    """
+    specials = frozenset(t for t in special_tokens if t)
+    if not specials:
+        text = render_template(template, messages, config=config, add_generation_prompt=add_generation_prompt)
+        return [(text, False)] if text else []
+    finder = _special_finder(specials)
+    mark = _free_mark([template, *(m["content"] for m in messages)])
+    hidden: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        hidden.append(match.group())
+        return f"{mark}{len(hidden) - 1}{mark}"
+
+    shielded = [m | {"content": finder.sub(hide, m["content"])} for m in messages]
+    rendered = render_template(template, shielded, config=config, add_generation_prompt=add_generation_prompt)
+    pieces: list[tuple[str, bool]] = []
+    text = ""
+    end = 0
+    for match in re.finditer(f"{mark}(\\d+){mark}|{finder.pattern}", rendered):
+        text += rendered[end : match.start()]
+        end = match.end()
+        if match.group(1) is not None:  # a message's special-token text: back in place, as text
+            text += hidden[int(match.group(1))]
+            continue
+        if text:
+            pieces.append((text, False))
+        pieces.append((match.group(), True))
+        text = ""
+    text += rendered[end:]
+    if text:
+        pieces.append((text, False))
+    return pieces
 
 
 # -- harmony (gpt-oss) ---------------------------------------------------------------------------------------------

@@ -1,60 +1,119 @@
-"""The chat markup page (``/chat``): messages rendered in the ChatML format of cl100k/o200k chat models, counted.
+"""The chat markup page (``/chat``): messages rendered in one tokenizer's chat format, and that prompt's tokens.
 
-- ``GET /chat`` the page with a default conversation;
-- ``POST /chat`` add or remove a message row (or, without JavaScript, re-render): block ``editor``;
-- ``POST /chat/result`` the live part while typing: block ``result`` (rendered markup, tokens per tokenizer).
+- ``GET /chat?tokenizer=NAME&compare=OTHER`` the page with a default conversation, rendered for ``NAME`` (default
+  cl100k_base) and, when asked, side by side for ``OTHER``;
+- ``POST /chat`` add or remove a message row (or, without JavaScript, re-render): block ``editor`` (the picker
+  and the message rows, then the result);
+- ``POST /chat/result`` the live part while typing or when a picker changes: block ``result``, one pane per
+  chosen tokenizer, with an ``HX-Replace-Url`` header carrying the choice (the messages stay out of the URL).
 
-:func:`chat_tokenizers` is shared with ``POST /api/chat`` (:mod:`app.web.api.chat`).
+Each tokenizer renders its own prompt (:mod:`app.engines.chat`: the model's chat template, harmony or ChatML).
+What stops a pane (a tokenizer without a chat format, a template refusing the messages, a prompt over the size
+limit, an unknown name) shows its message in that pane; the messages stay as typed. The page's status is that of
+the first pane's error, if any. Only the chosen tokenizers are built.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from fastapi import APIRouter, Request
 
-from app.engines import chat, registry
+from app.engines import chat
 from app.engines.errors import TokenplayError
-from app.lab.tokenizers import is_lab_name
+from app.engines.registry import TokenizerSpec
 from app.settings import Settings
 
-from .deps import FormDep, SettingsDep, check_text_size
-from .render import page_or_block
+from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, run_cpu, text_area_value
+from .errors import status_for
+from .pickers import Tokenizers
+from .render import is_htmx, page_or_block
 from .tokenview import token_window
 
 router = APIRouter(include_in_schema=False)
 
-
-def chat_tokenizers() -> list[str]:
-    """Registered tokenizers that have the chat markup tokens (building each one the first time)."""
-    names = []
-    for spec in registry.specs():
-        if is_lab_name(spec.name):  # trained in the lab: no chat markup tokens, and not worth building to find out
-            continue
-        try:
-            if chat.supports_chat(registry.get(spec.name)):
-                names.append(spec.name)
-        except TokenplayError:
-            continue
-    return names
+DEFAULT_TOKENIZER = "cl100k_base"
 
 
-def chat_context(messages: list[chat.Message], settings: Settings) -> dict:
-    rendered = chat.render_chat(messages)
-    check_text_size(rendered, settings)
-    panes = []
-    for name in chat_tokenizers():
-        result = chat.tokenize_chat(registry.get(name), messages)
-        window = token_window(result, 0, settings.render_tokens)
-        panes.append(
-            {
-                "name": name,
-                "label": registry.spec(name).label,
-                "result": result,
-                "window": window,
-                "hidden_tokens": result.count - window.token_stop,
-                "special": sum(1 for t in result.tokens if t.special),
-            }
-        )
-    return {"messages": messages, "rendered": rendered, "panes": panes, "roles": chat.ROLES, "active_nav": "chat"}
+def picker_groups(specs: list[TokenizerSpec], chosen: list[str]) -> list[dict]:
+    """The pickers' entries grouped by maker, in registry order; a chosen name that is no tokenizer (a stale link)
+    is listed as unknown, so the picker shows what the pane's message speaks of."""
+    groups: dict[str, list[dict]] = {}
+    for spec in specs:
+        groups.setdefault(spec.maker or "other", []).append({"name": spec.name, "label": spec.label})
+    known = {spec.name for spec in specs}
+    unknown = [{"name": n, "label": f"{n} (unknown)"} for n in dict.fromkeys(chosen) if n and n not in known]
+    return [{"maker": maker, "tokenizers": entries} for maker, entries in groups.items()] + (
+        [{"maker": "not found", "tokenizers": unknown}] if unknown else []
+    )
+
+
+def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], settings: Settings) -> dict:
+    """One tokenizer's pane: its rendered prompt's tokens, or the message saying why there are none."""
+    pane: dict = {"name": name, "label": name, "result": None, "error": None, "status": 200}
+    try:
+        tok = tokenizers.get(name)
+        pane["name"] = tok.name
+        pane["label"] = next((s.label for s in tokenizers.listed() if s.name == tok.name), tok.name)
+        prompt = chat.chat_prompt(tok, messages)
+        check_text_size(prompt.text, settings)
+        result = chat.tokenize_prompt(tok, prompt)
+    except TokenplayError as exc:
+        return pane | {"error": str(exc), "status": status_for(exc)}
+    window = token_window(result, 0, settings.render_tokens)
+    # the prompt's text as far as the coloured tokens go: a 1 MB prompt is not sent again on every keystroke
+    shown = result.text[: window.spans[-1].end] if window.has_more and window.spans else result.text
+    return pane | {
+        "prompt_text": shown,
+        "hidden_chars": len(result.text) - len(shown),
+        "format": prompt.format,
+        "format_note": chat.FORMATS[prompt.format],
+        "result": result,
+        "window": window,
+        "hidden_tokens": result.count - window.token_stop,
+        "special": chat.count_special(tok, result.ids),
+    }
+
+
+def chat_context(
+    tokenizers: Tokenizers, messages: list[chat.Message], names: list[str], settings: Settings, *, picker: bool
+) -> dict:
+    """The panes of the chosen tokenizers (``names``: the tokenizer, then the one to compare with, if any)."""
+    try:
+        check_text_size("".join(m.content for m in messages), settings)  # before any template runs on them
+        panes = [_pane(tokenizers, name, messages, settings) for name in names]
+    except TokenplayError as exc:
+        panes = [{"name": names[0], "label": names[0], "result": None, "error": str(exc), "status": status_for(exc)}]
+    chosen = [pane["name"] for pane in panes] + names[len(panes) :]
+    context = {
+        "messages": messages,
+        "roles": chat.ROLES,
+        "panes": panes,
+        "tokenizer": chosen[0],
+        "compare": chosen[1] if len(chosen) > 1 else "",
+        "status": panes[0]["status"],
+        "active_nav": "chat",
+    }
+    if picker:
+        context["groups"] = picker_groups(tokenizers.listed(), chosen)
+    return context
+
+
+def page_url(names: list[str]) -> str:
+    """``/chat?tokenizer=..`` (and ``&compare=..``): the choice, which a copied link reproduces."""
+    return "/chat?" + urlencode(list(zip(("tokenizer", "compare"), names)))
+
+
+def _names(fields) -> list[str]:
+    """The chosen tokenizers from a form or a query: ``tokenizer`` (default cl100k_base), then ``compare``."""
+    first = str(fields.get("tokenizer") or DEFAULT_TOKENIZER)
+    other = str(fields.get("compare") or "")
+    return [first, other] if other and other != first else [first]
+
+
+def _messages(form) -> list[chat.Message]:
+    """The message rows of a form; contents as their text areas hold them (browsers send CRLF)."""
+    return chat.parse_messages(form.getlist("role"), [text_area_value(str(c)) for c in form.getlist("content")])
 
 
 def _apply_op(messages: list[chat.Message], op: str | None) -> list[chat.Message]:
@@ -73,23 +132,44 @@ def _apply_op(messages: list[chat.Message], op: str | None) -> list[chat.Message
     return messages
 
 
+def _answer(request: Request, block: str, context: dict, headers: dict | None = None):
+    return page_or_block(request, "chat.html", block, context, status_code=context["status"], headers=headers)
+
+
 @router.get("/chat")
-def chat_page(request: Request, settings: SettingsDep):
-    context = chat_context(list(chat.DEFAULT_MESSAGES), settings)
-    return page_or_block(request, "chat.html", "editor", context)
+async def chat_page(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
+    names = _names(request.query_params)
+
+    def work():
+        context = chat_context(tokenizers, list(chat.DEFAULT_MESSAGES), names, settings, picker=True)
+        return _answer(request, "editor", context)
+
+    return await run_cpu(request, work)
 
 
 @router.post("/chat")
-def chat_edit(request: Request, settings: SettingsDep, form: FormDep):
+async def chat_edit(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
     """Add or remove a message row (or, without JavaScript, re-render the page): answers the whole editor."""
-    op = form.get("op") or None
-    messages = _apply_op(chat.parse_messages(form.getlist("role"), form.getlist("content")), op)
-    context = chat_context(messages, settings) | {"focus_last": op == "add"}
-    return page_or_block(request, "chat.html", "editor", context)
+    op = str(form.get("op") or "") or None
+    messages = _apply_op(_messages(form), op)
+    names = _names(form)
+
+    def work():
+        context = chat_context(tokenizers, messages, names, settings, picker=True) | {"focus_last": op == "add"}
+        return _answer(request, "editor", context)
+
+    return await run_cpu(request, work)
 
 
 @router.post("/chat/result")
-def chat_result(request: Request, settings: SettingsDep, form: FormDep):
-    """The live part: rendered markup and the tokens, for the messages as typed."""
-    messages = chat.parse_messages(form.getlist("role"), form.getlist("content"))
-    return page_or_block(request, "chat.html", "result", chat_context(messages, settings))
+async def chat_result(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    """The live part: each chosen tokenizer's prompt and tokens, for the messages as typed."""
+    messages = _messages(form)
+    names = _names(form)
+
+    def work():
+        context = chat_context(tokenizers, messages, names, settings, picker=not is_htmx(request))
+        chosen = [context["tokenizer"], context["compare"]] if context["compare"] else [context["tokenizer"]]
+        return _answer(request, "result", context, {"HX-Replace-Url": page_url(chosen)})
+
+    return await run_cpu(request, work)

@@ -1,4 +1,4 @@
-"""The compare view and chat markup in real Chromium: pick tokenizers, switch presets, read the table."""
+"""The compare view in real Chromium: pick tokenizers, switch presets, read the table (chat: test_chat.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.engines import chat, registry
+from app.engines import registry
 from app.engines.presets import BY_KEY
 
 pytestmark = pytest.mark.browser
@@ -130,29 +130,6 @@ def test_compare_download_csv(page: Page, live_server: str):
     assert rows[0]["ids"] == "15496 995" and rows[1]["tokens"] == "2"
 
 
-def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
-    page.goto(f"{live_server}/chat")
-    page.get_by_role("button", name="Add message").click()
-    expect(page.locator('textarea[name="content"]')).to_have_count(3)
-    _settled(page, "#chat-editor")
-    expect(page.locator("#content-2")).to_be_focused()  # the new row takes the focus
-    with page.expect_request(lambda r: "/chat/result" in r.url) as sent:
-        page.locator("#content-2").fill("Sure 👍 that is 12345 tokens")
-    assert sent.value.headers["content-type"].startswith("multipart/form-data")
-    messages = [*chat.DEFAULT_MESSAGES, chat.Message("assistant", "Sure 👍 that is 12345 tokens")]
-    rendered = chat.render_chat(messages)
-    expect(page.locator("#chat-rendered")).to_have_text(rendered)
-    for name in ("cl100k_base", "o200k_base"):
-        # tiktoken's own count for the same rendered string, markup parsed as special tokens
-        expected = len(registry.get(name).encoding.encode(rendered, allowed_special="all"))
-        pane = page.locator(f'.pane[data-tokenizer="{name}"]')
-        expect(pane.locator(".pane-count")).to_have_attribute("data-count", str(expected))
-        expect(pane.locator(".tokens > .special")).to_have_count(3 * len(messages) + 2)
-    page.get_by_role("button", name="Remove message 1").click()
-    expect(page.locator('textarea[name="content"]')).to_have_count(2)
-    expect(page.locator("#chat-rendered")).not_to_contain_text("<|im_start|>system")
-
-
 def test_compare_copy_json_to_clipboard(page: Page, live_server: str):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
     page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=Hello%20world")
@@ -162,14 +139,3 @@ def test_compare_copy_json_to_clipboard(page: Page, live_server: str):
     expect(page.locator(".copy-status")).to_have_text("Copied JSON.")
     copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
     assert [r["ids"] for r in copied["results"]] == [[15496, 995], [13225, 2375]]
-
-
-def test_chat_tokens_show_their_ids_and_detail(page: Page, live_server: str):
-    page.goto(f"{live_server}/chat")
-    pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
-    expect(pane.locator(".ids .id").first).to_be_visible()
-    special = pane.locator(".tokens > .special").first
-    special.hover()
-    expect(pane.locator("[data-token-detail]")).to_contain_text("special token")
-    expect(pane.locator("[data-token-detail]")).to_contain_text("id 100264")
-    expect(pane.locator(".id.hl")).to_have_count(1)  # its id, linked

@@ -1,18 +1,32 @@
-"""The chat markup page's API: ``POST /api/chat``."""
+"""The chat markup page's API: ``POST /api/chat``.
+
+The messages are rendered in the chosen tokenizer's chat format (its model's own chat template, harmony, or
+ChatML: :mod:`app.engines.chat`) and tokenized, the markup as special tokens and the messages as text. A tokenizer
+without a chat format (gpt2, p50k_base, mistral-7b, an uploaded file without ChatML markup tokens) answers 422 with
+the reason, as does a template that refuses the messages (its own ``raise_exception`` message).
+
+The answer is the chosen tokenizer's result at the top level, written as ready JSON like ``POST /api/tokenize``'s
+(column-wise, no dict per token), plus ``rendered`` and ``results`` kept from the earlier API, which answered
+several tokenizers at once: ``results`` lists the chosen tokenizer and any others named in ``tokenizers``.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import orjson
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.engines import chat
+from app.settings import Settings
 
-from ..chat import chat_tokenizers
-from ..deps import SettingsDep, TokenizersDep, check_text_size
-from ..render import FastJSON
+from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
+from ..pickers import Tokenizers
+from .tokenize import TokenizeResponse
 
 router = APIRouter()
+
+DEFAULT_TOKENIZER = "cl100k_base"
 
 
 class ChatMessageIn(BaseModel):
@@ -22,22 +36,53 @@ class ChatMessageIn(BaseModel):
 
 class ChatRequest(BaseModel):
     messages: list[ChatMessageIn]
-    tokenizers: list[str] | None = Field(None, description="default: every tokenizer with the chat markup tokens")
+    tokenizer: str | None = Field(
+        None,
+        description="whose chat format renders the prompt: a name from GET /api/tokenizers or a model alias "
+        f"(default: the first of `tokenizers`, else {DEFAULT_TOKENIZER})",
+    )
+    tokenizers: list[str] | None = Field(
+        None, description="more tokenizers to answer in `results`, each rendering its own prompt"
+    )
     content_special: bool = Field(False, description="also parse special-token text inside messages as special")
-    primer: bool = Field(True, description="end with <|im_start|>assistant<|im_sep|>")
+    primer: bool = Field(True, description="end with the assistant's turn opened (add_generation_prompt)")
 
 
-@router.post("/chat")
-def api_chat(body: ChatRequest, settings: SettingsDep, tokenizers: TokenizersDep) -> Response:
-    """The rendered chat markup and its tokens per tokenizer (markup tokens as special tokens)."""
+class ChatResult(TokenizeResponse):
+    format: str = Field(description="template (the model's own chat template), harmony or chatml")
+    text: str = Field(description="the rendered prompt, as the model reads it")
+    special: int = Field(description="how many of the tokens are special tokens (the markup)")
+
+
+class ChatResponse(ChatResult):
+    rendered: str = Field(description="the same as text")
+    results: list[ChatResult] = Field(description="the chosen tokenizer's result, then those of `tokenizers`")
+
+
+def _result_json(
+    tokenizers: Tokenizers, name: str, messages: list[chat.Message], body: ChatRequest, settings: Settings
+) -> tuple[bytes, str]:
+    """One tokenizer's result as JSON bytes (a :class:`ChatResult`), and its prompt text."""
+    tok = tokenizers.get(name)
+    prompt = chat.chat_prompt(tok, messages, primer=body.primer)
+    check_text_size(prompt.text, settings)
+    result = chat.tokenize_prompt(tok, prompt, content_special=body.content_special)
+    extra = orjson.dumps({"format": prompt.format, "text": prompt.text, "special": chat.count_special(tok, result.ids)})
+    return result.to_json()[:-1] + b"," + extra[1:], prompt.text
+
+
+@router.post("/chat", response_model=ChatResponse)
+async def api_chat(body: ChatRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request) -> Response:
+    """The prompt the chosen tokenizer's model reads for the messages, and its tokens (markup tokens special)."""
     messages = chat.check_messages(chat.Message(m.role, m.content) for m in body.messages)
-    rendered = chat.render_chat(messages, primer=body.primer)
-    check_text_size(rendered, settings)
-    names = [tokenizers.resolve(n) for n in body.tokenizers] if body.tokenizers else chat_tokenizers()
-    results = []
-    for name in dict.fromkeys(names):
-        result = chat.tokenize_chat(
-            tokenizers.get(name), messages, primer=body.primer, content_special=body.content_special
-        )
-        results.append(result.to_dict() | {"special": sum(1 for t in result.tokens if t.special)})
-    return FastJSON({"rendered": rendered, "results": results})
+    check_text_size("".join(m.content for m in messages), settings)
+    first = body.tokenizer or (body.tokenizers or [DEFAULT_TOKENIZER])[0]
+    names = list(dict.fromkeys(tokenizers.resolve(n) for n in [first, *(body.tokenizers or [])]))
+
+    def work() -> Response:
+        results = [_result_json(tokenizers, name, messages, body, settings) for name in names]
+        top, text = results[0]
+        tail = orjson.dumps({"rendered": text})[1:-1] + b',"results":[' + b",".join(r for r, _ in results) + b"]}"
+        return Response(top[:-1] + b"," + tail, media_type="application/json")
+
+    return await run_cpu(request, work)
