@@ -288,7 +288,8 @@
     input.addEventListener("click", function () {
       if (!open) {
         openList();
-        input.select();
+        // After the click: a click inside an already selected title collapses the selection once it is handled.
+        setTimeout(function () { input.select(); });
       }
     });
     // Keep the focus in the input while the mouse picks an option (else the blur would close the list first).

@@ -21,31 +21,17 @@ from fastapi import APIRouter, Request
 
 from app.engines import chat
 from app.engines.errors import TokenplayError
-from app.engines.registry import TokenizerSpec
 from app.settings import Settings
 
 from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, run_cpu, text_area_value
 from .errors import status_for
-from .pickers import Tokenizers
+from .pickers import Tokenizers, picker_groups
 from .render import is_htmx, page_or_block
 from .tokenview import token_window
 
 router = APIRouter(include_in_schema=False)
 
 DEFAULT_TOKENIZER = "cl100k_base"
-
-
-def picker_groups(specs: list[TokenizerSpec], chosen: list[str]) -> list[dict]:
-    """The pickers' entries grouped by maker, in registry order; a chosen name that is no tokenizer (a stale link)
-    is listed as unknown, so the picker shows what the pane's message speaks of."""
-    groups: dict[str, list[dict]] = {}
-    for spec in specs:
-        groups.setdefault(spec.maker or "other", []).append({"name": spec.name, "label": spec.label})
-    known = {spec.name for spec in specs}
-    unknown = [{"name": n, "label": f"{n} (unknown)"} for n in dict.fromkeys(chosen) if n and n not in known]
-    return [{"maker": maker, "tokenizers": entries} for maker, entries in groups.items()] + (
-        [{"maker": "not found", "tokenizers": unknown}] if unknown else []
-    )
 
 
 def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], settings: Settings) -> dict:
@@ -95,7 +81,9 @@ def chat_context(
         "active_nav": "chat",
     }
     if picker:
-        context["groups"] = picker_groups(tokenizers.listed(), chosen)
+        listed = tokenizers.listed()
+        known = {spec.name for spec in listed}
+        context["groups"] = picker_groups(listed, [n for n in dict.fromkeys(chosen) if n and n not in known])
     return context
 
 
