@@ -307,6 +307,8 @@ class RankEncoder:
         if missing:
             raise TokenplayError(f"ranks lack single-byte tokens (e.g. byte {missing[0]}); every byte needs a rank")
         self.ranks = ranks
+        self.pairs = pairs  # the merge rule, kept for the explain view (app.engines.explain) to retrace merges
+        self.whole = whole
         self.pattern = pattern
         self.special_tokens = dict(special_tokens)
         self.split = Splitter(pattern)

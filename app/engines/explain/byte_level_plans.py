@@ -1,0 +1,140 @@
+"""Explaining byte-level BPE: OpenAI's encodings and every ranks + pattern model (:class:`RankPlan`), and byte-level
+``tokenizer.json`` models such as Llama 3, Qwen3 and DeepSeek V3 (:class:`JSONPlan`).
+
+Pre-tokens are cut as the engines cut them: special-token text first (when allowed), then the split regex, whose
+named alternatives say which rule made each pre-token (:mod:`.split_rules`); for a tokenizer.json, added tokens,
+the normalizer and each ``Split`` step of the pre-tokenizer in turn. A pre-token's ids come from the engine's own
+encoder, so the units are exactly its tokens. Merges rank as the engine ranks them: tiktoken's rule ranks a pair
+by the rank of its joined bytes, a merges list by the pair's place in the list.
+
+It does not encode anything itself and does not decide how a pre-token is merged.
+"""
+
+from __future__ import annotations
+
+from ..bpe.encoder import pair
+from ..bpe.json_model import ByteLevelJSONTokenizer
+from ..bpe.model import RankTokenizer
+from ..bpe.patterns import split_specials
+from ..hf_unicode import regex_view
+from ..merging import Ranking
+from .split_rules import Rule, named
+from .units import Plan, Unit
+
+
+def _ranking(encoder) -> Ranking:
+    return Ranking(encoder.ranks.get) if encoder.pairs is None else Ranking(encoder.pairs.get, pair)
+
+
+class _BytePlan(Plan):
+    """What both byte-level plans share: the encoder's ranks, its rule for whole pre-tokens, bytes as parts."""
+
+    def __init__(self, tokenizer, encoder):
+        super().__init__(tokenizer, _ranking(encoder))
+        self.encoder = encoder
+
+    def pair_rank(self, left: bytes, right: bytes) -> int | None:
+        pairs, ranks = self.encoder.pairs, self.encoder.ranks
+        if pairs is not None:
+            return pairs.get((left, right))
+        return ranks.get(left + right) if left in ranks and right in ranks else None
+
+    def _unit(self, start: int, end: int, text: str, first: int, context) -> Unit:
+        ids = self.encoder.encode_pretokens([text])
+        data = text.encode("utf-8")
+        whole = self.encoder.whole and len(ids) == 1 and self.encoder.ranks.get(data) is not None
+        token_bytes = self.tokenizer.token_bytes
+        return Unit(start, end, text, first, ids, parts=[token_bytes(i) for i in ids], whole=whole, context=context)
+
+
+class RankPlan(_BytePlan):
+    """A :class:`~app.engines.bpe.model.RankTokenizer`: native OpenAI encodings, custom-bpe, lab byte-level runs,
+    ``.tiktoken`` and Tokenplay BPE uploads."""
+
+    whole_rule = "tiktoken's rule"
+
+    def __init__(self, tokenizer: RankTokenizer):
+        super().__init__(tokenizer, tokenizer.encoder)
+        pattern = self.encoder.pattern
+        self.named = named(pattern) if pattern is not None else None
+
+    def units(self, text: str, allow_special: bool) -> list[Unit]:
+        specials = self.tokenizer.special_tokens
+        regex = self.encoder.special_regex(specials) if allow_special and specials else None
+        units: list[Unit] = []
+        pos = first = 0
+        for segment, is_special in split_specials(text, regex):
+            if is_special:
+                units.append(Unit(pos, pos + len(segment), segment, first, [specials[segment]], "special"))
+                first += 1
+            elif self.named is None:
+                units.append(self._unit(pos, pos + len(segment), segment, first, None))
+                first += len(units[-1].ids)
+            else:
+                for m in self.named.regex.finditer(segment):
+                    a, b = m.span()
+                    units.append(self._unit(pos + a, pos + b, m.group(), first, m))
+                    first += len(units[-1].ids)
+            pos += len(segment)
+        return units
+
+    def rule(self, unit: Unit) -> Rule:
+        if self.named is None:
+            return Rule("no pre-tokenizer: the whole text is one pre-token", None, "this model's split pattern")
+        name, alternative = self.named.name_of(unit.context)
+        return Rule(name, alternative, "this model's split pattern")
+
+
+class JSONPlan(_BytePlan):
+    """A byte-level ``tokenizer.json`` run by our engine (:class:`~app.engines.bpe.json_model.ByteLevelJSONTokenizer`)."""
+
+    whole_rule = "the model's ignore_merges"
+
+    def __init__(self, tokenizer: ByteLevelJSONTokenizer):
+        super().__init__(tokenizer, tokenizer.encoder)
+
+    def units(self, text: str, allow_special: bool) -> list[Unit]:
+        units: list[Unit] = []
+        first = 0
+        for piece in self.tokenizer.added.split(text, allow_special):
+            if piece.token is not None:
+                kind = "special" if piece.token.special else "added"
+                units.append(Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind))
+                first += 1
+                continue
+            spans = piece.spans
+            for a, b in self.tokenizer.pre(piece.text):
+                start, end = (spans[a][0], spans[b - 1][1]) if spans else (piece.start + a, piece.start + b)
+                units.append(self._unit(start, end, piece.text[a:b], first, (piece.text, a, b)))
+                first += len(units[-1].ids)
+        return units
+
+    def rule(self, unit: Unit) -> Rule:
+        text, a, b = unit.context
+        return pretokenizer_rule(self.tokenizer.pre, text, a, b)
+
+
+def pretokenizer_rule(pre, text: str, a: int, b: int) -> Rule:
+    """The rule of a tokenizer.json pre-tokenizer that cut ``text[a:b]``: the pieces containing it are followed
+    through the ``Split`` steps; the last step where it was a match of the step's regex names it (a step that
+    found no match in it keeps it as it is)."""
+    steps = pre.steps
+    if not steps:
+        return Rule("no pre-tokenizer: the whole text between added tokens", None, "tokenizer.json")
+    view = regex_view(text)
+    rule = Rule("text no split rule matched, kept as it is", None, "tokenizer.json pre-tokenizer")
+    parent = (0, len(text))
+    for n, step in enumerate(steps, 1):
+        source = f"pre-tokenizer step {n} of {len(steps)} ({step.kind}, {step.behavior})"
+        piece = next(p for p in step(view, [parent]) if p[0] <= a and b <= p[1])
+        runs = [r for r in step.find(view, *parent) if piece[0] <= r[0] and r[1] <= piece[1]]
+        matches = [r for r in runs if r[2]]
+        if len(runs) == 1 and matches and step.pattern is not None:
+            found = named(step.pattern.pattern, step.pattern.flags).rule_at(
+                view[parent[0] : parent[1]], piece[0] - parent[0], piece[1] - parent[0], source
+            )
+            rule = found or Rule(f"a match of {step.pattern.pattern!r}", step.pattern.pattern, source)
+        elif matches:
+            rule = Rule(f"a match joined to its neighbour ({step.behavior})", None, source)
+        parent = piece
+    return rule
