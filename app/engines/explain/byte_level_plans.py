@@ -12,7 +12,6 @@ It does not encode anything itself and does not decide how a pre-token is merged
 
 from __future__ import annotations
 
-from ..bpe.encoder import pair
 from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import RankTokenizer
 from ..bpe.patterns import split_specials
@@ -22,8 +21,13 @@ from .split_rules import Rule, named
 from .units import Plan, Unit
 
 
+def _pair(left: bytes, right: bytes) -> tuple[bytes, bytes]:
+    """The key of a merges list: the pair itself."""
+    return left, right
+
+
 def _ranking(encoder) -> Ranking:
-    return Ranking(encoder.ranks.get) if encoder.pairs is None else Ranking(encoder.pairs.get, pair)
+    return Ranking(encoder.ranks.get) if encoder.pairs is None else Ranking(encoder.pairs.get, _pair)
 
 
 class _BytePlan(Plan):
