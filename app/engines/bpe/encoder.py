@@ -106,6 +106,10 @@ class RankEncoder:
         """Ids for text already cut into pre-tokens."""
         return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
 
+    def pretoken_ids(self, pieces: Iterable[str]) -> list[tuple[int, ...]]:
+        """Each pre-token's ids, one tuple per pre-token (the explain view, app.engines.explain, needs them apart)."""
+        return list(map(self._cache.__getitem__, pieces))
+
     def special_regex(self, allowed: Collection[str]):
         key = frozenset(allowed)
         found = self._special_res.get(key)

@@ -43,12 +43,18 @@ class _BytePlan(Plan):
             return pairs.get((left, right))
         return ranks.get(left + right) if left in ranks and right in ranks else None
 
-    def _unit(self, start: int, end: int, text: str, first: int, context) -> Unit:
-        ids = self.encoder.encode_pretokens([text])
-        data = text.encode("utf-8")
-        whole = self.encoder.whole and len(ids) == 1 and self.encoder.ranks.get(data) is not None
-        token_bytes = self.tokenizer.token_bytes
-        return Unit(start, end, text, first, ids, parts=[token_bytes(i) for i in ids], whole=whole, context=context)
+    def complete(self, unit: Unit) -> None:
+        encoder = self.encoder
+        unit.parts = [self.tokenizer.token_bytes(i) for i in unit.ids]
+        unit.whole = encoder.whole and len(unit.ids) == 1 and encoder.ranks.get(unit.text.encode("utf-8")) is not None
+
+    def _units(self, spans: list[tuple[int, int, str, object]], first: int) -> list[Unit]:
+        """Units for pre-tokens given as ``(start, end, text, context)``, their ids from the encoder."""
+        units = []
+        for (start, end, text, context), ids in zip(spans, self.encoder.pretoken_ids([s[2] for s in spans])):
+            units.append(Unit(start, end, text, first, ids, context=context))
+            first += len(ids)
+        return units
 
 
 class RankPlan(_BytePlan):
@@ -71,14 +77,13 @@ class RankPlan(_BytePlan):
             if is_special:
                 units.append(Unit(pos, pos + len(segment), segment, first, [specials[segment]], "special"))
                 first += 1
-            elif self.named is None:
-                units.append(self._unit(pos, pos + len(segment), segment, first, None))
-                first += len(units[-1].ids)
             else:
-                for m in self.named.regex.finditer(segment):
-                    a, b = m.span()
-                    units.append(self._unit(pos + a, pos + b, m.group(), first, m))
-                    first += len(units[-1].ids)
+                if self.named is None:
+                    spans = [(pos, pos + len(segment), segment, None)]
+                else:
+                    spans = [(pos + m.start(), pos + m.end(), m.group(), m) for m in self.named.regex.finditer(segment)]
+                units.extend(self._units(spans, first))
+                first = units[-1].first + len(units[-1].ids) if units else first
             pos += len(segment)
         return units
 
@@ -106,11 +111,13 @@ class JSONPlan(_BytePlan):
                 units.append(Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind))
                 first += 1
                 continue
-            spans = piece.spans
-            for a, b in self.tokenizer.pre(piece.text):
-                start, end = (spans[a][0], spans[b - 1][1]) if spans else (piece.start + a, piece.start + b)
-                units.append(self._unit(start, end, piece.text[a:b], first, (piece.text, a, b)))
-                first += len(units[-1].ids)
+            spans, text, at = piece.spans, piece.text, piece.start
+            found = [
+                ((spans[a][0], spans[b - 1][1]) if spans else (at + a, at + b)) + (text[a:b], (text, a, b))
+                for a, b in self.tokenizer.pre(text)
+            ]
+            units.extend(self._units(found, first))
+            first = units[-1].first + len(units[-1].ids) if units else first
         return units
 
     def rule(self, unit: Unit) -> Rule:

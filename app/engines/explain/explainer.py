@@ -212,6 +212,7 @@ def explain(tokenizer: Tokenizer, text: str, index: int, *, allow_special: bool 
 
 
 def _explain_unit(plan: Plan, unit: Unit, token: Token, index: int) -> Explanation:
+    plan.complete(unit)
     rule = _KIND_RULES.get(unit.kind) or plan.rule(unit)
     pre = PreToken(unit.start, unit.end, unit.text, rule, unit.first, len(unit.ids), unit.whole)
     notes = plan.notes(unit)
@@ -321,12 +322,16 @@ _SPECIAL_RES: WeakKeyDictionary = WeakKeyDictionary()
 
 def _special_text_notes(tokenizer: Tokenizer, plan: Plan, text: str, unit: Unit) -> list[str]:
     """Special-token text inside an ordinary unit: it was not parsed as special, and why."""
-    if unit.kind != "merge" or not tokenizer.special_tokens:
+    if unit.kind != "merge":
         return []
     found = _SPECIAL_RES.get(tokenizer)
     if found is None:
         specials = tokenizer.special_tokens
-        found = _SPECIAL_RES[tokenizer] = (re.compile(trie_pattern(specials)), max(map(len, specials)))
+        found = _SPECIAL_RES[tokenizer] = (
+            (re.compile(trie_pattern(specials)), max(map(len, specials))) if specials else None
+        )
+    if found is None:
+        return []
     regex, longest = found
     seen = []
     for m in regex.finditer(text, max(0, unit.start - longest), min(len(text), unit.end + longest)):

@@ -48,26 +48,38 @@ class SentencePiecePlan(Plan):
         """The stretches of a normalized text as units from token ``first`` on, with the ids of their pieces (byte
         fallback, or one ``<unk>`` for a run of unknown pieces, as the engine turns pieces into ids)."""
         tok = self.tokenizer
+        to_id, unk = tok.piece_to_id, tok.unk_id
         units: list[Unit] = []
         pos = 0
         for chunk, pieces in tok.merge_chunks(normalized):
-            ids: list[int] = []
-            per_part: list[int] = []
-            for piece in pieces:
-                pid = tok.piece_to_id(piece)
-                is_unk = pid == tok.unk_id
-                if is_unk and tok.byte_fallback:
-                    got = [tok.piece_to_id(byte_piece(b)) for b in piece.encode("utf-8")]
-                else:
-                    got = [] if is_unk and prev_unk and tok.fuse_unk else [pid]
-                ids.extend(got)
-                per_part.append(len(got))
-                prev_unk = is_unk
+            ids = list(map(to_id, pieces))
+            per_part = None
+            if unk in ids:
+                ids, per_part, prev_unk = self._unknown_ids(pieces, ids, prev_unk)
+            else:
+                prev_unk = False
             start, end = span_of(pos, pos + len(chunk))
             units.append(Unit(start, end, chunk, first, ids, parts=pieces, per_part=per_part, context=pos == 0))
             pos += len(chunk)
             first += len(ids)
         return units, first
+
+    def _unknown_ids(self, pieces, ids: list[int], prev_unk: bool) -> tuple[list[int], list[int], bool]:
+        """The ids of pieces some of which are unknown: byte fallback, or one ``<unk>`` for a run of them; also how
+        many ids each piece became, and whether the last piece was unknown."""
+        tok = self.tokenizer
+        out: list[int] = []
+        per_part: list[int] = []
+        for piece, pid in zip(pieces, ids):
+            is_unk = pid == tok.unk_id
+            if is_unk and tok.byte_fallback:
+                got = [tok.piece_to_id(byte_piece(b)) for b in piece.encode("utf-8")]
+            else:
+                got = [] if is_unk and prev_unk and tok.fuse_unk else [pid]
+            out.extend(got)
+            per_part.append(len(got))
+            prev_unk = is_unk
+        return out, per_part, prev_unk
 
     def rule(self, unit: Unit) -> Rule:
         text = unit.text

@@ -80,6 +80,10 @@ class Plan(ABC):
     def rule(self, unit: Unit) -> Rule:
         """The rule that cut ``unit`` out of the text."""
 
+    def complete(self, unit: Unit) -> None:
+        """Fill in what only the explained unit needs (its final parts, whether it was taken whole), when
+        :meth:`units` left it out to stay fast."""
+
     def notes(self, unit: Unit) -> list[str]:
         """What else is worth telling about a unit of this family (the dummy prefix, ...)."""
         return []
