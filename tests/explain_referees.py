@@ -214,3 +214,28 @@ def referee(name: str):
     if name == "gemma-3":
         return HFPieceReferee(name)
     return HFByteReferee(name)
+
+
+def tiktoken_referee(ranks: dict[bytes, int], pattern: str | None) -> TiktokenReferee:
+    """tiktoken itself on ranks Tokenplay trained (custom-bpe, a lab run); ``None``: the whole text is one piece."""
+    return TiktokenReferee(
+        tiktoken.Encoding("trained", pat_str=pattern or r"[\s\S]+", mergeable_ranks=ranks, special_tokens={})
+    )
+
+
+class RunReferee:
+    """A character-level lab run, by its own merge records: a pair ranks as the first merge of those two parts'
+    bytes; a word starts as its characters and ``</w>``."""
+
+    chars = False
+
+    def __init__(self, steps):
+        self.pairs: dict[tuple[bytes, bytes], int] = {}
+        for rank, step in enumerate(steps):
+            self.pairs.setdefault((step.left, step.right), rank)
+
+    def symbols(self, text: str) -> list[bytes]:
+        return [c.encode("utf-8") for c in text] + [b"</w>"]
+
+    def rank(self, left: bytes, right: bytes) -> int | None:
+        return self.pairs.get((left, right))

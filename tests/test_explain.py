@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 import realtext
-from explain_referees import referee
+from explain_referees import RunReferee, SentencePieceReferee, referee, tiktoken_referee
 
 from app.engines import registry
 from app.engines.explain import Explainer
@@ -144,3 +144,151 @@ def test_explanations_replay_by_the_reference(name):
             seen.add(unit.text)
             for index in range(unit.first, unit.first + len(unit.ids)):
                 check(explainer.explain(index).to_dict(), ref, ref_ids)
+
+
+# -- Tokenplay's own models: custom-bpe and lab runs, by tiktoken / sentencepiece / the run's records ----------------
+LAB_CORPUS = "the lower lowest newer newest wider widest " * 20 + "東京の東京 naïve 😀 code_block = 42\n"
+
+
+def lab_tokenizer(corpus: str, **options):
+    from app.lab.algorithms import Options, train
+    from app.lab.runs import Run
+    from app.lab.tokenizers import spec_for
+
+    opts = Options(**options).check(10_000)
+    trained = train(corpus, opts, max_merges=10_000)
+    run = Run("t0", corpus, opts, status="done", base=trained.base, steps=trained.steps, model=trained.model)
+    return run, spec_for(run).factory()
+
+
+def check_all(tok, ref, texts: list[str]) -> None:
+    for text in texts:
+        explainer = Explainer(tok, text)
+        ref_ids = ref.encode(text)
+        assert explainer.result.ids == ref_ids
+        for index in range(len(ref_ids)):
+            check(explainer.explain(index).to_dict(), ref, ref_ids)
+
+
+def test_custom_bpe_explanations_replay_by_tiktoken():
+    tok = registry.get("custom-bpe")
+    check_all(tok, tiktoken_referee(dict(tok.ranks), tok.pattern), [LAB_CORPUS, HARD[0]])
+
+
+@pytest.mark.parametrize("pattern", ["gpt4", "whitespace", "none"])
+def test_lab_byte_run_explanations_replay_by_tiktoken(pattern):
+    _, tok = lab_tokenizer(LAB_CORPUS, algorithm="byte", pattern=pattern, merges=60)
+    check_all(tok, tiktoken_referee(dict(tok.ranks), tok.pattern), ["the newest wider 東京 " * 6 + "lowest?"])
+
+
+def test_lab_sentencepiece_run_explanations_replay_by_sentencepiece():
+    run, tok = lab_tokenizer(LAB_CORPUS, algorithm="sentencepiece", pattern="none", merges=40)
+    check_all(tok, SentencePieceReferee(run.model), ["the newest wider ꙮ 東京\nlowest  newer"])
+
+
+def test_lab_char_run_explanations_replay_by_the_run_records():
+    run, tok = lab_tokenizer(LAB_CORPUS, algorithm="char", pattern="whitespace", merges=40, end_of_word=True)
+    ref = RunReferee(run.steps)
+    text = "the newest  wider lowest ꙮ"
+    explainer = Explainer(tok, text)
+    kinds = set()
+    for index in range(len(explainer)):
+        e = explainer.explain(index).to_dict()
+        kinds.add(e["kind"])
+        assert e["token"]["id"] == tok.encode(text)[index]
+        if e["kind"] == "merge":
+            parts = replay(e, ref)
+            first, end = e["pretoken"]["tokens"]
+            ids = tok.encode(text)[first:end]
+            if all(i in tok.vocab for i in ids):  # (a character the run never saw falls back to its bytes)
+                assert [tok.vocab[i] for i in ids] == parts
+            inner: list = []
+            tree_symbols(e["tree"], ref, inner)
+    assert kinds == {"merge", "plain", "byte_fallback"}
+
+
+# -- long pre-tokens, special tokens, rules, refusals ------------------------------------------------------------
+@pytest.mark.parametrize("name", ["cl100k_base", "llama-3", "gemma-3", "mistral-7b"])
+def test_long_pretokens_are_retraced_in_a_window_that_matches_the_reference(name):
+    ref, tok = referee(name), registry.get(name)
+    for text in ["a" * 3000, "東京スカイツリーは" * 200]:
+        explainer = Explainer(tok, text)
+        ref_ids = ref.encode(text)
+        for index in sorted({0, 1, len(ref_ids) // 2, len(ref_ids) - 1}):
+            e = explainer.explain(index).to_dict()
+            check(e, ref, ref_ids)
+            window = e["pretoken"]["window"]
+            if window is not None:
+                assert window["end"] - window["start"] <= 64 or len(e["steps"]) + 1 == len(
+                    bytes.fromhex(e["token"]["bytes"])
+                )
+                assert any("window" in note for note in e["notes"])
+
+
+def test_special_tokens_say_whether_they_were_parsed():
+    tok = registry.get("cl100k_base")
+    text = "hi<|endoftext|>there"
+    parsed = Explainer(tok, text, allow_special=True)
+    index = parsed.result.ids.index(100257)
+    e = parsed.explain(index).to_dict()
+    assert e["kind"] == "special" and e["steps"] == [] and e["token"]["special"]
+    assert "allowed" in e["notes"][0]
+    plain = Explainer(tok, text)
+    assert 100257 not in plain.result.ids
+    e = plain.explain(1).to_dict()  # a piece of "<|endoftext|>" as text
+    assert any("<|endoftext|>" in note and "not allowed" in note for note in e["notes"])
+
+
+def test_added_tokens_of_a_tokenizer_json_are_their_own_kind():
+    tok = registry.get("qwen3")
+    explainer = Explainer(tok, "a <think> b")
+    index = explainer.result.ids.index(151667)
+    e = explainer.explain(index).to_dict()
+    assert e["kind"] == "added" and e["steps"] == [] and e["pretoken"]["text"] == "<think>"
+
+
+@pytest.mark.parametrize(
+    "name, text, piece, rule",
+    [
+        ("cl100k_base", "x 1234567", "123", "digits, up to three at a time"),
+        ("qwen3", "x 1234567", "1", "one digit"),
+        ("gpt2", "it's", "'s", "a contraction ('s, 't, 're, 've, 'm, 'll, 'd)"),
+        ("deepseek-v3", "hi 東京です", "東京です", "a run of Chinese characters and kana"),
+        ("o200k_base", "x    y", "   ", "whitespace, leaving its last character to the word after it"),
+    ],
+)
+def test_a_pretoken_names_the_alternative_that_matched_it(name, text, piece, rule):
+    explainer = Explainer(registry.get(name), text)
+    unit = next(u for u in explainer.units if u.text == piece)
+    e = explainer.explain(unit.first).to_dict()
+    assert e["pretoken"]["text"] == piece and e["pretoken"]["rule"] == rule
+
+
+def test_sentencepiece_explanations_name_the_dummy_prefix_and_byte_fallback():
+    tok = registry.get("mistral-7b")
+    explainer = Explainer(tok, "Hello ꙮ")
+    first = explainer.explain(0).to_dict()
+    assert first["pretoken"]["text"].startswith("▁") and any("dummy prefix" in n for n in first["notes"])
+    kinds = [explainer.explain(i).to_dict()["kind"] for i in range(len(explainer))]
+    assert kinds.count("byte_fallback") == 3
+
+
+def test_index_out_of_range_and_non_bpe_tokenizers_are_refused():
+    from app.engines.base import Tokenizer
+    from app.engines.explain import NotExplainableError, TokenIndexError
+
+    with pytest.raises(TokenIndexError, match="out of range"):
+        Explainer(registry.get("gpt2"), "hello").explain(5)
+
+    class Characters(Tokenizer):
+        name = "characters"
+        n_vocab = 0x110000
+
+        def encode(self, text, *, allow_special=False):
+            return [ord(c) for c in text]
+
+        def token_bytes(self, token_id):
+            return chr(token_id).encode()
+
+    with pytest.raises(NotExplainableError, match="not a BPE tokenizer"):
+        Explainer(Characters(), "hello")

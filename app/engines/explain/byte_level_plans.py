@@ -127,19 +127,23 @@ class JSONPlan(_BytePlan):
 
 def pretokenizer_rule(pre, text: str, a: int, b: int) -> Rule:
     """The rule of a tokenizer.json pre-tokenizer that cut ``text[a:b]``: the pieces containing it are followed
-    through the ``Split`` steps; the last step where it was a match of the step's regex names it (a step that
-    found no match in it keeps it as it is)."""
+    through the ``Split`` steps; the last step that cut its piece out of a larger one names it (or, when no step
+    cut it, the first step whose regex matched it whole)."""
     steps = pre.steps
     if not steps:
         return Rule("no pre-tokenizer: the whole text between added tokens", None, "tokenizer.json")
     view = regex_view(text)
     rule = Rule("text no split rule matched, kept as it is", None, "tokenizer.json pre-tokenizer")
+    named_yet = False
     parent = (0, len(text))
     for n, step in enumerate(steps, 1):
         source = f"pre-tokenizer step {n} of {len(steps)} ({step.kind}, {step.behavior})"
         piece = next(p for p in step(view, [parent]) if p[0] <= a and b <= p[1])
         runs = [r for r in step.find(view, *parent) if piece[0] <= r[0] and r[1] <= piece[1]]
         matches = [r for r in runs if r[2]]
+        if piece == parent and (named_yet or not matches):
+            continue  # this step did not cut it
+        named_yet = True
         if len(runs) == 1 and matches and step.pattern is not None:
             found = named(step.pattern.pattern, step.pattern.flags).rule_at(
                 view[parent[0] : parent[1]], piece[0] - parent[0], piece[1] - parent[0], source
@@ -147,5 +151,7 @@ def pretokenizer_rule(pre, text: str, a: int, b: int) -> Rule:
             rule = found or Rule(f"a match of {step.pattern.pattern!r}", step.pattern.pattern, source)
         elif matches:
             rule = Rule(f"a match joined to its neighbour ({step.behavior})", None, source)
+        else:
+            rule = Rule(f"text between matches of step {n}", None, source)
         parent = piece
     return rule

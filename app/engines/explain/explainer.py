@@ -119,11 +119,6 @@ _BUILT: WeakKeyDictionary = WeakKeyDictionary()
 _TWINS: WeakKeyDictionary = WeakKeyDictionary()
 
 
-def register_plan(cls: type, factory: PlanFactory) -> None:
-    """Explain tokenizers of class ``cls`` (and its subclasses) with ``factory(tokenizer)`` (the lab adds its own)."""
-    _PLANS.insert(0, (cls, factory))
-
-
 def retracing_engine(tokenizer: Tokenizer) -> Tokenizer:
     """The engine that retraces ``tokenizer``'s merges: itself, or for a model served by a reference library our
     engine on the same data (its registered ``native-*`` twin, else one built from the same file)."""
@@ -151,6 +146,10 @@ def plan_for(tokenizer: Tokenizer) -> Plan:
     engine = retracing_engine(tokenizer)
     plan = _BUILT.get(engine)
     if plan is not None:
+        return plan
+    own = getattr(engine, "explain_plan", None)  # a tokenizer defined outside the engines brings its own plan
+    if own is not None:
+        plan = _BUILT[engine] = own()
         return plan
     for cls, factory in _PLANS:
         if isinstance(engine, cls):
@@ -200,7 +199,7 @@ class Explainer:
     def explain(self, index: int) -> Explanation:
         """Why token ``index`` is what it is."""
         unit = self.unit_of(index)
-        explanation = _explain_unit(self.plan, unit, self.result.window(index, 1)[0], index)
+        explanation = _explain_unit(self.plan, self.text, unit, self.result.window(index, 1)[0], index)
         explanation.tokenizer = self.tokenizer.name
         explanation.notes[:0] = _special_text_notes(self.tokenizer, self.plan, self.text, unit)
         return explanation
@@ -211,7 +210,7 @@ def explain(tokenizer: Tokenizer, text: str, index: int, *, allow_special: bool 
     return Explainer(tokenizer, text, allow_special=allow_special).explain(index)
 
 
-def _explain_unit(plan: Plan, unit: Unit, token: Token, index: int) -> Explanation:
+def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -> Explanation:
     plan.complete(unit)
     rule = _KIND_RULES.get(unit.kind) or plan.rule(unit)
     pre = PreToken(unit.start, unit.end, unit.text, rule, unit.first, len(unit.ids), unit.whole)
@@ -226,7 +225,7 @@ def _explain_unit(plan: Plan, unit: Unit, token: Token, index: int) -> Explanati
     part, sub = unit.part_of(index - unit.first)
     unknown = plan.unknown(unit, part)
     if unknown is not None:
-        notes.insert(0, _unknown_note(plan, unit, part, sub, unknown))
+        notes.insert(0, _unknown_note(text[token.start : token.end], sub, unknown))
         return answer(unknown, [], Tree(token.bytes))
     if unit.whole:
         tree, note = _whole_tree(plan, unit.parts[0])
@@ -305,16 +304,15 @@ _KIND_NOTES = {
 }
 
 
-def _unknown_note(plan: Plan, unit: Unit, part: int, sub: int, kind: str) -> str:
-    piece = unit.parts[part]
+def _unknown_note(char: str, sub: int, kind: str) -> str:
     if kind == "byte_fallback":
-        data = plan.data(piece)
+        data = char.encode("utf-8")
         pieces = " ".join(f"<0x{b:02X}>" for b in data)
         return (
-            f"{piece!r} is no piece of the vocabulary, so byte fallback writes its UTF-8 bytes as the pieces "
-            f"{pieces}; this token is byte {sub + 1} of {len(data)}. No merge made it."
+            f"{char!r} is no token of the vocabulary, so byte fallback writes its UTF-8 bytes as the tokens "
+            f"{pieces}; this is byte {sub + 1} of {len(data)}. No merge made it."
         )
-    return f"{piece!r} is no piece of the vocabulary and the model has no byte fallback: it becomes <unk>."
+    return f"{char!r} is no token of the vocabulary and the model has no byte fallback: it becomes <unk>."
 
 
 _SPECIAL_RES: WeakKeyDictionary = WeakKeyDictionary()

@@ -4,7 +4,7 @@ how to retrace and name them (:class:`Plan`).
 A unit is a pre-token (byte-level BPE), a stretch of normalized text that merges on its own (SentencePiece), or
 something that was never merged: a special or added token, text a lab tokenizer leaves between words. Units
 tile the token ids in order, so the unit of token ``i`` is found by its first index. Each family has its plan
-(:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`; the lab registers its own): it cuts a text into units
+(:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`; the lab's tokenizers bring their own): it cuts a text into units
 exactly as its engine does, gives the symbols a unit's merge starts from, the ranking the engine merges them
 with, and the rule that cut the unit. This module holds no family's logic.
 """
