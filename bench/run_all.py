@@ -22,6 +22,7 @@ SCRIPTS = [
     ("SentencePiece engine and trainer (issue 4)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),
+    ("Explain a token: server time for any token of 10 KB (issue 15)", "bench_explain.py", [], ["--quick"]),
     ("Load: 50 typists and 5 trainings on loopback (issue 7)", "load.py", [], ["--duration", "8", "--typists", "10"]),
     (
         "Load again, with a worker SIGKILLed 8 s in: no stored run lost (issue 7)",
