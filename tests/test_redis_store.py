@@ -200,3 +200,16 @@ def test_the_queue_limit_holds_across_machines(redis_url, tmp_path):
         assert wait_done(cb, big.json()["id"], timeout=30)["status"] == "cancelled"
         again = cb.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
         assert again.status_code in (200, 202), again.text
+
+
+def test_an_uploaded_tokenizer_is_kept_in_redis_for_every_machine(redis_url, tmp_path):
+    from app.engines.datafiles import data_path
+
+    a, b = _app(redis_url, tmp_path, "a"), _app(redis_url, tmp_path, "b")  # no shared directory: only Redis
+    with TestClient(a) as ca, TestClient(b) as cb:
+        path = data_path("openai/gpt2.tiktoken")
+        r = ca.post("/api/tokenizers", files={"file": (path.name, path.read_bytes())}, data={"pattern": "gpt2"})
+        assert r.status_code == 201, r.text
+        cb.cookies.update(dict(ca.cookies))  # the same browser, answered by another machine
+        got = cb.post("/api/tokenize", json={"text": "hello world", "tokenizer": r.json()["name"]})
+        assert got.status_code == 200 and got.json()["ids"] == [31373, 995]
