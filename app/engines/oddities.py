@@ -3,7 +3,8 @@ which token to explain. Everything shown is computed by the engines when asked (
 the only fixed things here are the input texts, and the list of words that :func:`longer_prefix` searches.
 
 Each :class:`Oddity` has rows (a text in a model); a row's explained token is the one covering the first
-character of its ``focus`` (or the first token when there is none). This module does not render anything.
+character of the last occurrence of its ``focus`` (or the first token when there is none). This module does
+not render anything.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ class Row:
     focus: str = ""  # the token covering this text's first character is the one explained
 
     def focus_offset(self) -> int:
-        at = self.text.find(self.focus) if self.focus else 0
+        """Where the explained token is: the last occurrence of ``focus`` (a trailing space is the last space)."""
+        at = self.text.rfind(self.focus) if self.focus else 0
         return max(at, 0)
 
 
@@ -32,6 +34,7 @@ class Oddity:
     title: str
     lesson: str
     rows: tuple[Row, ...]
+    explained: int = 0  # the row whose token is explained on the page (every row links to its explanation)
 
 
 def _rows(texts: tuple[str, ...], tokenizers: tuple[str, ...], focus: str = "") -> tuple[Row, ...]:
@@ -84,6 +87,7 @@ def oddities() -> list[Oddity]:
             "Words carry the space before them. A space at the end has no word to go with, so it is a token of its "
             "own, one the model rarely saw at the end of a prompt.",
             _rows(("Once upon a time", "Once upon a time "), ("cl100k_base",), " "),
+            explained=1,
         ),
         Oddity(
             "case-and-space",

@@ -46,7 +46,9 @@ class _BytePlan(Plan):
     def complete(self, unit: Unit) -> None:
         encoder = self.encoder
         unit.parts = [self.tokenizer.token_bytes(i) for i in unit.ids]
-        unit.whole = encoder.whole and len(unit.ids) == 1 and encoder.ranks.get(unit.text.encode("utf-8")) is not None
+        data = unit.text.encode("utf-8")
+        # one byte is a token of its own whatever the rule: only a longer pre-token is "taken whole"
+        unit.whole = encoder.whole and len(unit.ids) == 1 and len(data) > 1 and encoder.ranks.get(data) is not None
 
     def _units(self, spans: list[tuple[int, int, str, object]], first: int) -> list[Unit]:
         """Units for pre-tokens given as ``(start, end, text, context)``, their ids from the encoder."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from .. import registry
@@ -35,7 +35,7 @@ from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import NativeOpenAITokenizer, RankTokenizer
 from ..huggingface import HuggingFaceTokenizer
 from ..openai import ENCODINGS, TiktokenTokenizer
-from ..result import Token
+from ..result import Token, TokenizeResult
 from ..sentencepiece.json_model import SentencePieceJSONTokenizer
 from ..sentencepiece.model import SentencePieceTokenizer
 from .byte_level_plans import JSONPlan, RankPlan
@@ -93,6 +93,8 @@ class Explanation:
     steps: list[Step]
     tree: Tree
     notes: list[str]
+    pieces: list[bytes] = field(default_factory=list)  # the pre-token's tokens (as merged), for the views
+    piece: int = 0  # which of them this token is (or is a byte of)
 
     def to_dict(self) -> dict:
         return {
@@ -170,12 +172,15 @@ def pretoken_spans(tokenizer: Tokenizer, text: str, allow_special: bool = False)
 class Explainer:
     """One text's tokens, ready to explain any of them: tokenized and cut into units once."""
 
-    def __init__(self, tokenizer: Tokenizer, text: str, *, allow_special: bool = False):
+    def __init__(
+        self, tokenizer: Tokenizer, text: str, *, allow_special: bool = False, result: TokenizeResult | None = None
+    ):
+        """``result``: the tokenizer's result for this text and flag, when the caller has it already."""
         check_text(text)
         self.tokenizer = tokenizer
         self.text = text
         self.plan = plan_for(tokenizer)
-        self.result = tokenizer.tokenize(text, allow_special=allow_special)
+        self.result = result if result is not None else tokenizer.tokenize(text, allow_special=allow_special)
         self.units = self.plan.units(text, allow_special)
         if [i for u in self.units for i in u.ids] != self.result.ids:
             raise NotExplainableError(
@@ -195,6 +200,19 @@ class Explainer:
                 f"token index {index} is out of range: the text has {n} tokens" + (f" (0..{n - 1})" if n else "")
             )
         return self.units[bisect_right(self._firsts, index) - 1]
+
+    def index_at(self, offset: int) -> int:
+        """The index of the token that covers character ``offset`` of the text (the first one, when a character
+        is cut into several tokens; the last token when ``offset`` is past the end)."""
+        starts = [u.start for u in self.units]
+        k = max(0, bisect_right(starts, offset) - 1)
+        while k + 1 < len(self.units) and self.units[k].end <= offset:
+            k += 1  # a unit that ends before the offset (text between units: no token covers it)
+        unit = self.units[k] if self.units else None
+        if unit is None:
+            raise TokenIndexError("the text has no tokens")
+        tokens = self.result.window(unit.first, len(unit.ids))
+        return unit.first + next((i for i, t in enumerate(tokens) if t.end > offset), len(tokens) - 1)
 
     def explain(self, index: int) -> Explanation:
         """Why token ``index`` is what it is."""
@@ -216,13 +234,15 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
     pre = PreToken(unit.start, unit.end, unit.text, rule, unit.first, len(unit.ids), unit.whole)
     notes = plan.notes(unit)
 
+    part, sub = unit.part_of(index - unit.first) if unit.parts else (0, 0)
+    pieces = list(map(plan.data, unit.parts)) if unit.parts else [token.bytes]
+
     def answer(kind: str, steps: list[Step], tree: Tree) -> Explanation:
-        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes)
+        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, pieces, part)
 
     if unit.kind != "merge":
         notes.insert(0, _KIND_NOTES[unit.kind])
         return answer(unit.kind, [], Tree(token.bytes))
-    part, sub = unit.part_of(index - unit.first)
     unknown = plan.unknown(unit, part)
     if unknown is not None:
         notes.insert(0, _unknown_note(text[token.start : token.end], sub, unknown))

@@ -53,6 +53,7 @@ class Candidate:
     left: bytes
     right: bytes
     rank: int
+    index: int = -1  # position of the left part among the parts at that moment
 
     def to_dict(self) -> dict:
         return {"left": self.left.hex(), "right": self.right.hex(), "rank": self.rank}
@@ -118,7 +119,7 @@ def retrace(
     steps: list[Step] = []
     for k, ((raw, i, left, right), present) in enumerate(zip(records, candidates)):
         step = Step(
-            data(left), data(right), rank(raw), i, [Candidate(data(a), data(b), rank(r)) for r, _, a, b in present]
+            data(left), data(right), rank(raw), i, [Candidate(data(a), data(b), rank(r), j) for r, j, a, b in present]
         )
         steps.append(step)
         trees[i] = Tree(trees[i].data + trees[i + 1].data, step.rank, (trees[i], trees[i + 1]), k)
