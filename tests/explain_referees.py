@@ -6,6 +6,7 @@ A referee works in the model's symbol space: bytes for byte-level BPE, character
 SentencePiece-style models. ``rank(left, right)`` is the rank of merging two parts (lower merges first; ``None``:
 they never merge), ``parts(ids)`` turns ids back into parts (a character written as byte-fallback pieces is one
 part again), ``single(text)`` encodes one pre-token on its own where the library can (``None`` where it cannot).
+:class:`Characters` is a tokenizer that is not BPE, for the refusals.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from oracles import tiktoken_encoding
 from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines import datafiles
+from app.engines.base import Tokenizer
 from app.engines.npm_models import NPM_MODELS
 
 OPENAI = ("gpt2", "p50k_base", "cl100k_base", "o200k_base", "o200k_harmony")
@@ -239,3 +241,16 @@ class RunReferee:
 
     def rank(self, left: bytes, right: bytes) -> int | None:
         return self.pairs.get((left, right))
+
+
+class Characters(Tokenizer):
+    """One token per character (its code point): a tokenizer that is not BPE."""
+
+    name = "characters"
+    n_vocab = 0x110000
+
+    def encode(self, text, *, allow_special=False):
+        return [ord(c) for c in text]
+
+    def token_bytes(self, token_id):
+        return chr(token_id).encode()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 import realtext
-from explain_referees import RunReferee, SentencePieceReferee, referee, tiktoken_referee
+from explain_referees import Characters, RunReferee, SentencePieceReferee, referee, tiktoken_referee
 
 from app.engines import registry
 from app.engines.explain import Explainer
@@ -274,21 +274,10 @@ def test_sentencepiece_explanations_name_the_dummy_prefix_and_byte_fallback():
 
 
 def test_index_out_of_range_and_non_bpe_tokenizers_are_refused():
-    from app.engines.base import Tokenizer
     from app.engines.explain import NotExplainableError, TokenIndexError
 
     with pytest.raises(TokenIndexError, match="out of range"):
         Explainer(registry.get("gpt2"), "hello").explain(5)
-
-    class Characters(Tokenizer):
-        name = "characters"
-        n_vocab = 0x110000
-
-        def encode(self, text, *, allow_special=False):
-            return [ord(c) for c in text]
-
-        def token_bytes(self, token_id):
-            return chr(token_id).encode()
 
     with pytest.raises(NotExplainableError, match="not a BPE tokenizer"):
         Explainer(Characters(), "hello")

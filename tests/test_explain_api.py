@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from explain_referees import Characters
+
 from app.cli import main
 from app.engines import registry
-from app.engines.base import Tokenizer
 from app.engines.registry import TokenizerSpec
 
 KEYS = {"tokenizer", "token", "pretoken", "steps", "tree", "kind"}
@@ -65,21 +66,9 @@ def test_explain_refuses_an_index_out_of_range_with_422(client):
         assert r.status_code == 422 and "out of range" in r.json()["detail"]
 
 
-class _Characters(Tokenizer):
-    """One token per character: not BPE."""
-
-    n_vocab = 0x110000
-
-    def encode(self, text, *, allow_special=False):
-        return [ord(c) for c in text]
-
-    def token_bytes(self, token_id):
-        return chr(token_id).encode()
-
-
 @pytest.fixture()
 def characters():
-    registry.register(TokenizerSpec("test-characters", "characters", "test", _Characters))
+    registry.register(TokenizerSpec("test-characters", "characters", "test", Characters))
     yield "test-characters"
     registry.unregister("test-characters")
 

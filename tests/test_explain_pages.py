@@ -9,11 +9,10 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from explain_referees import referee
+from explain_referees import Characters, referee
 from xss_payloads import ALL, injected
 
 from app.engines import oddities
-from app.engines.base import Tokenizer
 from app.engines.registry import TokenizerSpec, register, unregister
 
 HTMX = {"HX-Request": "true"}
@@ -49,18 +48,8 @@ def test_render_with_pre_marks_the_pre_token_starts(client):
     assert ["pt" in cls.split() for cls in spans] == [True, True, True, False]  # " unbelie" | "vably"
 
 
-class _Characters(Tokenizer):
-    n_vocab = 0x110000
-
-    def encode(self, text, *, allow_special=False):
-        return [ord(c) for c in text]
-
-    def token_bytes(self, token_id):
-        return chr(token_id).encode()
-
-
 def test_a_tokenizer_that_is_not_bpe_says_so_in_the_panel(client):
-    register(TokenizerSpec("test-chars", "characters", "test", _Characters))
+    register(TokenizerSpec("test-chars", "characters", "test", Characters))
     try:
         r = client.get("/", params={"tokenizer": "test-chars", "text": "abc", "explain": "0"})
         assert r.status_code == 200 and "not a BPE tokenizer" in r.text

@@ -18,7 +18,7 @@ from ..bpe.patterns import split_specials
 from ..hf_unicode import regex_view
 from ..merging import Ranking
 from .split_rules import Rule, named
-from .units import Plan, Unit
+from .units import Plan, Unit, added_token_units
 
 
 def _pair(left: bytes, right: bytes) -> tuple[bytes, bytes]:
@@ -105,22 +105,16 @@ class JSONPlan(_BytePlan):
         super().__init__(tokenizer, tokenizer.encoder)
 
     def units(self, text: str, allow_special: bool) -> list[Unit]:
-        units: list[Unit] = []
-        first = 0
-        for piece in self.tokenizer.added.split(text, allow_special):
-            if piece.token is not None:
-                kind = "special" if piece.token.special else "added"
-                units.append(Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind))
-                first += 1
-                continue
-            spans, text, at = piece.spans, piece.text, piece.start
-            found = [
-                ((spans[a][0], spans[b - 1][1]) if spans else (at + a, at + b)) + (text[a:b], (text, a, b))
-                for a, b in self.tokenizer.pre(text)
-            ]
-            units.extend(self._units(found, first))
-            first = units[-1].first + len(units[-1].ids) if units else first
-        return units
+        return added_token_units(self.tokenizer.added, text, allow_special, self._plain)
+
+    def _plain(self, piece, first: int) -> list[Unit]:
+        """The pre-tokens of the normalized text between added tokens, placed back in the input."""
+        spans, text, at = piece.spans, piece.text, piece.start
+        found = [
+            ((spans[a][0], spans[b - 1][1]) if spans else (at + a, at + b)) + (text[a:b], (text, a, b))
+            for a, b in self.tokenizer.pre(text)
+        ]
+        return self._units(found, first)
 
     def rule(self, unit: Unit) -> Rule:
         text, a, b = unit.context

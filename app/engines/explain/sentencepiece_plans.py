@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..sentencepiece.json_model import SentencePieceJSONTokenizer
 from ..sentencepiece.model import SentencePieceTokenizer, byte_piece
 from .errors import NotExplainableError
 from .split_rules import Rule
-from .units import Plan, Unit
+from .units import Plan, Unit, added_token_units
 
 _SPACES = ("\u2581", " ")
 SpanOf = Callable[[int, int], tuple[int, int]]
@@ -140,24 +139,18 @@ class SentencePieceJSONPlan(SentencePiecePlan):
 
     special_off = "special tokens were not allowed, so its text was encoded as ordinary text"
 
-    def __init__(self, tokenizer: SentencePieceJSONTokenizer):
-        super().__init__(tokenizer)
-
     def units(self, text: str, allow_special: bool) -> list[Unit]:
+        return added_token_units(self.tokenizer.added, text, allow_special, self._words)
+
+    def _words(self, piece, first: int) -> list[Unit]:
+        """The stretches of each word of the normalized text between added tokens, placed back in the input."""
         units: list[Unit] = []
-        first = 0
-        for piece in self.tokenizer.added.split(text, allow_special):
-            if piece.token is not None:
-                kind = "special" if piece.token.special else "added"
-                units.append(Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind))
-                first += 1
-                continue
-            spans = piece.spans
-            for a, b in self.tokenizer.pre(piece.text):
-                if spans:
-                    span_of = lambda i, j, a=a, spans=spans: (spans[a + i][0], spans[a + j - 1][1])  # noqa: E731
-                else:
-                    span_of = lambda i, j, a=a, start=piece.start: (start + a + i, start + a + j)  # noqa: E731
-                found, first = self._units(piece.text[a:b], first, span_of)
-                units.extend(found)
+        spans = piece.spans
+        for a, b in self.tokenizer.pre(piece.text):
+            if spans:
+                span_of = lambda i, j, a=a, spans=spans: (spans[a + i][0], spans[a + j - 1][1])  # noqa: E731
+            else:
+                span_of = lambda i, j, a=a, start=piece.start: (start + a + i, start + a + j)  # noqa: E731
+            found, first = self._units(piece.text[a:b], first, span_of)
+            units.extend(found)
         return units

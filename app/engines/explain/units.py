@@ -118,3 +118,22 @@ class Plan(ABC):
 
 
 PlanFactory = Callable[[Tokenizer], Plan]
+
+
+def added_token_units(added, text: str, allow_special: bool, plain: Callable[[Any, int], list[Unit]]) -> list[Unit]:
+    """The units of a text for a tokenizer.json model: each added token a unit of its own (found first, as
+    ``tokenizers`` finds them: :class:`~app.engines.added_tokens.AddedVocabulary`), and ``plain(piece, first)``
+    the units of the normalized text between them, from token ``first`` on."""
+    units: list[Unit] = []
+    first = 0
+    for piece in added.split(text, allow_special):
+        if piece.token is not None:
+            kind = "special" if piece.token.special else "added"
+            units.append(Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind))
+            first += 1
+            continue
+        found = plain(piece, first)
+        units.extend(found)
+        if found:
+            first = found[-1].first + len(found[-1].ids)
+    return units
