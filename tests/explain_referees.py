@@ -78,11 +78,10 @@ class HFByteReferee:
 
     chars = False
 
-    def __init__(self, name: str):
-        path = datafiles.data_path(NPM_MODELS[name].tokenizer_file)
-        self.library = HFTokenizer.from_file(str(path))
+    def __init__(self, data: bytes):
+        self.library = HFTokenizer.from_str(data.decode("utf-8"))
         self.library.encode_special_tokens = True
-        spec = orjson.loads(path.read_bytes())
+        spec = orjson.loads(data)
         to_byte = {c: b for b, c in gpt2_byte_chars().items()}
         as_bytes = functools.cache(lambda s: bytes(to_byte[c] for c in s))
         self.pairs = {(as_bytes(a), as_bytes(b)): r for r, (a, b) in enumerate(_merges(spec))}
@@ -153,11 +152,10 @@ class _PieceReferee:
 class HFPieceReferee(_PieceReferee):
     """A SentencePiece-style tokenizer.json (Gemma 3) served by Hugging Face ``tokenizers``."""
 
-    def __init__(self, name: str):
-        path = datafiles.data_path(NPM_MODELS[name].tokenizer_file)
-        self.library = HFTokenizer.from_file(str(path))
+    def __init__(self, data: bytes):
+        self.library = HFTokenizer.from_str(data.decode("utf-8"))
         self.library.encode_special_tokens = True
-        spec = orjson.loads(path.read_bytes())
+        spec = orjson.loads(data)
         self.pairs = {pair: r for r, pair in enumerate(_merges(spec))}
         self.vocab = spec["model"]["vocab"]
         self.by_id = {i: p for p, i in self.vocab.items()}
@@ -213,9 +211,8 @@ def referee(name: str):
         return TiktokenReferee(tiktoken_encoding(name))
     if name == "mistral-7b":
         return SentencePieceReferee(datafiles.verified_bytes(MISTRAL))
-    if name == "gemma-3":
-        return HFPieceReferee(name)
-    return HFByteReferee(name)
+    data = datafiles.data_path(NPM_MODELS[name].tokenizer_file).read_bytes()
+    return HFPieceReferee(data) if name == "gemma-3" else HFByteReferee(data)
 
 
 def tiktoken_referee(ranks: dict[bytes, int], pattern: str | None) -> TiktokenReferee:

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import pytest
 import realtext
-from explain_referees import Characters, RunReferee, SentencePieceReferee, referee, tiktoken_referee
+from explain_referees import (
+    Characters,
+    HFByteReferee,
+    RunReferee,
+    SentencePieceReferee,
+    referee,
+    tiktoken_referee,
+)
 
 from app.engines import registry
 from app.engines.explain import Explainer
@@ -205,6 +212,43 @@ def test_lab_char_run_explanations_replay_by_the_run_records():
             inner: list = []
             tree_symbols(e["tree"], ref, inner)
     assert kinds == {"merge", "plain", "byte_fallback"}
+
+
+# -- uploaded tokenizer files ----------------------------------------------------------------------------------------
+def trained_tokenizer_json() -> bytes:
+    """A small byte-level BPE trained by Hugging Face tokenizers itself (a file a user might upload)."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    tok = HFTokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([LAB_CORPUS] * 3, trainer=trainer)
+    return tok.to_str().encode()
+
+
+@pytest.mark.parametrize("engine", ["huggingface", "tokenplay"])
+def test_an_uploaded_tokenizer_json_is_explained_in_either_engine(engine):
+    from app.engines.loaders import load_tokenizer
+
+    data = trained_tokenizer_json()
+    tok = load_tokenizer(data, name="my-upload", engine=engine)
+    check_all(tok, HFByteReferee(data), ["the newest wider 東京 lowest?"])
+    engine_name = Explainer(tok, "newer").explain(0).engine
+    assert engine_name == ("native-my-upload" if engine == "huggingface" else "my-upload")
+
+
+def test_an_uploaded_tiktoken_file_is_explained(tmp_path):
+    from app.cli import main
+    from app.engines.loaders import load_tokenizer
+
+    ranks_text = registry.get("custom-bpe").tiktoken_ranks_text().encode()
+    tok = load_tokenizer(ranks_text, name="ranks", pattern="gpt4")
+    check_all(tok, tiktoken_referee(dict(tok.ranks), tok.pattern), [LAB_CORPUS[-60:]])
+    path = tmp_path / "ranks.tiktoken"
+    path.write_bytes(ranks_text)
+    assert main(["explain", "--file", str(path), "--pattern", "gpt4", "--index", "0", "--tree", "lowest"]) == 0
 
 
 # -- long pre-tokens, special tokens, rules, refusals ------------------------------------------------------------
