@@ -8,6 +8,8 @@ to its bytes. Steps and trees show the run's own token text (``</w>`` and ``▁`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from app.engines.explain.split_rules import Rule
 from app.engines.explain.units import Plan, Unit
 from app.engines.merging import Ranking
@@ -33,24 +35,22 @@ class LabPlan(Plan):
         opts = tokenizer.run.options
         self.source = "the run's SentencePiece-style words" if tokenizer.sp else f"the run's {opts.pattern} split"
 
-    def units(self, text: str, allow_special: bool) -> list[Unit]:
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         tok = self.tokenizer
-        units: list[Unit] = []
         first = 0
         for a, b, base in tok.words(text):
             word = text[a:b]
             if base is None:
                 ids = tok.plain_ids(word)
-                units.append(Unit(a, b, word, first, ids, "plain"))
+                yield Unit(a, b, word, first, ids, "plain")
             else:
                 merged = tok.merges.apply(base)
                 groups = tok.word_tokens(word, merged)
                 ids = [i for group in groups for i in group]
                 if not ids:
                     continue
-                units.append(Unit(a, b, word, first, ids, parts=merged, per_part=list(map(len, groups)), context=base))
+                yield Unit(a, b, word, first, ids, parts=merged, per_part=list(map(len, groups)), context=base)
             first += len(ids)
-        return units
 
     def rule(self, unit: Unit) -> Rule:
         if unit.kind == "plain":

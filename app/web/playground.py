@@ -144,8 +144,9 @@ def _explained(tok, choice: Choice, result=None) -> dict:
 
 
 def pretoken_marks(window: TokenWindow, explainer: Explainer) -> TokenWindow:
-    """The window with class ``pt`` on every span that starts a pre-token (the pre-tokens layer)."""
-    starts = {u.start for u in explainer.units}
+    """The window with class ``pt`` on every span that starts a pre-token (the pre-tokens layer); pre-tokens are
+    cut only as far as the window reaches."""
+    starts = {u.start for u in explainer.through(window.token_stop)}
     return with_marks(window, (("pt" if s.start in starts else "", ()) for s in window.spans))
 
 

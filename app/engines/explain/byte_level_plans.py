@@ -12,6 +12,9 @@ It does not encode anything itself and does not decide how a pre-token is merged
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
 from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import RankTokenizer
 from ..bpe.patterns import split_specials
@@ -50,13 +53,17 @@ class _BytePlan(Plan):
         # one byte is a token of its own whatever the rule: only a longer pre-token is "taken whole"
         unit.whole = encoder.whole and len(unit.ids) == 1 and len(data) > 1 and encoder.ranks.get(data) is not None
 
-    def _units(self, spans: list[tuple[int, int, str, object]], first: int) -> list[Unit]:
-        """Units for pre-tokens given as ``(start, end, text, context)``, their ids from the encoder."""
-        units = []
-        for (start, end, text, context), ids in zip(spans, self.encoder.pretoken_ids([s[2] for s in spans])):
-            units.append(Unit(start, end, text, first, ids, context=context))
-            first += len(ids)
-        return units
+    def _units(self, spans: Iterable[tuple[int, int, str, object]], first: int) -> Iterator[Unit]:
+        """Units for pre-tokens given as ``(start, end, text, context)``, their ids from the encoder's cache a
+        batch at a time."""
+        spans = iter(spans)
+        while batch := list(islice(spans, _BATCH)):
+            for (start, end, text, context), ids in zip(batch, self.encoder.pretoken_ids([s[2] for s in batch])):
+                yield Unit(start, end, text, first, ids, context=context)
+                first += len(ids)
+
+
+_BATCH = 256  # pre-tokens cut at a time: a token near the start of a long text needs few of them
 
 
 class RankPlan(_BytePlan):
@@ -70,24 +77,23 @@ class RankPlan(_BytePlan):
         pattern = self.encoder.pattern
         self.named = named(pattern) if pattern is not None else None
 
-    def units(self, text: str, allow_special: bool) -> list[Unit]:
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         specials = self.tokenizer.special_tokens
         regex = self.encoder.special_regex(specials) if allow_special and specials else None
-        units: list[Unit] = []
         pos = first = 0
         for segment, is_special in split_specials(text, regex):
             if is_special:
-                units.append(Unit(pos, pos + len(segment), segment, first, [specials[segment]], "special"))
+                yield Unit(pos, pos + len(segment), segment, first, [specials[segment]], "special")
                 first += 1
             else:
                 if self.named is None:
-                    spans = [(pos, pos + len(segment), segment, None)]
+                    spans = iter([(pos, pos + len(segment), segment, None)])
                 else:
-                    spans = [(pos + m.start(), pos + m.end(), m.group(), m) for m in self.named.regex.finditer(segment)]
-                units.extend(self._units(spans, first))
-                first = units[-1].first + len(units[-1].ids) if units else first
+                    spans = ((pos + m.start(), pos + m.end(), m.group(), m) for m in self.named.regex.finditer(segment))
+                for unit in self._units(spans, first):
+                    yield unit
+                    first = unit.first + len(unit.ids)
             pos += len(segment)
-        return units
 
     def rule(self, unit: Unit) -> Rule:
         if self.named is None:
@@ -104,16 +110,16 @@ class JSONPlan(_BytePlan):
     def __init__(self, tokenizer: ByteLevelJSONTokenizer):
         super().__init__(tokenizer, tokenizer.encoder)
 
-    def units(self, text: str, allow_special: bool) -> list[Unit]:
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         return added_token_units(self.tokenizer.added, text, allow_special, self._plain)
 
-    def _plain(self, piece, first: int) -> list[Unit]:
+    def _plain(self, piece, first: int) -> Iterator[Unit]:
         """The pre-tokens of the normalized text between added tokens, placed back in the input."""
         spans, text, at = piece.spans, piece.text, piece.start
-        found = [
+        found = (
             ((spans[a][0], spans[b - 1][1]) if spans else (at + a, at + b)) + (text[a:b], (text, a, b))
             for a, b in self.tokenizer.pre(text)
-        ]
+        )
         return self._units(found, first)
 
     def rule(self, unit: Unit) -> Rule:

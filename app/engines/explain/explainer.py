@@ -166,11 +166,15 @@ def plan_for(tokenizer: Tokenizer) -> Plan:
 # -- explaining --------------------------------------------------------------------------------------------------
 def pretoken_spans(tokenizer: Tokenizer, text: str, allow_special: bool = False) -> list[tuple[int, int, int, int]]:
     """Every unit of ``text`` as ``(start, end, first token, token count)``: the pre-tokens layer of the views."""
-    return [(u.start, u.end, u.first, len(u.ids)) for u in plan_for(tokenizer).units(text, allow_special)]
+    return [
+        (u.start, u.end, u.first, len(u.ids)) for u in Explainer(tokenizer, text, allow_special=allow_special).units
+    ]
 
 
 class Explainer:
-    """One text's tokens, ready to explain any of them: tokenized and cut into units once."""
+    """One text's tokens, ready to explain any of them. The text is tokenized once; its units are cut only as far
+    as the tokens asked about (a token near the start of 1 MB costs little), each checked against the
+    tokenizer's own ids as it is cut."""
 
     def __init__(
         self, tokenizer: Tokenizer, text: str, *, allow_special: bool = False, result: TokenizeResult | None = None
@@ -181,16 +185,47 @@ class Explainer:
         self.text = text
         self.plan = plan_for(tokenizer)
         self.result = result if result is not None else tokenizer.tokenize(text, allow_special=allow_special)
-        self.units = self.plan.units(text, allow_special)
-        if [i for u in self.units for i in u.ids] != self.result.ids:
-            raise NotExplainableError(
-                f"Tokenplay's engine does not give {tokenizer.name}'s ids for this text, so its merges cannot "
-                "explain them"
-            )
-        self._firsts = [u.first for u in self.units]
+        self._cut = self.plan.units(text, allow_special)
+        self._units: list[Unit] = []
+        self._firsts: list[int] = []
+        self._tokens = 0  # tokens covered by the units cut so far
 
     def __len__(self) -> int:
         return len(self.result.ids)
+
+    def _more(self) -> bool:
+        """Cut one more unit (checked against the tokenizer's ids); False when there are no more."""
+        unit = next(self._cut, None)
+        if unit is None:
+            if self._tokens != len(self.result.ids):
+                self._disagree()
+            return False
+        ids = self.result.ids
+        if unit.first != self._tokens or list(ids[unit.first : unit.first + len(unit.ids)]) != list(unit.ids):
+            self._disagree()
+        self._units.append(unit)
+        self._firsts.append(unit.first)
+        self._tokens += len(unit.ids)
+        return True
+
+    def _disagree(self):
+        raise NotExplainableError(
+            f"Tokenplay's engine does not give {self.tokenizer.name}'s ids for this text, so its merges cannot "
+            "explain them"
+        )
+
+    def through(self, index: int) -> list[Unit]:
+        """The units cut so far, at least up to the one holding token ``index``."""
+        while self._tokens <= index and self._more():
+            pass
+        return self._units
+
+    @property
+    def units(self) -> list[Unit]:
+        """Every unit of the text."""
+        while self._more():
+            pass
+        return self._units
 
     def unit_of(self, index: int) -> Unit:
         """The unit token ``index`` came from."""
@@ -199,18 +234,18 @@ class Explainer:
             raise TokenIndexError(
                 f"token index {index} is out of range: the text has {n} tokens" + (f" (0..{n - 1})" if n else "")
             )
-        return self.units[bisect_right(self._firsts, index) - 1]
+        self.through(index)
+        return self._units[bisect_right(self._firsts, index) - 1]
 
     def index_at(self, offset: int) -> int:
         """The index of the token that covers character ``offset`` of the text (the first one, when a character
         is cut into several tokens; the last token when ``offset`` is past the end)."""
-        starts = [u.start for u in self.units]
-        k = max(0, bisect_right(starts, offset) - 1)
-        while k + 1 < len(self.units) and self.units[k].end <= offset:
-            k += 1  # a unit that ends before the offset (text between units: no token covers it)
-        unit = self.units[k] if self.units else None
-        if unit is None:
+        while (not self._units or self._units[-1].end <= offset) and self._more():
+            pass
+        units = [u for u in self._units if u.ids]
+        if not units:
             raise TokenIndexError("the text has no tokens")
+        unit = next((u for u in units if u.end > offset), units[-1])
         tokens = self.result.window(unit.first, len(unit.ids))
         return unit.first + next((i for i, t in enumerate(tokens) if t.end > offset), len(tokens) - 1)
 

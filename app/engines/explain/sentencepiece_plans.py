@@ -12,7 +12,7 @@ included, as UTF-8. Models with ``UNUSED`` pieces (split back after merging) are
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ..sentencepiece.model import SentencePieceTokenizer, byte_piece
 from .errors import NotExplainableError
@@ -39,16 +39,16 @@ class SentencePiecePlan(Plan):
         super().__init__(tokenizer, ranking)
         self._dense: dict[float, int] | None = None
 
-    def units(self, text: str, allow_special: bool) -> list[Unit]:
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         normalized, n2o = self.tokenizer.normalizer.normalize(text)
-        return self._units(normalized, 0, lambda i, j: (n2o[i], n2o[j]))[0]
+        return self._units(normalized, 0, lambda i, j: (n2o[i], n2o[j]))
 
-    def _units(self, normalized: str, first: int, span_of: SpanOf, prev_unk: bool = False) -> tuple[list[Unit], int]:
+    def _units(self, normalized: str, first: int, span_of: SpanOf) -> Iterator[Unit]:
         """The stretches of a normalized text as units from token ``first`` on, with the ids of their pieces (byte
         fallback, or one ``<unk>`` for a run of unknown pieces, as the engine turns pieces into ids)."""
         tok = self.tokenizer
         to_id, unk = tok.piece_to_id, tok.unk_id
-        units: list[Unit] = []
+        prev_unk = False
         pos = 0
         for chunk, pieces in tok.merge_chunks(normalized):
             ids = list(map(to_id, pieces))
@@ -58,10 +58,9 @@ class SentencePiecePlan(Plan):
             else:
                 prev_unk = False
             start, end = span_of(pos, pos + len(chunk))
-            units.append(Unit(start, end, chunk, first, ids, parts=pieces, per_part=per_part, context=pos == 0))
+            yield Unit(start, end, chunk, first, ids, parts=pieces, per_part=per_part, context=pos == 0)
             pos += len(chunk)
             first += len(ids)
-        return units, first
 
     def _unknown_ids(self, pieces, ids: list[int], prev_unk: bool) -> tuple[list[int], list[int], bool]:
         """The ids of pieces some of which are unknown: byte fallback, or one ``<unk>`` for a run of them; also how
@@ -139,18 +138,17 @@ class SentencePieceJSONPlan(SentencePiecePlan):
 
     special_off = "special tokens were not allowed, so its text was encoded as ordinary text"
 
-    def units(self, text: str, allow_special: bool) -> list[Unit]:
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         return added_token_units(self.tokenizer.added, text, allow_special, self._words)
 
-    def _words(self, piece, first: int) -> list[Unit]:
+    def _words(self, piece, first: int) -> Iterator[Unit]:
         """The stretches of each word of the normalized text between added tokens, placed back in the input."""
-        units: list[Unit] = []
         spans = piece.spans
         for a, b in self.tokenizer.pre(piece.text):
             if spans:
                 span_of = lambda i, j, a=a, spans=spans: (spans[a + i][0], spans[a + j - 1][1])  # noqa: E731
             else:
                 span_of = lambda i, j, a=a, start=piece.start: (start + a + i, start + a + j)  # noqa: E731
-            found, first = self._units(piece.text[a:b], first, span_of)
-            units.extend(found)
-        return units
+            for unit in self._units(piece.text[a:b], first, span_of):
+                yield unit
+                first = unit.first + len(unit.ids)

@@ -12,7 +12,7 @@ with, and the rule that cut the unit. This module holds no family's logic.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -73,8 +73,8 @@ class Plan(ABC):
         self.ranking = ranking
 
     @abstractmethod
-    def units(self, text: str, allow_special: bool) -> list[Unit]:
-        """The units of ``text``, in order, their ids exactly the engine's."""
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
+        """The units of ``text``, in order, their ids exactly the engine's; cut as they are asked for."""
 
     @abstractmethod
     def rule(self, unit: Unit) -> Rule:
@@ -120,20 +120,19 @@ class Plan(ABC):
 PlanFactory = Callable[[Tokenizer], Plan]
 
 
-def added_token_units(added, text: str, allow_special: bool, plain: Callable[[Any, int], list[Unit]]) -> list[Unit]:
+def added_token_units(
+    added, text: str, allow_special: bool, plain: Callable[[Any, int], Iterator[Unit]]
+) -> Iterator[Unit]:
     """The units of a text for a tokenizer.json model: each added token a unit of its own (found first, as
     ``tokenizers`` finds them: :class:`~app.engines.added_tokens.AddedVocabulary`), and ``plain(piece, first)``
     the units of the normalized text between them, from token ``first`` on."""
-    units: list[Unit] = []
     first = 0
     for piece in added.split(text, allow_special):
         if piece.token is not None:
             kind = "special" if piece.token.special else "added"
-            units.append(Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind))
+            yield Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind)
             first += 1
             continue
-        found = plain(piece, first)
-        units.extend(found)
-        if found:
-            first = found[-1].first + len(found[-1].ids)
-    return units
+        for unit in plain(piece, first):
+            yield unit
+            first = unit.first + len(unit.ids)

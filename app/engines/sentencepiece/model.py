@@ -397,22 +397,21 @@ class SentencePieceTokenizer(Tokenizer):
         return out
 
     # -- hooks of the explain view (app.engines.explain): how a normalized text is merged ---------------------------
-    def merge_chunks(self, normalized: str) -> list[tuple[str, tuple[str, ...]]]:
+    def merge_chunks(self, normalized: str) -> Iterator[tuple[str, tuple[str, ...]]]:
         """The stretches of ``normalized`` that merge on their own, in order, each with its merged pieces (before
         byte fallback): :meth:`_chunks`, each cut further between two characters that are neighbours in no piece
         (which :meth:`_chunks` does to long chunks only), so that a stretch is about a word."""
         if not normalized:
-            return []
+            return
         if self._chunk_re is None:
-            return [(normalized, self._chunk_pieces(normalized))]
-        out = []
+            yield normalized, self._chunk_pieces(normalized)
+            return
         for chunk in self._chunks(normalized):
             start = 0
             for cut in compress(count(1), map(not_, map(self._adjacent.__contains__, map(add, chunk, chunk[1:])))):
-                out.append(chunk[start:cut])
+                yield chunk[start:cut], self._chunk_pieces(chunk[start:cut])
                 start = cut
-            out.append(chunk[start:])
-        return [(chunk, self._chunk_pieces(chunk)) for chunk in out]
+            yield chunk[start:], self._chunk_pieces(chunk[start:])
 
     def ranking(self) -> tuple[Callable[[str], list[str]], Ranking]:
         """The symbols a stretch starts as, and how their pairs rank: what :meth:`_merge` merges with."""
