@@ -204,6 +204,18 @@
       htmx.trigger(form, "submit");
       return;
     }
+    const other = el && el.closest("[data-explain] [data-explain-index]");
+    if (other) {
+      // another token of the explained pre-token (buttons in the explanation, keyboard-usable too)
+      const form = document.querySelector(other.closest("[data-explain]").dataset.explain);
+      if (!form || !window.htmx) return;
+      setField(form, "explain", other.dataset.explainIndex);
+      for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
+        markExplained(view, other.dataset.explainIndex);
+      }
+      htmx.trigger(form, "submit");
+      return;
+    }
     const tok = el && el.closest(TOKEN);
     if (tok && explainable(tok)) explain(tok, el.matches(".cut") ? el : null);
   });

@@ -49,6 +49,11 @@ def test_click_a_token_and_read_its_merge_tree(page: Page, live_server: str):
     expect(article.locator(".x-cand.won").first).to_be_visible()
     assert parse_qs(urlsplit(page.url).query)["explain"] == [str(index)]
     expect(page.locator("#tokens > .explained")).to_have_text(" unbelie")
+    # the other token of the pre-token is a button that explains it
+    article.locator("button.x-piece").click()
+    expect(page.locator("#explain .x-token")).to_have_text("vably")
+    expect(page.locator("#tokens > .explained")).to_have_text("vably")
+    expect(page).to_have_url(re.compile(rf"explain={index + 1}\b"))
 
 
 def test_pre_tokens_layer_marks_where_pre_tokens_start(page: Page, live_server: str):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
@@ -95,6 +96,12 @@ class Explanation:
     notes: list[str]
     pieces: list[bytes] = field(default_factory=list)  # the pre-token's tokens (as merged), for the views
     piece: int = 0  # which of them this token is (or is a byte of)
+    piece_tokens: list[int] = field(default_factory=list)  # the index of each piece's first token
+
+    @property
+    def linked_pieces(self) -> list[tuple[bytes, int, bool]]:
+        """``(piece, its first token's index, is this token's piece)`` for each piece of the pre-token."""
+        return [(p, t, k == self.piece) for k, (p, t) in enumerate(zip(self.pieces, self.piece_tokens))]
 
     def to_dict(self) -> dict:
         return {
@@ -271,9 +278,11 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
 
     part, sub = unit.part_of(index - unit.first) if unit.parts else (0, 0)
     pieces = list(map(plan.data, unit.parts)) if unit.parts else [token.bytes]
+    counts = unit.per_part if unit.per_part is not None else [1] * len(pieces)
+    firsts = [unit.first + n for n in accumulate(counts[:-1], initial=0)]
 
     def answer(kind: str, steps: list[Step], tree: Tree) -> Explanation:
-        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, pieces, part)
+        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, pieces, part, firsts)
 
     if unit.kind != "merge":
         notes.insert(0, _KIND_NOTES[unit.kind])
