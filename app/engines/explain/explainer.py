@@ -50,6 +50,8 @@ from .units import Plan, PlanFactory, Unit
 TRACE_SYMBOLS = 64
 #: Tokens taken whole are retraced from their own bytes up to this length (longer ones: their oldest pieces).
 WHOLE_SYMBOLS = 256
+#: The pieces of a pre-token a view shows, around the explained one.
+PIECES_SHOWN = 48
 
 
 @dataclass(slots=True)
@@ -97,6 +99,7 @@ class Explanation:
     pieces: list[bytes] = field(default_factory=list)  # the pre-token's tokens (as merged), for the views
     piece: int = 0  # which of them this token is (or is a byte of)
     piece_tokens: list[int] = field(default_factory=list)  # the index of each piece's first token
+    pieces_cut: tuple[bool, bool] = (False, False)  # pieces left out before / after (a long pre-token)
 
     @property
     def linked_pieces(self) -> list[tuple[bytes, int, bool]]:
@@ -280,9 +283,12 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
     pieces = list(map(plan.data, unit.parts)) if unit.parts else [token.bytes]
     counts = unit.per_part if unit.per_part is not None else [1] * len(pieces)
     firsts = [unit.first + n for n in accumulate(counts[:-1], initial=0)]
+    lo = max(0, min(part - PIECES_SHOWN // 2, len(pieces) - PIECES_SHOWN))
+    hi = lo + PIECES_SHOWN
+    shown = (pieces[lo:hi], part - lo, firsts[lo:hi], (lo > 0, hi < len(pieces)))
 
     def answer(kind: str, steps: list[Step], tree: Tree) -> Explanation:
-        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, pieces, part, firsts)
+        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, *shown)
 
     if unit.kind != "merge":
         notes.insert(0, _KIND_NOTES[unit.kind])
