@@ -100,3 +100,28 @@ def test_cli_tree_prints_the_tree_and_steps(capsys):
 def test_cli_explain_errors_exit_2(capsys):
     assert main(["explain", "-t", "gpt2", "--index", "9", "hi"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+def test_an_uploaded_tokenizer_is_explained_for_its_browser(tmp_path):
+    from fastapi.testclient import TestClient
+    from oracles import tiktoken_encoding
+
+    from app.engines.datafiles import data_path
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    settings = Settings(lab_runs_dir=tmp_path / "runs", uploads_dir=tmp_path / "uploads", lab_pool="thread")
+    path = data_path("openai/gpt2.tiktoken")
+    with TestClient(create_app(settings)) as c:
+        r = c.post(
+            "/api/tokenizers", files={"file": (path.name, path.read_bytes())}, data={"name": "mine", "pattern": "gpt2"}
+        )
+        assert r.status_code == 201, r.text
+        body = explain(c, text=" SolidGoldMagikarp and more", tokenizer="mine", index=0).json()
+        assert body["tokenizer"] == "mine" and body["engine"] == "mine"
+        assert (
+            body["pretoken"]["whole"]
+            and body["token"]["id"] == tiktoken_encoding("gpt2").encode(" SolidGoldMagikarp")[0]
+        )
+    with TestClient(create_app(settings)) as other:  # another browser: the name is unknown
+        assert explain(other, text="x", tokenizer="mine", index=0).status_code == 404
