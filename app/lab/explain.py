@@ -3,7 +3,8 @@
 A run's words (its pre-tokenizer's matches, or SentencePiece-style words with their ``▁``) start as base ids,
 characters and ``</w>`` when the run has one; the run's merges apply by rank, the rank of a merge being its place
 in the run (0 for the first merge). Text between words is never merged; a character the run never saw falls back
-to its bytes. Steps and trees show the run's own token text (``</w>`` and ``▁`` included).
+to its bytes. Steps and trees show the run's own token text (``</w>`` and ``▁`` included). Byte-level and
+SentencePiece runs are explained by the engines' own plans; this one is for :class:`LabTokenizer` only.
 """
 
 from __future__ import annotations

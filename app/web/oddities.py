@@ -3,7 +3,8 @@
 Each entry of :func:`app.engines.oddities.oddities` shows its rows (a text in a model) as coloured tokens with
 their count, explains one row's focus token (:mod:`app.engines.explain`), and links every row to the playground
 with that text, tokenizer and explained token open. Nothing on the page is fixed but the input texts: counts,
-cuts, explanations and the prefix examples come from the engines when the page is built.
+cuts, explanations and the prefix examples come from the engines when the page is built. The entries themselves
+(texts, models) are engine data (:mod:`app.engines.oddities`); this module only lays them out.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 from weakref import WeakKeyDictionary
 
 from .. import registry
@@ -303,13 +303,13 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
         return answer("merge", [], tree)
     symbols = plan.symbols(unit)
     first_part, last_part = 0, len(unit.parts)
-    if len(symbols) > TRACE_SYMBOLS and plan.windows:
+    if len(symbols) > TRACE_SYMBOLS:
         sizes = [plan.size(p) for p in unit.parts]
         first_part, last_part = _window(sizes, part, TRACE_SYMBOLS)
         start = sum(sizes[:first_part])
         pre.window = (start, start + sum(sizes[first_part:last_part]))
+        notes.insert(0, _window_note(plan, len(symbols), pre.window))
         symbols = symbols[pre.window[0] : pre.window[1]]
-        notes.insert(0, _window_note(plan, len(plan.symbols(unit)), pre.window))
     traced = retrace(symbols, plan.ranking, plan.data, plan.rank)
     if list(map(plan.data, traced.parts)) != list(map(plan.data, unit.parts[first_part:last_part])):
         raise NotExplainableError(

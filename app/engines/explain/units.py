@@ -58,9 +58,6 @@ class Plan(ABC):
     """How one tokenizer family is explained. The defaults are byte-level BPE's: symbols are bytes, ranks are
     whole numbers already."""
 
-    #: Whether a unit may be explained by a window of it (the merges inside a window whose edges are final part
-    #: boundaries are exactly the merges of the whole; see :mod:`.explainer`).
-    windows: ClassVar[bool] = True
     #: What the symbols are called in a note.
     symbol_name: ClassVar[str] = "bytes"
     #: Why special-token text inside a unit was not parsed as special.

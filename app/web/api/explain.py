@@ -2,7 +2,8 @@
 
 The answer is :meth:`~app.engines.explain.Explanation.to_dict`: the token record of ``/api/tokenize``, the
 pre-token and its rule, the merge steps with their candidates, the token's merge tree, and notes. A token index
-out of range, or a tokenizer whose cuts are not BPE merges, answers 422 saying so.
+out of range, or a tokenizer whose cuts are not BPE merges, answers 422 saying so. The explaining is the
+engine's (:mod:`app.engines.explain`); this module only validates, resolves the tokenizer and answers.
 """
 
 from __future__ import annotations
