@@ -1,6 +1,7 @@
 """The ``tokenplay`` console script: serve the app, encode/decode from the shell, list tokenizers.
 
-``tokenplay encode`` prints exactly the JSON that ``POST /api/tokenize`` answers. A tokenizer is a registered name
+``tokenplay encode`` prints exactly the JSON that ``POST /api/tokenize`` answers, ``tokenplay explain`` the JSON of
+``POST /api/explain`` (or, with ``--tree``, the merge tree and steps as text). A tokenizer is a registered name
 or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``tokenizer.json``, a ``.tiktoken``
 file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
 ``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server.
@@ -114,6 +115,47 @@ def cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from app.engines.explain import explain
+
+    explanation = explain(_tokenizer(args), _read_text(args), args.index, allow_special=args.allow_special)
+    if args.tree:
+        sys.stdout.write("\n".join(explanation_lines(explanation)) + "\n")
+    else:
+        json.dump(explanation.to_dict(), sys.stdout, ensure_ascii=False, indent=args.indent)
+        sys.stdout.write("\n")
+    return 0
+
+
+#: Candidates shown per step by ``explain --tree`` (the JSON has them all).
+SHOWN_CANDIDATES = 4
+
+
+def explanation_lines(explanation) -> list[str]:
+    """``tokenplay explain --tree``: the explanation as text, the merge tree indented under its token."""
+    from app.engines.explain.trace import shown
+
+    e, pre = explanation, explanation.pretoken
+    lines = [
+        f"{e.tokenizer}: token {e.index} {shown(e.token.bytes)!r} (id {e.token.id}, {e.kind}; retraced by {e.engine})",
+        f"pre-token {pre.start}..{pre.end} {pre.text!r}: {pre.rule.name} ({pre.rule.source})",
+        "merge tree:",
+        *e.tree.lines("  "),
+    ]
+    if e.steps:
+        lines.append("merges in the pre-token (* built this token):")
+    for k, step in enumerate(e.steps, 1):
+        others = sorted(step.candidates, key=lambda c: c.rank)[:SHOWN_CANDIDATES]
+        beaten = ", ".join(f"{shown(c.left)}+{shown(c.right)} {c.rank}" for c in others)
+        more = len(step.candidates) - len(others)
+        lines.append(
+            f"  {'*' if step.in_token else ' '}{k:3}. {shown(step.left)} + {shown(step.right)} -> {shown(step.merged)} "
+            f"(rank {step.rank}; candidates {beaten}{f' and {more} more' if more > 0 else ''})"
+        )
+    lines.extend(f"note: {note}" for note in e.notes)
+    return lines
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
     raw = args.ids if args.ids else sys.stdin.read().replace(",", " ").replace("[", " ").replace("]", " ").split()
     try:
@@ -224,6 +266,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--indent", type=int, default=None)
     p.add_argument("text", nargs="?", default=None)
     p.set_defaults(func=cmd_encode)
+
+    p = sub.add_parser("explain", help="why token INDEX of TEXT is what it is: the same JSON as POST /api/explain")
+    _tokenizer_arguments(p)
+    p.add_argument("--index", type=int, required=True, help="the token's index in the text's tokens")
+    p.add_argument("--tree", action="store_true", help="print a readable merge tree and merge steps, not JSON")
+    p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
+    p.add_argument("--indent", type=int, default=None)
+    p.add_argument("text", nargs="?", default=None)
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("decode", help="turn token ids (arguments or stdin) back into text")
     _tokenizer_arguments(p)

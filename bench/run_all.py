@@ -29,6 +29,7 @@ SCRIPTS = [
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),
     ("Chat page: one pane per chosen tokenizer, beside its reference library (issue 14)", "bench_chat.py", [],
      ["--repeat", "3", "--tokenizers", "cl100k_base,o200k_harmony,qwen3"]),
+    ("Explain a token: server time for any token of 10 KB (issue 15)", "bench_explain.py", [], ["--quick"]),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

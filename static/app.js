@@ -7,7 +7,10 @@
 //   built with textContent only;
 // - arrow keys move focus between tokens (only the first token is in the Tab order);
 // - a short summary of each update goes to the #announce status region (screen readers);
-// - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them.
+// - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them;
+// - explaining a token: a click on it (or Enter on it) inside a .tokens[data-explain] view fills in the form that
+//   data-explain names (the token's index, its character offset, the view's tokenizer) and submits it; htmx
+//   swaps the explanation in. The explained token is marked (class "explained").
 // The text area is never swapped by htmx, so its caret and scroll position stay as they are.
 // htmx's own settings are in the htmx-config meta of base.html: swap 4xx/5xx answers so error messages show, and
 // settle at once (no 20 ms delay), so a control swapped in (the lab's step slider) works from the moment it shows.
@@ -91,6 +94,11 @@
   document.addEventListener("keydown", function (event) {
     const tok = event.target instanceof Element && event.target.closest(TOKEN + "[tabindex]");
     if (!tok) return;
+    if ((event.key === "Enter" || event.key === " ") && explainable(tok)) {
+      event.preventDefault();
+      explain(tok, null);
+      return;
+    }
     let next = null;
     if (event.key === "ArrowRight" || event.key === "ArrowDown") next = tok.nextElementSibling;
     else if (event.key === "ArrowLeft" || event.key === "ArrowUp") next = tok.previousElementSibling;
@@ -115,6 +123,102 @@
     if (tok.classList.contains("gap")) return 0;
     return tok.dataset.hex != null ? tok.dataset.hex.split("|").length : 1;
   }
+
+  // -- explaining a token ------------------------------------------------------------------------------------
+  function explainable(tok) {
+    return tok.parentElement && tok.parentElement.matches(".tokens[data-explain]") && !tok.classList.contains("gap");
+  }
+
+  // The index of a span's first token: the view's first token (data-first-token) and the tokens of the spans
+  // before it (the hex entries count them, as in enhance()).
+  function tokenIndex(tok) {
+    let index = Number(tok.parentElement.dataset.firstToken || 0);
+    for (let t = tok.previousElementSibling; t; t = t.previousElementSibling) index += tokenCount(t);
+    return index;
+  }
+
+  function codePoints(text) {
+    return Array.from(text).length; // the server counts characters, JavaScript UTF-16 units
+  }
+
+  // The character offset of a span's start (the view's spans tile the text from its start), or of a cut mark
+  // inside it (compare: where the reference cuts).
+  function charOffset(tok, cut) {
+    let at = 0;
+    for (let t = tok.previousElementSibling; t; t = t.previousElementSibling) at += codePoints(t.textContent);
+    if (cut) {
+      for (let n = tok.firstChild; n && n !== cut; n = n.nextSibling) at += codePoints(n.textContent);
+    }
+    return at;
+  }
+
+  function setField(form, name, value) {
+    const field = form.elements.namedItem(name);
+    if (field && value != null) field.value = value;
+  }
+
+  function markExplained(view, index) {
+    for (const old of view.querySelectorAll(".explained")) {
+      old.classList.remove("explained");
+      old.removeAttribute("aria-current");
+    }
+    if (index === "" || index == null) return;
+    let at = Number(view.dataset.firstToken || 0);
+    for (const tok of view.children) {
+      const n = tokenCount(tok);
+      if (Number(index) >= at && Number(index) < at + n) {
+        tok.classList.add("explained");
+        tok.setAttribute("aria-current", "true");
+        return;
+      }
+      at += n;
+    }
+  }
+
+  function explain(tok, cut) {
+    const view = tok.parentElement;
+    const form = document.querySelector(view.dataset.explain);
+    if (!form || !window.htmx) return;
+    const index = tokenIndex(tok);
+    const pane = tok.closest("[data-tokenizer]");
+    if (!cut && tok.classList.contains("diff-missing")) cut = tok.querySelector(".cut");
+    setField(form, "explain", String(index));
+    setField(form, "at", String(charOffset(tok, cut)));
+    setField(form, "pane", pane ? pane.dataset.tokenizer : null);
+    for (const other of document.querySelectorAll(".tokens[data-explain] .explained")) {
+      other.classList.remove("explained");
+      other.removeAttribute("aria-current");
+    }
+    markExplained(view, index);
+    htmx.trigger(form, "submit");
+  }
+
+  document.addEventListener("click", function (event) {
+    const el = event.target instanceof Element ? event.target : null;
+    const close = el && el.closest("[data-explain-close]");
+    if (close) {
+      const form = document.querySelector(close.dataset.explainClose);
+      if (!form || !window.htmx) return;
+      setField(form, "explain", "");
+      for (const view of document.querySelectorAll(".tokens[data-explain]")) markExplained(view, "");
+      htmx.trigger(form, "submit");
+      return;
+    }
+    const other = el && el.closest("[data-explain] [data-explain-index]");
+    if (other) {
+      // another token of the explained pre-token (buttons in the explanation, keyboard-usable too)
+      const form = document.querySelector(other.closest("[data-explain]").dataset.explain);
+      if (!form || !window.htmx) return;
+      setField(form, "explain", other.dataset.explainIndex);
+      for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
+        markExplained(view, other.dataset.explainIndex);
+      }
+      htmx.trigger(form, "submit");
+      return;
+    }
+    const tok = el && el.closest(TOKEN);
+    if (tok && explainable(tok)) explain(tok, el.matches(".cut") ? el : null);
+  });
 
   function enhance(root) {
     for (const first of root.querySelectorAll(TOKEN + '[tabindex="0"]')) {
@@ -141,6 +245,12 @@
         }
       });
       list.replaceWith(out);
+    }
+    // a view re-rendered (typing, reload) marks the token whose explanation is open
+    for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
+      const form = document.querySelector(view.dataset.explain);
+      const field = form && form.elements.namedItem("explain");
+      if (field) markExplained(view, field.value);
     }
   }
 

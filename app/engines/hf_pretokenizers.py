@@ -68,11 +68,13 @@ def _merge(runs: list[tuple[int, int, bool]], behavior: str) -> list[Span]:
 
 
 class _Split:
-    def __init__(self, find: Finder, behavior: str):
+    def __init__(self, find: Finder, behavior: str, kind: str = "Split", pattern: regex.Pattern | None = None):
         if behavior not in ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"):
             raise UnsupportedTokenizerError(f"the Split behavior {behavior!r} is not supported")
         self.find = find
         self.behavior = behavior
+        self.kind = kind  # the step's type and regex, for the explain view to name the rule that cut a pre-token
+        self.pattern = pattern
 
     def __call__(self, view: str, spans: list[Span]) -> list[Span]:
         out: list[Span] = []
@@ -98,16 +100,18 @@ def _step(obj: dict) -> _Split | None:
             compiled = regex.compile(regex.escape(pattern["String"]))
         else:
             raise TokenizerFileError(f"Split pre-tokenizer without a pattern: {obj!r}")
-        return _Split(_regex_finder(compiled, bool(obj.get("invert"))), obj.get("behavior", "Isolated"))
+        invert = bool(obj.get("invert"))
+        return _Split(_regex_finder(compiled, invert), obj.get("behavior", "Isolated"), kind, None if invert else compiled)
     if kind == "ByteLevel":
         if obj.get("add_prefix_space"):
             raise UnsupportedTokenizerError("ByteLevel pre-tokenizers with add_prefix_space are not supported yet")
         if obj.get("use_regex", True):
-            return _Split(_regex_finder(_compile(BYTE_LEVEL_PATTERN), False), "Isolated")
+            compiled = _compile(BYTE_LEVEL_PATTERN)
+            return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
         return None
     if kind == "Digits":
-        digits = r"\p{N}" if obj.get("individual_digits") else r"\p{N}+"
-        return _Split(_regex_finder(_compile(digits), False), "Isolated")
+        compiled = _compile(r"\p{N}" if obj.get("individual_digits") else r"\p{N}+")
+        return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
     raise UnsupportedTokenizerError(f"the {kind} pre-tokenizer is not supported yet")
 
 

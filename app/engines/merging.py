@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from heapq import heapify, heappop, heappush
 from itertools import repeat
 from operator import add
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
 #: The rank of a pair that does not merge: above every real rank (an int, so ``min`` compares ints only).
@@ -36,6 +36,14 @@ NO_RANK = 1 << 62
 HEAP_FROM = 16
 
 RankGet = Callable[[Any, Any], Any]  # ``dict.get``: (pair key, default) -> rank or default
+
+
+class Ranking(NamedTuple):
+    """How one BPE ranks the pairs of its parts: ``merge(parts, r.get, key=r.key, join=r.join)`` merges as it does."""
+
+    get: RankGet
+    key: Callable[[Any, Any], Any] = add
+    join: Callable[[Any, Any], Any] = add
 
 
 def merge(
@@ -48,6 +56,7 @@ def merge(
     heap_from: int = HEAP_FROM,
     record: dict | None = None,
     steps: list | None = None,
+    candidates: list | None = None,
 ) -> list[T]:
     """Merge ``parts`` in place by rank and return them.
 
@@ -55,7 +64,8 @@ def merge(
     ``join(a, b)`` is the merged part. ``record``, when given, maps the key of every pair that became a merge
     candidate to ``(a, b)``, the later candidate winning (SentencePiece needs it to split unused pieces back).
     ``steps``, when given, receives ``(rank, index, left, right)`` for every merge in order (the list scan is then
-    used whatever the length: a trace is for short inputs).
+    used whatever the length: a trace is for short inputs). ``candidates``, with ``steps``, receives for every merge
+    the pairs that could merge at that moment, each as ``(rank, index, left, right)`` (the explain view shows them).
 
     >>> merge([b"a", b"a", b"a"], {b"aa": 0}.get)
     [b'aa', b'a']
@@ -74,6 +84,8 @@ def merge(
             break
         i = ranks.index(low)
         if steps is not None:
+            if candidates is not None:
+                candidates.append([(r, j, parts[j], parts[j + 1]) for j, r in enumerate(ranks) if r != none])
             steps.append((low, i, parts[i], parts[i + 1]))
         parts[i] = join(parts[i], parts.pop(i + 1))
         del ranks[i]

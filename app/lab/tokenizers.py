@@ -54,7 +54,7 @@ class LabTokenizer(Tokenizer):
     def _fallback(self, ch: str) -> list[int]:
         return [self.n_trained + b for b in ch.encode("utf-8")]
 
-    def _plain(self, text: str) -> list[int]:
+    def plain_ids(self, text: str) -> list[int]:
         """Text between words: each character as its base token, or its bytes."""
         out: list[int] = []
         for ch in text:
@@ -63,30 +63,54 @@ class LabTokenizer(Tokenizer):
             out.extend([i] if i is not None else self._fallback(ch))
         return out
 
-    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        out: list[int] = []
+    def words(self, text: str) -> list[tuple[int, int, list[int] | None]]:
+        """``text`` as ``(start, end, base ids)`` stretches in order: the words the merges apply to, and the text
+        between them (base ids ``None``: never merged)."""
+        out: list[tuple[int, int, list[int] | None]] = []
         pos = 0
         for a, b, lead in self.encoder.spans(text):
             if a > pos:
-                out.extend(self._plain(text[pos:a]))
+                out.append((pos, a, None))
             word = text[a:b]
             ids = self.encoder.word_ids(word, lead)
             if self.sp and not word.startswith(" "):
                 ids = ids[1:]  # no dummy-prefix space: the tokens must join back to the text
-            merged = self.merges.apply(ids)
-            chars = iter(word)
-            for t in merged:
-                if t >= 0:
-                    out.append(t)
-                    if t != self.encoder.eow_id:
-                        for _ in self.vocab[t].decode("utf-8").replace(END_OF_WORD, ""):
-                            next(chars, None)
-                else:
-                    out.extend(self._fallback(next(chars)))
+            out.append((a, b, ids))
             pos = b
         if pos < len(text):
-            out.extend(self._plain(text[pos:]))
+            out.append((pos, len(text), None))
         return out
+
+    def word_tokens(self, word: str, merged: list[int]) -> list[list[int]]:
+        """The ids each merged part of ``word`` becomes: itself, or for a character the run never saw (-1) its
+        bytes' fallback ids."""
+        out: list[list[int]] = []
+        chars = iter(word)
+        for t in merged:
+            if t >= 0:
+                out.append([t])
+                if t != self.encoder.eow_id:
+                    for _ in self.vocab[t].decode("utf-8").replace(END_OF_WORD, ""):
+                        next(chars, None)
+            else:
+                out.append(self._fallback(next(chars)))
+        return out
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        out: list[int] = []
+        for a, b, base in self.words(text):
+            if base is None:
+                out.extend(self.plain_ids(text[a:b]))
+            else:
+                for ids in self.word_tokens(text[a:b], self.merges.apply(base)):
+                    out.extend(ids)
+        return out
+
+    def explain_plan(self):
+        """How the explain view retraces this tokenizer's merges (:class:`app.lab.explain.LabPlan`)."""
+        from .explain import LabPlan
+
+        return LabPlan(self)
 
 
 def _build(run: Run) -> Tokenizer:

@@ -3,7 +3,10 @@
 - ``GET /compare?t=..&t=..&text=&preset=&ref=&special=`` the page (block ``main`` for htmx: a preset chosen);
 - ``POST /compare/results`` the live part on every input: block ``results`` (stats table and panes), with an
   ``HX-Replace-Url`` header carrying the choice and the text when it is short; the text area is never swapped;
-- ``GET|POST /compare/export.{json,csv}`` the results as a download.
+- ``GET|POST /compare/export.{json,csv}`` the results as a download;
+- ``POST /compare/explain`` block ``explain_pair``: where two tokenizers cut differently (a pane's boundary mark,
+  or any of its tokens, clicked), why each cut there: the explanations of the token covering character ``at`` in
+  that pane's tokenizer and in the reference, side by side.
 
 :func:`run_compare` is shared with ``POST /api/compare`` (:mod:`app.web.api.compare`): both resolve the names
 through the request's :class:`~app.web.pickers.Tokenizers`, like every other route.
@@ -34,6 +37,7 @@ from app.engines.compare import (
     unk_id_of,
 )
 from app.engines.errors import TokenplayError
+from app.engines.explain import Explainer
 from app.settings import Settings
 
 from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format
@@ -248,6 +252,26 @@ def compare_results(request: Request, settings: SettingsDep, tokenizers: Tokeniz
             settings=settings,
         )
     return page_or_block(request, "compare.html", "results", context, status_code=context["status"], headers=headers)
+
+
+@router.post("/compare/explain")
+def compare_explain(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    """Fields: the compare form's, ``pane`` (the clicked pane's tokenizer) and ``at`` (a character offset)."""
+    text, _, ref, special = _fields(form)
+    check_text_size(text, settings)
+    at = form.get("at") or "0"
+    offset = int(at) if at.isdigit() else 0
+    names = tokenizers.known([n for n in (form.get("pane"), ref) if n])
+    sides = []
+    for name in dict.fromkeys(names):
+        side = {"name": name, "explanation": None, "error": None, "reference": name == ref}
+        try:
+            explainer = Explainer(tokenizers.get(name), text, allow_special=special)
+            side["explanation"] = explainer.explain(explainer.index_at(offset))
+        except TokenplayError as exc:
+            side["error"] = str(exc)
+        sides.append(side)
+    return page_or_block(request, "compare.html", "explain_pair", {"sides": sides, "at": offset})
 
 
 # -- downloads -----------------------------------------------------------------------------------------------------

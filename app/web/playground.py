@@ -1,12 +1,16 @@
 """The playground (``/``): a text area whose tokens are coloured live, and the fragments its htmx forms ask for.
 
-- ``GET /?tokenizer=&text=&special=1&ws=1&offset=`` the page, showing the result for the query, so a copied link
-  reproduces the view (``offset``: the first token of the coloured window of a long text).
+- ``GET /?tokenizer=&text=&special=1&ws=1&pre=1&offset=&explain=`` the page, showing the result for the query,
+  so a copied link reproduces the view (``offset``: the first token of the coloured window of a long text;
+  ``pre``: the pre-tokens layer; ``explain``: the index of the token whose explanation is open).
 - ``POST /render`` the live update on every keystroke: block ``result`` (counts, coloured tokens, ids) with an
   ``HX-Replace-Url`` header carrying the tokenizer, the flags and the text when it is short enough for a URL.
   Without JavaScript (the form's submit button) the whole page.
 - ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
 - ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
+- ``POST /explain`` block ``explain``: why token ``explain`` of the text is what it is (:mod:`app.engines.explain`),
+  asked for when a token is clicked (or focused and Enter pressed); the same block is part of ``result``, so the
+  explanation follows the text while typing and survives a reload (the URL keeps ``explain``).
 
 A keystroke's path: :func:`render` reads the form, then in the CPU lane :func:`_render_result` tokenizes,
 :func:`~app.web.tokenview.token_window` builds the coloured window and :func:`~app.web.render.page_or_block`
@@ -25,13 +29,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
 from app.engines.errors import InvalidIdsError, TokenplayError
+from app.engines.explain import Explainer, NotExplainableError
 from app.settings import Settings
 
 from .deps import SettingsDep, TokenizersDep, check_text_size, checked, read_form, run_cpu, text_area_value
 from .errors import TooLargeError, status_for
 from .pickers import Tokenizers, picker_groups
 from .render import is_htmx, page_or_block
-from .tokenview import token_window
+from .tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
@@ -49,6 +54,11 @@ def _offset(raw: object) -> int:
         return 0
 
 
+def _index(raw: object) -> int | None:
+    """A token index from a form or URL field, or None (empty, not a number, negative)."""
+    return _offset(raw) if isinstance(raw, str) and raw.strip().isdigit() else None
+
+
 @dataclass(slots=True)
 class Choice:
     """What the playground shows: the form's fields, as the page, the URL and the fragments all read them."""
@@ -58,6 +68,8 @@ class Choice:
     special: bool = False
     ws: bool = False
     offset: int = 0
+    pre: bool = False  # the pre-tokens layer
+    explain: int | None = None  # the token whose explanation is open
 
     @classmethod
     def from_fields(cls, fields, default_tokenizer: str) -> Choice:
@@ -67,6 +79,8 @@ class Choice:
             checked(fields.get("special")),
             checked(fields.get("ws")),
             _offset(fields.get("offset")),
+            checked(fields.get("pre")),
+            _index(fields.get("explain")),
         )
 
     def url(self, url_text_limit: int) -> str:
@@ -77,6 +91,10 @@ class Choice:
             params.append(("special", "1"))
         if self.ws:
             params.append(("ws", "1"))
+        if self.pre:
+            params.append(("pre", "1"))
+        if self.explain is not None:
+            params.append(("explain", str(self.explain)))
         return "/?" + urlencode(params)
 
 
@@ -89,12 +107,38 @@ def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
     window = token_window(result, choice.offset, settings.render_tokens)
     # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: count them (whole text).
     count_fallback = getattr(tok, "count_byte_fallback", None)
-    return {"window": window, "byte_fallback": count_fallback(result.ids) if count_fallback else None}
+    context = {"window": window, "byte_fallback": count_fallback(result.ids) if count_fallback else None}
+    if choice.pre or choice.explain is not None:
+        context |= _explained(tok, choice, result)
+        if context["explainer"] is not None and choice.pre:
+            context["window"] = pretoken_marks(window, context["explainer"])
+    return context
+
+
+def _explained(tok, choice: Choice, result=None) -> dict:
+    """The ``explain`` block's context: the explanation of token ``choice.explain`` (none when it is out of range,
+    the text having shrunk), or why this tokenizer cannot be explained."""
+    out: dict = {"explainer": None, "explanation": None, "explain_error": None}
+    try:
+        out["explainer"] = explainer = Explainer(tok, choice.text, allow_special=choice.special, result=result)
+        if choice.explain is not None and choice.explain < len(explainer):
+            out["explanation"] = explainer.explain(choice.explain)
+    except NotExplainableError as exc:
+        out["explain_error"] = str(exc)
+    return out
+
+
+def pretoken_marks(window: TokenWindow, explainer: Explainer) -> TokenWindow:
+    """The window with class ``pt`` on every span that starts a pre-token (the pre-tokens layer); pre-tokens are
+    cut only as far as the window reaches."""
+    starts = {u.start for u in explainer.through(window.token_stop)}
+    return with_marks(window, (("pt" if s.start in starts else "", ()) for s in window.spans))
 
 
 def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: Choice, **extra):
     """The whole page (or, for htmx, its ``result`` block), with an engine error shown in place of the result."""
     context = asdict(choice) | {"window": None, "byte_fallback": None, "error": None, "decoded": None} | extra
+    context |= {"explanation": None, "explain_error": None}
     status = 200
     try:
         context |= _result(tokenizers, settings, choice)
@@ -118,6 +162,25 @@ def playground(request: Request, settings: SettingsDep, tokenizers: TokenizersDe
     if "text" not in params and not params:
         choice.text = SAMPLE_TEXT
     return _page(request, tokenizers, settings, choice)
+
+
+@router.post("/explain")
+async def explain_token(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
+    """Fields: the playground's (``text``, ``tokenizer``, ``special``...) and ``explain``, the token's index (empty:
+    close the explanation). Block ``explain``, with ``HX-Replace-Url`` keeping the index in the address."""
+    choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
+    check_text_size(choice.text, settings)
+
+    def work():
+        tok = tokenizers.get(choice.tokenizer)
+        choice.tokenizer = tok.name
+        context = {"explanation": None, "explain_error": None}
+        if choice.explain is not None:
+            context = _explained(tok, choice)
+        headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)}
+        return page_or_block(request, "playground.html", "explain", asdict(choice) | context, headers=headers)
+
+    return await run_cpu(request, work)
 
 
 @router.post("/render")

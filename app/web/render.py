@@ -14,6 +14,8 @@ import orjson
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from app.engines.explain.trace import shown
+
 
 def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
     """Templates from ``templates_dir``. Without ``auto_reload`` a template is read once per process: checking
@@ -26,6 +28,7 @@ def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
         lstrip_blocks=True,
     )
     env.filters["counted"] = counted
+    env.filters["shown"] = shown
     from .tokenview import install
 
     install(env)

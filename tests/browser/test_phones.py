@@ -34,6 +34,8 @@ def trained_run(live_server: str) -> dict:
     [
         "/",
         "/?text=" + "supercalifragilisticexpialidocious" * 8 + "&tokenizer=mistral-7b",
+        "/?text=" + "supercalifragilisticexpialidocious" * 8 + "&tokenizer=cl100k_base&explain=3&pre=1",
+        "/oddities",
         "/compare",
         "/compare?preset=japanese",
         "/chat",

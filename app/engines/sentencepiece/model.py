@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import chain, compress, count, repeat
 from operator import add, not_
@@ -35,7 +35,7 @@ from pathlib import Path
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
-from ..merging import merge, merge_text
+from ..merging import Ranking, merge, merge_text
 from ..result import Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
@@ -395,6 +395,27 @@ class SentencePieceTokenizer(Tokenizer):
         for chunk in self._chunks(normalized):
             out.extend(self._chunk_pieces(chunk))
         return out
+
+    # -- hooks of the explain view (app.engines.explain): how a normalized text is merged ---------------------------
+    def merge_chunks(self, normalized: str) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """The stretches of ``normalized`` that merge on their own, in order, each with its merged pieces (before
+        byte fallback): :meth:`_chunks`, each cut further between two characters that are neighbours in no piece
+        (which :meth:`_chunks` does to long chunks only), so that a stretch is about a word."""
+        if not normalized:
+            return
+        if self._chunk_re is None:
+            yield normalized, self._chunk_pieces(normalized)
+            return
+        for chunk in self._chunks(normalized):
+            start = 0
+            for cut in compress(count(1), map(not_, map(self._adjacent.__contains__, map(add, chunk, chunk[1:])))):
+                yield chunk[start:cut], self._chunk_pieces(chunk[start:cut])
+                start = cut
+            yield chunk[start:], self._chunk_pieces(chunk[start:])
+
+    def ranking(self) -> tuple[Callable[[str], list[str]], Ranking]:
+        """The symbols a stretch starts as, and how their pairs rank: what :meth:`_merge` merges with."""
+        return self._symbols, Ranking(self._rank.get, self._key if self._user_re is None else _pair_key)
 
     def _piece_ids(self, pieces: Iterable[str]) -> list[int]:
         """Ids for merged pieces: byte fallback for unknown ones, or one ``<unk>`` per run of unknowns."""

@@ -1,6 +1,7 @@
 """The JSON API, one module per page: the same engine and result shape as the pages and the CLI.
 
 - :mod:`.tokenize` — ``GET /api/tokenizers``, ``POST /api/tokenize``, ``POST /api/decode`` (the playground);
+- :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
 - :mod:`.train` — ``/api/train/...`` (the BPE lab).
 
@@ -10,8 +11,8 @@ never on the event loop.
 
 from fastapi import APIRouter
 
-from . import chat, compare, tokenize, train
+from . import chat, compare, explain, tokenize, train
 
 router = APIRouter(prefix="/api", tags=["api"])
-for _module in (tokenize, compare, chat, train):
+for _module in (tokenize, explain, compare, chat, train):
     router.include_router(_module.router)

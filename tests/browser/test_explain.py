@@ -1,0 +1,126 @@
+"""Explaining tokens in real Chromium: click a token and read its merge tree, the pre-tokens layer, a compare
+difference explained on both sides, reload keeping the explanation, and the keyboard.
+
+The expected cuts come from tiktoken (the referee), never from the page itself.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+from oracles import tiktoken_encoding
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.browser
+
+TEXT = "I like unbelievably good strawberry jam"
+
+
+def playground(page: Page, live_server: str, **params) -> Page:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server}/?" + urlencode({"tokenizer": "cl100k_base", "text": TEXT} | params))
+    expect(page.locator("#tokens > span").first).to_be_visible()
+    return page
+
+
+def pieces(name: str, text: str) -> list[str]:
+    enc = tiktoken_encoding(name)
+    return [enc.decode([i]) for i in enc.encode(text)]
+
+
+def test_click_a_token_and_read_its_merge_tree(page: Page, live_server: str):
+    playground(page, live_server)
+    expected = pieces("cl100k_base", TEXT)
+    index = expected.index(" unbelie")
+    page.locator("#tokens > span").nth(index).click()
+    article = page.locator("#explain .explanation")
+    expect(article).to_be_visible()
+    expect(article.locator(".x-token")).to_have_text("␣unbelie")
+    # the tree's root is the token; its leaves, read left to right, are the token's bytes
+    expect(article.locator(".x-tree > li > .node code")).to_have_text("␣unbelie")
+    leaves = article.locator(".x-tree .leaf code").all_inner_texts()
+    assert "".join(leaves) == "␣unbelie"
+    # the pre-token is " unbelievably", cut into the reference's tokens, this one marked
+    expect(article.locator(".x-piece")).to_have_text(["␣unbelie", "vably"])
+    expect(article.locator(".x-piece.this")).to_have_text("␣unbelie")
+    expect(article.locator(".x-step.in-token").first).to_be_visible()
+    expect(article.locator(".x-cand.won").first).to_be_visible()
+    assert parse_qs(urlsplit(page.url).query)["explain"] == [str(index)]
+    expect(page.locator("#tokens > .explained")).to_have_text(" unbelie")
+    # the other token of the pre-token is a button that explains it
+    article.locator("button.x-piece").click()
+    expect(page.locator("#explain .x-token")).to_have_text("vably")
+    expect(page.locator("#tokens > .explained")).to_have_text("vably")
+    expect(page).to_have_url(re.compile(rf"explain={index + 1}\b"))
+
+
+def test_pre_tokens_layer_marks_where_pre_tokens_start(page: Page, live_server: str):
+    playground(page, live_server)
+    expect(page.locator("#tokens.show-pre")).to_have_count(0)
+    page.locator("#pre").check()
+    expect(page.locator("#tokens.show-pre")).to_have_count(1)
+    # one mark per pre-token (a word with its space), none inside " unbelievably" where the merges cut
+    starts = page.locator("#tokens > span").evaluate_all("els => els.map(e => e.classList.contains('pt'))")
+    assert starts == [not p.startswith("vably") for p in pieces("cl100k_base", TEXT)]
+    assert parse_qs(urlsplit(page.url).query)["pre"] == ["1"]
+    page.locator("#pre").uncheck()
+    expect(page.locator("#tokens.show-pre")).to_have_count(0)
+
+
+def test_reload_keeps_the_explained_token(page: Page, live_server: str):
+    playground(page, live_server)
+    page.locator("#tokens > span").nth(5).click()
+    expect(page.locator("#explain .explanation")).to_be_visible()
+    page.reload()
+    expect(page.locator("#explain .x-token")).to_have_text("␣strawberry")
+    expect(page.locator("#tokens > .explained")).to_have_text(" strawberry")
+    # typing keeps the explanation on the same token index, explained anew
+    page.locator("#text").fill("Strawberry jam and more text")
+    expect(page.locator("#explain .explanation")).to_have_attribute("aria-label", "Why token 5 is cut this way")
+    page.locator("#explain [data-explain-close]").click()
+    expect(page.locator("#explain .explanation")).to_have_count(0)
+    expect(page).not_to_have_url(re.compile(r"[?&]explain="))
+
+
+def test_keyboard_explains_the_focused_token(page: Page, live_server: str):
+    playground(page, live_server)
+    first = page.locator("#tokens > span").first
+    first.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    expect(page.locator("#explain .x-token")).to_have_text("␣unbelie")
+    expect(page.locator("#tokens > span").nth(2)).to_be_focused()  # focus stays on the token
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press(" ")
+    expect(page.locator("#explain .x-token")).to_have_text("vably")
+
+
+def test_compare_difference_opens_both_explanations(page: Page, live_server: str):
+    text = "def f(x):\n        return 1234567"
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(
+        f"{live_server}/compare?"
+        + urlencode([("t", "gpt2"), ("t", "cl100k_base"), ("ref", "cl100k_base"), ("text", text)])
+    )
+    spans = page.locator('.pane[data-tokenizer="gpt2"] .tokens > span')
+    expect(spans.first).to_be_visible()
+    k = spans.evaluate_all("els => els.findIndex(e => e.classList.contains('diff-extra'))")
+    assert k > 0
+    spans.nth(k).click()
+    sides = page.locator("#compare-explain .explain-side")
+    expect(sides).to_have_count(2)
+    expect(sides.nth(0)).to_have_attribute("data-tokenizer", "gpt2")
+    expect(sides.nth(1)).to_have_attribute("data-tokenizer", "cl100k_base")
+    # both sides explain the token that covers the mark's character, as each tokenizer cut it (ASCII text: one
+    # span per gpt2 token, so the mark is at the end of gpt2's first k tokens)
+    offset = len("".join(pieces("gpt2", text)[:k]))
+    for side, name in ((sides.nth(0), "gpt2"), (sides.nth(1), "cl100k_base")):
+        pos = 0
+        for piece in pieces(name, text):
+            pos += len(piece)
+            if pos > offset:
+                break
+        expect(side.locator(".x-token")).to_have_text(piece.replace(" ", "␣").replace("\n", "↵"))
