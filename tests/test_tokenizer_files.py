@@ -27,7 +27,7 @@ from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
 from app.engines.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer
 from app.engines.npm_models import NPM_MODELS
-from app.engines.sentencepiece.proto import UNIGRAM, ModelProto
+from app.engines.sentencepiece.proto import WORD, ModelProto
 from app.engines.tokenizer_files import ENV, entry_name
 from app.engines.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
 
@@ -128,10 +128,10 @@ def test_truncated_shipped_tokenizer_json_is_refused():
             load_tokenizer(data[: len(data) // 2], engine=engine)
 
 
-def test_unigram_sentencepiece_model_is_refused():
+def test_word_sentencepiece_model_is_refused():
     model = ModelProto.parse(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
-    model.trainer_spec.model_type = UNIGRAM
-    with pytest.raises(LoaderError, match="unigram"):
+    model.trainer_spec.model_type = WORD
+    with pytest.raises(LoaderError, match="word"):
         load_tokenizer(model.serialize())
 
 

@@ -7,7 +7,7 @@ Formats, told apart by their content:
 - a Tokenplay BPE model (``tokenplay train --out``, JSON with ``"format": "tokenplay-bpe"``);
 - a ``.tiktoken`` rank file (``base64 rank`` lines), with a split pattern (one of our pattern names or a regex)
   and optional special tokens;
-- a SentencePiece ``.model`` (a ``ModelProto``; BPE models, unigram ones are refused).
+- a SentencePiece ``.model`` (a ``ModelProto``; BPE and unigram models; word and char models are refused).
 
 Everything is checked before a tokenizer is returned, so bad input raises a
 :class:`~.tokenizer_json.TokenizerFileError` (a :class:`~.errors.TokenplayError`) saying what is wrong, and nothing
@@ -134,18 +134,18 @@ def parse_tiktoken_ranks(data: bytes) -> dict[bytes, int]:
 
 
 def tokenizer_from_sentencepiece(data: bytes, *, name: str = "") -> Tokenizer:
-    """A SentencePiece ``.model`` (BPE) run by our SentencePiece engine."""
+    """A SentencePiece ``.model`` (BPE or unigram) run by our SentencePiece engines."""
     import struct
 
-    from .sentencepiece.model import SentencePieceTokenizer
     from .sentencepiece.proto import ModelProto
+    from .sentencepiece.unigram import sentencepiece_tokenizer
 
     try:
         model = ModelProto.parse(data)
     except (ValueError, IndexError, struct.error) as exc:
         raise LoaderError(f"this is not a SentencePiece .model file (not a ModelProto: {exc})") from None
     try:
-        return SentencePieceTokenizer(model, name=name)
+        return sentencepiece_tokenizer(model, name=name)
     except TokenplayError as exc:
         raise LoaderError(str(exc)) from None
 
