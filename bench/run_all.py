@@ -17,12 +17,28 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = [
-    ("Playground server time (issue 2)", "bench_api.py", [], ["--repeat", "5"]),
+    (
+        "Playground server time, HTML per token, hostile inputs (issues 2, 16)",
+        "bench_api.py",
+        [],
+        ["--repeat", "5", "--hostile-tokenizers", "cl100k_base,mistral-7b"],
+    ),
     ("Byte-level BPE: training and encoding (issue 3)", "bench_bpe.py", [], ["--quick"]),
     ("SentencePiece engine and trainer (issue 4)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),
-    ("Load: 50 typists and 5 trainings on loopback (issue 7)", "load.py", [], ["--duration", "8", "--typists", "10"]),
+    (
+        "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
+        "load.py",
+        ["--trainings", "0"],
+        ["--duration", "8", "--typists", "10", "--trainings", "0"],
+    ),
+    (
+        "Load: 50 typists and 5 trainings on loopback (issue 7)",
+        "load.py",
+        [],
+        ["--duration", "8", "--typists", "10"],
+    ),
     (
         "Load again, with a worker SIGKILLed 8 s in: no stored run lost (issue 7)",
         "load.py",

@@ -1,9 +1,10 @@
 // Tokenplay: only what htmx cannot do on its own.
+// - the ids of each view: the server sends them once, as plain text; they are handed out here to the token spans
+//   (data-ids), which are numbered (data-seg), and shown as one linked, coloured span per id;
 // - hovering or focusing a token highlights its ids (and the other way round): elements sharing data-seg inside
 //   the same [data-token-scope] container (one view of one result; elsewhere nothing happens);
 // - the token detail (ids, bytes in hex, text) in the scope's [data-token-detail] element on hover or focus,
 //   built with textContent only;
-// - the id spans of each view, built from its token spans (the server sends the ids once, as plain text);
 // - arrow keys move focus between tokens (only the first token is in the Tab order);
 // - a short summary of each update goes to the #announce status region (screen readers);
 // - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them.
@@ -12,6 +13,9 @@
 // settle at once (no 20 ms delay), so a control swapped in (the lab's step slider) works from the moment it shows.
 (function () {
   "use strict";
+
+  // A token span: a direct child of a view's .tokens container (templates/_tokens.html).
+  const TOKEN = ".tokens > span";
 
   let lit = [];
 
@@ -58,8 +62,8 @@
   }
 
   function tokenFor(scope, el) {
-    if (el.classList.contains("t")) return el;
-    return scope.querySelector('.t[data-seg="' + CSS.escape(el.dataset.seg) + '"]');
+    if (el.matches(TOKEN)) return el;
+    return scope.querySelector(TOKEN + '[data-seg="' + CSS.escape(el.dataset.seg) + '"]');
   }
 
   function linked(event) {
@@ -85,45 +89,57 @@
   document.addEventListener("focusout", onLeave);
 
   document.addEventListener("keydown", function (event) {
-    const tok = event.target instanceof Element && event.target.closest(".t[tabindex]");
+    const tok = event.target instanceof Element && event.target.closest(TOKEN + "[tabindex]");
     if (!tok) return;
     let next = null;
     if (event.key === "ArrowRight" || event.key === "ArrowDown") next = tok.nextElementSibling;
     else if (event.key === "ArrowLeft" || event.key === "ArrowUp") next = tok.previousElementSibling;
-    else if (event.key === "Home") next = tok.parentElement.querySelector(".t[tabindex]");
+    else if (event.key === "Home") next = tok.parentElement.firstElementChild;
     else if (event.key === "End") next = tok.parentElement.lastElementChild;
     else return;
     event.preventDefault();
     if (next) next.focus();
   });
 
-  // The server sends each window's ids once, as plain text ([data-id-list]); the linked, coloured id spans are
-  // built here from the token spans of the same scope. The token spans after a focusable first one (tabindex
-  // 0) get tabindex -1 here too, so arrow keys and clicks can focus them.
+  // The server sends each window's ids once, as plain text ([data-id-list]); here they are handed out to the
+  // token spans of the same scope, in order: one for a span without data-hex, one per data-hex entry for a span
+  // of several tokens, none for a gap. Each span gets its ids (data-ids) and its number (data-seg), and the list
+  // becomes one linked, coloured span per id. The token spans after a focusable first one (tabindex 0) get
+  // tabindex -1 here too, so arrow keys and clicks can focus them.
   function colourOf(tok) {
     for (const c of tok.classList) if (/^c\d+$/.test(c)) return c;
     return "";
   }
 
+  function tokenCount(tok) {
+    if (tok.classList.contains("gap")) return 0;
+    return tok.dataset.hex != null ? tok.dataset.hex.split("|").length : 1;
+  }
+
   function enhance(root) {
-    for (const first of root.querySelectorAll('.t[tabindex="0"]')) {
+    for (const first of root.querySelectorAll(TOKEN + '[tabindex="0"]')) {
       for (let t = first.nextElementSibling; t; t = t.nextElementSibling) {
-        if (t.classList.contains("t") && !t.hasAttribute("tabindex")) t.tabIndex = -1;
+        if (!t.hasAttribute("tabindex")) t.tabIndex = -1;
       }
     }
     for (const list of root.querySelectorAll("[data-id-list]")) {
       const scope = list.closest("[data-token-scope]");
       if (!scope) continue;
+      const ids = list.textContent.split(" ").filter(Boolean);
       const out = document.createDocumentFragment();
-      for (const tok of scope.querySelectorAll(".t[data-seg]")) {
+      let next = 0;
+      scope.querySelectorAll(TOKEN).forEach(function (tok, seg) {
+        const own = ids.slice(next, next + tokenCount(tok));
+        next += own.length;
+        tok.dataset.seg = seg;
+        tok.dataset.ids = own.join(" ");
         const cls = "id " + colourOf(tok) + (tok.classList.contains("special") ? " special" : "");
-        for (const id of (tok.dataset.ids || "").split(" ")) {
-          if (!id) continue;
+        for (const id of own) {
           const el = span(cls, id);
-          el.dataset.seg = tok.dataset.seg;
+          el.dataset.seg = seg;
           out.append(el, " ");
         }
-      }
+      });
       list.replaceWith(out);
     }
   }
@@ -145,7 +161,7 @@
     const form = document.getElementById("play");
     if (!button || !form) return;
     const label = button.textContent;
-    fetch("/ids", { method: "POST", body: new URLSearchParams(new FormData(form)) })
+    fetch("/ids", { method: "POST", body: new FormData(form) }) // multipart: fast to read for long texts
       .then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
         return r.text();

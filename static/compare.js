@@ -26,7 +26,7 @@
     if (!button || !button.form) return;
     const status = button.form.querySelector(".copy-status");
     const say = function (text) { if (status) status.textContent = text; };
-    fetch(button.dataset.copy, { method: "POST", body: new URLSearchParams(new FormData(button.form)) })
+    fetch(button.dataset.copy, { method: "POST", body: new FormData(button.form) }) // multipart, as the form
       .then(function (r) {
         return r.text().then(function (body) {
           if (!r.ok) throw new Error(body);

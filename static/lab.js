@@ -44,7 +44,8 @@
     if (e.target instanceof Element && e.target.id === "speed") window.__labSpeed = e.target.value;
   });
 
-  // A corpus token's merge tree: the same request as the vocabulary's tree buttons make.
+  // A corpus token's merge tree: the same request as the vocabulary's tree buttons make (its ids: data-ids,
+  // handed out by static/app.js from the view's id list).
   function showTree(tok) {
     const box = tok.closest("#corpus-tokens");
     const id = (tok.dataset.ids || "").split(" ").filter(function (x) { return x && x !== "-1"; })[0];
@@ -57,7 +58,7 @@
     if (!t) return;
     if (t.closest("#play")) setPlaying(!window.__labPlaying);
     if (t.closest("#present-toggle")) togglePresent();
-    const tok = t.closest("#corpus-tokens .t");
+    const tok = t.closest("#corpus-tokens > span");
     if (tok) showTree(tok);
   });
 
@@ -88,7 +89,8 @@
     if (!document.getElementById("step")) return;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     const t = e.target instanceof Element ? e.target : null;
-    if (t && t.closest("#corpus-tokens .t") && e.key === "Enter") { showTree(t.closest(".t")); e.preventDefault(); return; }
+    const tok = t && t.closest("#corpus-tokens > span");
+    if (tok && e.key === "Enter") { showTree(tok); e.preventDefault(); return; }
     if (t && t.closest(".tokens")) return;  // arrow keys move between tokens there (static/app.js)
     if (t && t.closest("input, textarea, select, [contenteditable]")) {
       if (!(t.matches("input[type=range]") && (e.key === " " || e.key === "Home" || e.key === "End"))) return;

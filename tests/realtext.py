@@ -51,6 +51,22 @@ def read(name: str) -> str:
     return path(name).read_text(encoding="utf-8")
 
 
+@functools.cache
+def _utf8(name: str) -> bytes:
+    return read(name).encode("utf-8")
+
+
+def excerpt(name: str, offset: int, size: int) -> str:
+    """The text of ``size`` bytes of corpus ``name`` from byte ``offset`` (taken modulo what fits, so any offset
+    gives a whole excerpt), without the pieces of characters cut at either end.
+
+    Byte sizes, as "10 KB of ja.txt" means: about 3,300 Japanese characters, 10,000 English ones.
+    """
+    data = _utf8(name)
+    start = offset % max(1, len(data) - size)
+    return data[start : start + size].decode("utf-8", "ignore")
+
+
 def slices(name: str, count: int, chars: int, seed: int = 0) -> list[str]:
     """``count`` pieces of corpus ``name`` of about ``chars`` characters each, made of whole lines, from
     positions drawn by a generator seeded with ``seed`` (the same pieces every time).

@@ -233,6 +233,10 @@ def test_compare_text_over_limit_shows_message_in_page():
         assert "limit is 5" in r.text
         r = c.post("/compare/results", data={"text": "toolongtext", "t": THREE}, headers=HX)
         assert r.status_code == 413 and "limit is 5" in r.text and "<textarea" not in r.text
+        # as the page posts it: multipart
+        fields = [("text", (None, "toolongtext"))] + [("t", (None, name)) for name in THREE]
+        r = c.post("/compare/results", files=fields, headers=HX)
+        assert r.status_code == 413 and "limit is 5" in r.text and "<textarea" not in r.text
 
 
 def test_compare_preset_links_keep_the_choice(client):

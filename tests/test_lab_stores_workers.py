@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from slow_corpus import LONG_TRAINING as BIG  # noqa: E402
 from slow_corpus import slow_corpus  # noqa: E402
+from lab_helpers import wait_done  # noqa: E402
 
 
 def done_run(corpus: str = "low low low lower lower newest newest widest", merges: int = 5) -> Run:
@@ -280,3 +281,23 @@ def test_a_training_over_the_memory_limit_fails_cleanly(tmp_path):
         assert ok.status == "done", "a fresh training process takes the next job"
     finally:
         pool.shutdown()
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_the_queue_limit_holds_for_the_whole_app(tmp_path, pool):
+    """Two processes' apps (here: two app objects) share one run store: the limit of trainings running or
+    waiting is the lab's, not each process's (workers 1 + queue 1 = 2 in all)."""
+    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1, lab_pool=pool)
+    with TestClient(create_app(settings)) as one, TestClient(create_app(settings)) as two:
+        first = one.post("/api/train", json={"corpus": slow_corpus()} | BIG)
+        second = two.post("/api/train", json={"corpus": slow_corpus()} | BIG)
+        assert first.status_code == 202 and second.status_code == 202, (first.text, second.text)
+        for client in (one, two):
+            refused = client.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
+            assert refused.status_code == 429 and "the limit is 2" in refused.json()["detail"]
+        one.post(f"/api/train/{first.json()['id']}/cancel")
+        assert wait_done(one, first.json()["id"])["status"] == "cancelled"
+        # the place it held is free again, for either process
+        third = two.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
+        assert third.status_code in (200, 202), third.text
+        two.post(f"/api/train/{second.json()['id']}/cancel")

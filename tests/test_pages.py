@@ -31,7 +31,11 @@ enc = tiktoken_encoding  # tiktoken itself on the shipped ranks: the referee for
 
 
 class Page(HTMLParser):
-    """Collects the coloured token spans (with their text), the id spans, counts, textarea and error text."""
+    """Collects the coloured token spans (with their text and ids), the id list, counts, textarea and error text.
+
+    A token span is a direct child of the ``tokens`` container; its ids are handed out from the id list as
+    static/app.js does (one per ``data-hex`` entry, else one, none for a gap): ``tokens[i]["ids"]``.
+    """
 
     def __init__(self, html: str):
         super().__init__(convert_charrefs=True)
@@ -45,18 +49,25 @@ class Page(HTMLParser):
         self.checked: list[str] = []
         self._stack: list[tuple[str, dict, str]] = []  # (tag, attrs, role) open elements
         self.feed(html)
+        ids, at = [int(i["text"]) for i in self.ids], 0
+        for tok in self.tokens:
+            hexes = tok["attrs"].get("data-hex")
+            n = 0 if "gap" in tok["classes"] else len(hexes.split("|")) if hexes is not None else 1
+            tok["ids"], at = ids[at : at + n], at + n
+        assert at == len(ids), f"the token spans account for {at} ids, the id list has {len(ids)}"
 
     def handle_starttag(self, tag, attrs):
         a = {k: (v or "") for k, v in attrs}
         classes = a.get("class", "").split()
         role = ""
-        if tag == "span" and "t" in classes:
+        parent_classes = self._stack[-1][1].get("class", "").split() if self._stack else []
+        if tag == "span" and "tokens" in parent_classes:
             self.tokens.append({"attrs": a, "classes": classes, "text": ""})
             role = "token"
         elif tag == "span" and "data-id-list" in a:
-            role = "id-list"  # the ids as plain text; static/app.js builds the linked spans from the tokens
-        elif tag == "span" and "w" in classes:
-            self.ws_marks.append(classes[-1])
+            role = "id-list"  # the ids as plain text; static/app.js hands them out to the token spans
+        elif tag == "i" and classes and classes[0].startswith("w-"):
+            self.ws_marks.append(classes[0])
         elif tag == "span" and a.get("id", "").startswith(("count-", "chars-", "bytes-")):
             role = "count:" + a["id"]
             self.counts[a["id"]] = ""
@@ -219,7 +230,7 @@ def test_render_partial_characters_form_one_group_with_all_ids(client):
     assert tok["text"] == "閒" and "\ufffd" not in tok["text"]
     assert "partial" in tok["classes"]
     ids = enc("gpt2").encode("閒")
-    assert tok["attrs"]["data-ids"] == " ".join(map(str, ids))
+    assert tok["ids"] == ids
     assert tok["attrs"]["data-hex"] == "E9 96|92"  # the bytes of each token: not derivable from the text
     assert [int(i["text"]) for i in page.ids] == ids
 
@@ -249,7 +260,7 @@ def test_render_neighbours_never_share_a_colour_and_ids_keep_theirs(client):
     assert all(a != b for a, b in itertools.pairwise(colours))
     # A token's colour is its id's colour unless the previous token already had that one.
     for tok, colour, prev in zip(page.tokens, colours, [None] + colours[:-1]):
-        base = f"c{base_colour(int(tok['attrs']['data-ids'].split()[0]))}"
+        base = f"c{base_colour(tok['ids'][0])}"
         assert colour == base or (prev == base and colour == f"c{(int(base[1:]) + 1) % PALETTE}")
 
 
@@ -268,7 +279,7 @@ def test_render_special_tokens_off_by_default_on_when_toggled(client):
     special = Page(render(client, text, tokenizer="gpt2", special="1").text)
     marked = [t for t in special.tokens if "special" in t["classes"]]
     assert len(marked) == 1 and marked[0]["text"] == "<|endoftext|>"
-    assert marked[0]["attrs"]["data-ids"] == "50256"
+    assert marked[0]["ids"] == [50256]
     assert special.count == 3 and special.token_text == text
 
 
@@ -284,10 +295,27 @@ def test_render_show_whitespace_marks_spaces_tabs_newlines(client):
 def test_render_tokens_are_focusable_with_details(client):
     page = Page(render(client, "Hello world").text)
     assert [t["attrs"].get("tabindex") for t in page.tokens] == ["0", None]  # app.js gives the rest -1
-    first = page.tokens[0]["attrs"]
-    assert first["data-ids"] == "9906" and first["data-seg"] == "0"
-    # One token whose bytes are the text's UTF-8: no data-hex and no title (static/app.js derives both).
-    assert "data-hex" not in first and "title" not in first
+    assert [t["ids"] for t in page.tokens] == [[9906], [1917]]
+    # One token whose bytes are the text's UTF-8: only its colour and its tab stop (static/app.js derives the
+    # ids, the hex and the title).
+    assert page.tokens[0]["attrs"] == {"class": page.colours()[0], "tabindex": "0"}
+
+
+def test_render_spans_say_each_fact_once_in_under_40_bytes_a_token(client):
+    """The markup besides the text is the colour, the tab stop, the bytes that differ from the text and the id
+    list: nothing static/app.js can derive (the spans' ids and numbers, the hex of plain tokens)."""
+    text = "Hello world, 日本語 🙂 <|endoftext|>\n" * 40
+    r = render(client, text, tokenizer="cl100k_base", special="1")
+    page = Page(r.text)
+    assert page.token_text == text
+    assert [i for t in page.tokens for i in t["ids"]] == enc("cl100k_base").encode(text, allowed_special="all")
+    tokens = r.text[r.text.index('id="tokens"') :].split('<div id="detail"')[0]
+    attributes = re.findall(r"<span ([^>]*)>", tokens)
+    assert len(attributes) == len(page.tokens)
+    for attrs in attributes:  # one word unquoted; data-hex only where the bytes are not the text's
+        assert re.fullmatch(r'class=(c\d|"c\d[a-z ]+")( data-hex="[0-9A-F |]+")?( tabindex=0)?', attrs), attrs
+    assert sum("data-hex" in a for a in attributes) == sum(len(t["ids"]) > 1 for t in page.tokens)
+    assert len(r.content) / page.count < 40
 
 
 def test_render_crlf_and_cr_are_normalised_to_lf_as_in_a_text_area(client):
@@ -342,6 +370,46 @@ def test_render_full_page_over_the_limit_keeps_text(small_client):
     assert page.textarea == "y" * 60 and "limit" in page.errors[0]
 
 
+def multipart(fields: dict) -> dict:
+    """``fields`` as a multipart/form-data body (what the page's forms post), for the test client."""
+    return {"files": {name: (None, value) for name, value in fields.items()}}
+
+
+def test_the_page_posts_its_forms_as_multipart(client):
+    html = client.get("/").text
+    assert 'hx-encoding="multipart/form-data"' in html  # htmx: the forms and the pager's buttons
+    form = re.search(r'<form id="play"[^>]*>', html).group(0)
+    assert 'enctype="multipart/form-data"' in form  # without JavaScript too
+
+
+def test_render_multipart_answers_what_url_encoded_answers(client):
+    fields = {"text": "Héllo\r\nworld 日本 🙂 <|endoftext|>", "tokenizer": "gpt2", "special": "1", "ws": "1"}
+    posted = client.post("/render", headers=HX, **multipart(fields))
+    assert posted.status_code == 200
+    assert posted.text == render(client, **fields).text
+    assert Page(posted.text).token_text == "Héllo\nworld 日本 🙂 <|endoftext|>"  # as the text area holds it
+
+
+@pytest.mark.parametrize("path", ["/render", "/ids", "/decode", "/compare/results", "/chat/result"])
+def test_forms_over_a_size_limit_answer_413_multipart_or_not(small_client, path):
+    """Past the limit of a field (the text's limit, UTF-8- and percent-encoded), of the number of fields or of
+    files, a form is a 413 with the message, never Starlette's 400; a malformed form stays a 400."""
+    big = "x" * (50 * 12 + 2000)
+    for body in (multipart({"text": big, "tokenizer": "gpt2"}), {"data": {"text": big, "tokenizer": "gpt2"}},
+                 multipart({f"f{i}": "x" for i in range(60)}),
+                 {"files": {"text": ("a.txt", b"hello", "text/plain")}}):
+        r = small_client.post(path, headers=HX, **body)
+        assert r.status_code == 413, (path, r.text)
+        assert "limits" in Page(r.text).errors[0]
+    r = small_client.post(path, headers=HX | {"Content-Type": "multipart/form-data"}, content=b"no boundary")
+    assert r.status_code == 400
+
+
+def test_render_multipart_text_over_the_limit_answers_413_with_message(small_client):
+    r = small_client.post("/render", headers=HX, **multipart({"text": "閒" * 51, "tokenizer": "gpt2"}))
+    assert r.status_code == 413 and "limit is 50" in Page(r.text).errors[0]
+
+
 def test_lone_surrogate_maps_to_422():
     tok = registry.get("cl100k_base")
     with pytest.raises(InvalidTextError) as exc:
@@ -369,7 +437,7 @@ def test_render_long_text_windows_tokens_with_exact_counts(small_client):
     assert 'id="show-more"' in r.text and '"offset": 5' in r.text
     second = Page(render(small_client, text, tokenizer="gpt2", offset="5").text)
     assert second.count == len(ids)
-    assert [t["attrs"]["data-seg"] for t in second.tokens] == ["5", "6", "7", "8", "9"]
+    assert [t["ids"] for t in second.tokens] == [[i] for i in ids[5:10]]
     assert second.colours()[0] != page.colours()[-1]
     # Walking all windows gives back the whole text and every id once, neighbours never sharing a colour.
     seen, ids_seen, offset = "", [], 0
@@ -387,7 +455,8 @@ def test_render_long_text_windows_tokens_with_exact_counts(small_client):
 
 def test_render_stale_offset_is_clamped_to_the_last_window(small_client):
     page = Page(render(small_client, "a b c d e f g", tokenizer="gpt2", offset="500").text)
-    assert page.count == 7 and [t["attrs"]["data-seg"] for t in page.tokens] == ["5", "6"]
+    assert page.count == 7 and [t["text"] for t in page.tokens] == [" f", " g"]
+    assert [t["ids"] for t in page.tokens] == [[i] for i in enc("gpt2").encode("a b c d e f g")[5:]]
 
 
 def test_ids_route_returns_every_id(small_client):
@@ -484,7 +553,7 @@ def test_render_every_tokenizer_joins_back_without_replacement_characters(client
     page = Page(r.text)
     assert page.token_text == text and "\ufffd" not in page.token_text
     assert page.count == len(registry.get(name).encode(text, allow_special=bool(special)))
-    assert sum(len(t["attrs"]["data-ids"].split()) for t in page.tokens) == page.count
+    assert [i for t in page.tokens for i in t["ids"]] == registry.get(name).encode(text, allow_special=bool(special))
 
 
 def test_picker_groups_tokenizers_by_family(client):

@@ -171,8 +171,6 @@ def test_a_run_trained_through_one_app_is_steppable_through_another(redis_url, t
         child = wait_done(cb, m.json()["id"])
         assert child["status"] == "done" and child["parent"] == run_id
         assert ca.get(f"/api/train/{child['id']}").json()["steps"][1]["token"] == "ab"
-    a.state.lab.shutdown()
-    b.state.lab.shutdown()
 
 
 def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path):
@@ -186,5 +184,32 @@ def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path):
         assert c.status_code == 200 and c.json()["cancel_requested"] is True
         out = wait_done(cb, run_id, timeout=30)
         assert out["status"] == "cancelled", out
-    a.state.lab.shutdown()
-    b.state.lab.shutdown()
+
+
+def test_the_queue_limit_holds_across_machines(redis_url, tmp_path):
+    """Apps on different machines share only Redis: the limit of trainings running or waiting is the lab's."""
+    settings = {"lab_workers": 1, "lab_queue": 0, "lab_pool": "process"}
+    a = create_app(Settings(lab_runs_dir=tmp_path / "a", redis_url=redis_url, **settings))
+    b = create_app(Settings(lab_runs_dir=tmp_path / "b", redis_url=redis_url, **settings))
+    with TestClient(a) as ca, TestClient(b) as cb:
+        big = ca.post("/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING)
+        assert big.status_code == 202, big.text
+        refused = cb.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
+        assert refused.status_code == 429 and "the limit is 1" in refused.json()["detail"]
+        cb.post(f"/api/train/{big.json()['id']}/cancel")
+        assert wait_done(cb, big.json()["id"], timeout=30)["status"] == "cancelled"
+        again = cb.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
+        assert again.status_code in (200, 202), again.text
+
+
+def test_an_uploaded_tokenizer_is_kept_in_redis_for_every_machine(redis_url, tmp_path):
+    from app.engines.datafiles import data_path
+
+    a, b = _app(redis_url, tmp_path, "a"), _app(redis_url, tmp_path, "b")  # no shared directory: only Redis
+    with TestClient(a) as ca, TestClient(b) as cb:
+        path = data_path("openai/gpt2.tiktoken")
+        r = ca.post("/api/tokenizers", files={"file": (path.name, path.read_bytes())}, data={"pattern": "gpt2"})
+        assert r.status_code == 201, r.text
+        cb.cookies.update(dict(ca.cookies))  # the same browser, answered by another machine
+        got = cb.post("/api/tokenize", json={"text": "hello world", "tokenizer": r.json()["name"]})
+        assert got.status_code == 200 and got.json()["ids"] == [31373, 995]

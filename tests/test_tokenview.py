@@ -23,8 +23,8 @@ def _direct(env, window, show_ws, focusable):
     for n, s in enumerate(window.spans):
         tabindex = 0 if focusable and n == 0 else None
         spans.append(str(module.token_span(s, show_ws, tabindex)))
-    # The id list is what static/app.js rebuilds the id spans from: the token spans' data-ids, in order.
-    ids = " ".join(re.findall(r'data-ids="([^"]*)"', "".join(spans)))
+    # The id list: the ids of the tokens the spans hold, in order (static/app.js hands them out to the spans).
+    ids = " ".join(map(str, window.result.ids[window.token_start : window.token_stop]))
     return "".join(spans), ids
 
 
@@ -47,5 +47,24 @@ def test_memoised_markup_with_nul_and_markup_in_text_stays_escaped():
     html = str(env.globals["tokens_markup"](window))
     assert "<script" not in html and "&lt;" in html
     assert htmllib.unescape(re.sub(r"<[^>]+>", "", html)) == "a\x00b <script>x</script> a\x00b"
-    assert html.count('data-seg="') == len(window.spans)
-    assert [int(x.split('"')[0]) for x in html.split('data-seg="')[1:]] == [s.index for s in window.spans]
+    assert html.count("<span ") == len(window.spans)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(max_size=60), name=st.sampled_from(["gpt2", "o200k_base", "mistral-7b", "custom-bpe"]))
+def test_id_list_handed_out_by_data_hex_entries_gives_each_span_its_ids(text, name):
+    """What static/app.js relies on: a span takes one id, or one per data-hex entry when it has data-hex, or
+    none when it is a gap; in order, that gives every span exactly its tokens' ids."""
+    text = text.encode("utf-8", "replace").decode("utf-8", "replace")
+    env = make_environment(ENV_SETTINGS.templates_dir)
+    window = token_window(registry.get(name).tokenize(text))
+    html = str(env.globals["tokens_markup"](window))
+    ids = [int(i) for i in str(env.globals["ids_markup"](window)).split()]
+    tags = re.findall(r"<span (class=(?:\w+|\"[^\"]*\"))(?: data-hex=\"([^\"]*)\")?[^>]*>", html)
+    assert len(tags) == len(window.spans)
+    at = 0
+    for (cls, hexes), span in zip(tags, window.spans):
+        n = 0 if "gap" in cls else len(hexes.split("|")) if hexes else 1
+        assert ids[at : at + n] == span.ids
+        at += n
+    assert at == len(ids) == len(window.result.ids)

@@ -20,6 +20,11 @@ from .algorithms import Cancelled, train
 from .runs import Run
 
 
+#: Seconds between heartbeats of a process's queued and running jobs (at most a quarter of the store's
+#: ``stale_after``).
+BEAT_EVERY = 5.0
+
+
 class QueueFull(TokenplayError):
     """Every worker is busy and the queue is full; try again shortly."""
 
@@ -41,7 +46,9 @@ class Job:
 
 
 class BoundedJobs:
-    """Admission shared by the thread and process pools: at most ``workers + queue`` jobs running or waiting.
+    """Admission shared by the thread and process pools: at most ``workers + queue`` jobs running or waiting in
+    the whole app (every process sharing the run store: ``store.admit``), and heartbeats of this process's
+    unfinished jobs, so that another process can tell them alive.
 
     Subclasses hand an admitted job to their executor.
     """
@@ -52,33 +59,39 @@ class BoundedJobs:
         self.capacity = workers + queue
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._beater = threading.Thread(target=self._beat_loop, name="lab-heartbeat", daemon=True)
+        self._beater.start()
 
     def active(self) -> int:
         with self._lock:
             return sum(1 for j in self._jobs.values() if not j.finished.is_set())
 
     def _admit(self, job: Job) -> None:
-        """Record ``job`` as queued (and stored) or raise :class:`QueueFull` with a retry hint."""
+        """Store ``job``'s run as queued, or raise :class:`QueueFull` with a retry hint. A store that cannot be
+        written (a full disk, Redis down) raises, and the job holds no place anywhere."""
+        job.run.status = "queued"
+        busy = self.store.admit(job.run, self.capacity)
+        if busy is not None:
+            job.finished.set()
+            raise QueueFull(
+                f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
+                "try again in a few seconds",
+                retry_after=max(2, min(30, 3 * (busy - self.workers + 1))),
+            )
         with self._lock:
-            busy = sum(1 for j in self._jobs.values() if not j.finished.is_set())
-            if busy >= self.capacity:
-                raise QueueFull(
-                    f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
-                    "try again in a few seconds",
-                    retry_after=max(2, min(30, 3 * (busy - self.workers + 1))),
-                )
             self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
             self._jobs[job.run.id] = job
-        job.run.status = "queued"
-        try:
-            self.store.put(job.run)
-        except BaseException:
-            # not stored (a full disk, Redis down): the job never runs, so it must not hold a place in the queue
-            with self._lock:
-                if self._jobs.get(job.run.id) is job:
-                    del self._jobs[job.run.id]
-            job.finished.set()
-            raise
+
+    def _beat_loop(self) -> None:
+        every = min(BEAT_EVERY, getattr(self.store, "stale_after", 60.0) / 4)
+        while not self._closed.wait(every):
+            for run_id, job in list(self._jobs.items()):
+                if not job.finished.is_set():
+                    try:
+                        self.store.beat(run_id)
+                    except Exception:  # noqa: BLE001, S110  # pragma: no cover - a store hiccup must not stop the beats
+                        pass
 
 
 class JobPool(BoundedJobs):
@@ -147,6 +160,7 @@ class JobPool(BoundedJobs):
                 job.finished.set()
 
     def shutdown(self) -> None:
+        self._closed.set()
         for job in list(self._jobs.values()):
             job.cancel.set()
         self._executor.shutdown(wait=False, cancel_futures=True)

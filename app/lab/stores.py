@@ -9,7 +9,10 @@ its worker pool can use either, with what several processes need:
 - expiry in the shared store too: files older than ``ttl`` are swept (and the oldest ones beyond
   ``max_store_bytes``), Redis keys carry a TTL and the oldest runs beyond the byte cap are deleted;
 - cross-process cancellation (``request_cancel`` / ``cancel_requested``) and heartbeats of running trainings
-  (``beat``), so a run whose worker process died is reported as failed instead of "running" forever.
+  (``beat``), so a run whose worker process died is reported as failed instead of "running" forever;
+- admission for the whole app (``admit``): a run is stored as queued only while fewer than the lab's capacity of
+  runs, counted over every process sharing the store (and, with Redis, every machine), are queued or running
+  with a fresh heartbeat.
 
 A store keeps records of one kind (``record``: :class:`~app.lab.runs.Run` by default): anything with an ``id``,
 ``finished``, ``to_json(with_steps=...)``, ``from_json(...)`` and ``estimated_bytes()``. Uploaded tokenizers
@@ -19,11 +22,13 @@ are kept the same way (:mod:`app.web.uploads`). :func:`make_store` picks Redis w
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 import time
 import zlib
 from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -134,6 +139,16 @@ class _SharedStore:
             self.mem.put(run)
         return run
 
+    def admit(self, run: Run, capacity: int) -> int | None:
+        """Store ``run`` (queued) if fewer than ``capacity`` runs are queued or running in the whole app, and
+        answer None; else store nothing and answer how many are."""
+        with self._admission():
+            busy = self._busy()
+            if busy >= capacity:
+                return busy
+            self.put(run)
+        return None
+
     def _load(self, run_id: str) -> Run | None:
         data = self._read(run_id)
         if data is None:
@@ -160,6 +175,14 @@ class _SharedStore:
         raise NotImplementedError
 
     def _read(self, run_id: str) -> bytes | None:
+        raise NotImplementedError
+
+    def _admission(self):
+        """A lock held across every process sharing the store, while one admission counts and stores."""
+        raise NotImplementedError
+
+    def _busy(self) -> int:
+        """Runs queued or running, with a heartbeat younger than ``stale_after``."""
         raise NotImplementedError
 
 
@@ -225,6 +248,28 @@ class DirectoryStore(_SharedStore):
                 return time.time() - self._path(run_id).stat().st_mtime
             except OSError:
                 return float("inf")
+
+    @contextmanager
+    def _admission(self):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / ".admission", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            yield
+
+    def _busy(self) -> int:
+        now = time.time()
+        busy = 0
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return 0
+        for entry in entries:
+            if entry.name.endswith(".beat"):
+                try:
+                    busy += now - entry.stat().st_mtime <= self.stale_after
+                except OSError:
+                    continue
+        return busy
 
     def request_cancel(self, run_id: str) -> None:
         if valid_id(run_id):
@@ -326,8 +371,10 @@ class RedisStore(_SharedStore):
         p.hset(self._key("sizes"), run_id, len(blob))
         if finished:
             p.delete(self._key("beat", run_id), self._key("cancel", run_id))
+            p.zrem(self._key("active"), run_id)
         else:  # in the same transaction: a reader never sees a running run without a heartbeat
             p.set(self._key("beat", run_id), str(time.time()), ex=int(self.stale_after * 10) + 1)
+            p.zadd(self._key("active"), {run_id: time.time()})
         p.execute()
         if finished:
             self.trim()
@@ -342,7 +389,31 @@ class RedisStore(_SharedStore):
             return None
 
     def beat(self, run_id: str) -> None:
-        self.redis.set(self._key("beat", run_id), str(time.time()), ex=int(self.stale_after * 10) + 1)
+        p = self.redis.pipeline()
+        p.set(self._key("beat", run_id), str(time.time()), ex=int(self.stale_after * 10) + 1)
+        p.zadd(self._key("active"), {run_id: time.time()}, xx=True)  # a late beat never revives a finished run
+        p.execute()
+
+    #: Count the fresh entries of the active set and, when under the capacity, add one: atomically, in Redis.
+    _ADMIT = """
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+        local busy = redis.call('ZCARD', KEYS[1])
+        if busy >= tonumber(ARGV[2]) then return busy end
+        redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+        return -1
+    """
+
+    def admit(self, run: Run, capacity: int) -> int | None:
+        now = time.time()
+        busy = self.redis.eval(self._ADMIT, 1, self._key("active"), now - self.stale_after, capacity, now, run.id)
+        if busy >= 0:
+            return busy
+        try:
+            self.put(run)
+        except BaseException:
+            self.redis.zrem(self._key("active"), run.id)  # not stored: the place goes back
+            raise
+        return None
 
     def _beat_age(self, run_id: str) -> float:
         raw = self.redis.get(self._key("beat", run_id))

@@ -38,9 +38,8 @@ from .jobs import BoundedJobs, Job
 PRELOAD = ["app.lab.algorithms"]
 #: Seconds a cancelled child gets to stop by itself before it is killed.
 CANCEL_GRACE = 2.0
-#: Seconds between progress messages from a child, and between heartbeats to the store.
+#: Seconds between progress messages from a child.
 PROGRESS_EVERY = 0.2
-BEAT_EVERY = 5.0
 #: Niceness of the training processes (0..19): when the CPUs are busy, requests go first.
 NICE = int(os.environ.get("TOKENPLAY_LAB_NICE", "15"))
 
@@ -202,9 +201,6 @@ class ProcessJobPool(BoundedJobs):
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-supervise")
         self._idle: queue_mod.SimpleQueue = queue_mod.SimpleQueue()
         self._all: list[_Worker] = []
-        self._closed = threading.Event()
-        self._beater = threading.Thread(target=self._beat_loop, name="lab-heartbeat", daemon=True)
-        self._beater.start()
         for _ in range(workers):
             self._idle.put(None)  # a slot; its process starts on first use, or now when warm
         if warm:
@@ -271,19 +267,6 @@ class ProcessJobPool(BoundedJobs):
             threading.Thread(target=w.stop, daemon=True).start()
 
     # supervision -------------------------------------------------------------------------------------------------
-    def _beat_loop(self) -> None:
-        beat = getattr(self.store, "beat", None)
-        every = min(BEAT_EVERY, getattr(self.store, "stale_after", 60.0) / 4)
-        while not self._closed.wait(every):
-            if beat is None:
-                return
-            for run_id, job in list(self._jobs.items()):
-                if not job.finished.is_set():
-                    try:
-                        beat(run_id)
-                    except Exception:  # noqa: BLE001, S110  # pragma: no cover - a store hiccup must not stop the heartbeats
-                        pass
-
     def _remote_cancel(self, run_id: str) -> bool:
         check = getattr(self.store, "cancel_requested", None)
         try:

@@ -12,11 +12,13 @@ from fastapi.responses import FileResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import __version__
+from app.engines.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.settings import Settings
 
 from . import api, chat, compare, errors, lab, playground
 from .render import make_environment
+from .uploads import Uploads
 
 
 class BodyLimit:
@@ -26,16 +28,18 @@ class BodyLimit:
     response through an extra task and queue, which cost ~7% of a busy worker's time.
     """
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app, max_bytes: int, larger: dict[str, int] | None = None):
         self.app = app
         self.max_bytes = max_bytes
+        self.larger = larger or {}  # path -> its own limit
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             length = dict(scope["headers"]).get(b"content-length", b"")
-            if length.isdigit() and int(length) > self.max_bytes:
+            limit = self.larger.get(scope["path"], self.max_bytes)
+            if length.isdigit() and int(length) > limit:
                 request = Request(scope)
-                message = f"request body is {int(length):,} bytes; the limit is {self.max_bytes:,}"
+                message = f"request body is {int(length):,} bytes; the limit is {limit:,}"
                 return await errors.answer(request, 413, message)(scope, receive, send)
         await self.app(scope, receive, send)
 
@@ -112,9 +116,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.jinja = make_environment(settings.templates_dir, auto_reload=settings.template_reload)
     app.state.lab_lock = threading.Lock()
     app.state.lab_users = 0
+    app.state.uploads = Uploads.from_settings(settings)
     # Four UTF-8 bytes a character at most, JSON-escaped up to 12 bytes (\ud83d\ude00 for two): room for any
     # accepted text plus the JSON around it.
-    app.add_middleware(BodyLimit, max_bytes=settings.max_chars * 12 + 1_000_000)
+    # An uploaded tokenizer file may be larger: up to the loaders' limit, and the form around it.
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_chars * 12 + 1_000_000, larger={"/api/tokenizers": MAX_FILE_BYTES + 1_000_000}
+    )
     app.add_middleware(ServerTiming)
     errors.install(app)
 

@@ -3,6 +3,7 @@ cannot (the error table of :mod:`app.web.errors` answers), so routes hold no loo
 
 - ``SettingsDep``: the app's :class:`~app.settings.Settings`;
 - ``TokenizersDep``: the tokenizers this request may use and list (:class:`~app.web.pickers.Tokenizers`);
+  ``UploadsDep``: the uploaded tokenizers' store (:class:`~app.web.uploads.Uploads`);
 - ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
   (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains);
 - ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400).
@@ -19,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 import anyio.to_thread
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
 from app.lab.runs import Run
@@ -28,6 +30,8 @@ from app.settings import Settings
 
 from .errors import NotFoundError, TooLargeError
 from .pickers import Tokenizers
+from .uploads import COOKIE as UPLOAD_COOKIE
+from .uploads import Uploads
 
 
 def _settings(request: Request) -> Settings:
@@ -44,8 +48,16 @@ def _lab(request: Request) -> Lab:
 LabDep = Annotated[Lab, Depends(_lab)]
 
 
-def _tokenizers(request: Request, lab: LabDep, settings: SettingsDep) -> Tokenizers:
-    return Tokenizers(lab, request.cookies.get(COOKIE), settings.lab_max_runs)
+def _uploads(request: Request) -> Uploads:
+    return request.app.state.uploads
+
+
+UploadsDep = Annotated[Uploads, Depends(_uploads)]
+
+
+def _tokenizers(request: Request, lab: LabDep, uploads: UploadsDep, settings: SettingsDep) -> Tokenizers:
+    cookies = request.cookies
+    return Tokenizers(lab, cookies.get(COOKIE), settings.lab_max_runs, uploads, cookies.get(UPLOAD_COOKIE))
 
 
 TokenizersDep = Annotated[Tokenizers, Depends(_tokenizers)]
@@ -97,17 +109,26 @@ def export_format(fmt: str, formats: tuple[str, ...]) -> str:
     return fmt
 
 
+# The messages of Starlette's form parsers when a limit is passed (any other parse error is a malformed form).
+_OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields", "Too many files")
+
+
 async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> FormData:
-    """The posted form, allowing one field as long as ``max_chars`` characters.
+    """The posted form (multipart or url-encoded), allowing one field as long as ``max_chars`` characters.
 
     Starlette caps a form field at 1 MB by default; a text of ``max_chars`` characters can be several times
     that once UTF-8- and percent-encoded (up to 12 bytes a character), so the cap follows the limit and the
-    size check proper comes after. A form over it is a 413, never Starlette's own 400.
+    size check proper comes after. A form over a limit is a 413, never Starlette's own 400 (which it answers
+    for every parse error inside an app); a malformed form stays a 400.
     """
     try:
         form = await request.form(max_part_size=max_chars * 12 + 1024, max_fields=50, max_files=max_files)
-    except MultiPartException as exc:
-        raise TooLargeError(f"the form is too large ({exc.message}); the limit is {max_chars:,} characters") from None
+    except (MultiPartException, HTTPException) as exc:
+        message = exc.message if isinstance(exc, MultiPartException) else str(exc.detail)
+        if not message.startswith(_OVER_LIMIT):
+            raise
+        limit = f"a text may have up to {max_chars:,} characters"
+        raise TooLargeError(f"the form is over this page's limits ({message}); {limit}") from None
     return form
 
 

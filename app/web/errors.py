@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerError
+from app.engines.loaders import FileTooLargeError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
 
@@ -36,6 +37,7 @@ STATUS: dict[type[Exception], int] = {
     RunNotReady: 409,
     TooLargeError: 413,
     CorpusTooLarge: 413,
+    FileTooLargeError: 413,
     QueueFull: 429,
     DataFileError: 500,
     TokenplayError: 422,

@@ -37,7 +37,7 @@ from app.palette import colour_chain
 class TokenSpan:
     """One coloured span of a view: the whole characters ``text[start:end]`` and the tokens that cover them."""
 
-    index: int  # the index of its first token in the whole result: ``data-seg`` (unique and increasing)
+    index: int  # the index of its first token in the whole result (unique and increasing)
     start: int  # character offsets into the text
     end: int
     text: str
@@ -58,18 +58,15 @@ class TokenSpan:
         return self.token_list
 
     @property
-    def ids_attr(self) -> str:
-        return " ".join(map(str, self.ids))
-
-    @property
     def hexes(self) -> list[str]:
         """Each token's bytes in hex, e.g. ``E3 81``."""
         return [hex_bytes(t.bytes) for t in self.tokens]
 
     @property
     def hex_attr(self) -> str:
-        """``data-hex`` when the tokens' bytes are not simply the text's UTF-8 (several tokens share characters,
-        or a tokenizer spells the text differently), else "" and static/app.js derives the hex from the text."""
+        """``data-hex`` when the tokens' bytes are not simply the text's UTF-8, else "" and static/app.js derives
+        the hex from the text. Never "" for several tokens (the ``|`` between them is not in the text's hex), so
+        its entries also count the span's tokens: static/app.js hands out the id list by them."""
         hexes = "|".join(self.hexes)
         return "" if hexes == hex_bytes(self.text.encode("utf-8", "surrogatepass")) else hexes
 
@@ -308,24 +305,21 @@ def _reusable_spans(previous: TokenWindow, ids: list[int], end: int) -> int:
 
 _INDEX_OF = attrgetter("index")
 
-# Stands for the span index in a memoised span: the one part of a span's markup that depends on where the
-# span is. Spans whose text contains it are rendered directly, never memoised.
-_INDEX = "\x00"
-
 
 class SpanCache:
     """Memoised output of the ``token_span`` macro of ``templates/_tokens.html``, and the plain id list.
 
     Typing re-renders a text that is almost the same as the last one, and any text repeats its tokens, so each
-    distinct span (ids, text, colour, flags) is rendered by the macro once; a render joins the memoised pieces
-    around the span's index. The markup itself still comes only from the template. Bounded: the memo is
-    dropped whenever it grows past ``max_entries``.
+    distinct span (tokenizer, ids, text, colour, flags) is rendered by the macro once; a render joins the
+    memoised strings. A span's markup does not depend on where it is (no index in it), so the memo holds it
+    whole. The markup itself still comes only from the template. Bounded: the memo is dropped whenever it
+    grows past ``max_entries``.
     """
 
     def __init__(self, env: Environment, max_entries: int = 200_000):
         self.env = env
         self.max_entries = max_entries
-        self._spans: dict[tuple, list[str]] = {}
+        self._spans: dict[tuple, str] = {}
 
     def tokens(self, window: TokenWindow, show_ws: bool = False, focusable: bool = True) -> Markup:
         macro = self.env.get_template("_tokens.html").module.token_span
@@ -338,26 +332,24 @@ class SpanCache:
             done = window.reused
             out = previous.markup[style][:done]  # the spans an earlier window of this text rendered
         get, append = memo.get, out.append
+        tokenizer = window.result.tokenizer  # the same ids and text may be other bytes in another tokenizer
         for n in range(done, len(spans)):  # once per token on every keystroke: kept lean
             s = spans[n]
             tabindex = 0 if focusable and n == 0 else None  # app.js gives the other spans -1
-            if _INDEX in s.text:
-                append(str(macro(s, show_ws, tabindex)))
-                continue
-            key = (s.colour, s.special, s.text, s.classes, s.cuts, show_ws, tabindex, *s.ids)
-            pieces = get(key)
-            if pieces is None:
+            key = (tokenizer, s.colour, s.special, s.text, s.classes, s.cuts, show_ws, tabindex, *s.ids)
+            markup = get(key)
+            if markup is None:
                 if len(memo) >= self.max_entries:
                     memo.clear()
-                pieces = memo[key] = str(macro(replace(s, index=_INDEX), show_ws, tabindex)).split(_INDEX)
-            append(str(s.index).join(pieces))
+                markup = memo[key] = str(macro(s, show_ws, tabindex))
+            append(markup)
         window.markup[style] = out
         window.previous = None  # rendered: the earlier window is no longer needed (memory)
         return Markup("".join(out))
 
     @staticmethod
     def ids(window: TokenWindow) -> str:
-        """The window's ids as plain text; static/app.js turns them into linked, coloured spans."""
+        """The window's ids as plain text, in span order; static/app.js hands them out to the spans."""
         return " ".join(map(str, chain.from_iterable(s.ids for s in window.spans)))
 
 

@@ -71,16 +71,18 @@ def test_compare_select_three_switch_presets_read_table(page: Page, live_server:
 
     # Typing drives every pane; the text area keeps focus and the URL carries the choice and the text.
     textarea = page.locator("#compare-text")
-    textarea.fill("Hello world 12345")
+    with page.expect_request(lambda r: "/compare/results" in r.url) as sent:
+        textarea.fill("Hello world 12345")
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     _expect_table(page, _api(live_server, "Hello world 12345", THREE))
     expect(textarea).to_be_focused()
     expect(page).to_have_url(re.compile(r"t=gpt2&t=cl100k_base&t=o200k_base.*text=Hello\+world\+12345"))
 
     # Reference: cl100k cuts " |123" where gpt2 has " 123", marked in the cl100k pane.
-    expect(page.locator('.pane[data-tokenizer="cl100k_base"] .t.diff-extra')).to_have_count(1)
+    expect(page.locator('.pane[data-tokenizer="cl100k_base"] .tokens > .diff-extra')).to_have_count(1)
     page.locator('#compare-options input[name="ref"][value="cl100k_base"]').check()
     expect(page.locator('.pane.reference[data-tokenizer="cl100k_base"]')).to_be_visible()
-    expect(page.locator('.pane[data-tokenizer="gpt2"] .t .cut')).to_have_count(1)
+    expect(page.locator('.pane[data-tokenizer="gpt2"] .tokens .cut')).to_have_count(1)
 
 
 def test_compare_url_restores_selection_and_text(page: Page, live_server: str):
@@ -96,14 +98,14 @@ def test_compare_url_restores_selection_and_text(page: Page, live_server: str):
         pane.locator("summary").click()
         assert [int(t) for t in pane.locator(".ids .id").all_inner_texts()] == registry.get(name).encode("吾輩")
         pane.locator(".ids .id").first.hover()
-        expect(pane.locator(".t.hl")).to_have_count(1)
+        expect(pane.locator(".tokens > .hl")).to_have_count(1)
 
 
 def test_compare_one_tokenizer_shows_its_pane_and_asks_for_two(page: Page, live_server: str):
     page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=hi")
     page.locator('#compare-options input[name="t"][value="o200k_base"]').uncheck()
     expect(page.locator("#compare-results .notice")).to_contain_text("Tick a second tokenizer")
-    expect(page.locator('.pane[data-tokenizer="gpt2"] .t')).to_have_count(1)
+    expect(page.locator('.pane[data-tokenizer="gpt2"] .tokens > span')).to_have_count(1)
     page.locator('#compare-options input[name="t"][value="cl100k_base"]').check()
     expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
     expect(page.locator("#compare-results .notice")).to_have_count(0)
@@ -134,7 +136,9 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
     expect(page.locator('textarea[name="content"]')).to_have_count(3)
     _settled(page, "#chat-editor")
     expect(page.locator("#content-2")).to_be_focused()  # the new row takes the focus
-    page.locator("#content-2").fill("Sure 👍 that is 12345 tokens")
+    with page.expect_request(lambda r: "/chat/result" in r.url) as sent:
+        page.locator("#content-2").fill("Sure 👍 that is 12345 tokens")
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     messages = [*chat.DEFAULT_MESSAGES, chat.Message("assistant", "Sure 👍 that is 12345 tokens")]
     rendered = chat.render_chat(messages)
     expect(page.locator("#chat-rendered")).to_have_text(rendered)
@@ -143,7 +147,7 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
         expected = len(registry.get(name).encoding.encode(rendered, allowed_special="all"))
         pane = page.locator(f'.pane[data-tokenizer="{name}"]')
         expect(pane.locator(".pane-count")).to_have_attribute("data-count", str(expected))
-        expect(pane.locator(".t.special")).to_have_count(3 * len(messages) + 2)
+        expect(pane.locator(".tokens > .special")).to_have_count(3 * len(messages) + 2)
     page.get_by_role("button", name="Remove message 1").click()
     expect(page.locator('textarea[name="content"]')).to_have_count(2)
     expect(page.locator("#chat-rendered")).not_to_contain_text("<|im_start|>system")
@@ -152,7 +156,9 @@ def test_chat_add_message_counts_match_tiktoken(page: Page, live_server: str):
 def test_compare_copy_json_to_clipboard(page: Page, live_server: str):
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server)
     page.goto(f"{live_server}/compare?t=gpt2&t=o200k_base&text=Hello%20world")
-    page.get_by_role("button", name="Copy JSON").click()
+    with page.expect_request(lambda r: "/compare/export.json" in r.url) as sent:
+        page.get_by_role("button", name="Copy JSON").click()
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     expect(page.locator(".copy-status")).to_have_text("Copied JSON.")
     copied = json.loads(page.evaluate("navigator.clipboard.readText()"))
     assert [r["ids"] for r in copied["results"]] == [[15496, 995], [13225, 2375]]
@@ -162,7 +168,7 @@ def test_chat_tokens_show_their_ids_and_detail(page: Page, live_server: str):
     page.goto(f"{live_server}/chat")
     pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
     expect(pane.locator(".ids .id").first).to_be_visible()
-    special = pane.locator(".t.special").first
+    special = pane.locator(".tokens > .special").first
     special.hover()
     expect(pane.locator("[data-token-detail]")).to_contain_text("special token")
     expect(pane.locator("[data-token-detail]")).to_contain_text("id 100264")

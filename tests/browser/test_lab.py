@@ -50,7 +50,7 @@ def step_is(page: Page, k: int) -> None:
 
 
 def corpus_tokens(page: Page) -> list[str]:
-    return page.locator("#corpus-tokens .t").all_inner_texts()
+    return page.locator("#corpus-tokens > span").all_inner_texts()
 
 
 def table_rows(page: Page) -> list[tuple[str, str, str]]:
@@ -71,7 +71,7 @@ def test_step_aaabdaaabac_with_the_keyboard(lab: Page):
     expect(lab.locator(".merge-card")).to_contain_text("Merge 2 of 3")
     expect(lab.locator(".merge-line")).to_contain_text("aa + a → aaa")
     assert corpus_tokens(lab) == ["aaa", "b", "d", "aaa", "b", "a", "c"]
-    assert lab.locator("#corpus-tokens .t.new").all_inner_texts() == ["aaa", "aaa"]
+    assert lab.locator("#corpus-tokens > .new").all_inner_texts() == ["aaa", "aaa"]
     rows = table_rows(lab)
     assert rows[0] == ("aa a", "2", "★ merged = tie")
     assert rows[1] == ("a b", "2", "= tie")
@@ -179,7 +179,7 @@ def test_encode_vocab_and_merge_tree(lab: Page):
     expect(lab.locator(".vocab-list li")).to_have_count(1)
     lab.locator(".vocab-list .vocab-tok").first.click()
     expect(lab.locator(".merge-tree")).to_contain_text("merge 3")
-    lab.locator("#corpus-tokens .t").nth(1).click()  # "d", a base token
+    lab.locator("#corpus-tokens > span").nth(1).click()  # "d", a base token
     expect(lab.locator(".tree h3")).to_contain_text("d")
 
 
@@ -252,7 +252,7 @@ def test_japanese_bytes_group_into_characters_with_bytes_on_hover_and_trees_by_k
     lab.locator("input[name=size]").fill("6")
     lab.get_by_role("button", name="Train").click()
     expect(lab.locator("#step")).to_have_attribute("data-step", "0")
-    first = lab.locator("#corpus-tokens .t").first
+    first = lab.locator("#corpus-tokens > span").first
     expect(first).to_have_text("東")  # three byte tokens, one character
     first.hover()
     detail = lab.locator("#corpus-tokens ~ .detail")
@@ -262,7 +262,7 @@ def test_japanese_bytes_group_into_characters_with_bytes_on_hover_and_trees_by_k
     lab.keyboard.press("Enter")
     expect(lab.locator(".tree h3")).to_be_visible()
     lab.keyboard.press("ArrowRight")  # arrow keys move between tokens there, not between steps
-    expect(lab.locator("#corpus-tokens .t").nth(1)).to_be_focused()
+    expect(lab.locator("#corpus-tokens > span").nth(1)).to_be_focused()
     expect(lab.locator("#step")).to_have_attribute("data-step", "0")
 
 

@@ -50,7 +50,7 @@ def expect_count(page: Page, n: int) -> None:
 
 
 def token_classes(page: Page) -> list[str]:
-    return page.locator("#tokens .t").evaluate_all("els => els.map(e => e.className)")
+    return page.locator("#tokens > span").evaluate_all("els => els.map(e => e.className)")
 
 
 def test_type_updates_counts_and_colours_and_keeps_the_caret(play: Page):
@@ -72,9 +72,18 @@ def test_type_updates_counts_and_colours_and_keeps_the_caret(play: Page):
         "[document.getElementById('text').selectionStart, document.getElementById('text').value.length]"
     ) == [len(text), len(text)]
     # Neighbours never share a colour, as painted.
-    backgrounds = play.locator("#tokens .t").evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
+    backgrounds = play.locator("#tokens > span").evaluate_all("els => els.map(e => getComputedStyle(e).backgroundColor)")
     assert all(a != b for a, b in itertools.pairwise(backgrounds))
     assert len(set(backgrounds)) > 3
+
+
+def test_typing_posts_the_form_as_multipart(play: Page):
+    text = "Hello 🙂👨‍👩‍👧‍👦\nworld"
+    with play.expect_request(lambda r: r.url.endswith("/render")) as sent:
+        set_text(play, text)
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
+    expect_count(play, len(enc("cl100k_base").encode(text)))
+    assert play.locator("#tokens").evaluate("e => e.textContent") == text
 
 
 def test_switch_tokenizer_changes_ids_colours_and_url(play: Page):
@@ -94,7 +103,7 @@ def test_toggle_whitespace_shows_glyphs_and_keeps_real_text(play: Page):
     text = "a b\tc\nd"
     set_text(play, text)
     expect_count(play, len(enc("cl100k_base").encode(text)))
-    assert play.locator("#tokens .w").count() == 0
+    assert play.locator("#tokens i").count() == 0
     play.get_by_label("Show whitespace").check()
     expect(play.locator("#tokens .w-sp")).to_have_count(1)
     glyph = play.locator("#tokens .w-sp").evaluate("e => getComputedStyle(e, '::after').content")
@@ -110,10 +119,10 @@ def test_toggle_special_tokens_makes_endoftext_one_special_token(play: Page):
     set_text(play, text)
     plain = len(enc("cl100k_base").encode_ordinary(text))
     expect_count(play, plain)
-    expect(play.locator("#tokens .t.special")).to_have_count(0)
+    expect(play.locator("#tokens > .special")).to_have_count(0)
     play.get_by_label("Special tokens").check()
     expect_count(play, len(enc("cl100k_base").encode(text, allowed_special="all")))
-    special = play.locator("#tokens .t.special")
+    special = play.locator("#tokens > .special")
     expect(special).to_have_count(1)
     expect(special).to_have_text("<|endoftext|>")
     assert special.get_attribute("data-ids") == "100257"
@@ -156,7 +165,7 @@ def test_japanese_and_emoji_show_whole_characters_with_their_bytes(play: Page):
     expect_count(play, len(enc("gpt2").encode(text)))
     shown = play.locator("#tokens").inner_text()
     assert shown == text and "\ufffd" not in shown
-    partial = play.locator("#tokens .t.partial").first
+    partial = play.locator("#tokens > .partial").first
     ids = partial.get_attribute("data-ids").split()
     assert len(ids) > 1
     partial.hover()
@@ -172,21 +181,22 @@ def test_hover_id_highlights_its_token_and_focus_shows_detail(play: Page):
     set_text(play, "Hello world")
     expect_count(play, 2)
     play.locator("#ids .id").nth(1).hover()
-    expect(play.locator("#tokens .t.hl")).to_have_text(" world")
+    expect(play.locator("#tokens > .hl")).to_have_text(" world")
     expect(play.locator("#detail")).to_contain_text("id 1917")
     # Keyboard: focus the first token, move with the arrow key; the detail follows the focus.
-    play.locator("#tokens .t").first.focus()
+    play.locator("#tokens > span").first.focus()
     expect(play.locator("#detail")).to_contain_text("id 9906")
     # The page sends no hex for a token whose bytes are its text's UTF-8: app.js derives it ("Hello").
     expect(play.locator("#detail")).to_contain_text("48 65 6C 6C 6F")
-    expect(play.locator("#tokens .t").first).to_have_attribute("title", re.compile(r"id 9906 48 65 6C 6C 6F"))
+    expect(play.locator("#tokens > span").first).to_have_attribute("title", re.compile(r"id 9906 48 65 6C 6C 6F"))
     play.keyboard.press("ArrowRight")
     expect(play.locator("#detail")).to_contain_text("id 1917")
     assert play.evaluate("document.activeElement.textContent") == " world"
 
 
 def test_id_spans_are_built_from_the_token_spans_after_each_keystroke(play: Page):
-    """The server sends the ids as plain text; app.js builds one linked, coloured span per id."""
+    """The server sends the ids as plain text; app.js hands them out to the token spans and builds one linked,
+    coloured span per id."""
     text = "Hello 閒 world <|endoftext|>"
     play.check("#special")
     set_text(play, text)
@@ -199,8 +209,11 @@ def test_id_spans_are_built_from_the_token_spans_after_each_keystroke(play: Page
     )
     assert [i for i, _, _ in built] == ids
     tokens = play.eval_on_selector_all(
-        "#tokens .t", "els => els.map(e => [e.dataset.seg, e.dataset.ids.split(' ').length, e.className])"
+        "#tokens > span", "els => els.map(e => [e.dataset.seg, e.dataset.ids.split(' ').length, e.className])"
     )
+    spans_ids = play.eval_on_selector_all("#tokens > span", "els => els.map(e => [e.textContent, e.dataset.ids])")
+    assert [int(i) for _, own in spans_ids for i in own.split()] == ids
+    assert [" 閒", " ".join(map(str, ids[1:4]))] in spans_ids  # one span, three byte tokens
     expected = [
         (seg, " ".join(c for c in cls.split() if c.startswith("c") or c == "special"))
         for seg, n, cls in tokens
@@ -208,8 +221,9 @@ def test_id_spans_are_built_from_the_token_spans_after_each_keystroke(play: Page
     ]
     assert [(seg, cls.replace("id ", "", 1)) for _, seg, cls in built] == expected
     # Every token after the first is focusable for the arrow keys (tabindex -1 set by app.js); End goes last.
-    assert play.eval_on_selector_all("#tokens .t", "els => els.map(e => e.tabIndex)") == [0] + [-1] * (len(tokens) - 1)
-    play.locator("#tokens .t").first.focus()
+    tab_stops = play.eval_on_selector_all("#tokens > span", "els => els.map(e => e.tabIndex)")
+    assert tab_stops == [0] + [-1] * (len(tokens) - 1)
+    play.locator("#tokens > span").first.focus()
     play.keyboard.press("End")
     assert play.evaluate("document.activeElement.textContent") == "<|endoftext|>"
 
@@ -249,16 +263,21 @@ def test_long_text_counts_stay_exact_with_a_window_and_show_more(play: Page, set
     set_text(play, text)
     n = len(enc("cl100k_base").encode(text))
     expect_count(play, n)
-    expect(play.locator("#tokens .t")).to_have_count(settings.render_tokens)
+    expect(play.locator("#tokens > span")).to_have_count(settings.render_tokens)
     expect(play.locator("#ids .id")).to_have_count(settings.render_tokens)
-    play.locator("#show-more").click()
-    expect(play.locator("#tokens .t").first).to_have_attribute("data-seg", str(settings.render_tokens))
+    with play.expect_request(lambda r: r.url.endswith("/render")) as sent:
+        play.locator("#show-more").click()
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")  # fast to read for long texts
+    # The next window: its first span holds token render_tokens (its id handed out from the id list).
+    first_id = enc("cl100k_base").encode(text)[settings.render_tokens]
+    expect(play.locator("#tokens > span").first).to_have_attribute("data-ids", str(first_id))
+    expect(play.locator("#tokens > span").first).to_have_text(enc("cl100k_base").decode([first_id]))
     expect_count(play, n)
     # Typing keeps the window the user moved to.
     play.locator("#text").press("End")
     play.locator("#text").press_sequentially("!", delay=5)
     expect_count(play, len(enc("cl100k_base").encode(text + "!")))
-    expect(play.locator("#tokens .t").first).to_have_attribute("data-seg", str(settings.render_tokens))
+    expect(play.locator("#tokens > span").first).to_have_attribute("data-ids", str(first_id))
 
 
 def test_copy_all_ids_copies_every_id_of_a_long_text(play: Page, settings, live_server: str):
@@ -268,7 +287,9 @@ def test_copy_all_ids_copies_every_id_of_a_long_text(play: Page, settings, live_
     ids = enc("cl100k_base").encode(text)
     expect_count(play, len(ids))
     assert play.locator("#ids .id").count() < len(ids)  # the page shows a window of them
-    play.locator("#copy-ids").click()
+    with play.expect_request(lambda r: r.url.endswith("/ids")) as sent:
+        play.locator("#copy-ids").click()
+    assert sent.value.headers["content-type"].startswith("multipart/form-data")
     expect(play.locator("#copy-ids")).to_have_text(f"Copied {len(ids):,} ids")
     copied = play.evaluate("navigator.clipboard.readText()")
     assert [int(x) for x in copied.split(", ")] == ids
@@ -285,10 +306,10 @@ def test_screenshot_for_readme(page: Page, live_server: str, tmp_path):
     page.goto(f"{live_server}/?tokenizer=gpt2&special=1")
     page.locator("#text").fill(text)
     expect_count(page, len(enc("gpt2").encode(text, allowed_special="all")))
-    page.locator("#tokens .t.partial").first.hover()
+    page.locator("#tokens > .partial").first.hover()
     page.locator("#ids-input").fill("15496, 995")
     expect(page.locator("#decoded .decoded-text")).to_have_text("Hello world")
-    page.locator("#tokens .t.partial").first.hover()
+    page.locator("#tokens > .partial").first.hover()
     expect(page.locator("#detail")).to_contain_text("tokens, one group of whole characters")
     shot = tmp_path / "screenshot.png"
     page.screenshot(path=str(shot))

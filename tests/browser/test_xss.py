@@ -78,7 +78,7 @@ def test_typed_payloads_and_tokenizer_switch(guarded: Page, live_server: str):
             settle(guarded)
             assert_inert(guarded, f"typed into the playground ({name})")
         # hovering and focusing tokens must not wake anything up either
-        tokens = guarded.locator("#result span.t")
+        tokens = guarded.locator("#result .tokens > span")
         assert tokens.count() > 0
         for i in range(min(tokens.count(), 15)):
             tokens.nth(i).hover()

@@ -8,7 +8,6 @@ text whole (raw bytes, as in the classic lecture code). The pattern strings are 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -101,72 +100,99 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
     return chunks
 
 
-# --- a faster exact split for ASCII stretches --------------------------------------------------------------
-# Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. On ASCII text each OpenAI pattern
-# has an exact twin with ASCII classes (``regex``'s \s on ASCII is [\t\n\v\f\r ]). A text may be cut into
-# blocks at any position just after an ASCII letter followed by a space: no match of these patterns contains a
-# letter followed by whitespace, none looks behind, and a block never ends in whitespace, so every block is
-# matched exactly as in the whole text. Around each non-ASCII character the text is cut at the nearest such
-# positions on either side; that block gets the original pattern, the ASCII stretches between get the twin.
-# A non-ASCII character that is no letter, number, mark or whitespace for ``regex`` (curly quotes, dashes, most
-# emoji) needs no block of its own: the twins' negated classes take it exactly as the original's "anything
-# else" classes do, so the ASCII stretches run through it (:class:`_Plain`).
-_S = r"[\t\n\x0b\x0c\r ]"
-_NS = r"[^\t\n\x0b\x0c\r ]"
-_OTHER = r"[^\t\n\x0b\x0c\r A-Za-z0-9]"
-_CONTRACTION = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-ASCII_TWINS: dict[str, str] = {
-    GPT2_PATTERN: rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?{_OTHER}++|{_S}++\Z|{_S}+(?!{_NS})|{_S}""",
-    CL100K_PATTERN: (
-        rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{{1,3}}+| ?{_OTHER}++[\r\n]*+|{_S}++\Z"""
-        rf"""|{_S}*[\r\n]|{_S}+(?!{_NS})|{_S}"""
-    ),
-    O200K_PATTERN: "|".join(
-        [
-            rf"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+{_CONTRACTION}""",
-            rf"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*{_CONTRACTION}""",
-            r"""[0-9]{1,3}""",
-            rf""" ?{_OTHER}+[\r\n/]*""",
-            rf"""{_S}*[\r\n]+""",
-            rf"""{_S}+(?!{_NS})""",
-            rf"""{_S}+""",
-        ]
-    ),
-}
+# --- a faster exact split -----------------------------------------------------------------------------------
+# Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. Each pattern has an exact *twin*
+# for ``re`` in which every \p{L}, \p{N}, \p{M}, \p{Lu}... and \s is spelled out as the ranges of code points
+# ``regex`` itself puts in that class, over the first 65,536 code points (``re`` runs a class of ranges above
+# them as a slow linear list). Above them, the twin sees every character as "something else", which is exact
+# for all but the letters, numbers and marks there (𝐀, 𠀀; emoji are symbols): around each of those, the text
+# is cut into a block that gets the original pattern. A text may be cut at any position just after an ASCII
+# letter followed by a space: no match of these patterns holds a letter followed by whitespace, none looks
+# behind, and a block never ends in whitespace, so every block is matched exactly as in the whole text.
+_CLASS_NAMES = ("L", "N", "M", "Lu", "Lt", "Lm", "Lo", "Ll")
+
+
+@lru_cache(maxsize=1)
+def _bmp_classes() -> dict[str, str]:
+    r"""``re`` class bodies (ranges) of the code points below U+10000 in each \p{X} class and in \s, as ``regex``
+    sees them. Built once per process (~40 ms)."""
+    chars = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+
+    def ranges(klass: str) -> str:
+        out = []
+        for m in regex.finditer(f"{klass}+", chars):
+            first, last = (ord(c) for c in (chars[m.start()], chars[m.end() - 1]))
+            out.append(re.escape(chr(first)) + ("" if first == last else "-" + re.escape(chr(last))))
+        return "".join(out)
+
+    return {name: ranges(rf"\p{{{name}}}") for name in _CLASS_NAMES} | {"s": ranges(r"\s")}
+
+
+_CLASS_ESCAPE = regex.compile(r"\\(?:p\{(\w+)\}|([sS]))|\\.|(\[)|(\])|.", regex.S)
+
+
+def bmp_twin(pattern: str) -> str:
+    r"""``pattern`` for ``re``: its Unicode classes written as explicit ranges of the first 65,536 code points.
+
+    Raises ``ValueError`` for a class it does not know (the pattern is then run by ``regex`` alone).
+
+    >>> bmp_twin(r"\p{N}{1,3}").startswith("[0-9")
+    True
+    """
+    classes = _bmp_classes()
+    out: list[str] = []
+    in_class = False
+    for m in _CLASS_ESCAPE.finditer(pattern):
+        name, space, opened, closed = m.groups()
+        if name is not None or space == "s":
+            body = classes.get(name or "s")
+            if body is None:
+                raise ValueError(f"no twin for \\p{{{name}}}")
+            out.append(body if in_class else f"[{body}]")
+        elif space == "S":
+            if in_class:
+                raise ValueError("no twin for \\S inside a class")
+            out.append(f"[^{classes['s']}]")
+        else:
+            if opened and not in_class:
+                in_class = True
+            elif closed and in_class:
+                in_class = False
+            out.append(m.group())
+    return "".join(out)
+
+
 _CUT = re.compile(r"[A-Za-z](?= )")  # a match ends at a position where the text may be cut
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-#: What the original patterns may treat differently from the twins: letters, numbers, marks, whitespace.
-_SPECIAL_CLASS = regex.compile(r"[\p{L}\p{N}\p{M}\s]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_WORDY = regex.compile(r"[\p{L}\p{N}\p{M}]")  # what the twin may see differently above U+FFFF
 
 
-class _Plain(dict):
-    """Character -> True when it is punctuation, a symbol or a format character that no pattern class treats
-    apart from plain ASCII punctuation (``_SPECIAL_CLASS`` does not match it); filled on first sight."""
+class _Wordy(dict):
+    """Character above U+FFFF -> whether it is a letter, number or mark (filled on first sight, bounded)."""
 
     def __missing__(self, ch: str) -> bool:
-        if len(self) >= 65_536:  # a text of every code point must not grow it without end
+        if len(self) >= 65_536:
             self.clear()
-        plain = self[ch] = _SPECIAL_CLASS.match(ch) is None and unicodedata.category(ch)[0] in "PSC"
-        return plain
+        wordy = self[ch] = _WORDY.match(ch) is not None
+        return wordy
 
 
-_PLAIN = _Plain()
+_IS_WORDY = _Wordy()
 
 
-def next_wide(text: str, pos: int) -> int:
-    """The position of the first non-ASCII character at or after ``pos`` that needs the original pattern (see
-    :class:`_Plain`), or -1.
+def next_astral_wordy(text: str, pos: int) -> int:
+    """The position of the first letter, number or mark above U+FFFF at or after ``pos``, or -1.
 
-    >>> next_wide("“quoted” naïve", 0)
-    11
+    >>> next_astral_wordy("🙂 𝐀", 0)
+    2
     """
-    find, plain = _NON_ASCII.search, _PLAIN
+    find, wordy = _ASTRAL.search, _IS_WORDY
     while True:
         m = find(text, pos)
         if m is None:
             return -1
         pos = m.start()
-        if not plain[text[pos]]:
+        if wordy[text[pos]]:
             return pos
         pos += 1
 
@@ -187,37 +213,41 @@ def last_cut(text: str, start: int, end: int) -> int:
 
 
 class Splitter:
-    """``Splitter(pattern)(text)`` equals ``regex.findall(pattern, text)``, faster on ASCII-heavy text."""
+    """``Splitter(pattern)(text)`` equals ``regex.findall(pattern, text)``, faster (see :func:`bmp_twin`)."""
 
     def __init__(self, pattern: str | None):
         self.pattern = pattern
         self._findall = compiled(pattern).findall if pattern is not None else None
-        twin = ASCII_TWINS.get(pattern) if pattern is not None else None
-        self._ascii_findall = re.compile(twin).findall if twin is not None else None
+        self._twin_findall = None
+        if pattern is not None and name_of_regex(pattern) is not None:  # the shipped patterns: cut-safe (above)
+            try:
+                self._twin_findall = re.compile(bmp_twin(pattern)).findall
+            except (ValueError, re.error):
+                pass
 
     def __call__(self, text: str) -> list[str]:
         if self._findall is None:
             return [text] if text else []
-        fast = self._ascii_findall
+        fast = self._twin_findall
         if fast is None:
             return self._findall(text)
-        if text.isascii():
+        q = next_astral_wordy(text, 0)
+        if q < 0:
             return fast(text)
         out: list[str] = []
         pos, n = 0, len(text)
-        find_cut = _CUT.search
         while pos < n:
-            q = next_wide(text, pos)
             if q < 0:
                 out.extend(fast(text[pos:] if pos else text))
                 break
             cut = last_cut(text, pos, q)
             if cut > pos:
                 out.extend(fast(text[pos:cut]))
-            after = find_cut(text, q)
+            after = _CUT.search(text, q)
             end = after.end() if after is not None else n
             out.extend(self._findall(text[cut:end]))
             pos = end
+            q = next_astral_wordy(text, pos) if pos < n else -1
         return out
 
 

@@ -35,13 +35,15 @@ from pathlib import Path
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
-from ..merging import merge
+from ..merging import merge, merge_text
 from ..result import Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 
 _HEAP_FROM = 48  # chunks up to this many symbols use the list scan; longer ones the heap
 _CACHE_LIMIT = 200_000
+#: Chunks up to this many characters are cached (long ones repeat too: rules of ASCII tables, "▁▁▁▁+-----").
+_CACHE_CHARS = 4_096
 
 
 class ModelLoadError(TokenplayError):
@@ -334,6 +336,8 @@ class SentencePieceTokenizer(Tokenizer):
     def _merge(self, text: str) -> list[str]:
         """The library's BPE: best score first, leftmost on ties; then ``UNUSED`` pieces are split back by the
         last pair recorded for them (which is why such models always merge a text whole)."""
+        if self._user_re is None and not self.has_unused:  # the common case, compiled (merging.merge_text)
+            return merge_text(text, self._rank, pair_keys=self._key is _pair)
         symbols = self._symbols(text)
         key = self._key if self._user_re is None else _pair_key
         if not self.has_unused:
@@ -357,7 +361,7 @@ class SentencePieceTokenizer(Tokenizer):
         cached = self._piece_cache.get(chunk)
         if cached is None:
             cached = tuple(self._merge(chunk))
-            if len(chunk) < 64:
+            if len(chunk) <= _CACHE_CHARS:
                 if len(self._piece_cache) > _CACHE_LIMIT:
                     self._piece_cache.clear()
                 self._piece_cache[chunk] = cached
@@ -427,7 +431,7 @@ class SentencePieceTokenizer(Tokenizer):
             got = cache.get(chunk)
             if got is None:
                 got = tuple(self._piece_ids(self._chunk_pieces(chunk)))
-                if len(chunk) < 64:
+                if len(chunk) <= _CACHE_CHARS:
                     if len(cache) > _CACHE_LIMIT:
                         cache.clear()
                     cache[chunk] = got

@@ -74,16 +74,30 @@ def split_words(normalized: str) -> list[str]:
     return _WORDS.findall(normalized)
 
 
-def word_frequencies(sentences: list[str]) -> Counter:
-    """Distinct words (see :func:`split_words`) with how often each occurs, in first-seen order.
+def word_frequencies(text: str, add_dummy_prefix: bool = True) -> Counter:
+    """The distinct words of the normalized corpus (see :func:`normalize_corpus` and :func:`split_words`) with how
+    often each occurs, in first-seen order.
 
-    >>> word_frequencies(["▁a▁b", "▁a▁▁c"])
-    Counter({'▁a': 2, '▁b': 1, '▁': 1, '▁c': 1})
+    >>> word_frequencies("a b\\n\\n a  c")
+    Counter({'▁a': 2, '▁': 2, '▁b': 1, '▁c': 1})
+    >>> word_frequencies("a b\\n\\n a  c", add_dummy_prefix=False)
+    Counter({'a': 1, '▁b': 1, '▁a': 1, '▁': 1, '▁c': 1})
     """
-    # a cut before every ▁ and at line ends, in C; empty pieces come from ▁ at a sentence's start
-    words = Counter("\n".join(sentences).replace(SPACE_SYMBOL, "\n" + SPACE_SYMBOL).split("\n"))
-    words.pop("", None)
-    return words
+    if not add_dummy_prefix:  # a line may start without ▁: cut the lines apart
+        joined = "\n".join(normalize_corpus(text, add_dummy_prefix))
+        words = Counter(joined.replace(SPACE_SYMBOL, "\n" + SPACE_SYMBOL).split("\n"))
+        words.pop("", None)
+        return words
+    # Every line starts with ▁, so a line break cuts like any ▁ once empty lines are gone: one split in C, and
+    # what follows each ▁ is counted, the ▁ put back on the distinct words only.
+    lines = text
+    while "\n\n" in lines:
+        lines = lines.replace("\n\n", "\n")
+    lines = lines.strip("\n")
+    if not lines:
+        return Counter()
+    pieces = Counter(lines.replace(" ", SPACE_SYMBOL).replace("\n", SPACE_SYMBOL).split(SPACE_SYMBOL))
+    return Counter({SPACE_SYMBOL + piece: n for piece, n in pieces.items()})
 
 
 def char_frequencies(word_counts: Counter) -> Counter:
@@ -92,11 +106,17 @@ def char_frequencies(word_counts: Counter) -> Counter:
     >>> char_frequencies(Counter({"▁ab": 2, "▁b": 1}))
     Counter({'▁': 3, 'b': 3, 'a': 2})
     """
-    chars = Counter("".join(word_counts))
-    for w, f in word_counts.items():
-        if f > 1:
-            for c in w:
-                chars[c] += f - 1
+    by_count: dict[int, list[str]] = {}  # words grouped by how often they occur: one count in C per group
+    for w, n in word_counts.items():
+        group = by_count.get(n)
+        if group is None:
+            by_count[n] = [w]
+        else:
+            group.append(w)
+    chars = Counter("".join(by_count.pop(1, ())))
+    for n, group in by_count.items():
+        for c, k in Counter("".join(group)).items():
+            chars[c] += k * n
     return chars
 
 
@@ -216,8 +236,14 @@ class PieceRule:
         self.lengths.append(len(text))
         self.known[text] = new_id
         known = self.known
-        spellings = ((known.get(text[:k]), known.get(text[k:])) for k in range(1, len(text)))
-        return [(a, b) for a, b in spellings if a is not None and b is not None and (a, b) != pair]
+        spellings = []
+        for k in range(1, len(text)):  # a loop, not comprehensions: this runs once per merge
+            a = known.get(text[:k])
+            if a is not None:
+                b = known.get(text[k:])
+                if b is not None and (a, b) != pair:
+                    spellings.append((a, b))
+        return spellings
 
 
 class SentencePieceTrainerState(MergeState):
@@ -260,10 +286,9 @@ class SentencePieceTrainerState(MergeState):
         self.max_piece_length = max_piece_length
         self.requested_vocab_size = vocab_size
 
-        sentences = normalize_corpus(text, add_dummy_prefix)
-        if not sentences:
+        word_counts = word_frequencies(text, add_dummy_prefix)
+        if not word_counts:
             raise SentencePieceTrainingError("the corpus is empty; give some text to train on")
-        word_counts = word_frequencies(sentences)
         char_counts = char_frequencies(word_counts)
         # NUL can never be a piece (sentencepiece refuses to load one); it is always left to byte fallback/<unk>
         chars = required_chars(Counter({c: n for c, n in char_counts.items() if c != "\x00"}), character_coverage)

@@ -18,14 +18,19 @@ Ties (pairs with the same count) are broken by a rule the user picks, recorded i
 - ``lexical``: the smallest pair compared as byte strings, left then right (then ``first``, for two ids that
   spell the same bytes).
 
-Counting lives in :mod:`.pair_counts`, the words in :mod:`.words`; running a state to a target is
-:func:`app.engines.training.driver.run_merges`. Nothing here prints, reads text or encodes new text.
+Pairs are ``(left id, right id)`` tuples everywhere a caller sees them (records, :meth:`~MergeState.step`,
+:meth:`~MergeState.current_top_pairs`, :class:`MergeRule`); inside, the layouts and the counts key them as
+two-character strings (:func:`~app.engines.training.words.pair_key`). Counting lives in :mod:`.pair_counts`,
+the words in :mod:`.words`; running a state to a target is :func:`app.engines.training.driver.run_merges`.
+Nothing here prints, reads text or encodes new text.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from operator import mul
 from typing import Protocol
 
@@ -33,7 +38,7 @@ from ..errors import TokenplayError
 from ..steps import TIE_BREAKS, MergeStep, TrainResult
 from .driver import cycle_collector_paused
 from .pair_counts import PairCounts
-from .words import LONG_WORD, MAX_ID, LongWords, ShortWords
+from .words import LONG_WORD, MAX_ID, LongWords, ShortWords, as_string, key_pair, pair_key
 
 Pair = tuple[int, int]
 
@@ -46,12 +51,39 @@ class MergeRule(Protocol):
     """Which pairs may merge, for trainers that limit it (SentencePiece-style pieces)."""
 
     def refused(self, pairs: Iterable[Pair]) -> list[Pair]:
-        """The pairs among ``pairs`` that may never merge. Asked once, when they first appear; they stay uncounted."""
+        """The pairs among ``pairs`` that may never merge. Asked before a pair is ranked, listed or merged, and
+        only then (see :mod:`.pair_counts`); a refusal must never lapse. Refused pairs are forgotten."""
         ...
 
     def added(self, new_id: int, pair: Pair) -> Iterable[Pair]:
-        """``pair`` was just merged into ``new_id``: return the existing pairs this rules out from now on."""
+        """``pair`` is being merged into ``new_id``: return the existing pairs this rules out from now on."""
         ...
+
+
+class _Pairs(dict):
+    """Pair keys -> ``(left id, right id)``, each converted once (look-ups of many ties stay in C)."""
+
+    def __missing__(self, key: str) -> Pair:
+        pair = self[key] = key_pair(key)
+        return pair
+
+
+def _first_key(layouts: list[ShortWords | LongWords], pair: str) -> tuple[int, int]:
+    """(first word holding ``pair``, position there): the ``first`` tie key over several layouts."""
+    keys = [key for key in (layout.first(pair) for layout in layouts) if key is not None]
+    if not keys:
+        raise AssertionError(f"pair {key_pair(pair)} has a count but no word holds it")
+    return min(keys)
+
+
+def _lexical_key(vocab: dict[int, bytes], first: Callable[[str], tuple[int, int]], pair: str) -> tuple:
+    """The ``lexical`` tie key: the two surfaces, then ``first``."""
+    return vocab[ord(pair[0])], vocab[ord(pair[1])], first(pair)
+
+
+def _refused(rule: MergeRule, pairs: _Pairs, keys: list[str]) -> list[str]:
+    """``rule``'s answer for pair keys (see :class:`MergeRule`)."""
+    return list(map(pair_key, rule.refused(map(pairs.__getitem__, keys))))
 
 
 def check_tie_break(tie_break: str, error: type[TokenplayError] = TrainingError) -> str:
@@ -59,6 +91,17 @@ def check_tie_break(tie_break: str, error: type[TokenplayError] = TrainingError)
     if tie_break not in TIE_BREAKS:
         raise error(f"unknown tie-break {tie_break!r}; choose one of: {', '.join(TIE_BREAKS)}")
     return tie_break
+
+
+def _id_ranges(ids: Iterable[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive ids: ``_id_ranges([0, 1, 2, 5]) == [(0, 2), (5, 5)]``."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(ids):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
 
 
 class MergeState:
@@ -94,32 +137,29 @@ class MergeState:
         self.merges: list[Pair] = []
         self.steps: list[MergeStep] = []
         self.tie_counts: list[int] = []  # ties per step before ``max_ties`` cut the record's list
+        self._pairs = _Pairs()
+        self._last_ties: tuple[list[str], list[Pair]] = ([], [])  # the previous step's tie keys and their pairs
         with cycle_collector_paused():
             counts = self._lay_out(list(words), long_word)
-        if rule is not None:
-            for pair in rule.refused(counts):
-                del counts[pair]
-        if tie_break == "lexical":
-            self.tie_key = self._lexical_key
-        elif len(self._layouts) == 1:
-            self.tie_key = self._layouts[0].first  # the common case, without a call in between
-        else:
-            self.tie_key = self._first_key
-        self.pairs = PairCounts(counts, self.tie_key)
-        self.counts = self.pairs.counts
+        # the callables the counts keep hold what they need, not the state: a cycle through it would leave the
+        # whole run to the cycle collector instead of being freed when the caller lets go of it
+        first = self._layouts[0].first if len(self._layouts) == 1 else partial(_first_key, self._layouts)
+        self.tie_key = partial(_lexical_key, self.vocab, first) if tie_break == "lexical" else first
+        refused = None if rule is None else partial(_refused, rule, self._pairs)
+        self.pairs = PairCounts(counts, self.tie_key, refused)
 
-    def _lay_out(self, words: list[tuple[Sequence[int] | str, int]], long_word: int) -> dict[Pair, int]:
+    def _lay_out(self, words: list[tuple[Sequence[int] | str, int]], long_word: int) -> dict[str, int]:
         """Check the words, put each in its layout and return every pair's count."""
-        ids_of = [ids for ids, _ in words]
         self.freqs: list[int] = [freq for _, freq in words]
         if self.freqs and min(self.freqs) < 1:
             w = next(w for w, freq in enumerate(self.freqs) if freq < 1)
             raise self.error(f"word {w} has count {self.freqs[w]}; counts must be at least 1")
+        try:
+            ids_of = [ids if isinstance(ids, str) else as_string(ids) for ids, _ in words]
+        except (ValueError, OverflowError, TypeError):  # an id no character can hold: not in any vocabulary
+            ids_of = None
+        self._check_ids(ids_of, words)
         lengths = list(map(len, ids_of))
-        used = {i if isinstance(i, int) else ord(i) for i in set().union(*ids_of)}  # ids, or chr(id) in a str
-        unknown = used - self.vocab.keys()
-        if unknown:
-            raise self.error(f"the words use ids {sorted(unknown)[:5]} that the base vocabulary lacks")
         longs = [w for w, n in enumerate(lengths) if n > long_word] if max(lengths, default=0) > long_word else []
         long_set = set(longs)
         shorts = [w for w in range(len(words)) if w not in long_set] if longs else range(len(words))
@@ -130,11 +170,26 @@ class MergeState:
         self._layouts = [layout for layout in (self._short, self._long) if len(layout)]
         if len(self._layouts) == 1:
             return self._layouts[0].pair_counts()
-        counts: dict[Pair, int] = {}
+        counts: dict[str, int] = {}
         for layout in self._layouts:
             for pair, count in layout.pair_counts().items():
                 counts[pair] = counts.get(pair, 0) + count
         return counts
+
+    def _check_ids(self, strings: list[str] | None, words: list[tuple[Sequence[int] | str, int]]) -> None:
+        """Raise when a word uses an id the base vocabulary lacks (one regex scan in C when all is well)."""
+        if strings is not None and self.vocab and max(self.vocab) <= MAX_ID and min(self.vocab) >= 0:
+            ranges = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _id_ranges(self.vocab))
+            if not re.search(f"[^{ranges}]", "".join(strings)):
+                return
+        used = set()
+        for ids, _ in words:
+            used.update(map(ord, ids) if isinstance(ids, str) else ids)
+        unknown = used - self.vocab.keys()
+        if unknown:
+            raise self.error(f"the words use ids {sorted(unknown)[:5]} that the base vocabulary lacks")
+        if strings is None:
+            raise self.error(f"ids must be whole numbers from 0 to {MAX_ID}")
 
     # -- the corpus now ----------------------------------------------------------------------------------------
     def word(self, w: int) -> list[int]:
@@ -149,19 +204,21 @@ class MergeState:
         """Every word as it is now (built on demand: for inspection and tests)."""
         return [self.word(w) for w in range(len(self.freqs))]
 
+    @property
+    def counts(self) -> dict[Pair, int]:
+        """Every pair that may merge, with its count now (built on demand: for inspection and tests)."""
+        pairs = self.pairs
+        return {self._pairs[key]: pairs.counts[key] for key in pairs.allowed(list(pairs.counts))}
+
     def pair_count(self, pair: Pair) -> int:
-        return self.counts.get((int(pair[0]), int(pair[1])), 0)
+        key = self._key(pair)
+        return self.pairs.get(key) if key is not None else 0
 
-    # -- ordering ----------------------------------------------------------------------------------------------
-    def _first_key(self, pair: Pair) -> tuple[int, int]:
-        """(first word holding ``pair``, position there): the ``first`` tie key. ``tie_key`` is the run's key."""
-        keys = [key for key in (layout.first(pair) for layout in self._layouts) if key is not None]
-        if not keys:
-            raise AssertionError(f"pair {pair} has a count but no word holds it")
-        return min(keys)
-
-    def _lexical_key(self, pair: Pair) -> tuple[bytes, bytes, tuple[int, int]]:
-        return self.vocab[pair[0]], self.vocab[pair[1]], self._first_key(pair)
+    @staticmethod
+    def _key(pair: Pair) -> str | None:
+        """The key of ``pair``, or None when no id of it can exist."""
+        a, b = int(pair[0]), int(pair[1])
+        return chr(a) + chr(b) if 0 <= a <= MAX_ID and 0 <= b <= MAX_ID else None
 
     # -- queries -----------------------------------------------------------------------------------------------
     def best_pair(self) -> Pair | None:
@@ -173,8 +230,9 @@ class MergeState:
         """The automatic winner and the first ``max_ties`` pairs tied with it, or None when no pair occurs twice."""
         if self.pairs.top_count() < 2:
             return None
-        ranked = self.pairs.ranked_top()
-        return ranked[0], ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
+        ranked = self.pairs.ranked(self.pairs.top_count())
+        tied = ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
+        return self._pairs[ranked[0]], list(map(self._pairs.__getitem__, tied))
 
     @property
     def done(self) -> bool:
@@ -183,7 +241,7 @@ class MergeState:
 
     def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
         """The ``k`` most frequent pairs with their counts, in the order the winner is chosen."""
-        return self.pairs.top_pairs(k)
+        return [(self._pairs[key], count) for key, count in self.pairs.top_pairs(k)]
 
     # -- one merge ---------------------------------------------------------------------------------------------
     def step(self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None) -> MergeStep:
@@ -194,29 +252,38 @@ class MergeState:
         """
         pairs = self.pairs
         if force_pair is None:
-            won = self._winner(max_ties)
-            if won is None:
-                raise self.error("no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)")
-            pair, ties = won
             count = pairs.top_count()
-            n_ties = len(pairs.ranked(count)) - 1
+            if count < 2:
+                raise self.error("no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)")
+            ranked = pairs.ranked(count)
+            key = ranked[0]
+            tied = ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
+            n_ties = len(ranked) - 1
         else:
-            pair = (int(force_pair[0]), int(force_pair[1]))
-            count = pairs.get(pair)
+            key = self._key(force_pair)
+            count = pairs.get(key) if key is not None else 0
             if count < 1:
+                asked = (int(force_pair[0]), int(force_pair[1]))
                 raise self.error(
-                    f"pair {pair} does not occur in the corpus now (or cannot be merged); "
+                    f"pair {asked} does not occur in the corpus now (or cannot be merged); "
                     "pick one from current_top_pairs()"
                 )
-            ties = pairs.first_ranked(count, max_ties, without=pair) if max_ties != 0 else []
+            tied = pairs.first_ranked(count, max_ties, without=key) if max_ties != 0 else []
             n_ties = len(pairs.bucket(count)) - 1
-        top = pairs.top_pairs(top_k) if top_k > 0 else []
+        top = self.current_top_pairs(top_k) if top_k > 0 else []
         new_id = self.next_id
         if new_id > MAX_ID:
             raise self.error(f"no more ids: the trainer stores ids as characters, at most {MAX_ID}")
         self.next_id += 1
+        pair = self._pairs[key]
+        last_keys, last_ties = self._last_ties
+        if tied[:1] and tied == last_keys[1:]:  # usually the winner was the first tie and the others stayed
+            ties = last_ties[1:]
+        else:
+            ties = list(map(self._pairs.__getitem__, tied))
+        self._last_ties = (tied, ties)
         self.vocab[new_id] = self.vocab[pair[0]] + self.vocab[pair[1]]
-        replaced = self._merge(pair, new_id)
+        replaced = self._merge(key, pair, new_id, count)
         self.n_tokens -= replaced
         self.merges.append(pair)
         self.tie_counts.append(n_ties)
@@ -251,21 +318,21 @@ class MergeState:
             top_pairs=top,
         )
 
-    def _merge(self, pair: Pair, new_id: int) -> int:
-        """Apply one merge to every word holding ``pair`` and update the counts; return occurrences merged."""
-        replaced, changes = self._layouts[0].merge(*pair, new_id)
+    def _merge(self, key: str, pair: Pair, new_id: int, count: int) -> int:
+        """Apply one merge to every word holding ``pair`` (of ``count`` occurrences) and update the counts; return
+        the occurrences merged."""
+        new = chr(new_id)
+        changes = self._layouts[0].merge(key, new)
         for layout in self._layouts[1:]:
-            more, their_changes = layout.merge(*pair, new_id)
-            replaced += more
-            changes += their_changes
+            changes += layout.merge(key, new)
+        replaced = count
+        if key[0] == key[1]:  # in a run (a a a) an occurrence overlapping a merged one is lost: its (a, a) went
+            replaced -= sum(n for gone, _, n in changes if gone == key)
         rule = self.rule
-        if rule is None:
-            self.pairs.apply(pair, changes)
-        else:
-            banned = rule.added(new_id, pair)  # first: what it refuses may depend on the new piece
-            self.pairs.apply(pair, changes, set(rule.refused([came for _, came, _ in changes])))
-            for p in banned:  # no longer counted, so never chosen, forced or ranked again
-                self.pairs.remove(p)
+        banned = rule.added(new_id, pair) if rule is not None else ()  # first: refusals may ask for the new piece
+        self.pairs.apply(key, changes)
+        for p in banned:  # no longer counted, so never chosen, forced or ranked again
+            self.pairs.remove(pair_key(p))
         return replaced
 
     # -- results -----------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 :class:`PairCounts` holds ``counts`` (pair -> occurrences, overlaps counted, times word frequency) and
 ``buckets`` (count -> the pairs with that count). A merge only lowers the counts of pairs that exist and adds new
-pairs, none above the merged pair's count, so the top count never grows and a pointer walks it down.
+pairs, none above the merged pair's count, so the top count never grows and a pointer walks it down (jumping wide
+gaps between counts). Pairs are opaque keys here (the layouts' two-character strings); only the tie key looks
+inside them.
 
 Pairs counted once are not kept in a bucket: most pairs a merge makes are, they can never win (counts never
 grow), and only a finished run or a pair table shown to its last rows asks for them, so that bucket is gathered
@@ -13,9 +15,14 @@ order: a pair whose count did not change lost no occurrence, so its first occurr
 may shift inside a rewritten word, but never past another pair's). Only pairs entering or leaving the bucket
 move, so a step costs the changed pairs, not a sort of hundreds of ties.
 
+A trainer that forbids some pairs (``refused``: SentencePiece's piece-length limit) is asked lazily: a new pair
+is counted like any other, and the rule is asked only when a pair is about to be ranked, listed or looked up;
+those it refuses are forgotten then. Most pairs a merge makes never get that far, and a refusal never lapses
+(what is too long stays too long), so asking later answers the same.
+
 Selecting by raw count is what BPE does. A scoring rule such as WordPiece's ``count(ab) / (count(a) * count(b))``
 changes the score of every pair that shares a part with the merged one, so it cannot live in count buckets: it
-would replace this class (same ``apply``/``remove``/``top_count``/``ranked_top``/``top_pairs`` surface) with one
+would replace this class (same ``apply``/``remove``/``top_count``/``ranked``/``top_pairs`` surface) with one
 that orders pairs by score. Nothing here knows about words or vocabularies.
 """
 
@@ -23,67 +30,114 @@ from __future__ import annotations
 
 import heapq
 from bisect import insort
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-Pair = tuple[int, int]
-TieKey = Callable[[Pair], Any]
+Key = str  # a pair, as the layouts key it
+TieKey = Callable[[Key], Any]
+Refused = Callable[[list[Key]], list[Key]]
+
+
+def _enter(buckets: dict[int, set[Key]], count: int, pair: Key) -> None:
+    """Put ``pair`` in the bucket of ``count``."""
+    bucket = buckets.get(count)
+    if bucket is None:
+        buckets[count] = {pair}
+    else:
+        bucket.add(pair)
 
 
 class PairCounts:
-    """Counts of the pairs that may merge, grouped by count, with the top group ranked by ``tie_key``.
+    """Counts of the pairs that may merge, grouped by count, with the top group ranked by ``tie_key``;
+    ``refused`` (optional) names the pairs among those given that may never merge.
 
-    >>> pc = PairCounts({(1, 2): 3, (2, 3): 3, (3, 4): 1}, tie_key=lambda p: p)
-    >>> pc.top_count(), pc.ranked_top()
-    (3, [(1, 2), (2, 3)])
-    >>> pc.apply((1, 2), [((2, 3), (9, 3), 3)])
-    >>> pc.ranked_top(), pc.top_pairs(5)
-    ([(9, 3)], [((9, 3), 3), ((3, 4), 1)])
+    >>> pc = PairCounts({"ab": 3, "bc": 3, "cd": 1}, tie_key=str)
+    >>> pc.top_count(), pc.ranked(3)
+    (3, ['ab', 'bc'])
+    >>> pc.apply("ab", [("bc", "Xc", 3)])
+    >>> pc.ranked(pc.top_count()), pc.top_pairs(5)
+    (['Xc'], [('Xc', 3), ('cd', 1)])
     """
 
-    def __init__(self, counts: dict[Pair, int], tie_key: TieKey):
+    def __init__(self, counts: dict[Key, int], tie_key: TieKey, refused: Refused | None = None):
         self.counts = counts
         self.tie_key = tie_key
-        self.buckets: dict[int, set[Pair]] = {}  # count -> pairs, for counts above 1
-        self._ranked: list[Pair] = []  # the bucket of count ``_ranked_count`` in tie order
+        self.refused = refused
+        self.buckets: dict[int, set[Key]] = {}  # count -> pairs, for counts above 1
+        self._ranked: list[Key] = []  # the bucket of count ``_ranked_count`` in tie order
         self._ranked_count = -1
+        buckets = self.buckets
         for pair, count in counts.items():
-            self._enter(pair, count)
+            if count > 1:
+                _enter(buckets, count, pair)
         self._top = max(counts.values(), default=0)
 
-    def get(self, pair: Pair) -> int:
-        return self.counts.get(pair, 0)
+    def get(self, pair: Key) -> int:
+        """The count of ``pair`` now (0 when it does not occur or may never merge)."""
+        count = self.counts.get(pair, 0)
+        if count and self.refused is not None and self.refused([pair]):
+            self.remove(pair)
+            return 0
+        return count
 
-    def bucket(self, count: int) -> set[Pair]:
+    def allowed(self, pairs: list[Key]) -> list[Key]:
+        """``pairs`` without those ``refused`` names (which are forgotten); none of them may be ranked yet."""
+        if self.refused is None or not pairs:
+            return pairs
+        banned = self.refused(pairs)
+        if not banned:
+            return pairs
+        counts, buckets = self.counts, self.buckets
+        for pair in banned:
+            count = counts.pop(pair)
+            if count > 1:
+                buckets[count].discard(pair)
+        banned_set = set(banned)
+        return [p for p in pairs if p not in banned_set]
+
+    def bucket(self, count: int) -> list[Key]:
         """The pairs with ``count`` now."""
+        if count == self._ranked_count:
+            return list(self._ranked)
         if count == 1:
-            return {p for p, c in self.counts.items() if c == 1}
-        return self.buckets.get(count, set())
+            return self.allowed([p for p, c in self.counts.items() if c == 1])
+        return self.allowed(list(self.buckets.get(count, ())))
 
     def top_count(self) -> int:
-        """The highest count any pair has now (0 when there is no pair)."""
-        c, buckets = self._top, self.buckets
-        while c > 1 and not buckets.get(c):
-            c -= 1
-        if c == 1 and 1 not in self.counts.values():
+        """The highest count any pair has now (0 when there is no pair); its bucket is ranked when above 1."""
+        c = self._top
+        if c == self._ranked_count and self._ranked:
+            return c
+        buckets = self.buckets
+        steps = 0
+        while c > 1:
+            bucket = buckets.get(c)
+            if bucket:
+                ranked = self.allowed(list(bucket))
+                if ranked:
+                    self._ranked, self._ranked_count = sorted(ranked, key=self.tie_key), c
+                    break
+            steps += 1
+            if steps < 32:
+                c -= 1
+            else:  # far from the next count anyone has (early on, counts are thousands apart): jump there
+                c = max((k for k, b in buckets.items() if k < c and b), default=1)
+                steps = 0
+        if c == 1 and not self.bucket(1):
             c = 0
         self._top = c
         return c
 
-    def ranked(self, count: int) -> list[Pair]:
+    def ranked(self, count: int) -> list[Key]:
         """The pairs with ``count``, in tie order (the list is shared when ``count`` is the top: do not change it)."""
         if count == self._ranked_count:
             return self._ranked
         ranked = sorted(self.bucket(count), key=self.tie_key)
-        if count == self.top_count():
+        if count == self.top_count():  # only the count-1 bucket is ranked here rather than in top_count
             self._ranked, self._ranked_count = ranked, count
         return ranked
 
-    def ranked_top(self) -> list[Pair]:
-        """The pairs with the top count, the winner first (shared: do not change it)."""
-        return self.ranked(self.top_count())
-
-    def first_ranked(self, count: int, limit: int | None, without: Pair | None = None) -> list[Pair]:
+    def first_ranked(self, count: int, limit: int | None, without: Key | None = None) -> list[Key]:
         """The first ``limit`` pairs with ``count`` in tie order (all when ``limit`` is None), leaving out ``without``."""
         if count == self._ranked_count or limit is None:
             ranked = self.ranked(count)
@@ -95,9 +149,9 @@ class PairCounts:
             bucket = [p for p in bucket if p != without]
         return heapq.nsmallest(limit, bucket, key=self.tie_key)
 
-    def top_pairs(self, k: int) -> list[tuple[Pair, int]]:
+    def top_pairs(self, k: int) -> list[tuple[Key, int]]:
         """The ``k`` most frequent pairs with their counts, in the order the winner is chosen."""
-        out: list[tuple[Pair, int]] = []
+        out: list[tuple[Key, int]] = []
         c = self.top_count()
         while c >= 1 and len(out) < k:
             if c == 1 or self.buckets.get(c):
@@ -106,74 +160,64 @@ class PairCounts:
         return out
 
     # -- changes -----------------------------------------------------------------------------------------------
-    def _leave(self, pair: Pair, count: int) -> None:
+    def _leave(self, pair: Key, count: int) -> None:
         if count > 1:
             self.buckets[count].discard(pair)
         if count == self._ranked_count:
             self._ranked.remove(pair)
 
-    def _enter(self, pair: Pair, count: int) -> None:
-        if count > 1:
-            bucket = self.buckets.get(count)
-            if bucket is None:
-                self.buckets[count] = {pair}
-            else:
-                bucket.add(pair)
-        if count == self._ranked_count:
-            insort(self._ranked, pair, key=self.tie_key)
-
-    def remove(self, pair: Pair) -> None:
+    def remove(self, pair: Key) -> None:
         """Forget ``pair`` (it was merged away, or it may never merge)."""
         count = self.counts.pop(pair, 0)
         if count:
             self._leave(pair, count)
 
-    def apply(self, merged: Pair, changes: Iterable[tuple[Pair, Pair, int]], refused: Container[Pair] = ()) -> None:
+    def apply(self, merged: Key, changes: Iterable[tuple[Key, Key, int]]) -> None:
         """After merging ``merged``: for each ``(old, new, n)`` of ``changes``, ``n`` occurrences of pair ``old``
-        became pair ``new`` (a pair first seen in this merge, left uncounted when in ``refused``).
-
-        Old pairs that are not counted (never allowed, or banned) are skipped.
+        became pair ``new``. Old pairs that are not counted (merged, banned) are skipped.
         """
         self.remove(merged)
         counts, buckets, ranked_count = self.counts, self.buckets, self._ranked_count
-        entering: set[Pair] = set()  # reached the ranked count: ranked in once every count is final
+        entering: set[Key] = set()  # reached the ranked count: ranked in once every count is final
         for gone, came, n in changes:
             old = counts.get(gone)
             if old is not None:
-                if old == ranked_count or old - n == ranked_count:
-                    self._move(gone, old, old - n, entering)
+                new = old - n
+                if old == ranked_count or new == ranked_count:
+                    self._move(gone, old, new, entering)
                 else:  # _move, inlined for the common case: this loop is hot
                     if old > 1:
                         buckets[old].discard(gone)
-                    self._set(gone, old - n)
-            if came in refused:
-                continue
-            old = counts.get(came, 0)  # 0 unless another layout made the same pair
-            if old == ranked_count or old + n == ranked_count:
+                    if new > 1:
+                        counts[gone] = new
+                        _enter(buckets, new, gone)
+                    elif new:
+                        counts[gone] = 1
+                    else:
+                        del counts[gone]
+            if came in counts or n == ranked_count:  # another layout made it too, or it enters the ranked bucket
+                old = counts.get(came, 0)
                 self._move(came, old, old + n, entering)
-            else:
-                if old > 1:
-                    buckets[old].discard(came)
-                self._set(came, old + n)
-        for pair in entering:
-            insort(self._ranked, pair, key=self.tie_key)
+            else:  # a pair first seen now: the common case
+                counts[came] = n
+                if n > 1:
+                    _enter(buckets, n, came)
+        if entering:
+            for pair in self.allowed(list(entering)):
+                insort(self._ranked, pair, key=self.tie_key)
 
-    def _set(self, pair: Pair, count: int) -> None:
+    def _set(self, pair: Key, count: int) -> None:
         """Give ``pair`` its new ``count`` (out of its old bucket already; not the ranked count)."""
         if count > 1:
             self.counts[pair] = count
-            bucket = self.buckets.get(count)
-            if bucket is None:
-                self.buckets[count] = {pair}
-            else:
-                bucket.add(pair)
+            _enter(self.buckets, count, pair)
         elif count:
             self.counts[pair] = 1
         else:
             del self.counts[pair]
 
-    def _move(self, pair: Pair, old: int, new: int, entering: set[Pair]) -> None:
-        """``pair`` goes from ``old`` to ``new`` and one of them is the ranked count; see :meth:`apply`."""
+    def _move(self, pair: Key, old: int, new: int, entering: set[Key]) -> None:
+        """``pair`` goes from ``old`` to ``new`` (0 for a new pair); see :meth:`apply`."""
         if old == self._ranked_count:
             if pair in entering:  # it came in during this merge and goes again
                 entering.discard(pair)

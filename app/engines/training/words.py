@@ -9,9 +9,13 @@ again once it exists (a merge only makes pairs with the new id), so ``where`` on
 skipped when met (and the lists of pairs that died are left to go stale: dropping them costs more than they
 weigh).
 
+A pair is keyed by its two ids as a two-character string (``chr(a) + chr(b)``, see :func:`pair_key`): that is the
+very text a :class:`ShortWords` word holds where the pair occurs, so finding it needs no conversion, and a
+string keeps its hash, which a tuple recomputes at every look-up.
+
 - :class:`ShortWords`: each word is a string with one character per id, so finding and replacing a pair runs in
-  C (``str.replace`` goes left to right without overlaps, as BPE does) and Python only visits the words that
-  hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens.
+  C (``str.partition`` and ``str.replace`` go left to right without overlaps, as BPE does) and Python only visits
+  the words that hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens.
 - :class:`LongWords`: one linked list over the ids of long words (pattern ``none``: the whole text is one word),
   with ``where`` holding positions. A merge touches only its occurrences and never rescans the word.
 
@@ -21,19 +25,32 @@ Neither layout knows which pairs may merge or which one wins; that is :mod:`.mer
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Sequence
 from operator import add
 
 Pair = tuple[int, int]
 
-#: Ids are stored as characters (``chr(id)``) in :class:`ShortWords`, so no id can pass the largest code point.
+#: Ids are stored as characters (``chr(id)``) in :class:`ShortWords` and pair keys, so no id can pass the largest
+#: code point.
 MAX_ID = 0x10FFFF
 
 #: Words longer than this (in base ids) go to :class:`LongWords`.
 LONG_WORD = 4096
 
-#: One consequence of a merge: ``(old pair, new pair, n)``: ``n`` occurrences of the old pair became the new one.
-Change = tuple[Pair, Pair, int]
+#: One consequence of a merge: ``(old pair, new pair, n)`` as keys: ``n`` occurrences of the old pair became the
+#: new one.
+Change = tuple[str, str, int]
+
+
+def pair_key(pair: Pair) -> str:
+    """The key of a pair of ids: ``pair_key((104, 105)) == "hi"``."""
+    return chr(pair[0]) + chr(pair[1])
+
+
+def key_pair(key: str) -> Pair:
+    """The pair of ids a key stands for: ``key_pair("hi") == (104, 105)``."""
+    return ord(key[0]), ord(key[1])
 
 
 def as_string(ids: Sequence[int] | str) -> str:
@@ -45,45 +62,38 @@ def as_string(ids: Sequence[int] | str) -> str:
     return "".join(map(chr, ids))
 
 
-def _append(index: dict, key, value: int) -> None:
-    entries = index.get(key)  # not try/except KeyError: a raised exception costs more than a look-up
-    if entries is None:
-        index[key] = [value]
-    else:
-        entries.append(value)
-
-
 class ShortWords:
-    """Distinct words as strings of ``chr(id)``, with their frequencies; ``where`` lists word indices."""
+    """Distinct words as strings of ``chr(id)`` (see :func:`as_string`), with their frequencies; ``where`` lists
+    word indices."""
 
-    def __init__(self, numbers: Sequence[int], words: Sequence[Sequence[int] | str], freqs: Sequence[int]):
+    def __init__(self, numbers: Sequence[int], words: Sequence[str], freqs: Sequence[int]):
         self.index = numbers  # the corpus-wide word number of each word here
-        self.words: list[str] = [as_string(ids) for ids in words]
+        self.words: list[str] = list(words)
         self.freqs = list(freqs)
-        self.where: dict[Pair, list[int]] = {}  # one entry per occurrence when the pair appeared, ascending
-        self._first: dict[Pair, tuple[int, int, str]] = {}  # pair -> (word, position, that word's string then)
+        self.where: dict[str, list[int]] = {}  # one entry per occurrence when the pair appeared, ascending
+        self._first: dict[str, tuple[int, int, str]] = {}  # pair -> (word, position, that word's string then)
 
     def __len__(self) -> int:
         return len(self.words)
 
-    def pair_counts(self) -> dict[Pair, int]:
+    def pair_counts(self) -> dict[str, int]:
         """Index every pair (``where``) and return the counts."""
-        where: dict[str, list[int]] = {}  # keyed by the pair's two characters first: cheaper than tuples here
+        where: dict[str, list[int]] = {}
         for w, word in enumerate(self.words):
-            for pair in map(add, word, word[1:]):
+            for pair in map(add, word, word[1:]):  # the keys themselves: two characters of the word
                 entries = where.get(pair)
                 if entries is None:
                     where[pair] = [w]
                 else:
                     entries.append(w)
-        self.where = {(ord(ab[0]), ord(ab[1])): ws for ab, ws in where.items()}
+        self.where = where
         freq = self.freqs.__getitem__
-        return {pair: sum(map(freq, ws)) for pair, ws in self.where.items()}
+        return {pair: sum(map(freq, ws)) for pair, ws in where.items()}
 
     def ids(self, w: int) -> list[int]:
         return list(map(ord, self.words[w]))
 
-    def first(self, pair: Pair) -> tuple[int, int] | None:
+    def first(self, pair: str) -> tuple[int, int] | None:
         """(corpus word number, position) of the first occurrence of ``pair``, or None when no word holds it.
 
         Cached per pair while that word is unchanged: no earlier word can gain the pair later.
@@ -95,10 +105,9 @@ class ShortWords:
         entries = self.where.get(pair)
         if not entries:
             return None
-        ab = chr(pair[0]) + chr(pair[1])
         for k, w in enumerate(entries):
             word = words[w]
-            i = word.find(ab)
+            i = word.find(pair)
             if i >= 0:
                 if k:
                     del entries[:k]  # stale: those words lost the pair
@@ -107,73 +116,57 @@ class ShortWords:
         entries.clear()
         return None
 
-    def merge(self, a: int, b: int, new: int) -> tuple[int, list[Change]]:
-        """Merge ``(a, b)`` into ``new`` in every word holding it.
-
-        Returns the number of occurrences merged (times word frequency) and the changes (see :data:`Change`).
-        """
-        entries = self.where.pop((a, b), None)
+    def merge(self, pair: str, new: str) -> list[Change]:
+        """Merge ``pair`` into the id ``new`` (both as characters) in every word holding it; return the changes."""
+        entries = self.where.pop(pair, None)
         if not entries:
-            return 0, []
-        self._first.pop((a, b), None)
-        ab, x = chr(a) + chr(b), chr(new)
+            return []
+        self._first.pop(pair, None)
         words = self.words
-        lefts: dict[str, list[int]] = {}  # left neighbour -> words, one entry per occurrence
-        rights: dict[str, list[int]] = {}
+        lefts: defaultdict[str, list[int]] = defaultdict(list)  # left neighbour -> words, one entry per occurrence
+        rights: defaultdict[str, list[int]] = defaultdict(list)
         doubles: list[int] = []  # words with X X, one entry per such pair
-        hits: list[int] = []  # words, one entry per occurrence merged
-        for w in dict.fromkeys(entries):  # once per word, in corpus order (``where`` lists stay ascending)
-            old = words[w]
-            word = old.replace(ab, x)
-            n = len(old) - len(word)
-            if n == 1:  # the common case (with _append inlined: this loop is the hot one)
-                words[w] = word
-                hits.append(w)
-                i = word.find(x)
+        for w in entries:  # in corpus order, so ``where`` lists stay ascending
+            head, found, tail = words[w].partition(pair)
+            if not found:
+                continue  # stale: the word lost the pair to an earlier merge (or, met again, to this one)
+            if pair not in tail:  # the common case, one occurrence: this loop is the hot one
+                words[w] = head + new + tail
+                if head:
+                    lefts[head[-1]].append(w)
+                if tail:
+                    rights[tail[0]].append(w)
+                continue
+            word = words[w] = words[w].replace(pair, new)
+            i = word.find(new)
+            while i >= 0:
                 if i:
                     c = word[i - 1]
-                    ws = lefts.get(c)
-                    if ws is None:
-                        lefts[c] = [w]
+                    if c == new:
+                        doubles.append(w)
                     else:
-                        ws.append(w)
+                        lefts[c].append(w)
                 c = word[i + 1 : i + 2]
-                if c:
-                    ws = rights.get(c)
-                    if ws is None:
-                        rights[c] = [w]
-                    else:
-                        ws.append(w)
-            elif n:
-                words[w] = word
-                hits.extend([w] * n)
-                i = word.find(x)
-                while i >= 0:
-                    if i:
-                        c = word[i - 1]
-                        if c == x:
-                            doubles.append(w)
-                        else:
-                            _append(lefts, c, w)
-                    c = word[i + 1 : i + 2]
-                    if c and c != x:
-                        _append(rights, c, w)
-                    i = word.find(x, i + 1)
+                if c and c != new:
+                    rights[c].append(w)
+                i = word.find(new, i + 1)
         freq = self.freqs.__getitem__
         where = self.where
+        a, b = pair
         changes = []
         for c, ws in lefts.items():
-            came = (ord(c), new)
+            came = c + new
             where[came] = ws
-            changes.append(((came[0], a), came, sum(map(freq, ws))))
+            changes.append((c + a, came, sum(map(freq, ws))))
         for c, ws in rights.items():
-            came = (new, ord(c))
+            came = new + c
             where[came] = ws
-            changes.append(((b, came[1]), came, sum(map(freq, ws))))
+            changes.append((b + c, came, sum(map(freq, ws))))
         if doubles:
-            where[new, new] = doubles
-            changes.append(((b, a), (new, new), sum(map(freq, doubles))))
-        return sum(map(freq, hits)), changes
+            came = new + new
+            where[came] = doubles
+            changes.append((b + a, came, sum(map(freq, doubles))))
+        return changes
 
 
 class LongWords:
@@ -197,12 +190,12 @@ class LongWords:
                 self.numbers.append(number)
                 self.tok.extend(ids)
                 self.tok.append(-1)
-        self.where: dict[Pair, list[int]] = {}
+        self.where: dict[str, list[int]] = {}
 
     def __len__(self) -> int:
         return len(self.starts)
 
-    def pair_counts(self) -> dict[Pair, int]:
+    def pair_counts(self) -> dict[str, int]:
         tok = self.tok
         n = len(tok)
         self.nxt = list(range(1, n + 1))
@@ -214,10 +207,8 @@ class LongWords:
                 where[pair] = [p]
             else:
                 entries.append(p)
-        for pair in [p for p in where if p[0] < 0 or p[1] < 0]:
-            del where[pair]
-        self.where = where
-        return {pair: len(ps) for pair, ps in where.items()}
+        self.where = {pair_key(pair): ps for pair, ps in where.items() if pair[0] >= 0 and pair[1] >= 0}
+        return {pair: len(ps) for pair, ps in self.where.items()}
 
     def ids(self, key: int) -> list[int]:
         """The current ids of word ``key`` here (its first copy)."""
@@ -229,12 +220,12 @@ class LongWords:
             p = nxt[p]
         return out
 
-    def first(self, pair: Pair) -> tuple[int, int] | None:
+    def first(self, pair: str) -> tuple[int, int] | None:
         """(corpus word number, position) of the first occurrence of ``pair``, or None."""
         entries = self.where.get(pair)
         if not entries:
             return None
-        a, b = pair
+        a, b = key_pair(pair)
         tok, nxt = self.tok, self.nxt
         for k, p in enumerate(entries):
             if tok[p] == a and tok[nxt[p]] == b:
@@ -244,24 +235,23 @@ class LongWords:
         entries.clear()
         return None
 
-    def merge(self, a: int, b: int, new: int) -> tuple[int, list[Change]]:
-        """Merge ``(a, b)`` into ``new`` at every position holding it, left to right; see :meth:`ShortWords.merge`."""
-        positions = self.where.pop((a, b), None)
+    def merge(self, pair: str, new: str) -> list[Change]:
+        """Merge ``pair`` into ``new`` at every position holding it, left to right; see :meth:`ShortWords.merge`."""
+        positions = self.where.pop(pair, None)
         if not positions:
-            return 0, []
+            return []
+        (a, b), x = key_pair(pair), ord(new)
         tok, nxt, prv = self.tok, self.nxt, self.prv
         lefts: dict[int, list[int]] = {}  # left neighbour -> positions of the new pair (left, new)
         rights: dict[int, list[int]] = {}
         doubles: list[int] = []
-        replaced = 0
         for p in positions:  # ascending, so overlapping runs (a a a) merge from the left
             if tok[p] != a:
                 continue
             q = nxt[p]
             if tok[q] != b:
                 continue
-            replaced += 1
-            tok[p] = new
+            tok[p] = x
             tok[q] = -1
             r = nxt[q]
             nxt[p] = r
@@ -269,10 +259,10 @@ class LongWords:
             left = prv[p]
             c = tok[left]
             if c >= 0:
-                if c == new:  # right after the previous occurrence: its (new, a) is really (new, new)
+                if c == x:  # right after the previous occurrence: its (new, a) is really (new, new)
                     rights[a].pop()
                     doubles.append(left)
-                else:  # _append, inlined: this loop runs once per occurrence
+                else:
                     ps = lefts.get(c)
                     if ps is None:
                         lefts[c] = [left]
@@ -286,13 +276,18 @@ class LongWords:
                 else:
                     ps.append(p)
         where = self.where
+        a_, b_ = pair
+        changes = []
         for c, ps in lefts.items():
-            where[c, new] = ps
+            came = chr(c) + new
+            where[came] = ps
+            changes.append((chr(c) + a_, came, len(ps)))
         for c, ps in rights.items():
-            where[new, c] = ps
-        changes = [((c, a), (c, new), len(ps)) for c, ps in lefts.items()]
-        changes += [((b, c), (new, c), len(ps)) for c, ps in rights.items() if ps]
+            if ps:
+                came = new + chr(c)
+                where[came] = ps
+                changes.append((b_ + chr(c), came, len(ps)))
         if doubles:
-            where[new, new] = doubles
-            changes.append(((b, a), (new, new), len(doubles)))
-        return replaced, changes
+            where[new + new] = doubles
+            changes.append((b_ + a_, new + new, len(doubles)))
+        return changes

@@ -1,16 +1,20 @@
-"""The playground's API: list tokenizers, tokenize, decode."""
+"""The playground's API: list tokenizers, add one of your own, tokenize, decode."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.engines import registry
+from app.engines.loaders import MAX_FILE_BYTES, check_size
 
-from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
+from ..deps import SettingsDep, TokenizersDep, UploadsDep, check_text_size, run_cpu
 from ..errors import TooLargeError
 from ..render import FastJSON
+from ..uploads import COOKIE as UPLOAD_COOKIE
+from ..uploads import UploadError, cookie_with
 
 router = APIRouter()
 
@@ -75,14 +79,52 @@ def list_tokenizers(tokenizers: TokenizersDep) -> dict:
     }
 
 
+class AddedTokenizer(BaseModel):
+    name: str = Field(description="the name to use it by (for this client: the cookie tp_tok lists it)")
+    label: str
+    family: str
+    n_vocab: int
+
+
+@router.post("/tokenizers", status_code=201, response_model=AddedTokenizer)
+async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: UploadsDep):
+    """Multipart: ``file`` (a tokenizer.json, a .tiktoken file, a SentencePiece .model or a Tokenplay BPE model),
+    optional ``name`` (default: from the file name), optional ``pattern`` (.tiktoken files: a pattern name such as
+    gpt4, or a regex) and ``special`` (.tiktoken files: special tokens, one per line). Bad files answer 4xx and
+    nothing is kept."""
+    form = await request.form(max_files=1, max_fields=10, max_part_size=1 << 20)
+    file = form.get("file")
+    if file is None or isinstance(file, str):
+        await form.close()
+        raise UploadError('send the tokenizer file as the multipart field "file"')
+    data = await file.read(MAX_FILE_BYTES + 1)
+    name = str(form.get("name") or "").strip() or None
+    pattern = str(form.get("pattern") or "") or None
+    special = [line.strip() for line in str(form.get("special") or "").splitlines() if line.strip()]
+    await form.close()
+    check_size(data)
+    taken = {s.name for s in tokenizers.listed()}
+    upload = await run_in_threadpool(uploads.add, data, name=name, filename=file.filename or "", taken=taken, pattern=pattern, special_tokens=special)
+    response = JSONResponse(
+        {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab},
+        status_code=201,
+    )
+    response.set_cookie(
+        UPLOAD_COOKIE, cookie_with(request.cookies.get(UPLOAD_COOKIE), upload.id), max_age=30 * 86400, samesite="lax",
+        httponly=True,
+    )
+    return response
+
+
 @router.post("/tokenize", response_model=TokenizeResponse)
 async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
     check_text_size(body.text, settings)
 
     def work() -> Response:
         result = tokenizers.get(body.tokenizer).tokenize(body.text, allow_special=body.allow_special)
-        # Returned as a ready response: re-validating 250k token dicts through the model would dominate the time.
-        return FastJSON(result.to_dict())
+        # Returned as ready JSON, written without a dict per token: a 1 MB text can have a million tokens, and
+        # building (or re-validating through the model) a dict for each would dominate the time.
+        return Response(result.to_json(), media_type="application/json")
 
     return await run_cpu(request, work)
 

@@ -1,0 +1,239 @@
+"""Tokenizers a user brings ("Add a tokenizer…" in the pickers, ``POST /api/tokenizers``).
+
+A file is checked by building its tokenizer (:func:`app.engines.loaders.load_tokenizer`: a ``tokenizer.json``, a
+``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.model``, a Tokenplay BPE model): a file
+that does not build is refused with the loader's message and nothing is stored. A file that builds is kept as an
+:class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory, or Redis; bounded in count and
+bytes; expiring), so every worker process and machine can serve it, and the browser that brought it gets its id
+in a cookie (``tp_tok``). Only that browser sees it listed and may use it, by the name it chose: nothing enters the
+process-wide registry, so nobody else's pickers or API see it.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from app.engines import registry
+from app.engines.base import Tokenizer
+from app.engines.errors import TokenplayError
+from app.engines.loaders import detect_format, load_tokenizer
+from app.engines.registry import TokenizerSpec
+
+COOKIE = "tp_tok"
+MAX_PER_BROWSER = 20
+#: Built tokenizers kept per process (each may hold a large vocabulary); older ones are rebuilt from the store.
+BUILT_PER_PROCESS = 16
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class UploadError(TokenplayError):
+    """An upload that cannot be kept: a name that is taken or not a name."""
+
+
+@dataclass
+class Upload:
+    """A tokenizer file one browser brought, with what is needed to build it again."""
+
+    id: str
+    name: str  # what its browser calls it
+    format: str  # tokenizer.json, tiktoken, sentencepiece or tokenplay-bpe
+    data: bytes
+    family: str
+    n_vocab: int
+    pattern: str | None = None  # .tiktoken files: the split pattern
+    special_tokens: list[str] = field(default_factory=list)  # .tiktoken files
+    created: float = field(default_factory=time.time)
+
+    finished = True  # what the stores ask of a record: an upload is complete when it is stored
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (yours, {self.format})"
+
+    def spec(self) -> TokenizerSpec:
+        return TokenizerSpec(
+            name=self.name,
+            label=self.label,
+            family=self.family,
+            factory=self.build,
+            description=f"uploaded {self.format} file",
+            maker="yours",
+            n_vocab=self.n_vocab,
+            engine="tokenplay",
+        )
+
+    def build(self) -> Tokenizer:
+        return load_tokenizer(self.data, name=self.name, pattern=self.pattern, special_tokens=self.special_tokens)
+
+    def estimated_bytes(self) -> int:
+        return 500 + len(self.data)
+
+    def to_json(self, *, with_steps: bool = True) -> dict:
+        return {
+            "format": "tokenplay-upload/1",
+            "id": self.id,
+            "name": self.name,
+            "file_format": self.format,
+            "data": base64.b64encode(self.data).decode("ascii"),
+            "family": self.family,
+            "n_vocab": self.n_vocab,
+            "pattern": self.pattern,
+            "special_tokens": self.special_tokens,
+            "created": self.created,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Upload:
+        return cls(
+            id=d["id"],
+            name=d["name"],
+            format=d["file_format"],
+            data=base64.b64decode(d["data"]),
+            family=d["family"],
+            n_vocab=d["n_vocab"],
+            pattern=d.get("pattern"),
+            special_tokens=list(d.get("special_tokens") or []),
+            created=d.get("created", 0.0),
+        )
+
+
+_GENERIC = {"tokenizer", "model", "vocab", "spiece", "sentencepiece", "merges", "ranks"}
+
+
+def default_name(filename: str) -> str:
+    """A name from an uploaded file's name: its stem made a name, ``my-`` before a generic one.
+
+    >>> default_name("my bpe.json"), default_name("tokenizer.json"), default_name("o200k_base.tiktoken")
+    ('my-bpe', 'my-tokenizer', 'o200k_base')
+    """
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", filename.rsplit("/", 1)[-1].split(".", 1)[0]).strip("-._")[:60]
+    return f"my-{stem or 'tokenizer'}" if not stem or stem.lower() in _GENERIC else stem
+
+
+def free_name(base: str, taken) -> str:
+    """``base``, or ``base-2``, ``base-3``... whichever ``taken`` says is free first.
+
+    >>> free_name("gpt2", {"gpt2", "gpt2-2"}.__contains__)
+    'gpt2-3'
+    """
+    name, n = base, 1
+    while taken(name):
+        n += 1
+        name = f"{base[:60]}-{n}"
+    return name
+
+
+def cookie_ids(value: str | None) -> list[str]:
+    """The upload ids a ``tp_tok`` cookie lists (hex, in order, at most :data:`MAX_PER_BROWSER`).
+
+    >>> cookie_ids("ab12.zz.ab12.cd34")
+    ['ab12', 'cd34']
+    """
+    out: list[str] = []
+    for part in (value or "").split("."):
+        if part and len(part) <= 32 and all(c in "0123456789abcdef" for c in part) and part not in out:
+            out.append(part)
+    return out[-MAX_PER_BROWSER:]
+
+
+class Uploads:
+    """The uploads of the app: a store of :class:`Upload` records and the tokenizers built from them."""
+
+    def __init__(self, store):
+        self.store = store
+        self._built: OrderedDict[str, Tokenizer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings) -> Uploads:
+        from app.lab.stores import DirectoryStore, RedisStore, redis_url
+
+        common = {"max_runs": 64, "max_bytes": settings.uploads_memory_bytes, "ttl": settings.uploads_ttl_seconds}
+        url = redis_url(settings)
+        if url:
+            store = RedisStore(url, prefix="tokenplay:uploads:", max_store_bytes=settings.uploads_store_bytes,
+                               record=Upload, **common)
+        else:
+            store = DirectoryStore(settings.uploads_dir, max_store_bytes=settings.uploads_store_bytes, record=Upload,
+                                   **common)
+        return cls(store)
+
+    def add(
+        self,
+        data: bytes,
+        *,
+        name: str | None = None,
+        filename: str = "",
+        taken: set[str],
+        pattern: str | None = None,
+        special_tokens: list[str] = (),
+    ) -> Upload:
+        """Check ``data`` by building its tokenizer, then keep it as ``name`` (``taken``: the names the browser
+        can already use). Without a name, one is made from ``filename`` (``gpt2.tiktoken`` is ``gpt2-2`` when
+        ``gpt2`` is taken). Raises the loader's error, or :class:`UploadError`; stores nothing then."""
+        if name is None:
+            name = free_name(default_name(filename), lambda n: n in taken or _is_registered(n))
+        if not _NAME.fullmatch(name):
+            raise UploadError(
+                f"{name!r} is not a tokenizer name: use letters, digits, '.', '_' and '-' (up to 64), starting "
+                "with a letter or digit"
+            )
+        if name in taken or _is_registered(name):
+            raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
+        kind = detect_format(data)
+        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens))
+        upload = Upload(
+            id=secrets.token_hex(6),
+            name=name,
+            format=kind,
+            data=data,
+            family="upload",
+            n_vocab=tok.n_vocab,
+            pattern=pattern if kind == "tiktoken" else None,
+            special_tokens=list(special_tokens) if kind == "tiktoken" else [],
+        )
+        self.store.put(upload)
+        self._keep(upload.id, tok)
+        return upload
+
+    def mine(self, cookie: str | None) -> list[Upload]:
+        """The uploads a browser's cookie lists that are still stored."""
+        return [u for u in map(self.store.get, cookie_ids(cookie)) if u is not None]
+
+    def tokenizer(self, upload: Upload) -> Tokenizer:
+        """The tokenizer of ``upload``, built once per process (a few are kept)."""
+        with self._lock:
+            tok = self._built.get(upload.id)
+            if tok is not None:
+                self._built.move_to_end(upload.id)
+                return tok
+        return self._keep(upload.id, upload.build())
+
+    def _keep(self, upload_id: str, tok: Tokenizer) -> Tokenizer:
+        with self._lock:
+            self._built[upload_id] = tok
+            while len(self._built) > BUILT_PER_PROCESS:
+                self._built.popitem(last=False)
+        return tok
+
+
+def _is_registered(name: str) -> bool:
+    if name in registry.ALIASES:
+        return True
+    try:
+        registry.resolve(name)
+    except LookupError:
+        return False
+    return True
+
+
+def cookie_with(value: str | None, upload_id: str) -> str:
+    ids = [i for i in cookie_ids(value) if i != upload_id] + [upload_id]
+    return ".".join(ids[-MAX_PER_BROWSER:])
+
