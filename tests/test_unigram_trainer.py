@@ -66,7 +66,7 @@ def test_rounds_are_recorded_as_data():
 def test_trained_model_runs_in_sentencepiece_and_our_engine():
     realtext.require()
     corpus = "\n".join(realtext.slices("en", 40, 1500, seed=4) + realtext.slices("ja", 20, 800, seed=4))
-    trained = train_unigram(corpus, 600)
+    trained = train_unigram(corpus, 1500)
     ours, theirs = UnigramTokenizer(trained.model), spm.SentencePieceProcessor(model_proto=trained.model)
     assert ours.n_vocab == theirs.get_piece_size() == trained.rounds[-1].vocab_size
     for name in realtext.NAMES:
