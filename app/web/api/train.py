@@ -22,7 +22,7 @@ router = APIRouter(prefix="/train", tags=["lab"])
 
 class TrainRequest(BaseModel):
     corpus: str = Field(description="the text to train on")
-    algorithm: Literal["byte", "char", "sentencepiece"] = "byte"
+    algorithm: Literal["byte", "char", "sentencepiece", "wordpiece", "unigram"] = "byte"
     pattern: Literal["none", "whitespace", "gpt2", "gpt4"] = "gpt2"
     vocab_size: int | None = Field(None, ge=1, description="target vocabulary size (base vocabulary + merges)")
     merges: int | None = Field(None, ge=0, description="number of merges (give this or vocab_size)")
@@ -69,7 +69,10 @@ def api_run(run: RunDep):
     out = _summary(run)
     if run.status == "done":
         replay = replay_for(run)
-        out["steps"] = [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
+        if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss"}], "vocab_size", "log_likelihood"}
+            out["steps"] = [s.to_dict() for s in run.steps]
+        else:
+            out["steps"] = [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
     return out
 
 
@@ -98,8 +101,11 @@ def api_cancel(run: RunDep, lab: LabDep):
     return _summary(run) | {"cancel_requested": cancelled}
 
 
-@router.get("/{run_id}/export", summary="Download merges and vocabulary: json, tiktoken (byte-level) or model")
-def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model"] = "json"):
+@router.get(
+    "/{run_id}/export",
+    summary="Download the run: json, tiktoken (byte-level), model (SentencePiece-style, unigram), tokenizer.json (WordPiece)",
+)
+def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):
     return export_response(run, format)
 
 
