@@ -16,7 +16,7 @@ from app.engines.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.settings import Settings
 
-from . import api, chat, compare, errors, lab, playground
+from . import api, chat, compare, errors, lab, playground, side_by_side
 from .render import make_environment
 from .uploads import Uploads
 
@@ -139,6 +139,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    for module in (playground, compare, chat, lab, api):
+    for module in (playground, compare, chat, lab, side_by_side, api):
         app.include_router(module.router)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
@@ -16,6 +16,8 @@ from app.lab.tokenizers import register_run
 
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
 from ..lab import QUICK_WAIT, check_step, export_response, pair_ids, remember_in_cookie
+from ..side_by_side import MAX_TEXT, cuts, start_three
+from ..side_by_side import find_runs as side_runs
 
 router = APIRouter(prefix="/train", tags=["lab"])
 
@@ -37,6 +39,11 @@ class TrainRequest(BaseModel):
 
     def options(self) -> Options:
         return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word)
+
+
+class SideBySideRequest(BaseModel):
+    corpus: str = Field(description="the text to train the three on")
+    vocab_size: int = Field(ge=1, description="the vocabulary size of all three")
 
 
 class EncodeRequest(BaseModel):
@@ -62,6 +69,24 @@ def _started(run: Run, **extra) -> JSONResponse:
 @router.post("", summary="Start training a lab run (answers at once: status running or done)")
 def api_train(body: TrainRequest, lab: LabDep):
     return _started(lab.start(body.corpus, body.options(), wait=QUICK_WAIT))
+
+
+@router.post("/side-by-side", summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size")
+def api_side_by_side(body: SideBySideRequest, lab: LabDep):
+    runs = start_three(lab, body.corpus, body.vocab_size)
+    return JSONResponse({"runs": {side: _summary(run) for side, run in runs.items()}}, status_code=202)
+
+
+@router.get("/side-by-side/cuts", summary="How the three runs of a side-by-side cut a text")
+def api_side_cuts(lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str = Query(max_length=MAX_TEXT)):
+    runs = side_runs(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
+    found, agreed = cuts(runs, text)
+    return {
+        "text": text,
+        "status": {side: run.status for side, run in runs.items()},
+        "cuts": {side: {"tokens": c["tokens"], "ids": c["ids"], "differ": c["differ"]} for side, c in found.items()},
+        "agreed": sorted(agreed),
+    }
 
 
 @router.get("/{run_id}", summary="A run's summary and its merge records")
