@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from array import array
 from collections import ChainMap
 from collections.abc import Iterator
@@ -48,6 +49,13 @@ UNK_PENALTY = 10.0
 RESET_THRESHOLD = 100_000.0  # path scores beyond this are re-based to 0, as in the library
 PREFIX_BITS = 1 << 25
 PREFIX_MASK = PREFIX_BITS - 1
+
+try:  # the compiled twin of the Viterbi pass (setup.py builds it; TOKENPLAY_PURE_PYTHON=1 turns it off)
+    from .._lattice import viterbi as _compiled
+except ImportError:  # pragma: no cover - no C compiler where this was installed
+    _compiled = None
+if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
+    _compiled = None
 MAX_LATTICE_CHARS = 200  # lattice() and nbest() are for a word or a short text
 
 
@@ -162,6 +170,8 @@ class UnigramTokenizer(SentencePieceTokenizer):
         # One bit per hash: a string whose bit is set may begin a piece (a false "maybe" only makes the walk look
         # one character further, where it finds nothing); 4 MB instead of a set of every prefix.
         self._prefixes = bytes(prefixes)
+        self._usable = bytes(self._usable)
+        self._score_bytes = self._path_score.tobytes()
         self.max_piece_chars = longest
 
     def _pieces_from(self, normalized: str, i: int) -> Iterator[tuple[int, int]]:
@@ -180,10 +190,17 @@ class UnigramTokenizer(SentencePieceTokenizer):
 
     # -- the Viterbi pass -------------------------------------------------------------------------------------
     def _segments(self, normalized: str) -> list[tuple[int, int, int]]:
-        """The best segmentation of a normalized string: ``(start, end, id)`` per piece, ``<unk>`` included."""
-        n = len(normalized)
-        if n == 0:
+        """The best segmentation of a normalized string: ``(start, end, id)`` per piece, ``<unk>`` included (run by
+        ``app/engines/_lattice.c`` when it is built, else by :meth:`_segments_python`, step for step the same)."""
+        if not normalized:
             return []
+        if _compiled is not None:
+            return _compiled(normalized, self._piece_ids, self._usable, self._score_bytes, self._prefixes,
+                             self.max_piece_chars, self.unk_id, self.unk_score)
+        return self._segments_python(normalized)
+
+    def _segments_python(self, normalized: str) -> list[tuple[int, int, int]]:
+        n = len(normalized)
         best = array("f", bytes(4 * (n + 1)))  # float32 path scores, as the library stores them
         came_from = [-1] * (n + 1)
         ids = [0] * (n + 1)
