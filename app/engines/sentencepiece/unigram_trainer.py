@@ -30,7 +30,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..base import check_text
 from ..training import Cancelled, TrainingError
@@ -66,16 +66,16 @@ class TrainedUnigram:
     """A finished training: the seed pieces, the rounds, each round's log-probabilities and the ``.model`` file.
 
     ``pieces[i]`` is piece ``i`` of the seed; ``scores[k][i]`` its log-probability after round ``k`` (``scores[0]``:
-    the seed), NaN once removed.
+    the seed; the last: the saved model's), NaN once removed; ``corpus_tokens[k]`` the corpus's Viterbi length then.
     """
 
     pieces: list[str]
     rounds: list[UnigramRound]
     scores: list[array]
+    corpus_tokens: list[int]
     model: bytes
     stop_reason: str
     n_special: int = len(META_PIECES) + 256
-    extra: dict = field(default_factory=dict)
 
 
 def digamma(x: float) -> float:
@@ -129,36 +129,50 @@ class _Lattices:
             self.nodes.append(starts)
 
 
-def _log_add(values: list[float]) -> float:
-    m = max(values)
-    if m == NEG_INF:
-        return m
-    return m + math.log(sum(math.exp(v - m) for v in values))
-
-
 def _forward_backward(starts: list[list[tuple[int, int]]], logp: list[float], freq: int, expected: list[float]) -> float:
-    """Add ``freq`` times each piece's posterior use in one word to ``expected``; return the word's log-likelihood."""
+    """Add ``freq`` times each piece's posterior use in one word to ``expected``; return the word's log-likelihood.
+
+    Log-probabilities are added pairwise (``log(e^a + e^b)``), one exponential per lattice node and direction.
+    """
     n = len(starts)
-    incoming: list[list[float]] = [[] for _ in range(n + 1)]
+    exp, log1p = math.exp, math.log1p
     alpha = [NEG_INF] * (n + 1)
     alpha[0] = 0.0
     for i in range(n):
-        if incoming[i]:
-            alpha[i] = _log_add(incoming[i])
         a = alpha[i]
+        if a == NEG_INF:
+            continue
         for j, p in starts[i]:
-            incoming[j].append(a + logp[p])
-    alpha[n] = _log_add(incoming[n]) if incoming[n] else NEG_INF
+            c = a + logp[p]
+            b = alpha[j]
+            if b == NEG_INF:
+                alpha[j] = c
+            elif c > b:
+                alpha[j] = c + log1p(exp(b - c))
+            elif c != NEG_INF:
+                alpha[j] = b + log1p(exp(c - b))
     beta = [NEG_INF] * (n + 1)
     beta[n] = 0.0
     for i in range(n - 1, -1, -1):
-        outs = [logp[p] + beta[j] for j, p in starts[i]]
-        beta[i] = _log_add(outs) if outs else NEG_INF
+        acc = NEG_INF
+        for j, p in starts[i]:
+            c = logp[p] + beta[j]
+            if acc == NEG_INF:
+                acc = c
+            elif c > acc:
+                acc = c + log1p(exp(acc - c))
+            elif c != NEG_INF:
+                acc = acc + log1p(exp(c - acc))
+        beta[i] = acc
     z = alpha[n]
     for i in range(n):
         a = alpha[i] - z
+        if a == NEG_INF:
+            continue
         for j, p in starts[i]:
-            expected[p] += freq * math.exp(a + logp[p] + beta[j])
+            lp = logp[p]
+            if lp != NEG_INF and beta[j] != NEG_INF:
+                expected[p] += freq * exp(a + lp + beta[j])
     return z
 
 
@@ -220,7 +234,14 @@ class UnigramTrainer:
         self.word_list = list(self.words)
         self.freqs = [self.words[w] for w in self.word_list]
         self.rounds: list[UnigramRound] = []
+        # Every word's lattice over the whole seed, built once: a removed piece keeps its nodes but gets a log-
+        # probability of -inf, so no path uses it (each round filters the nodes down to the living pieces).
+        self._seed_nodes = _Lattices(self.word_list, self.index, self.max_len).nodes
+        self._live_nodes = self._seed_nodes
+        self._stale = False  # pieces died since the living nodes were filtered
+        self._piece_nodes: dict[int, list[list[tuple[int, int]]]] = {}
         self.scores: list[array] = [self._snapshot()]
+        self.corpus_tokens: list[int] = [self._corpus_tokens()]  # Viterbi tokens of the corpus after each round
 
     # -- one round ------------------------------------------------------------------------------------------------
     @property
@@ -232,30 +253,41 @@ class UnigramTrainer:
     def done(self) -> bool:
         return self.size <= self.vocab_size
 
-    def _lattices(self) -> _Lattices:
-        index = {p: i for i, p in enumerate(self.pieces) if self.alive[i]}
-        return _Lattices(self.word_list, index, self.max_len)
+    def _lattices(self) -> list[list[list[tuple[int, int]]]]:
+        """Every word's lattice over the living pieces (filtered from the seed's, kept until pieces die)."""
+        if self._stale:
+            alive = self.alive
+            self._live_nodes = [[[(j, p) for j, p in nodes if alive[p]] for nodes in starts] for starts in self._seed_nodes]
+            self._stale = False
+        return self._live_nodes
 
-    def em_step(self, lattices: _Lattices) -> float:
+    def _lattice_of_piece(self, i: int) -> list[list[tuple[int, int]]]:
+        found = self._piece_nodes.get(i)
+        if found is None:
+            found = self._piece_nodes[i] = _Lattices([self.pieces[i]], self.index, self.max_len).nodes[0]
+        return found
+
+    def em_step(self, lattices: list) -> float:
         """One EM iteration; returns the corpus log-likelihood under the model before it."""
         expected = [0.0] * len(self.pieces)
         likelihood = 0.0
-        for starts, freq in zip(lattices.nodes, self.freqs):
+        for starts, freq in zip(lattices, self.freqs):
             likelihood += freq * _forward_backward(starts, self.logp, freq, expected)
         kept = [i for i, alive in enumerate(self.alive) if alive and (expected[i] >= EXPECTED_MIN or self.pieces[i] in self.chars)]
         total = digamma(sum(max(expected[i], EXPECTED_MIN) for i in kept))
         logp = [NEG_INF] * len(self.pieces)
         for i in kept:
             logp[i] = digamma(max(expected[i], EXPECTED_MIN)) - total
-        self.alive = [lp != NEG_INF for lp in logp]
-        self.logp = logp
+        alive = [lp != NEG_INF for lp in logp]
+        self._stale = self._stale or alive != self.alive
+        self.alive, self.logp = alive, logp
         return likelihood
 
-    def losses(self, lattices: _Lattices) -> list[tuple[float, int]]:
+    def losses(self, lattices: list) -> list[tuple[float, int]]:
         """``(loss, piece index)`` for every piece that may go (characters never do), smallest loss first."""
         uses = [0.0] * len(self.pieces)  # Viterbi uses, times word frequency
         words_using = [0.0] * len(self.pieces)  # frequency of the words whose Viterbi path uses the piece
-        for starts, freq in zip(lattices.nodes, self.freqs):
+        for starts, freq in zip(lattices, self.freqs):
             path = _viterbi(starts, self.logp)
             for p in path:
                 uses[p] += freq
@@ -264,7 +296,6 @@ class UnigramTrainer:
         total_uses = sum(uses)
         total_words = sum(self.freqs)
         log_total = math.log(total_uses)
-        index = {p: i for i, p in enumerate(self.pieces) if self.alive[i]}
         out: list[tuple[float, int]] = []
         for i, piece in enumerate(self.pieces):
             if not self.alive[i] or piece in self.chars:
@@ -272,8 +303,7 @@ class UnigramTrainer:
             if uses[i] == 0:
                 out.append((0.0, i))
                 continue
-            own = _Lattices([piece], index, self.max_len).nodes[0]
-            alternative = _viterbi(own, self.logp, skip=i)
+            alternative = _viterbi(self._lattice_of_piece(i), self.logp, skip=i)
             log_alt_total = math.log(total_uses + uses[i] * (len(alternative) - 1))
             logprob_piece = math.log(uses[i]) - log_total
             logprob_alt = sum(math.log(uses[a] + uses[i]) - log_alt_total for a in alternative)
@@ -294,11 +324,18 @@ class UnigramTrainer:
             if self.size <= target:
                 break
             self.alive[i] = False
+            self.logp[i] = NEG_INF  # no path uses it any more
+            self._stale = True
             removed.append((self.pieces[i], loss))
         record = UnigramRound(len(self.rounds) + 1, removed, self.size, likelihood)
         self.rounds.append(record)
         self.scores.append(self._snapshot())
+        self.corpus_tokens.append(self._corpus_tokens())
         return record
+
+    def _corpus_tokens(self) -> int:
+        """How many pieces the corpus's words are cut into by Viterbi now."""
+        return sum(freq * len(_viterbi(starts, self.logp)) for starts, freq in zip(self._lattices(), self.freqs))
 
     def _snapshot(self) -> array:
         return array("f", (lp if alive else math.nan for lp, alive in zip(self.logp, self.alive)))
@@ -306,8 +343,9 @@ class UnigramTrainer:
     # -- the result -----------------------------------------------------------------------------------------------
     def model_proto(self) -> ModelProto:
         """The trained model: special pieces, the 256 byte pieces, then the pieces by log-probability."""
-        lattices = self._lattices()
-        self.em_step(lattices)  # the final probabilities, as SentencePiece's last EM pass
+        self.em_step(self._lattices())  # the final probabilities, as SentencePiece's last EM pass
+        self.scores[-1] = self._snapshot()  # the last round ends with them
+        self.corpus_tokens[-1] = self._corpus_tokens()
         pieces = [Piece(p, 0.0, t) for p, t in META_PIECES] + [Piece(byte_piece(b), 0.0, BYTE) for b in range(256)]
         alive = sorted((i for i, a in enumerate(self.alive) if a), key=lambda i: (-self.logp[i], self.pieces[i]))
         pieces += [Piece(self.pieces[i], self.logp[i], NORMAL) for i in alive]
@@ -326,7 +364,8 @@ class UnigramTrainer:
             if not record.removed:
                 break
         reason = "vocab_size reached" if self.done else "no piece left to remove"
-        return TrainedUnigram(self.pieces, self.rounds, self.scores, self.model_proto().serialize(), reason)
+        model = self.model_proto().serialize()
+        return TrainedUnigram(self.pieces, self.rounds, self.scores, self.corpus_tokens, model, reason)
 
 
 def train_unigram(corpus: str, vocab_size: int, **options) -> TrainedUnigram:
