@@ -35,7 +35,7 @@ $(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml setup.py app/engines/_merge.c
 	touch $@ $(VENV)/.installed
 
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 
 install: $(VENV)/.installed node_modules/.package-lock.json
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi.testclient import TestClient
 
 from app.settings import Settings
@@ -106,7 +108,18 @@ def test_decode_negative_id_is_422(client):
 
 
 def test_openapi_docs_served(client):
-    assert client.get("/docs").status_code == 200
+    page = client.get("/docs")
+    assert page.status_code == 200
+    # offline: every address the page loads is our own (no CDN, no validator badge, no Google Fonts)
+    assert re.findall(r"https?://", page.text) == [], page.text
+    assets = re.findall(r"""(?:src|href)=['"]?(/[^'" >]+)""", page.text) + re.findall(r"url: '(/[^']+)'", page.text)
+    assert {"/vendor/swagger-ui/swagger-ui-bundle.js", "/vendor/swagger-ui/swagger-ui.css", "/openapi.json"} <= set(assets)
+    for path in assets:
+        got = client.get(path)
+        assert got.status_code == 200 and len(got.content) > 500, path
+    assert "validatorUrl" in page.text and '"validatorUrl": null' in page.text
+    assert client.get("/vendor/swagger-ui/index.html").status_code == 404  # only the files /docs needs
+    assert client.get("/redoc", follow_redirects=False).headers["location"] == "/docs"
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/tokenizers", "/api/tokenize", "/api/decode"} <= set(paths)
 

@@ -79,7 +79,13 @@ def _onig_map() -> tuple[re.Pattern, dict[int, str]]:
 
 
 def regex_view(text: str) -> str:
-    """``text`` with the characters Oniguruma sees differently replaced (same length; usually ``text`` itself)."""
+    """``text`` with the characters Oniguruma sees differently replaced (same length; usually ``text`` itself).
+
+    >>> regex_view("plain ascii") == "plain ascii" and regex_view("\u0295") != "\u0295"
+    True
+    """
+    if text.isascii():  # every character that differs is past U+0290
+        return text
     finder, mapping = _onig_map()
     if finder.search(text) is None:
         return text

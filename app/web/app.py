@@ -8,7 +8,8 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, PlainTextResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import __version__
@@ -17,8 +18,16 @@ from app.lab.service import Lab
 from app.settings import Settings
 
 from . import api, chat, compare, errors, lab, playground, side_by_side
+from .errors import NotFoundError
 from .render import make_environment
 from .uploads import Uploads
+
+#: The files of npm's swagger-ui-dist that /docs loads, and their media types.
+SWAGGER_FILES = {
+    "swagger-ui-bundle.js": "text/javascript",
+    "swagger-ui.css": "text/css",
+    "favicon-32x32.png": "image/png",
+}
 
 
 class BodyLimit:
@@ -111,6 +120,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Tokenplay",
         version=__version__,
         description="See how language models cut text into tokens.",
+        docs_url=None,  # served below from our own copy of Swagger UI: the default page loads it from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.jinja = make_environment(settings.templates_dir, auto_reload=settings.template_reload)
@@ -134,6 +145,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not path.is_file():
             return PlainTextResponse("htmx is not installed: run `npm ci` in the repository", status_code=503)
         return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
+
+    swagger_dir = settings.npm_dir / "swagger-ui-dist"
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs():
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url,
+            title="Tokenplay API",
+            swagger_js_url="/vendor/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url="/vendor/swagger-ui/swagger-ui.css",
+            swagger_favicon_url="/vendor/swagger-ui/favicon-32x32.png",
+            # no validator badge: it would send the schema's address to validator.swagger.io
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc():  # ReDoc is not shipped (its npm package pulls in dozens more): the one API page is /docs
+        return RedirectResponse("/docs", status_code=308)
+
+    @app.get("/vendor/swagger-ui/{name}", include_in_schema=False)
+    def swagger_asset(name: str):
+        if name not in SWAGGER_FILES:
+            raise NotFoundError(f"no file {name!r} here")
+        path = swagger_dir / name
+        if not path.is_file():
+            return PlainTextResponse("Swagger UI is not installed: run `npm ci` in the repository", status_code=503)
+        return FileResponse(path, media_type=SWAGGER_FILES[name], headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", include_in_schema=False)
     def healthz():

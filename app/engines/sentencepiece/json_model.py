@@ -111,34 +111,51 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         character all get that character's span."""
         check_text(text)
         pieces = self.added.split(text, allow_special)
-        per_piece = [self._piece_ids_of(p) for p in pieces]
+        # each added-vocabulary piece's pre-tokens, merged once: the ids come from them and placing walks them
+        merged = [None if p.token is not None else self._pre_tokens(p.text) for p in pieces]
+        per_piece = [[p.token.id] if m is None else [i for *_, got in m for i in got] for p, m in zip(pieces, merged)]
         ids = [i for group in per_piece for i in group]
 
         def place(offset: int, limit: int | None) -> list[Token]:
             stop = None if limit is None else offset + limit
             tokens: list[Token] = []
             seen = 0
-            for piece, group in zip(pieces, per_piece):
+            for piece, pre, group in zip(pieces, merged, per_piece):
                 if stop is not None and seen >= stop:
                     break
                 if seen + len(group) > offset:
-                    placed = self._place_piece(piece)
-                    tokens.extend(placed[max(0, offset - seen) : None if stop is None else stop - seen])
+                    start = max(0, offset - seen)
+                    tokens.extend(self._place_piece(piece, pre, start, None if stop is None else stop - seen - start))
                 seen += len(group)
             return tokens
 
         return TokenizeResult(self.name, text, ids, place=place)
 
-    def _place_piece(self, piece: Piece) -> list[Token]:
+    def _pre_tokens(self, text: str) -> list[tuple[int, int, list[str], list[int]]]:
+        """``text``'s pre-tokens as (start, end, merged pieces, ids)."""
+        out = []
+        for a, b in self.pre(text):
+            merged = self._pieces(text[a:b])
+            out.append((a, b, merged, self._piece_ids(merged)))
+        return out
+
+    def _place_piece(self, piece: Piece, pre, offset: int, limit: int | None) -> list[Token]:
+        """Tokens ``offset`` to ``offset + limit`` of one added-vocabulary piece (``pre``: its :meth:`_pre_tokens`)."""
         if piece.token is not None:
             t = piece.token
             return [Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special)]
         spans = piece.spans or [(piece.start + i, piece.start + i + 1) for i in range(len(piece.text))]
         tokens: list[Token] = []
-        for a, b in self.pre(piece.text):
-            for token in self._place(piece.text[a:b], 0, None):
-                token.start, token.end = spans[a + token.start][0], spans[a + token.end - 1][1]
-                tokens.append(token)
+        seen = 0
+        for a, b, merged, got in pre:
+            if limit is not None and len(tokens) >= limit:
+                break
+            if seen + len(got) > offset:
+                want = None if limit is None else limit - len(tokens)
+                for token in self._place(piece.text[a:b], merged, max(0, offset - seen), want):
+                    token.start, token.end = spans[a + token.start][0], spans[a + token.end - 1][1]
+                    tokens.append(token)
+            seen += len(got)
         return tokens
 
     # -- decoding --------------------------------------------------------------------------------------------------

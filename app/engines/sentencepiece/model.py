@@ -447,11 +447,16 @@ class SentencePieceTokenizer(Tokenizer):
         byte pieces of one character all get that character's span (so they group into one segment), and a
         dummy-prefix ``▁`` standing alone gets the span of the character it prefixes (so it joins that segment).
         """
-        return TokenizeResult(self.name, text, self.encode(text), place=partial(self._place, text))
+        check_text(text)
+        pieces = self._pieces(self.normalizer.normalize_text(text))  # merged once: placing walks these
+        return TokenizeResult(self.name, text, self._piece_ids(pieces), place=partial(self._place, text, pieces))
 
-    def _place(self, text: str, offset: int, limit: int | None) -> list[Token]:
-        """The Token records of ``ids[offset:offset + limit]`` (every id's when ``limit`` is None)."""
+    def _place(self, text: str, merged: list[str] | None, offset: int, limit: int | None) -> list[Token]:
+        """The Token records of ``ids[offset:offset + limit]`` (every id's when ``limit`` is None); ``merged``:
+        the text's pieces if the caller has them."""
         normalized, n2o = self.normalizer.normalize(text)
+        if merged is None:
+            merged = self._pieces(normalized)
         tokens: list[Token] = []
         n_ids = 0
         end_window = None if limit is None else offset + limit
@@ -460,7 +465,7 @@ class SentencePieceTokenizer(Tokenizer):
         byte_ids, fallback = self._byte_ids, self.byte_fallback
         n_text = len(text)
         prev_unk = False
-        for w in self._pieces(normalized):
+        for w in merged:
             if end_window is not None and n_ids >= end_window + (prev_unk and not fallback):
                 break  # past the window (an <unk> ending it may still be widened by the unknown pieces after it)
             pid = lookup.get(w, unk)

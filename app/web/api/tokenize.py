@@ -12,7 +12,6 @@ from app.engines.loaders import MAX_FILE_BYTES, check_size
 
 from ..deps import SettingsDep, TokenizersDep, UploadsDep, check_text_size, run_cpu
 from ..errors import TooLargeError
-from ..render import FastJSON
 from ..uploads import COOKIE as UPLOAD_COOKIE
 from ..uploads import UploadError, cookie_with
 
