@@ -20,19 +20,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from build_unicode_tables import CODE_POINTS, ranges  # scripts/ is on sys.path when this script runs
 from tokenizers import normalizers, pre_tokenizers
-
-CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
-
-
-def ranges(points) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for c in sorted(points):
-        if out and out[-1][1] == c - 1:
-            out[-1][1] = c
-        else:
-            out.append([c, c])
-    return [(a, b) for a, b in out]
 
 
 def python_strip(ch: str) -> str:

@@ -4,6 +4,7 @@ slices of every real-text corpus, hard strings and any text; and the lattice vie
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -87,12 +88,12 @@ def test_unigram_matches_sentencepiece_on_any_text(pair, text):
     _check_same(*pair, text, windows=False)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE_OK)
-@given(data=st.data())
-def test_unigram_decodes_any_ids_like_sentencepiece(pair, data):
+def test_unigram_decodes_random_ids_like_sentencepiece(pair):
     ours, theirs = pair
-    ids = data.draw(st.lists(st.integers(0, ours.n_vocab - 1), max_size=20))
-    assert ours.decode(ids) == theirs.decode(ids)
+    rng = random.Random(17)
+    for _ in range(200):
+        ids = rng.choices(range(ours.n_vocab), k=rng.randrange(20))
+        assert ours.decode(ids) == theirs.decode(ids)
 
 
 def test_unused_pieces_never_take_part_like_the_library(tmp_path):

@@ -141,6 +141,12 @@ def test_shipped_bert_equals_tokenizers_on_real_text(bert, corpus):
     assert ours.decode(ids) == ref.decode(ids, skip_special_tokens=False)
 
 
+def test_shipped_bert_on_long_runs_equals_tokenizers(bert):
+    ours, ref = bert
+    for text in ("a" * 100_000, "\u0301" * 20_000, "\U0001f600" * 20_000, "x" * 30_000 + " " + "y" * 30_000, "a " * 50_000):
+        assert ours.encode(text) == ref.encode(text, add_special_tokens=False).ids
+
+
 def test_bert_ids_are_bert_base_uncased(bert):
     ours, _ = bert
     assert [ours.id_to_token(i) for i in (0, 100, 101, 102, 103)] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

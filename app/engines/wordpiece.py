@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import regex
 
-from .added_tokens import AddedVocabulary
+from .added_tokens import AddedVocabulary, added_token, input_spans
 from .base import Tokenizer, check_text
 from .bert_text import PUNCTUATION, SPLIT_SPACE, bert_normalizer, char_class
 from .hf_normalizers import TextNormalizer
@@ -256,18 +256,16 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         """Tokens placed in the input: each piece covers the input characters its normalized characters came from
         (an ``[UNK]`` the whole word); the spaces and punctuation the pipeline drops belong to no token."""
         check_text(text)
-        tokens: list[Token] = []
-        special = self.special_ids
+        tokens: list[Token] = []  # only added tokens are special: an [UNK] the model makes is not read from the text
         for piece in self.added.split(text, allow_special):
             if piece.token is not None:
-                t = piece.token
-                tokens.append(Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special))
+                tokens.append(added_token(piece))
                 continue
-            spans = piece.spans or [(piece.start + i, piece.start + i + 1) for i in range(len(piece.text))]
+            spans = input_spans(piece)
             for a, b in self.pre(piece.text):
                 for start, end, tid in self.word_pieces(piece.text[a:b]):
                     first, last = spans[a + start][0], spans[a + end - 1][1]
-                    tokens.append(Token(tid, self.token_bytes(tid), first, last, self.id_to_token(tid), tid in special))
+                    tokens.append(Token(tid, self.token_bytes(tid), first, last, self.id_to_token(tid)))
         return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
 
     # -- decoding --------------------------------------------------------------------------------------------------

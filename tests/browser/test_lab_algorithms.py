@@ -85,7 +85,7 @@ def test_side_by_side(page: Page, live_server: str):
     page.goto(f"{live_server}/lab")
     page.locator("#side-corpus").fill(LOW)
     page.locator("#side-form input[name=vocab_size]").fill("285")
-    page.get_by_role("button", name="Train the three").click()
+    page.get_by_role("button", name="Side by side").click()
     for side in ("bpe", "wordpiece", "unigram"):
         expect(page.locator(f"section[data-side={side}] .tokens")).to_be_visible()
     page.locator("#side-text").fill("lowest newer wider")

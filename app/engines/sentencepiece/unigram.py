@@ -164,9 +164,9 @@ class UnigramTokenizer(SentencePieceTokenizer):
                 continue
             self._usable[i] = 1
             longest = max(longest, len(piece))
-            for k in range(1, len(piece)):
-                h = hash(piece[:k]) & PREFIX_MASK
-                prefixes[h >> 3] |= 1 << (h & 7)
+        usable = [p for p, use in zip(self.pieces, self._usable) if use]
+        for h in [hash(p[:k]) & PREFIX_MASK for p in usable for k in range(1, len(p))]:
+            prefixes[h >> 3] |= 1 << (h & 7)
         # One bit per hash: a string whose bit is set may begin a piece (a false "maybe" only makes the walk look
         # one character further, where it finds nothing); 4 MB instead of a set of every prefix.
         self._prefixes = bytes(prefixes)
@@ -205,8 +205,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         came_from = [-1] * (n + 1)
         ids = [0] * (n + 1)
         one = array("f", (0.0,))  # rounds a sum to float32: float + float in C
-        get, usable, prefixes, path_score = self._piece_ids.get, self._usable, self._prefixes, self._path_score
-        unk_id, unk_score, longest = self.unk_id, self.unk_score, self.max_piece_chars
+        pieces_from, path_score, unk_id, unk_score = self._pieces_from, self._path_score, self.unk_id, self.unk_score
         frontier = 0  # the furthest end any path reaches yet
         for i in range(n):
             here = best[i]
@@ -217,16 +216,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
                         best[k] -= here
                 here = 0.0
             single = False
-            for j in range(i + 1, min(n, i + longest) + 1):  # _pieces_from, inlined: this loop is hot
-                sub = normalized[i:j]
-                pid = get(sub)
-                if pid is None:
-                    h = hash(sub) & PREFIX_MASK
-                    if prefixes[h >> 3] >> (h & 7) & 1:
-                        continue
-                    break
-                if not usable[pid]:
-                    continue
+            for j, pid in pieces_from(normalized, i):
                 one[0] = path_score[pid] + here
                 if came_from[j] < 0 or one[0] > best[j]:
                     best[j] = one[0]
