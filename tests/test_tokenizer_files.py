@@ -27,7 +27,7 @@ from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
 from app.engines.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer
 from app.engines.npm_models import NPM_MODELS
-from app.engines.sentencepiece.proto import UNIGRAM, ModelProto
+from app.engines.sentencepiece.proto import WORD, ModelProto
 from app.engines.tokenizer_files import ENV, entry_name
 from app.engines.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
 
@@ -94,8 +94,8 @@ def test_sentencepiece_model_encodes_like_sentencepiece():
         assert ours.encode(text) == ref.encode(text)
 
 
-def wordpiece_json() -> str:
-    tok = HFTokenizer(models.WordPiece({"[UNK]": 0, "a": 1, "##b": 2}, unk_token="[UNK]"))
+def wordlevel_json() -> str:
+    tok = HFTokenizer(models.WordLevel({"[UNK]": 0, "a": 1, "b": 2}, unk_token="[UNK]"))
     return tok.to_str()
 
 
@@ -108,7 +108,7 @@ def unigram_json() -> str:
     [
         (b"\x00\x01 certainly not a tokenizer \xff", LoaderError, "not a SentencePiece .model"),
         (b"just some words\nin a text file\n", LoaderError, "not a SentencePiece .model|not 'base64-token rank'"),
-        (wordpiece_json().encode(), UnsupportedTokenizerError, "WordPiece tokenizers are not supported yet"),
+        (wordlevel_json().encode(), UnsupportedTokenizerError, "WordLevel tokenizers are not supported yet"),
         (unigram_json().encode(), UnsupportedTokenizerError, "Unigram tokenizers are not supported yet"),
         (b'{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0', TokenizerFileError, "cut short"),
         (b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}}', TokenizerFileError, "ids collide"),
@@ -128,10 +128,10 @@ def test_truncated_shipped_tokenizer_json_is_refused():
             load_tokenizer(data[: len(data) // 2], engine=engine)
 
 
-def test_unigram_sentencepiece_model_is_refused():
+def test_word_sentencepiece_model_is_refused():
     model = ModelProto.parse(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
-    model.trainer_spec.model_type = UNIGRAM
-    with pytest.raises(LoaderError, match="unigram"):
+    model.trainer_spec.model_type = WORD
+    with pytest.raises(LoaderError, match="word"):
         load_tokenizer(model.serialize())
 
 
@@ -232,9 +232,9 @@ def test_serve_refuses_a_bad_file_or_a_taken_name_before_starting(tmp_path, monk
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
     monkeypatch.delenv(ENV, raising=False)
     bad = tmp_path / "broken.json"
-    bad.write_text('{"model": {"type": "WordPiece"}}', encoding="utf-8")
+    bad.write_text('{"model": {"type": "WordLevel"}}', encoding="utf-8")
     assert main(["serve", "--tokenizer", str(bad)]) == 2
-    assert "WordPiece tokenizers are not supported yet" in capsys.readouterr().err
+    assert "WordLevel tokenizers are not supported yet" in capsys.readouterr().err
     shadow = tmp_path / "gemma-3.model"
     shadow.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
     assert main(["serve", "--tokenizer", str(shadow)]) == 2

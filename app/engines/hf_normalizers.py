@@ -1,7 +1,8 @@
 """The normalizer of a tokenizer.json, run as Hugging Face ``tokenizers`` runs it, with a map back to the input.
 
 Supported steps (and ``Sequence`` of them): ``NFC``, ``NFD``, ``NFKC``, ``NFKD`` (with ``tokenizers``' Unicode
-tables, see :mod:`.hf_unicode`), ``Replace`` with a string pattern, and ``Prepend``. Any other step type raises
+tables, see :mod:`.hf_unicode`), ``Replace`` with a string pattern, ``Prepend``, and BERT's ``BertNormalizer`` and
+``Lowercase`` (:mod:`.bert_text`). Any other step type raises
 :class:`~app.engines.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 :class:`TextNormalizer` returns the normalized text and, when it is not a character-for-character rewrite of the
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import hf_unicode
+from .bert_text import bert_normalizer
 from .tokenizer_json import UnsupportedTokenizerError, pipeline_steps
 
 #: ``spans[i]``: the input span of output character ``i``; ``None`` means output character ``i`` came from input
@@ -103,6 +105,25 @@ def _prepend(prefix: str) -> Step:
     return apply
 
 
+def _bert(obj: dict) -> Step:
+    """``BertNormalizer``: every character mapped on its own, so each output character comes from one input one."""
+    normalize = bert_normalizer(
+        obj.get("clean_text", True), obj.get("handle_chinese_chars", True), obj.get("strip_accents"), obj.get("lowercase", True)
+    )
+    char_map = normalize.char_map
+
+    def apply(text: str, spans: Spans) -> tuple[str, Spans]:
+        out = normalize(text)
+        if out == text:
+            return text, spans
+        out_spans: list[tuple[int, int]] = []
+        for span, ch in zip(_positions(text, spans), text):
+            out_spans.extend([span] * len(char_map[ord(ch)]))
+        return out, out_spans
+
+    return apply
+
+
 def _step(obj: dict) -> Step:
     kind = obj.get("type")
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
@@ -114,6 +135,10 @@ def _step(obj: dict) -> Step:
         return _replace(pattern["String"], obj.get("content", ""))
     if kind == "Prepend":
         return _prepend(obj.get("prepend", ""))
+    if kind == "BertNormalizer":
+        return _bert(obj)
+    if kind == "Lowercase":
+        return _bert({"clean_text": False, "handle_chinese_chars": False, "strip_accents": False, "lowercase": True})
     raise UnsupportedTokenizerError(f"the {kind} normalizer is not supported yet")
 
 

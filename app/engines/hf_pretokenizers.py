@@ -1,9 +1,10 @@
-"""The pre-tokenizer of a byte-level tokenizer.json, cutting text exactly where Hugging Face ``tokenizers`` cuts it.
+"""The pre-tokenizer of a tokenizer.json, cutting text exactly where Hugging Face ``tokenizers`` cuts it.
 
 Supported steps (and ``Sequence`` of them, each step cutting the pieces of the one before): ``Split`` with a
 regex or string pattern and any of its behaviours (``Isolated``, ``Removed``, ``MergedWithPrevious``,
-``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, and ``ByteLevel`` (its GPT-2 regex when
-``use_regex``; the byte mapping itself is the model's business). Any other step raises
+``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, ``ByteLevel`` (its GPT-2 regex when
+``use_regex``; the byte mapping itself is the model's business), and the WordPiece models' ``BertPreTokenizer``,
+``Whitespace`` and ``WhitespaceSplit`` (characters classified as :mod:`.bert_text` says). Any other step raises
 :class:`~app.engines.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 Regexes are written for Oniguruma; they run here on the ``regex`` module, against :func:`.hf_unicode.regex_view`
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 
 import regex
 
+from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
 from .hf_unicode import regex_view
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, pipeline_steps
 
@@ -90,6 +92,22 @@ def _compile(pattern: str) -> regex.Pattern:
         raise TokenizerFileError(f"the split regex {pattern!r} cannot be compiled: {exc}") from None
 
 
+def _steps(obj: dict) -> list[_Split]:
+    """The splits one pipeline step makes, in order (none for a ``ByteLevel`` step without its regex)."""
+    kind = obj.get("type")
+    if kind == "BertPreTokenizer":  # cut at whitespace, then each punctuation mark alone
+        return [_whitespace_split(), _Split(_regex_finder(_compile(f"[{char_class(PUNCTUATION)}]"), False), "Isolated")]
+    if kind == "WhitespaceSplit":
+        return [_whitespace_split()]
+    step = _step(obj)
+    return [] if step is None else [step]
+
+
+def _whitespace_split() -> _Split:
+    """Cut at every whitespace character (Rust's ``char::is_whitespace``) and drop it."""
+    return _Split(_regex_finder(_compile(f"[{char_class(SPLIT_SPACE)}]"), False), "Removed")
+
+
 def _step(obj: dict) -> _Split | None:
     kind = obj.get("type")
     if kind == "Split":
@@ -109,6 +127,8 @@ def _step(obj: dict) -> _Split | None:
             compiled = _compile(BYTE_LEVEL_PATTERN)
             return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
         return None
+    if kind == "Whitespace":
+        return _Split(_regex_finder(_compile(r"\w+|[^\w\s]+"), True), "Removed")
     if kind == "Digits":
         compiled = _compile(r"\p{N}" if obj.get("individual_digits") else r"\p{N}+")
         return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
@@ -124,7 +144,7 @@ class PreTokenizer:
     """
 
     def __init__(self, spec: dict | None):
-        self.steps = [s for s in map(_step, pipeline_steps(spec, "pretokenizers")) if s is not None]
+        self.steps = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
         #: Whether the pre-tokens always cover the whole text (no ``Removed`` split drops any of it).
         self.keeps_text = all(step.behavior != "Removed" for step in self.steps)
 

@@ -13,7 +13,7 @@
   library's character offsets (normalized text, SentencePiece-style pieces).
 
 The library reads and checks the file itself (nothing is parsed twice: Gemma's file is 33 MB); a file it refuses,
-or a model other than BPE, raises :class:`~.tokenizer_json.TokenizerFileError` saying so.
+or a model other than BPE or WordPiece, raises :class:`~.tokenizer_json.TokenizerFileError` saying so.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .base import Tokenizer, check_text
 from .result import Token, TokenizeResult, byte_level_result, byte_table, escape_bytes, place_byte_tokens
 from .sentencepiece.model import piece_to_byte
 from .sentencepiece.normalizer import SPACE_SYMBOL
-from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
+from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
 from .vocab_facts import VocabFacts
 
 
@@ -47,8 +47,10 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
                 f"this is not a valid tokenizer.json file (broken or cut short?): Hugging Face tokenizers says {exc}"
             ) from None
         kind = type(self.library.model).__name__
-        if kind != "BPE":
-            raise UnsupportedTokenizerError(f"{kind} tokenizers are not supported yet; Tokenplay runs BPE tokenizer.json files")
+        if kind not in MODEL_TYPES:
+            raise UnsupportedTokenizerError(
+                f"{kind} tokenizers are not supported yet; Tokenplay runs BPE and WordPiece tokenizer.json files"
+            )
         self.library.no_truncation()
         self.library.no_padding()
         self.name = name

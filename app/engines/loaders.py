@@ -2,17 +2,19 @@
 
 Formats, told apart by their content:
 
-- a Hugging Face ``tokenizer.json`` (BPE models; other model types are refused, named): run by our own engine
-  (byte-level BPE, or SentencePiece-style BPE) or, with ``engine="huggingface"``, by Hugging Face ``tokenizers``;
+- a Hugging Face ``tokenizer.json`` (BPE and WordPiece models; other model types are refused, named): run by our
+  own engines (byte-level BPE, SentencePiece-style BPE, WordPiece) or, with ``engine="huggingface"``, by Hugging
+  Face ``tokenizers``;
+- a BERT ``vocab.txt`` (one WordPiece token per line, ``[UNK]`` among them), run with BERT's pipeline;
 - a Tokenplay BPE model (``tokenplay train --out``, JSON with ``"format": "tokenplay-bpe"``);
 - a ``.tiktoken`` rank file (``base64 rank`` lines), with a split pattern (one of our pattern names or a regex)
   and optional special tokens;
-- a SentencePiece ``.model`` (a ``ModelProto``; BPE models, unigram ones are refused).
+- a SentencePiece ``.model`` (a ``ModelProto``; BPE and unigram models; word and char models are refused).
 
 Everything is checked before a tokenizer is returned, so bad input raises a
 :class:`~.tokenizer_json.TokenizerFileError` (a :class:`~.errors.TokenplayError`) saying what is wrong, and nothing
 half-built escapes: :class:`~.tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
-yet (``WordPiece tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
+yet (``Unigram tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
 :data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides
 where the tokenizer is registered; this module does not touch the registry or the web layer.
 """
@@ -63,6 +65,10 @@ def _build_from_json(data: bytes | str, name: str, engine: str) -> Tokenizer:
 
         return HuggingFaceTokenizer(data, name=name)
     spec = parse_tokenizer_json(data)
+    if spec.model_type == "WordPiece":
+        from .wordpiece import WordPieceTokenizer
+
+        return WordPieceTokenizer(spec, name=name)
     if spec.byte_level:
         from .bpe.json_model import ByteLevelJSONTokenizer
 
@@ -134,18 +140,18 @@ def parse_tiktoken_ranks(data: bytes) -> dict[bytes, int]:
 
 
 def tokenizer_from_sentencepiece(data: bytes, *, name: str = "") -> Tokenizer:
-    """A SentencePiece ``.model`` (BPE) run by our SentencePiece engine."""
+    """A SentencePiece ``.model`` (BPE or unigram) run by our SentencePiece engines."""
     import struct
 
-    from .sentencepiece.model import SentencePieceTokenizer
     from .sentencepiece.proto import ModelProto
+    from .sentencepiece.unigram import sentencepiece_tokenizer
 
     try:
         model = ModelProto.parse(data)
     except (ValueError, IndexError, struct.error) as exc:
         raise LoaderError(f"this is not a SentencePiece .model file (not a ModelProto: {exc})") from None
     try:
-        return SentencePieceTokenizer(model, name=name)
+        return sentencepiece_tokenizer(model, name=name)
     except TokenplayError as exc:
         raise LoaderError(str(exc)) from None
 
@@ -161,10 +167,13 @@ def tokenizer_from_tokenplay_bpe(data: bytes | str, *, name: str = "") -> Tokeni
 
 
 def detect_format(data: bytes) -> str:
-    """``tokenizer.json``, ``tokenplay-bpe``, ``tiktoken`` or ``sentencepiece``, from the content alone."""
+    """``tokenizer.json``, ``tokenplay-bpe``, ``tiktoken``, ``vocab.txt`` (BERT WordPiece) or ``sentencepiece``,
+    from the content alone."""
     head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"{"):
         return "tokenplay-bpe" if b'"tokenplay-bpe"' in head else "tokenizer.json"
+    if b"\n[UNK]\n" in data[:65536] or data.startswith(b"[UNK]\n") or b"\n[UNK]\r\n" in data[:65536]:
+        return "vocab.txt"
     first = head.split(b"\n", 1)[0].split()
     if len(first) == 2 and first[1].isdigit():
         try:
@@ -200,4 +209,8 @@ def load_tokenizer(
             raise LoaderError(str(exc)) from None
     if kind == "tokenplay-bpe":
         return tokenizer_from_tokenplay_bpe(data, name=name)
+    if kind == "vocab.txt":
+        from .wordpiece import WordPieceTokenizer
+
+        return WordPieceTokenizer.from_vocab_txt(data, name=name)
     return tokenizer_from_sentencepiece(data, name=name)

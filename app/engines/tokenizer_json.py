@@ -2,9 +2,10 @@
 
 A ``tokenizer.json`` holds a whole tokenization pipeline: added tokens, a normalizer, a pre-tokenizer, the model
 (vocabulary and merges) and a decoder. :func:`parse_tokenizer_json` checks the parts every engine relies on (a
-BPE model whose merges and added tokens are consistent with its vocabulary) and keeps the pipeline steps as the
+model whose merges and added tokens are consistent with its vocabulary) and keeps the pipeline steps as the
 JSON objects they are; the engines that build them (:mod:`.hf_normalizers`, :mod:`.hf_pretokenizers`) refuse the
-step types they do not support, naming them. Other model types (WordPiece, Unigram, WordLevel) are refused with
+step types they do not support, naming them. WordPiece models are read too (vocabulary, unknown token, the
+``##`` prefix, the word-length limit); other model types (Unigram, WordLevel) are refused with
 :class:`UnsupportedTokenizerError`.
 
 This module only reads; it does not tokenize, and it never imports Hugging Face ``tokenizers``.
@@ -17,6 +18,9 @@ from dataclasses import dataclass, field
 from operator import add
 
 from .errors import TokenplayError
+
+
+MODEL_TYPES = ("BPE", "WordPiece")
 
 
 class TokenizerFileError(TokenplayError):
@@ -42,7 +46,8 @@ class AddedToken:
 
 @dataclass
 class TokenizerJSON:
-    """The parts of a BPE ``tokenizer.json`` the engines use. ``merges`` are in rank order (first merges first)."""
+    """The parts of a BPE or WordPiece ``tokenizer.json`` the engines use. ``merges`` are in rank order (first
+    merges first)."""
 
     vocab: dict[str, int]
     merges: list[tuple[str, str]]
@@ -54,6 +59,9 @@ class TokenizerJSON:
     byte_fallback: bool = False
     fuse_unk: bool = False
     ignore_merges: bool = False
+    model_type: str = "BPE"  # or "WordPiece" (then ``merges`` is empty)
+    continuing_subword_prefix: str = ""  # WordPiece: what marks a piece inside a word ("##")
+    max_input_chars_per_word: int = 100  # WordPiece: longer words are one unknown token
 
     @property
     def byte_level(self) -> bool:
@@ -124,22 +132,28 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
     if not isinstance(obj, dict) or not isinstance(obj.get("model"), dict):
         raise TokenizerFileError('this is not a Hugging Face tokenizer.json file: it has no "model" object')
     model = obj["model"]
-    kind = model.get("type") or ("BPE" if "merges" in model else "unknown")
-    if kind != "BPE":
+    kind = model.get("type") or ("BPE" if "merges" in model else "WordPiece" if "max_input_chars_per_word" in model else "unknown")
+    if kind not in MODEL_TYPES:
         raise UnsupportedTokenizerError(
-            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE tokenizer.json files"
+            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE and WordPiece tokenizer.json files"
         )
-    for option in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(option):
-            raise UnsupportedTokenizerError(f"BPE models with a {option} are not supported yet")
-    if model.get("dropout"):
-        raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
+    if kind == "BPE":
+        for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+            if model.get(option):
+                raise UnsupportedTokenizerError(f"BPE models with a {option} are not supported yet")
+        if model.get("dropout"):
+            raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
     vocab = _vocab(model.get("vocab"))
-    merges = _merges(model.get("merges"), vocab)
+    merges = _merges(model.get("merges"), vocab) if kind == "BPE" else []
     added = _added_tokens(obj.get("added_tokens") or [], vocab)
     unk = model.get("unk_token")
     if unk is not None and unk not in vocab:
         raise TokenizerFileError(f"the unknown token {unk!r} is not in the vocabulary")
+    if kind == "WordPiece" and unk is None:
+        raise TokenizerFileError("a WordPiece model needs an unk_token (the token of a word it cannot cut)")
+    max_chars = model.get("max_input_chars_per_word", 100)
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 0:
+        raise TokenizerFileError(f"max_input_chars_per_word must be a whole number, not {max_chars!r}")
     for part in ("normalizer", "pre_tokenizer", "decoder"):
         if obj.get(part) is not None and not isinstance(obj[part], dict):
             raise TokenizerFileError(f'"{part}" must be an object or null')
@@ -154,6 +168,9 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
         byte_fallback=bool(model.get("byte_fallback")),
         fuse_unk=bool(model.get("fuse_unk")),
         ignore_merges=bool(model.get("ignore_merges")),
+        model_type=kind,
+        continuing_subword_prefix=(model.get("continuing_subword_prefix", "##") or "") if kind == "WordPiece" else "",
+        max_input_chars_per_word=max_chars,
     )
 
 

@@ -29,9 +29,25 @@ from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.steps import TIE_BREAKS, MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
+from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
+from app.engines.wordpiece_trainer import (
+    WordPieceTrainerState,
+    corpus_words,
+    normalize_word,
+    tokenizer_json,
+    word_spans,
+)
 
-ALGORITHMS = ("byte", "char", "sentencepiece")
-ALGORITHM_LABELS = {"byte": "byte-level BPE", "char": "character-level BPE", "sentencepiece": "SentencePiece-style BPE"}
+ALGORITHMS = ("byte", "char", "sentencepiece", "wordpiece", "unigram")
+ALGORITHM_LABELS = {
+    "byte": "byte-level BPE",
+    "char": "character-level BPE",
+    "sentencepiece": "SentencePiece-style BPE",
+    "wordpiece": "WordPiece (merge by score)",
+    "unigram": "Unigram (SentencePiece)",
+}
+#: Algorithms that cut the corpus their own way (the ``pattern`` option does not apply).
+OWN_WORDS = ("sentencepiece", "wordpiece", "unigram")
 PATTERNS = ("none", "whitespace", "gpt2", "gpt4")
 PATTERN_LABELS = {
     "none": "none (the whole text is one word)",
@@ -73,6 +89,8 @@ class Options:
             raise LabOptionsError(f"unknown pattern {self.pattern!r}; choose one of: {', '.join(PATTERNS)}")
         if self.tie_break not in TIE_BREAKS:
             raise LabOptionsError(f"unknown tie_break {self.tie_break!r}; choose one of: {', '.join(TIE_BREAKS)}")
+        if self.algorithm == "unigram" and self.tie_break != "first":
+            raise LabOptionsError("tie_break applies to merge-based algorithms; unigram runs prune by loss (use 'first')")
         if self.end_of_word and self.algorithm != "char":
             raise LabOptionsError("end_of_word (the </w> marker) applies to character-level BPE only (algorithm 'char')")
         if (self.merges is None) == (self.vocab_size is None):
@@ -122,6 +140,10 @@ class Options:
     def describe(self) -> str:
         if self.algorithm == "sentencepiece":
             return f"{ALGORITHM_LABELS[self.algorithm]} (▁ marks spaces, byte fallback), ties: {self.tie_break}"
+        if self.algorithm == "wordpiece":
+            return f"{ALGORITHM_LABELS[self.algorithm]}: score = count(ab) / (count(a) · count(b)), ## inside words, ties: {self.tie_break}"
+        if self.algorithm == "unigram":
+            return f"{ALGORITHM_LABELS[self.algorithm]}: EM rounds, pruning by likelihood loss (▁ marks spaces, byte fallback)"
         eow = " with </w>" if self.end_of_word else ""
         return f"{ALGORITHM_LABELS[self.algorithm]}{eow}, pre-tokenizer {self.pattern}, ties: {self.tie_break}"
 
@@ -178,12 +200,14 @@ class Encoder:
                 s = b.decode("utf-8")
                 if s == END_OF_WORD and end_of_word:
                     self.eow_id = i
-                elif len(s) == 1:  # not SentencePiece's <unk>, <s>, </s> or <0xNN> pieces
-                    self.char_ids.setdefault(s, i)
+                elif len(s) == 1 or (algorithm == "wordpiece" and len(s) == 3 and s.startswith(WP_PREFIX)):
+                    self.char_ids.setdefault(s, i)  # not <unk>, <s>, </s>, [UNK] or <0xNN> pieces
 
     def spans(self, text: str) -> list[tuple[int, int, bool]]:
         if self.algorithm == "sentencepiece":
             return sp_spans(text)
+        if self.algorithm == "wordpiece":
+            return [(a, b, False) for a, b in word_spans(text)]
         return [(a, b, False) for a, b in chunk_spans(text, self.pattern)]
 
     def word_ids(self, chunk: str, lead: bool = False) -> list[int]:
@@ -191,6 +215,9 @@ class Encoder:
             return list(chunk.encode("utf-8"))
         if self.algorithm == "sentencepiece":
             chunk = (SP_SPACE if lead else "") + chunk.replace(" ", SP_SPACE)
+        if self.algorithm == "wordpiece":
+            word = normalize_word(chunk)
+            return [self.char_ids.get(c if n == 0 else WP_PREFIX + c, -1) for n, c in enumerate(word)]
         get = self.char_ids.get
         ids = [get(c, -1) for c in chunk]
         if self.eow_id is not None:
@@ -217,7 +244,9 @@ def base_vocab_for(text: str, algorithm: str, pattern: str, end_of_word: bool) -
 
 def base_units(text: str, algorithm: str, pattern: str) -> int:
     """What compression is measured against: the corpus's bytes (byte-level) or characters (the others)."""
-    if algorithm == "sentencepiece":
+    if algorithm == "wordpiece":
+        return sum(len(normalize_word(text[a:b])) for a, b in word_spans(text))
+    if algorithm in ("sentencepiece", "unigram"):
         return sum(len(line) for line in text.split("\n"))
     spans = chunk_spans(text, pattern)
     if algorithm == "byte":
@@ -226,6 +255,15 @@ def base_units(text: str, algorithm: str, pattern: str) -> int:
 
 
 # -- training ------------------------------------------------------------------------------------------------
+
+
+def _model_file(state: MergeState) -> bytes | None:
+    """What a run exports as a file of its own: SentencePiece's ``.model``, WordPiece's ``tokenizer.json``."""
+    if isinstance(state, SentencePieceTrainerState):
+        return state.model().serialize()
+    if isinstance(state, WordPieceTrainerState):
+        return tokenizer_json(state.vocab).encode()
+    return None
 
 
 @dataclass(slots=True)
@@ -238,7 +276,8 @@ class Trained:
     target_merges: int
     stop_reason: str
     top0: list = field(default_factory=list)  # pair table before the first merge (same as steps[0].top_pairs)
-    model: bytes | None = None  # SentencePiece-style: the trained ``.model`` file
+    model: bytes | None = None  # SentencePiece: the trained ``.model`` file; WordPiece: its ``tokenizer.json``
+    extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores
 
 
 ProgressFn = Callable[[int, int], None]
@@ -252,6 +291,12 @@ def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
         except TokenplayError as exc:
             raise LabOptionsError(str(exc)) from None
         return state, {i: state.surfaces[i] for i in range(state.base_size)}
+    if options.algorithm == "wordpiece":
+        try:
+            words, base = corpus_words(corpus)
+        except TokenplayError as exc:
+            raise LabOptionsError(str(exc)) from None
+        return WordPieceTrainerState(words, base, tie_break=options.tie_break), base
     base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
     encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
     return BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break), base
@@ -277,6 +322,10 @@ def train(
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
+    if options.algorithm == "unigram":
+        from .unigram_runs import train_unigram_run
+
+        return train_unigram_run(corpus, options, max_merges=max_merges, progress=progress, should_stop=should_stop)
     with cycle_collector_paused():
         state, base = start(corpus, options)
         total = options.n_merges(len(base), max_merges)
@@ -304,7 +353,7 @@ def train(
             target_merges=total,
             stop_reason="merge count reached" if reason == STOP_VOCAB_SIZE else reason,
             top0=list(state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs),
-            model=state.model().serialize() if isinstance(state, SentencePieceTrainerState) else None,
+            model=_model_file(state),
         )
         del state  # gone before the collector resumes: its passes would walk every list of the run once more
     return trained

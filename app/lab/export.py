@@ -1,4 +1,5 @@
-"""Downloads of a run (our JSON, ``.tiktoken`` for byte-level, ``.model`` for SentencePiece-style) and its chart."""
+"""Downloads of a run (our JSON; ``.tiktoken`` for byte-level, ``.model`` for SentencePiece-style and unigram,
+``tokenizer.json`` for WordPiece) and its chart."""
 
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ class ExportError(TokenplayError):
 
 def to_json(run: Run) -> dict:
     vocab = run.vocab()
+    if run.unigram:
+        return {
+            "format": "tokenplay-lab",
+            "version": 1,
+            "id": run.id,
+            "options": run.options.to_dict(),
+            "rounds": [r.to_dict() for r in run.steps],
+            "vocab": {str(i): escape_bytes(vocab[i]) for i in range(run.extra["n_final"])},
+        }
     return {
         "format": "tokenplay-lab",
         "version": 1,
@@ -46,10 +56,14 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
             raise ExportError(str(exc)) from None
         return body.encode("ascii"), "text/plain", "tiktoken"
     if fmt == "model":
-        if not run.model:
-            raise ExportError("the .model format is for SentencePiece-style runs; export this run as json")
+        if not run.model or run.options.algorithm not in ("sentencepiece", "unigram"):
+            raise ExportError("the .model format is for SentencePiece-style and unigram runs; export this run as json")
         return run.model, "application/octet-stream", "model"
-    raise ExportError(f"unknown export format {fmt!r}; choose json, tiktoken or model")
+    if fmt == "tokenizer.json":
+        if run.options.algorithm != "wordpiece":
+            raise ExportError("the tokenizer.json format is for WordPiece runs; export this run as json")
+        return run.model, "application/json", "tokenizer.json"
+    raise ExportError(f"unknown export format {fmt!r}; choose json, tiktoken, model or tokenizer.json")
 
 
 # -- chart ---------------------------------------------------------------------------------------------------
@@ -87,4 +101,5 @@ def chart(run: Run, k: int) -> dict:
         "y_min": round(y_min, 2),
         "n": n,
         "unit": "bytes" if run.options.algorithm == "byte" else "characters",
+        "steps": "rounds" if run.unigram else "merges",
     }

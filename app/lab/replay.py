@@ -18,6 +18,11 @@ from app.engines.merging import merge
 from app.engines.result import ByteTable, Token, TokenizeResult, escape_bytes, hex_bytes, tokens_after
 from app.engines.steps import MergeStep
 
+from app.engines.loaders import load_tokenizer
+from app.engines.wordpiece import wordpiece_walk
+from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
+from app.engines.wordpiece_trainer import normalize_word, tokenizer_json
+
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .runs import Run
 
@@ -66,6 +71,12 @@ def _chip(tid: int, data: bytes, text: str) -> Chip:
     return Chip(tid, text, partial, hex_bytes(data))
 
 
+def _surface(token: bytes, algorithm: str) -> bytes:
+    if algorithm == "wordpiece":
+        return token[2:] if token.startswith(b"##") and len(token) > 2 else token
+    return token.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ")
+
+
 def display_text(data: bytes) -> str:
     r"""A token as text: its UTF-8, or ``\xNN`` escapes when it is not valid UTF-8 on its own; control
     characters other than newline and tab are escaped too (``b"\x00"`` shows as ``\x00``, not as nothing)."""
@@ -101,8 +112,8 @@ class RunReplay:
         self.chips = {i: _chip(i, b, self.text[i]) for i, b in self.vocab.items()}
         self.merges = Merges(run.steps)
         self.algorithm = run.options.algorithm
-        # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space
-        self.surface = {i: b.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ") for i, b in self.vocab.items()}
+        # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space, ``##`` for nothing
+        self.surface = {i: _surface(b, self.algorithm) for i, b in self.vocab.items()}
         self.byte_table = ByteTable(self.vocab.__getitem__, frozenset())
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
@@ -112,6 +123,7 @@ class RunReplay:
         self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
         self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
+        self._wordpiece: dict[int, object] = {}
         self._lock = threading.Lock()
 
     def token_text(self, tid: int) -> str:
@@ -178,16 +190,20 @@ class RunReplay:
         win_count = rec.count if rec else None
         tied = set(rec.ties) | {rec.pair} if rec and rec.ties else set()
         rows = []
+        scored = {row[0]: row for row in getattr(rec, "scored", ())}  # WordPiece: part counts and score
         for pair, count in top:
-            rows.append(
-                {
-                    "pair": list(pair),
-                    "text": self.pair_text(pair),
-                    "count": count,
-                    "winner": pair == chosen,
-                    "tie": pair in tied or (bool(tied) and count == win_count),
-                }
-            )
+            row = {
+                "pair": list(pair),
+                "text": self.pair_text(pair),
+                "count": count,
+                "winner": pair == chosen,
+                "tie": pair in tied or (bool(tied) and count == win_count),
+            }
+            if pair in scored:
+                _, _, left, right, score = scored[pair]
+                row |= {"left_count": left, "right_count": right, "score": score,
+                        "tie": pair in tied or (bool(tied) and score == rec.score)}
+            rows.append(row)
         if rec is not None and chosen not in {tuple(r["pair"]) for r in rows}:  # a forced pair outside the top
             rows.append({"pair": list(chosen), "text": self.pair_text(chosen), "count": rec.count, "winner": True, "tie": False})
         return {"rows": rows, "for_step": k if k > 0 else 1, "record": rec}
@@ -214,11 +230,13 @@ class RunReplay:
             "ties": [self.pair_text(p) for p in rec.ties] if rec else [],
             "n_ties": n_ties,
             "tie_break": run.options.tie_break,
-            "top_pairs": [{"pair": r["text"], "ids": r["pair"], "count": r["count"], "winner": r["winner"], "tie": r["tie"]} for r in table["rows"]],
+            "top_pairs": [{"pair": r["text"], "ids": r["pair"], "count": r["count"], "winner": r["winner"], "tie": r["tie"]}
+                          | {k: r[k] for k in ("left_count", "right_count", "score") if k in r} for r in table["rows"]],
             "corpus_tokens": run.tokens_at(k),
             "base_units": run.base_units,
             "compression": round(run.compression_at(k), 4),
             "vocab_size": len(run.base) + k,
+            **({"score": rec.score, "left_count": rec.left_count, "right_count": rec.right_count} if hasattr(rec, "score") else {}),
             "window_chars": len(self.window),
             "window_truncated": self.truncated,
             "tokens": tokens,
@@ -257,7 +275,7 @@ class RunReplay:
                  "word_ids": [list(w) for w in words], "pair_ids": list(pair), "new_id": new_id}
             )
         final = [t for w in words for t in w]
-        return {
+        out = {
             "text": text,
             "step": k,
             "stages": stages,
@@ -265,6 +283,35 @@ class RunReplay:
             "tokens": [self.token_text(t) for t in final],
             "unknown": sum(1 for t in final if t < 0),
         }
+        if self.algorithm == "wordpiece":
+            out |= self._wordpiece_walk(text, k)
+        return out
+
+    def _wordpiece_walk(self, text: str, k: int) -> dict:
+        """WordPiece encodes greedily, longest match first, with the vocabulary after ``k`` merges: the ids (those
+        of the exported tokenizer.json at the last step) and each word's walk."""
+        tokenizer = self.wordpiece_at(k)
+        walks = []
+        for a, b, _ in self.encoder.spans(text):
+            word = normalize_word(text[a:b])
+            pieces, tries = wordpiece_walk(word, tokenizer.vocab, WP_PREFIX, tokenizer.longest)
+            walks.append({"word": word, "pieces": [tokenizer.vocab[p] for _, _, p in pieces] or [tokenizer.unk_id],
+                          "tries": [{"candidate": t.candidate, "found": t.found} for t in tries]})
+        ids = tokenizer.encode(text)
+        return {"ids": ids, "tokens": [self.token_text(t) for t in ids], "walks": walks, "unknown": ids.count(tokenizer.unk_id)}
+
+    def wordpiece_at(self, k: int):
+        """The WordPiece tokenizer of the vocabulary after ``k`` merges (what the export holds at the last step)."""
+        with self._lock:
+            cached = self._wordpiece.get(k)
+        if cached is None:
+            vocab = dict(self.run.base) | {s.new_id: s.token for s in self.run.steps[:k]}
+            cached = load_tokenizer(tokenizer_json(vocab).encode())
+            with self._lock:
+                self._wordpiece[k] = cached
+                while len(self._wordpiece) > 8:
+                    self._wordpiece.pop(next(iter(self._wordpiece)))
+        return cached
 
     # -- vocabulary --------------------------------------------------------------------------------------
     def merge_tree(self, tid: int, k: int | None = None) -> dict:
@@ -306,7 +353,7 @@ _VIEWS: OrderedDict[tuple[str, int], RunReplay] = OrderedDict()
 _VIEWS_LOCK = threading.Lock()
 
 
-def replay_for(run: Run) -> RunReplay:
+def replay_for(run: Run):
     """The cached :class:`RunReplay` of a finished run (a few recent runs are kept)."""
     key = (run.id, id(run))
     with _VIEWS_LOCK:
@@ -314,7 +361,12 @@ def replay_for(run: Run) -> RunReplay:
         if v is not None:
             _VIEWS.move_to_end(key)
             return v
-    v = RunReplay(run)
+    if run.unigram:
+        from .unigram_replay import UnigramReplay
+
+        v = UnigramReplay(run)
+    else:
+        v = RunReplay(run)
     with _VIEWS_LOCK:
         _VIEWS[key] = v
         while len(_VIEWS) > 16:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from app.engines.steps import MergeStep
+from app.engines.wordpiece_trainer import WordPieceStep
 
 from .algorithms import ALGORITHM_LABELS, Options, Trained
 
@@ -41,7 +42,8 @@ class Run:
     base_units: int = 0
     stop_reason: str = ""
     top0: list = field(default_factory=list)
-    model: bytes | None = None  # SentencePiece-style runs: the trained .model file
+    model: bytes | None = None  # SentencePiece-style and unigram runs: the .model file; WordPiece: tokenizer.json
+    extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores (see unigram_runs)
 
     # -- facts -----------------------------------------------------------------------------------------------
     @property
@@ -52,13 +54,27 @@ class Run:
     def n_steps(self) -> int:
         return len(self.steps)
 
+    @property
+    def unigram(self) -> bool:
+        """Steps are EM/pruning rounds (:class:`~app.engines.sentencepiece.unigram_trainer.UnigramRound`), not merges."""
+        return self.options.algorithm == "unigram"
+
     def vocab(self) -> dict[int, bytes]:
+        """Every token of the run (a unigram run's base holds every piece it ever had)."""
         v = dict(self.base)
-        for s in self.steps:
-            v[s.new_id] = s.left + s.right
+        if not self.unigram:
+            for s in self.steps:
+                v[s.new_id] = s.token
         return v
 
+    def vocab_size_at(self, k: int) -> int:
+        if self.unigram:
+            return self.steps[k - 1].vocab_size if k > 0 else len(self.base)  # the seed: every piece
+        return len(self.base) + k
+
     def tokens_at(self, k: int) -> int:
+        if self.unigram:
+            return self.extra["tokens"][k]
         return self.steps[k - 1].corpus_tokens if k > 0 else self.initial_tokens
 
     def compression_at(self, k: int) -> float:
@@ -67,12 +83,16 @@ class Run:
 
     def estimated_bytes(self) -> int:
         """A rough size in memory: the corpus, the merge records, the model file."""
-        size = 200 + len(self.corpus) * 2
-        size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
+        size = 200 + len(self.corpus) * 2 + sum(map(len, self.extra.get("scores", ())))
+        if self.unigram:
+            size += sum(100 + 80 * len(s.removed) for s in self.steps)
+        else:
+            size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
         return size + 64 * len(self.base) + len(self.model or b"")
 
     def label(self) -> str:
-        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps} merges)"
+        what = "rounds" if self.unigram else "merges"
+        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps} {what})"
 
     def apply(self, trained: Trained) -> None:
         self.base = trained.base
@@ -85,6 +105,7 @@ class Run:
         self.done_merges = len(trained.steps)
         self.top0 = trained.top0
         self.model = trained.model
+        self.extra = trained.extra
 
     def summary(self) -> dict:
         k = self.n_steps
@@ -98,7 +119,7 @@ class Run:
             "corpus_chars": len(self.corpus),
             "base_vocab_size": len(self.base),
             "merges": k,
-            "vocab_size": len(self.base) + k,
+            "vocab_size": self.vocab_size_at(k),
             "initial_tokens": self.initial_tokens,
             "final_tokens": self.tokens_at(k) if self.status == "done" else None,
             "base_units": self.base_units,
@@ -128,8 +149,9 @@ class Run:
                 "stop_reason": self.stop_reason,
                 "top0": [[a, b, c] for (a, b), c in self.top0],
                 "n_ties": self.n_ties,
-                "steps": [_step_row(s) for s in self.steps],
+                "steps": [s.to_dict() if self.unigram else _step_row(s) for s in self.steps],
                 "model": self.model.hex() if self.model else None,
+                "extra": self.extra,
             }
         return d
 
@@ -154,17 +176,26 @@ class Run:
             run.top0 = [((a, b), c) for a, b, c in d.get("top0", [])]
             run.n_ties = d["n_ties"]
             run.model = bytes.fromhex(d["model"]) if d.get("model") else None
+            run.extra = d.get("extra") or {}
+            if run.unigram:
+                from .unigram_runs import round_records
+
+                run.steps = round_records(d["steps"])
+                return run
             vocab = dict(run.base)
             steps = []
             for row in d["steps"]:
                 s = _step_from_row(row, vocab, run.options.tie_break)
-                vocab[s.new_id] = s.left + s.right
+                vocab[s.new_id] = s.token
                 steps.append(s)
             run.steps = steps
         return run
 
 
 def _step_row(s: MergeStep) -> list:
+    scored = [] if not isinstance(s, WordPieceStep) else [
+        s.score, s.left_count, s.right_count, [[a, b, c, ca, cb, sc] for (a, b), c, ca, cb, sc in s.scored]
+    ]
     return [
         s.step,
         s.pair[0],
@@ -176,12 +207,17 @@ def _step_row(s: MergeStep) -> list:
         s.corpus_tokens,
         int(s.forced),
         [[a, b, c] for (a, b), c in s.top_pairs],
+        *scored,
     ]
 
 
 def _step_from_row(row: list, vocab: dict[int, bytes], tie_break: str) -> MergeStep:
-    step, a, b, new_id, count, replaced, ties, corpus_tokens, forced, top = row
-    return MergeStep(
+    step, a, b, new_id, count, replaced, ties, corpus_tokens, forced, top = row[:10]
+    kind, more = (MergeStep, {}) if len(row) == 10 else (WordPieceStep, {
+        "score": row[10], "left_count": row[11], "right_count": row[12],
+        "scored": [((x, y), c, ca, cb, sc) for x, y, c, ca, cb, sc in row[13]],
+    })
+    return kind(
         step=step,
         pair=(a, b),
         left=vocab[a],
@@ -194,4 +230,5 @@ def _step_from_row(row: list, vocab: dict[int, bytes], tie_break: str) -> MergeS
         tie_break=tie_break,
         forced=bool(forced),
         top_pairs=[((x, y), c) for x, y, c in top],
+        **more,
     )

@@ -1,7 +1,8 @@
 """Trained lab runs as playground tokenizers ("use in playground"), registered as ``lab-<run id>``.
 
 Byte-level runs become the BPE engine's own :class:`~app.engines.bpe.BPETokenizer` (tiktoken semantics);
-SentencePiece-style runs the SentencePiece engine running the run's trained ``.model``. Character-level runs
+SentencePiece-style and unigram runs the SentencePiece engines running the run's trained ``.model``; WordPiece
+runs the WordPiece engine running its ``tokenizer.json``. Character-level runs
 become a :class:`LabTokenizer`: the run's merges applied by rank
 to each word, with byte fallback for characters the corpus never had (ids after the vocabulary, one per byte),
 so any text tokenizes and the tokens' bytes join back to the text. ``</w>`` is shown in a token's text but
@@ -120,11 +121,21 @@ def _build(run: Run) -> Tokenizer:
 
         pattern = WHITESPACE_REGEX if opts.pattern == "whitespace" else opts.pattern
         return BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
-    if opts.algorithm == "sentencepiece" and run.model:
-        from app.engines.sentencepiece import SentencePieceTokenizer
+    if opts.algorithm in ("sentencepiece", "unigram") and run.model:
+        from app.engines.sentencepiece.unigram import sentencepiece_tokenizer
 
-        return SentencePieceTokenizer(run.model, name=PREFIX + run.id)
+        return sentencepiece_tokenizer(run.model, name=PREFIX + run.id)
+    if opts.algorithm == "wordpiece" and run.model:
+        from app.engines.loaders import tokenizer_from_json
+
+        return tokenizer_from_json(run.model, name=PREFIX + run.id)
     return LabTokenizer(run)
+
+
+def _n_vocab(run: Run) -> int:
+    if run.unigram:
+        return run.extra["n_final"]
+    return len(run.base) + run.n_steps + (256 if run.options.algorithm == "char" else 0)  # + byte fallback
 
 
 def spec_for(run: Run) -> TokenizerSpec:
@@ -135,7 +146,7 @@ def spec_for(run: Run) -> TokenizerSpec:
         factory=lambda: _build(run),
         description=run.options.describe(),
         maker="trained here",
-        n_vocab=len(run.base) + run.n_steps + (256 if run.options.algorithm == "char" else 0),  # + byte fallback
+        n_vocab=_n_vocab(run),
         engine="tokenplay",
     )
 

@@ -5,8 +5,10 @@
 - ``GET /lab/runs/{id}[?step=k]`` a run: its progress while it trains, then step k (block ``step``);
   ``/progress`` and ``/cancel`` while it trains;
 - ``POST /lab/runs/{id}/merge`` manual mode (a new run with the chosen pair as the next merge),
-  ``/encode`` (a new text merge by merge), ``GET /vocab``, ``/tree/{token id}``, ``/export.{json,tiktoken,model}``,
-  ``POST /use`` ("use in playground").
+  ``/encode`` (a new text merge by merge; WordPiece's walk, a unigram lattice), ``GET /vocab``, ``/tree/{token id}``,
+  ``/export.{json,tiktoken,model,tokenizer.json}``, ``POST /use`` ("use in playground");
+- ``POST /lab/side-by-side`` trains BPE, WordPiece and Unigram on one corpus at one vocabulary size;
+  ``GET /lab/side-by-side?bpe=&wordpiece=&unigram=&text=`` shows how each cuts a text.
 
 Training runs in the lab's worker pool, never on the event loop; every handler here only reads stored step
 records, so stepping never trains again. Sizes are checked at the HTTP boundary: corpus characters (413),
@@ -52,7 +54,7 @@ DEFAULT_FORM = {
     "tie_break": "first",
     "end_of_word": False,
 }
-EXPORT_FORMATS = ("json", "tiktoken", "model")
+EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
 
 
 def pair_ids(run: Run, k: int, pair: list) -> tuple[int, int]:
@@ -197,7 +199,7 @@ def lab_run(request: Request, lab: LabDep, run_id: str, step: Annotated[int | No
 def _corpus_window(replay, k: int) -> TokenWindow:
     """The corpus at step ``k`` as coloured tokens; those made by merge ``k`` marked ``new``."""
     window = token_window(replay.corpus_at(k))
-    new_id = replay.run.steps[k - 1].new_id if k > 0 else None
+    new_id = replay.run.steps[k - 1].new_id if k > 0 and not replay.run.unigram else None
     return with_marks(window, [("new" if new_id in s.ids else "unk" if -1 in s.ids else "", ()) for s in window.spans])
 
 
@@ -212,10 +214,11 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         n=run.n_steps,
         state=replay.state(k),
         rec=run.steps[k - 1] if k > 0 else None,
-        table=replay.table(k),
+        table=None if run.unigram else replay.table(k),
+        removed=replay.removed(k) if run.unigram else [],
         corpus=_corpus_window(replay, k),
         chart=lab_export.chart(run, k),
-        merges=list(enumerate(run.steps[first:k], start=first + 1)),
+        merges=[] if run.unigram else list(enumerate(run.steps[first:k], start=first + 1)),
         merges_hidden=first,
         url=lambda step: run_url(run, step),
         chip_of=replay.chip,

@@ -153,7 +153,15 @@ def _placed_window(result: TokenizeResult, offset: int, limit: int) -> TokenWind
             segments[-1].end = len(text)
             segments[-1].text = text[segments[-1].start :]
         first, last = offset - lo, offset - lo + limit  # window bounds as indexes into ``tokens``
-        chosen = [(pos, s) for pos, s in enumerate(segments) if (s.tokens and first <= s.tokens[0] < last)]
+        picked = [pos for pos, s in enumerate(segments) if s.tokens and first <= s.tokens[0] < last]
+        if picked:  # and the characters no token covers (gaps) between them, before the first and after the last
+            a, b = picked[0], picked[-1]
+            if a == 1 and lo == 0 and not segments[0].tokens:
+                a = 0
+            if b == len(segments) - 2 and reaches_end and not segments[-1].tokens:
+                b += 1
+            picked = range(a, b + 1)
+        chosen = [(pos, segments[pos]) for pos in picked]
         if not n and segments:
             chosen = [(0, segments[0])]
         # the last chosen segment must be complete: a later segment follows it, or no token follows at all

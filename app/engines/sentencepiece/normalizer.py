@@ -42,6 +42,7 @@ class CharsMap:
         self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
         self.strings = blob[4 + trie_size :]
         self._cache: dict[int, str] = {}
+        self._starts: dict[str, bool] = {}
 
     def _output(self, value: int) -> str:
         out = self._cache.get(value)
@@ -49,6 +50,25 @@ class CharsMap:
             end = self.strings.index(b"\x00", value)
             out = self._cache[value] = self.strings[value:end].decode("utf-8", "replace")
         return out
+
+    def may_start(self, ch: str) -> bool:
+        """Whether some rule begins with the character ``ch`` (when not, ``longest`` finds nothing there: most
+        characters of most texts, which then skip the trie walk)."""
+        found = self._starts.get(ch)
+        if found is None:
+            units = self.units
+            unit = units[0]
+            node = (unit >> 10) << ((unit & 0x200) >> 6)
+            found = True
+            for c in ch.encode("utf-8"):
+                node ^= c
+                if node >= len(units) or units[node] & 0x800000FF != c:
+                    found = False
+                    break
+                unit = units[node]
+                node ^= (unit >> 10) << ((unit & 0x200) >> 6)
+            self._starts[ch] = found
+        return found
 
     def longest(self, data: bytes, pos: int) -> tuple[int, str]:
         units = self.units
@@ -176,14 +196,16 @@ class Normalizer:
         bpos = 0
         i, n = 0, len(text)
         charsmap, user = self.charsmap, self.user_defined
+        user_first = {u[0] for u in user}
         while i < n:
-            matched = next((u for u in user if text.startswith(u, i)), None) if user else None
+            ch = text[i]
+            matched = next((u for u in user if text.startswith(u, i)), None) if ch in user_first else None
             if matched is not None:
                 units.append((matched, i, i + len(matched)))
                 i += len(matched)
                 bpos += len(matched.encode("utf-8"))
                 continue
-            if charsmap is not None:
+            if charsmap is not None and charsmap.may_start(ch):
                 blen, rep = charsmap.longest(data, bpos)
                 if blen:
                     nchars = len(data[bpos : bpos + blen].decode("utf-8", "ignore")) or 1
@@ -191,7 +213,7 @@ class Normalizer:
                     i += nchars
                     bpos += blen
                     continue
-            units.append((text[i], i, i + 1))
-            bpos += len(text[i].encode("utf-8"))
+            units.append((ch, i, i + 1))
+            bpos += 1 if ch < "\x80" else len(ch.encode("utf-8"))
             i += 1
         return units

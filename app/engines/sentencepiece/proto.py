@@ -350,7 +350,18 @@ class Piece:
     type: int = NORMAL
 
 
+_SCORE = struct.Struct("<f")
+
+
 def _parse_piece(data: bytes) -> Piece:
+    n = len(data)
+    # The layout every writer uses (piece < 128 bytes, score, then a one-byte type unless NORMAL), read directly:
+    # a 262,144-piece model loads several times faster than through iter_fields.
+    end = 7 + data[1] if n > 6 and data[0] == 0x0A and data[1] < 0x80 else n + 1
+    if end <= n and data[end - 5] == 0x15:
+        if end == n or (end + 2 == n and data[end] == 0x18 and data[end + 1] < 0x80):
+            ptype = data[end + 1] if end < n else NORMAL
+            return Piece(data[2:end - 5].decode("utf-8", "surrogateescape"), _SCORE.unpack_from(data, end - 4)[0], ptype)
     piece, score, ptype = "", 0.0, NORMAL
     for number, wire, raw, _ in iter_fields(data):
         if number == 1 and wire == LEN:

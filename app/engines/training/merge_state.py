@@ -269,7 +269,7 @@ class MergeState:
                     "pick one from current_top_pairs()"
                 )
             tied = pairs.first_ranked(count, max_ties, without=key) if max_ties != 0 else []
-            n_ties = len(pairs.bucket(count)) - 1
+            n_ties = len(pairs.bucket(count)) - 1 if max_ties != 0 else 0  # a replayed step's record has its own
         top = self.current_top_pairs(top_k) if top_k > 0 else []
         new_id = self.next_id
         if new_id > MAX_ID:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
@@ -16,13 +16,15 @@ from app.lab.tokenizers import register_run
 
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
 from ..lab import QUICK_WAIT, check_step, export_response, pair_ids, remember_in_cookie
+from ..side_by_side import MAX_TEXT, cuts, start_three
+from ..side_by_side import find_runs as side_runs
 
 router = APIRouter(prefix="/train", tags=["lab"])
 
 
 class TrainRequest(BaseModel):
     corpus: str = Field(description="the text to train on")
-    algorithm: Literal["byte", "char", "sentencepiece"] = "byte"
+    algorithm: Literal["byte", "char", "sentencepiece", "wordpiece", "unigram"] = "byte"
     pattern: Literal["none", "whitespace", "gpt2", "gpt4"] = "gpt2"
     vocab_size: int | None = Field(None, ge=1, description="target vocabulary size (base vocabulary + merges)")
     merges: int | None = Field(None, ge=0, description="number of merges (give this or vocab_size)")
@@ -37,6 +39,11 @@ class TrainRequest(BaseModel):
 
     def options(self) -> Options:
         return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word)
+
+
+class SideBySideRequest(BaseModel):
+    corpus: str = Field(description="the text to train the three on")
+    vocab_size: int = Field(ge=1, description="the vocabulary size of all three")
 
 
 class EncodeRequest(BaseModel):
@@ -64,12 +71,33 @@ def api_train(body: TrainRequest, lab: LabDep):
     return _started(lab.start(body.corpus, body.options(), wait=QUICK_WAIT))
 
 
+@router.post("/side-by-side", summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size")
+def api_side_by_side(body: SideBySideRequest, lab: LabDep):
+    runs = start_three(lab, body.corpus, body.vocab_size)
+    return JSONResponse({"runs": {side: _summary(run) for side, run in runs.items()}}, status_code=202)
+
+
+@router.get("/side-by-side/cuts", summary="How the three runs of a side-by-side cut a text")
+def api_side_cuts(lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str = Query(max_length=MAX_TEXT)):
+    runs = side_runs(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
+    found, agreed = cuts(runs, text)
+    return {
+        "text": text,
+        "status": {side: run.status for side, run in runs.items()},
+        "cuts": {side: {"tokens": c["tokens"], "ids": c["ids"], "differ": c["differ"]} for side, c in found.items()},
+        "agreed": sorted(agreed),
+    }
+
+
 @router.get("/{run_id}", summary="A run's summary and its merge records")
 def api_run(run: RunDep):
     out = _summary(run)
     if run.status == "done":
         replay = replay_for(run)
-        out["steps"] = [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
+        if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss"}], "vocab_size", "log_likelihood"}
+            out["steps"] = [s.to_dict() for s in run.steps]
+        else:
+            out["steps"] = [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
     return out
 
 
@@ -98,8 +126,11 @@ def api_cancel(run: RunDep, lab: LabDep):
     return _summary(run) | {"cancel_requested": cancelled}
 
 
-@router.get("/{run_id}/export", summary="Download merges and vocabulary: json, tiktoken (byte-level) or model")
-def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model"] = "json"):
+@router.get(
+    "/{run_id}/export",
+    summary="Download the run: json, tiktoken (byte-level), model (SentencePiece-style, unigram), tokenizer.json (WordPiece)",
+)
+def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):
     return export_response(run, format)
 
 

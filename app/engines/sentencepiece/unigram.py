@@ -1,0 +1,337 @@
+"""Run a SentencePiece *unigram* model (T5, ALBERT, XLM-R, Jurassic-2...) exactly as the ``sentencepiece`` library does.
+
+A unigram model gives every piece a log-probability (its score). Encoding normalizes the text as the model says
+(:mod:`.normalizer`), then picks the segmentation whose pieces' scores sum highest: a Viterbi pass over the
+lattice of every vocabulary piece that occurs in the text. It is the library's own "optimized" encoder, step for
+step:
+
+- positions are walked left to right; from each, every piece that starts there (found through a table of the
+  pieces and of their prefixes, so the walk stops as soon as no piece can continue) proposes a path to where it
+  ends; a path replaces the one already there only when its score is strictly higher;
+- a user-defined piece scores ``0.1 * (its length in bytes - 1)``, which makes it win over normal pieces (whose
+  scores are log-probabilities, below 0); ``UNUSED`` pieces never take part;
+- a character that no one-character piece covers gets an ``<unk>`` path scored ``min_score - 10``;
+- the arithmetic is the library's (``sentencepiece`` 0.2.3): every sum is a 32-bit float, and once the score at
+  a position passes ±100,000 the scores from there on are re-based to 0. Near-ties therefore fall the way they
+  fall in the library, which is why the text is never cut into chunks scored on their own.
+
+Each position is visited once and each proposes at most one path per piece length, so the cost is the text's
+length times the longest piece, never more. Ids are then produced as by :class:`.model.SentencePieceTokenizer`:
+an ``<unk>`` becomes its ``<0xNN>`` byte pieces under byte fallback, else one ``<unk>`` per run. Decoding, the
+vocabulary facts and ``token_bytes`` are the BPE engine's (the library decodes both kinds the same way).
+
+:meth:`UnigramTokenizer.lattice` and :meth:`UnigramTokenizer.nbest` show the lattice of a short text and its best
+segmentations (the lab's "encoding a word"). This module does not sample (subword regularization) and does not
+run BPE, word or char models (:mod:`.model` runs BPE).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from array import array
+from collections import ChainMap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from ..base import check_text
+from ..datafiles import verified_bytes
+from ..result import Token, TokenizeResult
+from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, piece_to_byte
+from .normalizer import Normalizer
+from .proto import BYTE, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
+
+FLT_MAX = 3.4028234663852886e38
+UNK_PENALTY = 10.0
+RESET_THRESHOLD = 100_000.0  # path scores beyond this are re-based to 0, as in the library
+PREFIX_BITS = 1 << 25
+PREFIX_MASK = PREFIX_BITS - 1
+
+try:  # the compiled twin of the Viterbi pass (setup.py builds it; TOKENPLAY_PURE_PYTHON=1 turns it off)
+    from .._lattice import viterbi as _compiled
+except ImportError:  # pragma: no cover - no C compiler where this was installed
+    _compiled = None
+if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
+    _compiled = None
+MAX_LATTICE_CHARS = 200  # lattice() and nbest() are for a word or a short text
+
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to a 32-bit float, as a C ``float`` stores it."""
+    return array("f", (x,))[0]
+
+
+@dataclass(frozen=True, slots=True)
+class LatticeNode:
+    """One candidate piece in a text's lattice: ``text[start:end]`` is piece ``id`` with ``score``."""
+
+    start: int
+    end: int
+    id: int
+    piece: str
+    score: float
+    best: bool = False  # on the best (Viterbi) path
+
+
+class UnigramTokenizer(SentencePieceTokenizer):
+    """A SentencePiece unigram model run by Tokenplay's own code, id for id with the ``sentencepiece`` library."""
+
+    def __init__(self, model: ModelProto | bytes, *, name: str = ""):
+        if isinstance(model, (bytes, bytearray)):
+            model = ModelProto.parse(bytes(model))
+        trainer, norm = model.trainer_spec, model.normalizer_spec
+        if trainer.model_type != UNIGRAM:
+            raise ModelLoadError("this is not a unigram SentencePiece model; load it with SentencePieceTokenizer")
+        self.name = name
+        self.normalizer_spec = norm
+        self.pieces = [p.piece for p in model.pieces]
+        self.types = [p.type for p in model.pieces]
+        self.scores = array("f", [p.score for p in model.pieces])
+        self.byte_fallback = bool(trainer.byte_fallback)
+        self.fuse_unk = True
+        self.unk_surface = trainer.unk_surface
+        self._build_vocabulary()
+        self.normalizer = Normalizer(
+            add_dummy_prefix=norm.add_dummy_prefix,
+            remove_extra_whitespaces=norm.remove_extra_whitespaces,
+            escape_whitespaces=norm.escape_whitespaces,
+            treat_whitespace_as_suffix=trainer.treat_whitespace_as_suffix,
+            charsmap=norm.precompiled_charsmap,
+            user_defined=self.user_defined,
+        )
+        self._build_table()
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs) -> UnigramTokenizer:
+        return cls(Path(path).read_bytes(), **kwargs)
+
+    @classmethod
+    def from_data_file(cls, rel: str, **kwargs) -> UnigramTokenizer:
+        """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
+        return cls(verified_bytes(rel), **kwargs)
+
+    def _build_vocabulary(self) -> None:
+        """Piece lookups, the ``<unk>`` id and the byte pieces, checked as the library checks them."""
+        mergeable: dict[str, int] = {}
+        reserved: dict[str, int] = {}
+        self._id_byte: dict[int, int] = {}
+        for i, (piece, ptype) in enumerate(zip(self.pieces, self.types)):
+            if not piece:
+                raise ModelLoadError(f"piece {i} is empty; the model file is broken")
+            target = mergeable if ptype in (NORMAL, USER_DEFINED, UNUSED) else reserved
+            if piece in target:
+                raise ModelLoadError(f"piece {piece!r} is defined twice; the model file is broken")
+            target[piece] = i
+            if ptype == BYTE:
+                if not self.byte_fallback:
+                    raise ModelLoadError(f"byte piece {piece!r} is found although byte_fallback is off")
+                self._id_byte[i] = piece_to_byte(piece)
+                if self._id_byte[i] < 0:
+                    raise ModelLoadError(f"byte piece {piece!r} is invalid; the model file is broken")
+        unk = [i for i, t in enumerate(self.types) if t == UNKNOWN]
+        if len(unk) != 1:
+            raise ModelLoadError("the model must define exactly one <unk> piece")
+        self.unk_id = unk[0]
+        if self.byte_fallback and len(self._id_byte) != 256:
+            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+        self._piece_ids = mergeable  # the pieces a path may use are among these
+        self._lookup = ChainMap(reserved, mergeable)  # reserved pieces win, as in sentencepiece
+        self._byte_ids = [self._lookup.get(byte_piece(b), self.unk_id) for b in range(256)]
+        self.user_defined = [p for p, t in zip(self.pieces, self.types) if t == USER_DEFINED]
+        self.has_unused = UNUSED in self.types
+
+    def _build_table(self) -> None:
+        """Each piece's path score (0 for those no path uses), and a bitmap of the hashes of the strings that begin
+        a piece a path may use (so the walk from a position stops about where the library's trie walk stops)."""
+        if any(math.isnan(s) or math.isinf(s) for s in self.scores):
+            raise ModelLoadError("a piece's score is NaN or infinite; the model file is broken")
+        self.min_score = min((s for s, t in zip(self.scores, self.types) if t == NORMAL), default=FLT_MAX)
+        self.unk_score = _f32(self.min_score - UNK_PENALTY)
+        self._usable = bytearray(len(self.pieces))
+        self._path_score = array("f", bytes(4 * len(self.pieces)))
+        prefixes = bytearray(PREFIX_BITS // 8)
+        longest = 1
+        for i, (piece, ptype) in enumerate(zip(self.pieces, self.types)):
+            if ptype == NORMAL:
+                self._path_score[i] = self.scores[i]
+            elif ptype == USER_DEFINED:
+                self._path_score[i] = 0.1 * (len(piece.encode("utf-8")) - 1)
+            else:
+                continue
+            self._usable[i] = 1
+            longest = max(longest, len(piece))
+        usable = [p for p, use in zip(self.pieces, self._usable) if use]
+        for h in [hash(p[:k]) & PREFIX_MASK for p in usable for k in range(1, len(p))]:
+            prefixes[h >> 3] |= 1 << (h & 7)
+        # One bit per hash: a string whose bit is set may begin a piece (a false "maybe" only makes the walk look
+        # one character further, where it finds nothing); 4 MB instead of a set of every prefix.
+        self._prefixes = bytes(prefixes)
+        self._usable = bytes(self._usable)
+        self._score_bytes = self._path_score.tobytes()
+        self.max_piece_chars = longest
+
+    def _pieces_from(self, normalized: str, i: int) -> Iterator[tuple[int, int]]:
+        """``(end, id)`` of every piece a path may use that starts at ``i`` (shortest first)."""
+        get, usable, prefixes = self._piece_ids.get, self._usable, self._prefixes
+        for j in range(i + 1, min(len(normalized), i + self.max_piece_chars) + 1):
+            sub = normalized[i:j]
+            pid = get(sub)
+            if pid is None:
+                h = hash(sub) & PREFIX_MASK
+                if prefixes[h >> 3] >> (h & 7) & 1:
+                    continue
+                return
+            if usable[pid]:
+                yield j, pid
+
+    # -- the Viterbi pass -------------------------------------------------------------------------------------
+    def _segments(self, normalized: str) -> list[tuple[int, int, int]]:
+        """The best segmentation of a normalized string: ``(start, end, id)`` per piece, ``<unk>`` included (run by
+        ``app/engines/_lattice.c`` when it is built, else by :meth:`_segments_python`, step for step the same)."""
+        if not normalized:
+            return []
+        if _compiled is not None:
+            return _compiled(normalized, self._piece_ids, self._usable, self._score_bytes, self._prefixes,
+                             self.max_piece_chars, self.unk_id, self.unk_score)
+        return self._segments_python(normalized)
+
+    def _segments_python(self, normalized: str) -> list[tuple[int, int, int]]:
+        n = len(normalized)
+        best = array("f", bytes(4 * (n + 1)))  # float32 path scores, as the library stores them
+        came_from = [-1] * (n + 1)
+        ids = [0] * (n + 1)
+        one = array("f", (0.0,))  # rounds a sum to float32: float + float in C
+        pieces_from, path_score, unk_id, unk_score = self._pieces_from, self._path_score, self.unk_id, self.unk_score
+        frontier = 0  # the furthest end any path reaches yet
+        for i in range(n):
+            here = best[i]
+            if here < -RESET_THRESHOLD or here > RESET_THRESHOLD:
+                # the library keeps its float32 scores small: every score from here on is taken relative to here
+                for k in range(i, frontier + 1):
+                    if k == i or came_from[k] >= 0:
+                        best[k] -= here
+                here = 0.0
+            single = False
+            for j, pid in pieces_from(normalized, i):
+                one[0] = path_score[pid] + here
+                if came_from[j] < 0 or one[0] > best[j]:
+                    best[j] = one[0]
+                    came_from[j] = i
+                    ids[j] = pid
+                if j == i + 1:
+                    single = True
+                if j > frontier:
+                    frontier = j
+            if not single:
+                one[0] = unk_score + here
+                if came_from[i + 1] < 0 or one[0] > best[i + 1]:
+                    best[i + 1] = one[0]
+                    came_from[i + 1] = i
+                    ids[i + 1] = unk_id
+                if i + 1 > frontier:
+                    frontier = i + 1
+        out: list[tuple[int, int, int]] = []
+        end = n
+        while end > 0:
+            start = came_from[end]
+            out.append((start, end, ids[end]))
+            end = start
+        out.reverse()
+        return out
+
+    def _ids_of(self, normalized: str, segments: list[tuple[int, int, int]]) -> list[int]:
+        """Ids for the segments: byte fallback for ``<unk>``, or one ``<unk>`` per run of them."""
+        ids: list[int] = []
+        unk, byte_ids = self.unk_id, self._byte_ids
+        prev_unk = False
+        for start, end, pid in segments:
+            is_unk = pid == unk
+            if is_unk and self.byte_fallback:
+                ids.extend(byte_ids[b] for b in normalized[start:end].encode("utf-8"))
+            elif not (is_unk and prev_unk):
+                ids.append(pid)
+            prev_unk = is_unk
+        return ids
+
+    # -- the Tokenizer contract ----------------------------------------------------------------------------------
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """Ids exactly as ``sentencepiece.SentencePieceProcessor.encode(text)`` (control pieces never come from
+        text, so ``allow_special`` has no effect)."""
+        check_text(text)
+        normalized = self.normalizer.normalize_text(text)
+        return self._ids_of(normalized, self._segments(normalized))
+
+    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
+        """Tokens placed in the input: a piece covers the input characters it came from; the byte pieces of one
+        character share its span; a dummy-prefix ``▁`` alone gets the span of the character it prefixes."""
+        check_text(text)
+        normalized, n2o = self.normalizer.normalize(text)
+        segments = self._segments(normalized)
+        ids = self._ids_of(normalized, segments)
+        return TokenizeResult(self.name, text, ids, place=partial(self._place_segments, text, normalized, n2o, segments))
+
+    def _place_segments(self, text: str, normalized: str, n2o: list[int], segments, offset: int, limit: int | None) -> list[Token]:
+        tokens: list[Token] = []
+        unk, pieces = self.unk_id, self.pieces
+        for start, end, pid in segments:
+            a, b = n2o[start], n2o[end]
+            if pid != unk:
+                if a == b < len(text):  # the dummy-prefix ▁ alone: it prefixes the next character
+                    b = a + 1
+                tokens.append(Token(pid, self.token_bytes(pid), a, b, pieces[pid]))
+            elif self.byte_fallback:
+                for byte in normalized[start:end].encode("utf-8"):
+                    bid = self._byte_ids[byte]
+                    tokens.append(Token(bid, bytes([byte]), a, b, pieces[bid], False, byte < 0x80, True))
+            elif tokens and tokens[-1].id == unk and tokens[-1].end == a:  # one <unk> for a run of them
+                tokens[-1].end = b
+            else:
+                tokens.append(Token(unk, self.token_bytes(unk), a, b, pieces[unk]))
+        return tokens[offset:] if limit is None else tokens[offset : offset + limit]
+
+    # -- the lattice of a word -------------------------------------------------------------------------------------
+    def lattice(self, text: str) -> tuple[str, list[LatticeNode]]:
+        """The normalized ``text`` and every candidate piece in it (``<unk>`` where no one-character piece is), the
+        pieces of the best path marked. For short texts (at most :data:`MAX_LATTICE_CHARS` characters)."""
+        check_text(text)
+        normalized = self.normalizer.normalize_text(text[: MAX_LATTICE_CHARS])
+        on_path = set(self._segments(normalized))
+        nodes: list[LatticeNode] = []
+        for i in range(len(normalized)):
+            single = False
+            for j, pid in self._pieces_from(normalized, i):
+                single = single or j == i + 1
+                nodes.append(LatticeNode(i, j, pid, normalized[i:j], self._path_score[pid], (i, j, pid) in on_path))
+            if not single:
+                unk_on_path = (i, i + 1, self.unk_id) in on_path
+                nodes.append(LatticeNode(i, i + 1, self.unk_id, normalized[i], self.unk_score, unk_on_path))
+        return normalized, nodes
+
+    def nbest(self, text: str, n: int = 5) -> list[tuple[list[int], float]]:
+        """The ``n`` best segmentations of a short text as ``(ids before byte fallback, total score)``, best first
+        (a k-best Viterbi over :meth:`lattice`)."""
+        normalized, nodes = self.lattice(text)
+        ending: dict[int, list[LatticeNode]] = {}
+        for node in nodes:
+            ending.setdefault(node.end, []).append(node)
+        kbest: list[list[tuple[float, tuple[int, ...]]]] = [[(0.0, ())]] + [[] for _ in normalized]
+        for end in range(1, len(normalized) + 1):
+            candidates = [
+                (score + node.score, path + (node.id,)) for node in ending.get(end, []) for score, path in kbest[node.start]
+            ]
+            kbest[end] = heapq.nlargest(n, candidates, key=lambda c: c[0])
+        return [(list(path), score) for score, path in kbest[len(normalized)]] if normalized else []
+
+
+def sentencepiece_tokenizer(data: bytes | ModelProto, *, name: str = "") -> SentencePieceTokenizer:
+    """The engine for a ``.model`` file: :class:`UnigramTokenizer` for unigram models, else the BPE engine
+    (which refuses word and char models)."""
+    model = ModelProto.parse(bytes(data)) if isinstance(data, (bytes, bytearray)) else data
+    if model.trainer_spec.model_type == UNIGRAM:
+        return UnigramTokenizer(model, name=name)
+    return SentencePieceTokenizer(model, name=name)
+

@@ -1,0 +1,317 @@
+"""Train a WordPiece vocabulary the way it is taught: merge the pair with the highest score, not the most frequent.
+
+Words are cut into characters, the first as it is and the others as continuation pieces (``hug`` -> ``h ##u ##g``);
+each step merges, everywhere, the adjacent pair ``(a, b)`` with the highest score
+
+    score(a, b) = count(ab) / (count(a) * count(b))
+
+(the pair's occurrences over the product of its parts' occurrences, all counted in the corpus as it is now), and
+the merged piece drops the ``##`` of its right part (``h`` + ``##u`` -> ``hu``; ``##u`` + ``##g`` -> ``##ug``).
+A pair whose merged text is already a piece is never merged (a vocabulary holds each text once). Ties (equal
+scores, compared as exact fractions would be: an equal fraction gives an equal float) are broken by the run's
+tie rule, as in BPE: ``first`` (the pair seen first in the corpus) or ``lexical``.
+
+The merging, counting and recording is the shared training core (:class:`app.engines.training.MergeState`); this
+module only swaps the count order for the score order. Scores of every pair that shares a part with the merged
+pair change at each step, so they are kept in a heap, the pairs whose score rose pushed again and stale entries
+dropped when they come up (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
+the winner's ``score`` and the scored pair table (count, the two part counts, the score).
+
+Words are the BERT pipeline's (:mod:`.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
+punctuation; case and accents kept), so the trained vocabulary exports as a ``tokenizer.json`` that Hugging Face
+``tokenizers`` encodes like our :class:`.wordpiece.WordPieceTokenizer` (greedy longest match, which is how
+WordPiece *encodes*, whatever merge order trained it). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import regex
+
+from .bert_text import PUNCTUATION, SPLIT_SPACE, bert_normalizer, char_class
+from .steps import MergeStep
+from .training import MergeState, TrainingError
+from .training.driver import run_merges
+
+PREFIX = "##"
+UNK = "[UNK]"
+#: BERT's normalizer without lower-casing or accent stripping, and BERT's pre-tokenizer.
+NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": False, "lowercase": False}
+PRE_TOKENIZER = {"type": "BertPreTokenizer"}
+_normalize = bert_normalizer(True, True, False, False)
+_WORDS = regex.compile(f"[^{char_class(SPLIT_SPACE)}{char_class(PUNCTUATION)}]+|[{char_class(PUNCTUATION)}]")
+Pair = tuple[int, int]
+
+
+def words_of(text: str) -> list[str]:
+    """The words a WordPiece run sees in ``text`` (normalized and cut as its exported tokenizer.json does).
+
+    >>> words_of("Hello, world!")
+    ['Hello', ',', 'world', '!']
+    """
+    return _WORDS.findall(_normalize(text))
+
+
+def word_counts(text: str) -> Counter:
+    """:func:`words_of` counted, the fast way: normalized text has no whitespace but the space, so ``str.split``
+    cuts it as the pre-tokenizer does, and the punctuation regex runs once per distinct chunk.
+
+    >>> word_counts("a, a, b")
+    Counter({'a': 2, ',': 2, 'b': 1})
+    """
+    counts: Counter = Counter()
+    for chunk, n in Counter(_normalize(text).split()).items():
+        for word in _WORDS.findall(chunk):
+            counts[word] += n
+    return counts
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where the words of :func:`words_of` are in ``text`` (character spans of the input).
+
+    >>> word_spans("北京 ok!")
+    [(0, 1), (1, 2), (3, 5), (5, 6)]
+    """
+    normalized = _normalize(text)
+    if normalized == text:
+        return [m.span() for m in _WORDS.finditer(text)]
+    char_map = _normalize.char_map
+    source = [i for i, ch in enumerate(text) for _ in char_map[ord(ch)]]
+    return [(source[a], source[b - 1] + 1) for a, b in (m.span() for m in _WORDS.finditer(normalized))]
+
+
+def normalize_word(chunk: str) -> str:
+    """A word of the input as the trainer sees it (what :func:`word_spans` cut, normalized)."""
+    return _normalize(chunk).strip(" ")
+
+
+def join(left: str, right: str) -> str:
+    """The piece two pieces merge into: the right part loses its ``##``.
+
+    >>> join("h", "##u"), join("##u", "##g")
+    ('hu', '##ug')
+    """
+    return left + (right[len(PREFIX) :] if right.startswith(PREFIX) else right)
+
+
+@dataclass(slots=True)
+class WordPieceStep(MergeStep):
+    """A merge record with WordPiece's score: ``score`` of the winner, and ``scored`` rows
+    ``(pair, count, left count, right count, score)`` of the best pairs before the merge."""
+
+    score: float = 0.0
+    left_count: int = 0
+    right_count: int = 0
+    scored: list[tuple[Pair, int, int, int, float]] = field(default_factory=list)
+
+    @property
+    def token(self) -> bytes:
+        return join(self.left.decode(), self.right.decode()).encode()
+
+    def to_dict(self) -> dict:
+        return MergeStep.to_dict(self) | {
+            "token": join(self.left.decode(), self.right.decode()),
+            "score": self.score,
+            "left_count": self.left_count,
+            "right_count": self.right_count,
+            "scored_pairs": [[a, b, c, ca, cb, s] for (a, b), c, ca, cb, s in self.scored],
+        }
+
+
+class ScoredPairs:
+    """Pairs ordered by score, highest first, ties by ``tie_key``: a heap of ``(-score, tie key, key)`` entries,
+    checked against the live counts when they come up (an entry whose score or tie key changed is pushed again)."""
+
+    def __init__(self, state: WordPieceTrainerState):
+        self.state = state
+        self.heap: list[tuple[float, object, str]] = []
+        for key in state.pairs.counts:
+            self.push(key)
+
+    def entry(self, key: str) -> tuple[float, object, str] | None:
+        state = self.state
+        count = state.pairs.counts.get(key, 0)
+        if not count:
+            return None
+        parts = state.token_counts
+        return -count / (parts[ord(key[0])] * parts[ord(key[1])]), state.tie_key(key), key  # a key is chr(a) + chr(b)
+
+    def push(self, key: str) -> None:
+        entry = self.entry(key)
+        if entry is not None:
+            heapq.heappush(self.heap, entry)
+
+    def pop_valid(self) -> tuple[float, object, str] | None:
+        """The best live entry (removed from the heap), or None; stale and refused entries are dealt with."""
+        heap, state = self.heap, self.state
+        while heap:
+            top = heapq.heappop(heap)
+            current = self.entry(top[2])
+            if current is None:
+                continue
+            if current != top:
+                heapq.heappush(heap, current)
+                continue
+            if state.text_of_pair(state._pairs[top[2]]) in state.texts:  # a second spelling: never merged
+                state.pairs.remove(top[2])
+                continue
+            return top
+        return None
+
+    def best(self, k: int) -> list[tuple[float, object, str]]:
+        """The ``k`` best live entries, left in the heap."""
+        out = []
+        while len(out) < k:
+            top = self.pop_valid()
+            if top is None:
+                break
+            out.append(top)
+        for entry in out:
+            heapq.heappush(self.heap, entry)
+        return out
+
+
+class WordPieceTrainerState(MergeState):
+    """A WordPiece training in progress on the shared core: :meth:`step` merges the best-scoring pair."""
+
+    def __init__(self, words: Iterable[tuple[list[int], int]], base_vocab: dict[int, bytes], *, tie_break: str = "first"):
+        words = list(words)
+        super().__init__(words, base_vocab, tie_break=tie_break)
+        self.token_counts: Counter = Counter()
+        for ids, freq in words:
+            for i in ids:
+                self.token_counts[i] += freq
+        self.texts = {b.decode() for b in base_vocab.values()}
+        self.by_token: dict[int, set[str]] = {}
+        for key in self.pairs.counts:
+            a, b = self._pairs[key]
+            self.by_token.setdefault(a, set()).add(key)
+            self.by_token.setdefault(b, set()).add(key)
+        self.scores = ScoredPairs(self)
+        self._changes: list = []
+        self.pairs.apply = _noting(self.pairs.apply, self._changes)
+
+    def text_of_pair(self, pair: Pair) -> str:
+        return join(self.vocab[pair[0]].decode(), self.vocab[pair[1]].decode())
+
+    @property
+    def done(self) -> bool:
+        return not self.scores.best(1)
+
+    def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
+        return [(self._pairs[key], self.pairs.counts[key]) for _, _, key in self.scores.best(k)]
+
+    def step(self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None) -> WordPieceStep:
+        """Merge the best-scoring pair (or ``force_pair``) everywhere; the record has the scored pair table."""
+        table = self.scores.best(max(top_k, 1) + (max_ties if max_ties is not None else 24))
+        if force_pair is None:
+            if not table:
+                raise self.error("no pair is left to merge; training is complete")
+            win_score, _, key = table[0]
+            pair = self._pairs[key]
+        else:
+            pair = (int(force_pair[0]), int(force_pair[1]))
+            key = self._key(pair)
+            if key is None or not self.pairs.counts.get(key) or self.text_of_pair(pair) in self.texts:
+                raise self.error(f"pair {pair} does not occur in the corpus now (or cannot be merged); pick one from the table")
+            win_score = self.scores.entry(key)[0]
+        tied = [self._pairs[k] for s, _, k in table if s == win_score and k != key]
+        left_count, right_count = self.token_counts[pair[0]], self.token_counts[pair[1]]
+        scored = [(self._pairs[k], self.pairs.counts[k], self.token_counts[self._pairs[k][0]],
+                   self.token_counts[self._pairs[k][1]], -s) for s, _, k in table[:top_k]]
+        text = self.text_of_pair(pair)
+        base = super().step(force_pair=pair, max_ties=0)
+        self.vocab[base.new_id] = text.encode()
+        self.texts.add(text)
+        record = WordPieceStep(
+            **{name: getattr(base, name) for name in MergeStep.__slots__},
+        )
+        record.ties = tied if max_ties is None else tied[:max_ties]
+        record.forced = force_pair is not None
+        record.top_pairs = [(p, c) for p, c, *_ in scored]
+        record.score, record.left_count, record.right_count, record.scored = -win_score, left_count, right_count, scored
+        self.steps[-1] = record
+        self.tie_counts[-1] = len(tied)
+        self._rescore(pair, base.new_id, base.replaced)
+        return record
+
+    def _rescore(self, pair: Pair, new_id: int, replaced: int) -> None:
+        """After a merge: the parts lost ``replaced`` occurrences to the new piece; every pair holding a part or
+        the new piece has a new score."""
+        a, b = pair
+        counts = self.token_counts
+        counts[a] -= replaced
+        counts[b] -= replaced
+        counts[new_id] += replaced
+        live = self.pairs.counts
+        touched: set[str] = set()
+        for token in {a, b}:
+            keys = self.by_token.get(token, set())
+            keys.intersection_update(live)
+            touched |= keys
+        for _, came, _ in self._changes:  # the pairs the merge made hold the new piece
+            if came in live:
+                x, y = self._pairs[came]
+                self.by_token.setdefault(x, set()).add(came)
+                self.by_token.setdefault(y, set()).add(came)
+                touched.add(came)
+        self._changes.clear()
+        for key in touched:
+            self.scores.push(key)
+
+
+def _noting(apply, note: list):
+    """``PairCounts.apply`` that also keeps the changes in ``note`` (the state reads which pairs a merge made);
+    the closure holds the list, not the state, so no reference cycle keeps a finished run alive."""
+
+    def noted(merged, changes):
+        note.extend(changes)
+        apply(merged, note)
+
+    return noted
+
+
+def train_wordpiece(text: str, vocab_size: int, *, tie_break: str = "first") -> tuple[WordPieceTrainerState, str]:
+    """Train on ``text`` to ``vocab_size`` pieces (``[UNK]`` and the alphabet included); returns the state and
+    its stop reason."""
+    state = WordPieceTrainerState(*corpus_words(text), tie_break=tie_break)
+    return state, run_merges(state, vocab_size - len(state.base_vocab))
+
+
+def corpus_words(text: str) -> tuple[list[tuple[list[int], int]], dict[int, bytes]]:
+    """The corpus's words as base ids (``[UNK]`` is 0; then each first character, then each ``##`` character, in
+    code-point order), and the base vocabulary."""
+    counts = word_counts(text)
+    if not counts:
+        raise TrainingError("the corpus has no words: WordPiece training needs some text")
+    firsts = sorted({w[0] for w in counts})
+    rest = sorted({c for w in counts for c in w[1:]})
+    texts = [UNK] + firsts + [PREFIX + c for c in rest]
+    ids = {t: i for i, t in enumerate(texts)}
+    words = [([ids[w[0]]] + [ids[PREFIX + c] for c in w[1:]], n) for w, n in counts.items()]
+    return words, {i: t.encode() for i, t in enumerate(texts)}
+
+
+def tokenizer_json(vocab: dict[int, bytes]) -> str:
+    """A Hugging Face ``tokenizer.json`` of the vocabulary (ids as given), with the pipeline the words came from."""
+    return json.dumps(
+        {
+            "version": "1.0",
+            "truncation": None,
+            "padding": None,
+            "added_tokens": [{"id": 0, "content": UNK, "single_word": False, "lstrip": False, "rstrip": False,
+                              "normalized": False, "special": True}],
+            "normalizer": NORMALIZER,
+            "pre_tokenizer": PRE_TOKENIZER,
+            "post_processor": None,
+            "decoder": {"type": "WordPiece", "prefix": PREFIX, "cleanup": True},
+            "model": {"type": "WordPiece", "unk_token": UNK, "continuing_subword_prefix": PREFIX,
+                      "max_input_chars_per_word": 100, "vocab": {b.decode(): i for i, b in sorted(vocab.items())}},
+        },
+        ensure_ascii=False,
+    )

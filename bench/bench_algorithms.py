@@ -1,0 +1,140 @@
+"""Benchmark WordPiece and Unigram (issue 17): training and encoding beside the reference libraries, same run.
+
+    .venv/bin/python bench/bench_algorithms.py [--quick] [--repeat N] [--chars N]
+
+Training on ``en.txt`` of the real-text corpora (``tests/realtext.py``) to 4,096 pieces:
+
+- our WordPiece trainer (score-based merges on the shared core) beside Hugging Face's ``WordPieceTrainer``;
+- our Unigram trainer beside Hugging Face's ``UnigramTrainer`` and ``sentencepiece`` (unigram, ``num_threads=1``).
+
+Target: at most 3x the peer. Encoding 1 MB: our unigram engine (Jurassic-2's model) beside ``sentencepiece``, our
+WordPiece engine (BERT base uncased) beside ``tokenizers``, and 1 MB of one repeated character (the reliability
+input: linear, not quadratic). Hugging Face's library runs on one thread (``RAYON_NUM_THREADS=1``). CPU seconds of
+this process, best of ``--repeat``. Without the corpora the script says so and stops. Nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ["RAYON_NUM_THREADS"] = "1"  # before tokenizers starts its thread pool
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import realtext  # noqa: E402
+import sentencepiece as spm  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers.implementations import BertWordPieceTokenizer  # noqa: E402
+
+from app.engines import registry  # noqa: E402
+from app.engines.datafiles import data_path  # noqa: E402
+from app.engines.sentencepiece.unigram_trainer import train_unigram  # noqa: E402
+from app.engines.wordpiece_trainer import train_wordpiece  # noqa: E402
+
+VOCAB = 4096
+
+
+def best_of(repeat: int, fn):
+    best, value = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        value = fn()
+        best = min(best, time.process_time() - t0)
+    return best, value
+
+
+def hf_train(text: str, kind: str) -> Tokenizer:
+    lines = text.splitlines()
+    if kind == "wordpiece":
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(vocab_size=VOCAB, special_tokens=["[UNK]"], show_progress=False)
+    else:
+        tok = Tokenizer(models.Unigram())
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=VOCAB, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False)
+    tok.train_from_iterator(lines, trainer)
+    return tok
+
+
+def spm_unigram(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "corpus.txt"
+        path.write_text(text, encoding="utf-8")
+        spm.SentencePieceTrainer.train(
+            input=str(path), model_prefix=str(Path(tmp) / "m"), model_type="unigram", vocab_size=VOCAB,
+            num_threads=1, minloglevel=2, byte_fallback=True, character_coverage=1.0, split_by_unicode_script=False,
+            split_by_number=False, max_sentence_length=1 << 20,
+        )
+
+
+def training_rows(text: str, repeat: int) -> list[tuple]:
+    rows = []
+    t_ours, _ = best_of(repeat, lambda: train_wordpiece(text, VOCAB))
+    t_hf, _ = best_of(repeat, lambda: hf_train(text, "wordpiece"))
+    rows.append(("train WordPiece → 4,096", t_ours, "tokenizers WordPieceTrainer", t_hf))
+    t_ours, _ = best_of(repeat, lambda: train_unigram(text, VOCAB))
+    t_hf, _ = best_of(repeat, lambda: hf_train(text, "unigram"))
+    t_spm, _ = best_of(repeat, lambda: spm_unigram(text))
+    rows.append(("train Unigram → 4,096", t_ours, "tokenizers UnigramTrainer", t_hf))
+    rows.append(("train Unigram → 4,096", t_ours, "sentencepiece unigram", t_spm))
+    return rows
+
+
+def encoding_rows(repeat: int, chars: int) -> list[tuple]:
+    rows = []
+    jurassic = registry.get("jurassic-2")
+    sp = spm.SentencePieceProcessor(model_file=str(data_path("sentencepiece/jurassic-2.model")))
+    bert = registry.get("bert-base-uncased")
+    ref = BertWordPieceTokenizer({bert.id_to_token(i): i for i in range(bert.n_vocab)}, lowercase=True)
+    for name in ("en", "ja"):
+        text = realtext.read(name)[:chars]
+        t_ours, ids = best_of(repeat, lambda: jurassic.encode(text))
+        t_ref, ref_ids = best_of(repeat, lambda: sp.encode(text))
+        rows.append((f"encode {name} 1 MB, Jurassic-2 (unigram){'' if ids == ref_ids else ' MISMATCH'}", t_ours,
+                     "sentencepiece", t_ref))
+        t_ours, ids = best_of(repeat, lambda: bert.encode(text))
+        t_ref, enc = best_of(repeat, lambda: ref.encode(text, add_special_tokens=False))
+        rows.append((f"encode {name} 1 MB, BERT (WordPiece){'' if ids == enc.ids else ' MISMATCH'}", t_ours,
+                     "tokenizers", t_ref))
+    same = "a" * chars
+    t_ours, _ = best_of(repeat, lambda: jurassic.encode(same))
+    t_ref, _ = best_of(repeat, lambda: sp.encode(same))
+    rows.append(("encode 1 MB of one character, Jurassic-2", t_ours, "sentencepiece", t_ref))
+    t_ours, _ = best_of(repeat, lambda: bert.encode(same))
+    t_ref, _ = best_of(repeat, lambda: ref.encode(same, add_special_tokens=False))
+    rows.append(("encode 1 MB of one character, BERT", t_ours, "tokenizers", t_ref))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 KB and one run each (a smoke run)")
+    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--chars", type=int, default=None, help="characters of en.txt to train on")
+    args = parser.parse_args(argv)
+    if not realtext.available():
+        print(f"The real-text corpora are not in {realtext.CORPORA_DIR}: set TOKENPLAY_CORPORA to run these rows.")
+        return 0
+    repeat = args.repeat or (1 if args.quick else 3)
+    chars = args.chars or (200_000 if args.quick else 1_000_000)
+    rows = training_rows(realtext.read("en")[:chars], repeat) + encoding_rows(repeat, chars)
+    print("| task | ours (s) | peer | peer (s) | ratio | target |")
+    print("|---|---|---|---|---|---|")
+    for task, ours, peer, theirs in rows:
+        target = "≤ 3x" if task.startswith("train") else ""
+        print(f"| {task} | {ours:.2f} | {peer} | {theirs:.2f} | {ours / theirs:.2f}x | {target} |")
+    print(f"\nCPU seconds, best of {repeat}, {chars:,} characters; ratio = ours / peer (lower is better).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Our unigram engine against the ``sentencepiece`` library: the sdist's test models, models the library trains here
+with every option that matters (byte fallback, user-defined and control pieces, no dummy prefix, kept spaces), on
+slices of every real-text corpus, hard strings and any text; and the lattice views."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import realtext
+import sentencepiece as spm
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sentencepiece_model import _check_same, varied_text
+
+from app.engines.errors import TokenplayError
+from app.engines.loaders import load_tokenizer
+from app.engines.sentencepiece.model import ModelLoadError, SentencePieceTokenizer
+from app.engines.sentencepiece.proto import UNUSED, ModelProto, Piece
+from app.engines.sentencepiece.unigram import UnigramTokenizer
+
+DATA = Path(__file__).parent / "data" / "sentencepiece"
+SDIST_MODELS = ("botchan_en_unigram_1000.model", "kyoto_ja_unigram_8000.model")
+HARD = [
+    "", " ", "   a  b   ", "\n\n", "\t x", "😀👍🏽 👩‍👩‍👧‍👦", "e\u0301 é ①② ＡＢＣ ｶﾞ", "日本語の文章です。", "中文句子，测试。",
+    "한국어 문장", "a" * 3000, "-" * 501, " " * 300 + "x", "\x00\x01\x7f", "ꙮ\U0010fffd\ufffd", "<s></s><unk>",
+]
+TRAINING = "\n".join(realtext.slices("en", 120, 400, seed=11) + realtext.slices("ja", 80, 300, seed=11)) if realtext.available() else ""
+OPTIONS = {
+    "defaults": dict(vocab_size=800),
+    "bytes-user-control": dict(
+        vocab_size=1000, byte_fallback=True, user_defined_symbols=["<tag>", "foo bar", "日本"], control_symbols=["<ctl>"],
+        character_coverage=0.98,
+    ),
+    "identity-kept-spaces": dict(
+        vocab_size=900, normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=False,
+        split_digits=True, allow_whitespace_only_pieces=True,
+    ),
+    "suffix-no-split": dict(vocab_size=700, treat_whitespace_as_suffix=True, split_by_whitespace=False),
+}
+
+
+def _train(tmp_path: Path, **options) -> bytes:
+    realtext.require()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TRAINING + "\nfoo bar <tag> baz\n" * 20, encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(tmp_path / "m"), model_type="unigram", num_threads=1, minloglevel=2,
+        hard_vocab_limit=False, **options,
+    )
+    return (tmp_path / "m.model").read_bytes()
+
+
+@pytest.fixture(scope="module", params=[*SDIST_MODELS, *sorted(OPTIONS)])
+def pair(request, tmp_path_factory) -> tuple[UnigramTokenizer, spm.SentencePieceProcessor]:
+    if request.param in SDIST_MODELS:
+        data = (DATA / request.param).read_bytes()
+    else:
+        data = _train(tmp_path_factory.mktemp(request.param), **OPTIONS[request.param])
+    return UnigramTokenizer(data), spm.SentencePieceProcessor(model_proto=data)
+
+
+@pytest.mark.parametrize("corpus", realtext.NAMES)
+def test_unigram_ids_equal_sentencepiece_on_real_text(pair, corpus):
+    realtext.require()
+    ours, theirs = pair
+    for text in realtext.slices(corpus, 6, 2500, seed=5):
+        assert ours.encode(text) == theirs.encode(text)
+    whole = "".join(realtext.slices(corpus, 40, 2500, seed=9))  # long enough for the scores to be re-based
+    assert ours.encode(whole) == theirs.encode(whole)
+
+
+def test_unigram_matches_sentencepiece_on_hard_strings(pair):
+    ours, theirs = pair
+    for text in HARD:
+        _check_same(ours, theirs, text, windows=bool(text.strip()))
+    _check_same(ours, theirs, varied_text(300, seed=4) + " foo bar <tag><ctl> ＡＢＣ")
+
+
+FIXTURE_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+TRICKY = st.sampled_from(list("ab -fo<tag>r日本 \t\n\u3000\uff21\uff76\uff9e\u00c5\ud55c\u2460\U0001f600"))
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(text=st.text(alphabet=TRICKY | st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_unigram_matches_sentencepiece_on_any_text(pair, text):
+    _check_same(*pair, text, windows=False)
+
+
+def test_unigram_decodes_random_ids_like_sentencepiece(pair):
+    ours, theirs = pair
+    rng = random.Random(17)
+    for _ in range(200):
+        ids = rng.choices(range(ours.n_vocab), k=rng.randrange(20))
+        assert ours.decode(ids) == theirs.decode(ids)
+
+
+def test_unused_pieces_never_take_part_like_the_library(tmp_path):
+    proto = ModelProto.parse(_train(tmp_path, vocab_size=800, byte_fallback=True))
+    for i, p in enumerate(proto.pieces):
+        if p.type == 1 and (len(p.piece) == 1 or i % 4 == 0):
+            proto.pieces[i] = Piece(p.piece, p.score, UNUSED)
+    data = proto.serialize()
+    ours, theirs = UnigramTokenizer(data), spm.SentencePieceProcessor(model_proto=data)
+    assert ours.has_unused
+    for text in realtext.slices("en", 5, 1500, seed=2) + HARD:
+        _check_same(ours, theirs, text, windows=False)
+
+
+def test_loaders_pick_the_engine_by_model_type(tmp_path):
+    unigram = load_tokenizer(_train(tmp_path, vocab_size=600))
+    assert type(unigram) is UnigramTokenizer
+    bpe = load_tokenizer((Path(__file__).parents[1] / "tokenizers/sentencepiece/mistral-7b-v0.1.model").read_bytes())
+    assert type(bpe) is SentencePieceTokenizer
+
+
+def test_broken_unigram_models_are_refused(tmp_path):
+    proto = ModelProto.parse((DATA / SDIST_MODELS[0]).read_bytes())
+    proto.pieces[10] = Piece(proto.pieces[10].piece, float("nan"), 1)
+    with pytest.raises(ModelLoadError, match="NaN"):
+        UnigramTokenizer(proto.serialize())
+    proto = ModelProto.parse((DATA / SDIST_MODELS[0]).read_bytes())
+    proto.pieces[0] = Piece(proto.pieces[0].piece, 0.0, 1)  # no <unk> left
+    with pytest.raises(TokenplayError, match="<unk>"):
+        load_tokenizer(proto.serialize())
+
+
+# -- the lattice of a word ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def botchan() -> tuple[UnigramTokenizer, spm.SentencePieceProcessor]:
+    data = (DATA / SDIST_MODELS[0]).read_bytes()
+    return UnigramTokenizer(data), spm.SentencePieceProcessor(model_proto=data)
+
+
+@pytest.mark.parametrize("word", ["unbelievable", "Hello world", "ꙮx", "newest widest"])
+def test_lattice_best_path_is_the_encoding(botchan, word):
+    ours, theirs = botchan
+    normalized, nodes = ours.lattice(word)
+    path = sorted((n.start, n.end, n.id) for n in nodes if n.best)
+    assert [i for _, _, i in path] == theirs.encode(word)
+    assert "".join(normalized[a:b] for a, b, _ in path) == normalized  # the best path tiles the word
+    for node in nodes:
+        assert node.piece == normalized[node.start : node.end]
+        if node.id != ours.unk_id:
+            assert ours.pieces[node.id] == node.piece and node.score == theirs.GetScore(node.id)
+
+
+def test_nbest_segmentations_are_the_librarys(botchan):
+    ours, theirs = botchan
+    for word in ("unbelievable", "newest", "widest lower"):
+        got = ours.nbest(word, 5)
+        want = theirs.nbest_encode_as_ids(word, 5)
+        assert [ids for ids, _ in got] == want
+        scores = [score for _, score in got]
+        assert scores == sorted(scores, reverse=True)
