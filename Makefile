@@ -23,8 +23,8 @@ $(VENV)/bin/python:
 
 # Re-install only when a lock file, the build files or the C source change. The project itself goes in without
 # its dependencies (they all came from the lock, each checked against its hash); installing it compiles the C
-# twins of the merge loop and of the training core's word loops (C_SOURCES) with the system's C compiler.
-C_SOURCES = app/engines/_merge.c app/engines/training/_words.c
+# twins of hot loops (C_SOURCES: the merge loop, the training core's) with the system's C compiler.
+C_SOURCES = $(wildcard app/engines/*.c)
 $(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(LOCK)
 	$(PY) -m pip install -qq --no-deps -e .

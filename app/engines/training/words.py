@@ -17,7 +17,7 @@ string keeps its hash, which a tuple recomputes at every look-up.
   C (``str.partition`` and ``str.replace`` go left to right without overlaps, as BPE does) and Python only visits
   the words that hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens. Its two loops
   over words, the first index (:func:`index_pairs`) and a merge (:func:`merge_words`), run in
-  ``app/engines/training/_words.c`` when that was built (``pip install`` builds it), else in Python;
+  ``app/engines/_train.c`` when that was built (``pip install`` builds it), else in Python;
   ``TOKENPLAY_PURE_PYTHON=1`` forces Python. The tests hold the two equal.
 - :class:`LongWords`: one linked list over the ids of long words (pattern ``none``: the whole text is one word),
   with ``where`` holding positions. A merge touches only its occurrences and never rescans the word.
@@ -144,13 +144,13 @@ def merge_words_python(
 
 
 try:
-    from ._words import index_pairs as _index_pairs, merge_words as _merge_words
+    from .._train import index_pairs as _index_pairs, merge_words as _merge_words
 except ImportError:  # built without a C compiler: the Python loops do the same, slower
     _index_pairs = _merge_words = None
 if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
     _index_pairs = _merge_words = None
 
-#: Whether :class:`ShortWords` runs its word loops compiled (``app/engines/training/_words.c``).
+#: Whether :class:`ShortWords` runs its word loops compiled (``app/engines/_train.c``).
 COMPILED = _merge_words is not None
 index_pairs = _index_pairs or index_pairs_python
 merge_words = _merge_words or merge_words_python

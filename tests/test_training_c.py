@@ -1,6 +1,7 @@
-"""The compiled twin of the training core's word loops (app/engines/training/_words.c) gives exactly what the
-Python loops of app/engines/training/words.py give: the same pair index and counts, the same rewritten words, the
-same ``where`` lists and the same changes, merge after merge, on random words of every string width."""
+"""The compiled twins of the training core's loops (app/engines/_train.c) give exactly what the Python loops give:
+for app/engines/training/words.py the same pair index and counts, the same rewritten words, the same ``where``
+lists and the same changes, merge after merge, on random words of every string width; for
+app/engines/training/pair_counts.py the same counts, buckets, ranked list and entering pairs."""
 
 from __future__ import annotations
 
@@ -11,18 +12,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.engines.training import words
+from app.engines.training import pair_counts, words
+from app.engines.training.pair_counts import apply_counts_python
 from app.engines.training.words import index_pairs_python, merge_words_python
 
 
 def test_the_compiled_twin_is_built_where_a_c_compiler_is():
-    """``pip install`` builds app/engines/training/_words.c; only a machine without a C compiler runs without it."""
+    """``pip install`` builds app/engines/_train.c; only a machine without a C compiler runs without it."""
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler on this machine: the Python loops serve (slower)")
-    assert words.COMPILED or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"
+    assert (words.COMPILED and pair_counts.COMPILED) or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"
 
 
-compiled = pytest.mark.skipif(not words.COMPILED, reason="app/engines/training/_words.c is not built here")
+compiled = pytest.mark.skipif(not words.COMPILED, reason="app/engines/_train.c is not built here")
 
 #: Characters of every str width (ASCII, Latin-1, the BMP, beyond it), few enough that pairs repeat.
 ALPHABETS = st.sampled_from(["ab", "abc", "a\xe9", "ab\u65e5", "a\U0001f600b", "\u65e5\u672c\U0001f600"])
@@ -104,3 +106,44 @@ def test_compiled_loops_refuse_what_is_not_a_word_list():
         words.merge_words(["ab"], [1], {}, [5], "ab", "X")
     with pytest.raises(ValueError):
         words.merge_words(["ab"], [1], {}, [0], "abc", "X")
+
+
+# -- PairCounts.apply's loop ----------------------------------------------------------------------------------
+
+PAIRS = st.sampled_from(["ab", "ba", "bb", "aX", "Xb", "XX", "\u65e5X"])
+COUNTS = st.one_of(st.integers(1, 6), st.integers(2**63, 2**63 + 3))
+
+
+@st.composite
+def count_states(draw: st.DrawFn) -> tuple:
+    """Counts, buckets (counts above 1), a ranked count and its pairs in some order, and changes to apply."""
+    counts = draw(st.dictionaries(PAIRS, COUNTS, max_size=6))
+    buckets: dict = {}
+    for pair, count in counts.items():
+        if count > 1:
+            buckets.setdefault(count, set()).add(pair)
+    ranked_count = draw(st.sampled_from([-1, 1, *counts.values()]))
+    ranked = draw(st.permutations([p for p, c in counts.items() if c == ranked_count]))
+    changes = draw(st.lists(st.tuples(PAIRS, PAIRS, st.one_of(st.integers(1, 4), COUNTS)), max_size=8))
+    return counts, buckets, list(ranked), ranked_count, changes
+
+
+def _outcome(apply, state) -> tuple:
+    """What ``apply`` does to a copy of ``state``: its answer (or error type) and the state after, orders included."""
+    counts, buckets, ranked, ranked_count, changes = (
+        dict(state[0]), {c: set(ps) for c, ps in state[1].items()}, list(state[2]), state[3], state[4]
+    )
+    try:
+        answer = apply(counts, buckets, ranked, ranked_count, changes)
+    except (KeyError, ValueError) as exc:
+        answer = type(exc)
+    return answer, list(counts.items()), list(buckets.items()), ranked
+
+
+@compiled
+@settings(max_examples=500, deadline=None)
+@given(state=count_states())
+def test_compiled_apply_counts_equals_the_python_loop(state):
+    """Pairs entering and leaving the ranked count (twice in one merge), counts past 64 bits, changes that drive a
+    count to zero or below, and pairs changed twice."""
+    assert _outcome(pair_counts.apply_counts, state) == _outcome(apply_counts_python, state)

@@ -1,6 +1,6 @@
-/* The compiled twin of the two loops of app/engines/training/words.py that visit every word (ShortWords): the
- * first count of every pair, and one merge. Words are strings with one character per id; a pair is keyed by its
- * two characters as a str.
+/* The compiled twins of the training core's hot loops (app/engines/training): the two loops of words.py that visit
+ * every word (ShortWords: the first count of every pair, and one merge), and the counting loop of pair_counts.py
+ * (PairCounts.apply). Words are strings with one character per id; a pair is keyed by its two characters as a str.
  *
  *   index_pairs(words, freqs) -> (where, counts)
  *     where   dict: pair -> the indices of the words holding it, one entry per occurrence, ascending
@@ -11,10 +11,15 @@
  *     become the character new), puts the lists of the pairs this made into where, and returns the changes,
  *     [(old pair, new pair, n)], left neighbours first, then right ones, then (b a) -> (new new).
  *
- * Each gives exactly what index_pairs_python / merge_words_python give for the same input (tests/test_training_c.py
- * checks it on random inputs; every trainer test runs through it). Pairs and neighbours are grouped in small hash
- * tables keyed by code points, so no key string is built per occurrence, only one per distinct pair. Frequencies
- * are added as C integers while they fit, as Python numbers after.
+ *   apply_counts(counts, buckets, ranked, ranked_count, changes) -> entering
+ *     Moves each pair of changes to its new count in counts and buckets (count -> set of pairs), takes those
+ *     leaving ranked_count out of the list ranked, and returns the set of those reaching it.
+ *
+ * Each gives exactly what its Python twin (index_pairs_python, merge_words_python, apply_counts_python) gives for
+ * the same input: tests/test_training_c.py checks it on random inputs, and every trainer test runs through them.
+ * Pairs and neighbours are grouped in small hash tables keyed by code points, so no key string is built per
+ * occurrence, only one per distinct pair. Frequencies are added as C integers while they fit, as Python numbers
+ * after.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -136,6 +141,23 @@ static PyObject *word_at(PyObject *words, Py_ssize_t i) {
     return word;
 }
 
+/* The characters of word copied into *buffer (grown as needed): their number, or -1 on error. Loops over a
+ * Py_UCS4 array run faster than reads that ask for the string's width at every character. */
+static Py_ssize_t read_word(PyObject *word, Py_UCS4 **buffer, Py_ssize_t *cap) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+    if (n > *cap) {
+        Py_ssize_t grown_cap = n > 2 * *cap ? n : 2 * *cap;
+        Py_UCS4 *grown = PyMem_Realloc(*buffer, grown_cap * sizeof(Py_UCS4));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *buffer = grown;
+        *cap = grown_cap;
+    }
+    return n && !PyUnicode_AsUCS4(word, *buffer, *cap, 0) ? -1 : n;
+}
+
 static int check_lists(PyObject *words, PyObject *freqs) {
     if (PyList_GET_SIZE(words) != PyList_GET_SIZE(freqs)) {
         PyErr_SetString(PyExc_ValueError, "words and freqs must have the same length");
@@ -169,7 +191,8 @@ static PyObject *index_pairs(PyObject *self, PyObject *args) {
     }
     Table table = {0};
     PairEntry *pairs = NULL;
-    Py_ssize_t n_pairs = 0, cap = 0;
+    Py_UCS4 *buffer = NULL;
+    Py_ssize_t n_pairs = 0, cap = 0, buffer_len = 0;
     uint32_t *occ = PyMem_Malloc((n_occ ? n_occ : 1) * sizeof(uint32_t)); /* the pair of each occurrence */
     PyObject *where = NULL, *counts = NULL, *out = NULL;
     if (!occ || table_init(&table, 1024) < 0) {
@@ -178,14 +201,11 @@ static PyObject *index_pairs(PyObject *self, PyObject *args) {
     }
     Py_ssize_t k = 0;
     for (Py_ssize_t w = 0; w < n_words; w++) {
-        PyObject *word = PyList_GET_ITEM(words, w), *freq = PyList_GET_ITEM(freqs, w);
-        Py_ssize_t n = PyUnicode_GET_LENGTH(word);
-        int kind = PyUnicode_KIND(word);
-        const void *data = PyUnicode_DATA(word);
-        Py_UCS4 b = n ? PyUnicode_READ(kind, data, 0) : 0;
+        PyObject *freq = PyList_GET_ITEM(freqs, w);
+        Py_ssize_t n = read_word(PyList_GET_ITEM(words, w), &buffer, &buffer_len);
+        if (n < 0) goto done;
         for (Py_ssize_t i = 1; i < n; i++) {
-            Py_UCS4 a = b;
-            b = PyUnicode_READ(kind, data, i);
+            Py_UCS4 a = buffer[i - 1], b = buffer[i];
             Py_ssize_t p = table_index(&table, (((uint64_t)a << 21) | b) + 1);
             if (p < 0) goto done;
             if (p == n_pairs) {
@@ -239,6 +259,7 @@ done:
         Py_XDECREF(pairs[p].sum.big);
     }
     PyMem_Free(pairs);
+    PyMem_Free(buffer);
     PyMem_Free(occ);
     table_free(&table);
     Py_XDECREF(where);
@@ -247,6 +268,72 @@ done:
 }
 
 /* -- merge_words ------------------------------------------------------------------------------------------------- */
+/* The characters of s[0..n) with every (a b), left to right and without overlaps, made x, written to out: their
+ * number, or -1 when s does not hold the pair. *first is the position of the first x, *found the number of
+ * occurrences and *max the largest character written. One function per string width, so that the loops read
+ * plain arrays. */
+#define DEFINE_MERGE_CHARS(T)                                                                                        \
+    static Py_ssize_t merge_chars_##T(const T *s, Py_ssize_t n, Py_UCS4 a, Py_UCS4 b, Py_UCS4 x, Py_UCS4 *out,     \
+                                      Py_ssize_t *first, Py_ssize_t *found, Py_UCS4 *max) {                        \
+        Py_ssize_t i = 0, len = 0;                                                                                 \
+        while (i + 1 < n && !(s[i] == a && s[i + 1] == b)) i++;                                                    \
+        if (i + 1 >= n) return -1;                                                                                 \
+        Py_UCS4 top = x;                                                                                           \
+        for (; len < i; len++) {                                                                                   \
+            out[len] = s[len];                                                                                     \
+            if (s[len] > top) top = s[len];                                                                        \
+        }                                                                                                          \
+        *first = i;                                                                                                \
+        *found = 0;                                                                                                \
+        while (i < n) {                                                                                            \
+            if (s[i] == a && i + 1 < n && s[i + 1] == b) {                                                         \
+                out[len++] = x;                                                                                    \
+                ++*found;                                                                                          \
+                i += 2;                                                                                            \
+            } else {                                                                                               \
+                if (s[i] > top) top = s[i];                                                                        \
+                out[len++] = s[i++];                                                                               \
+            }                                                                                                      \
+        }                                                                                                          \
+        *max = top;                                                                                                \
+        return len;                                                                                                \
+    }
+DEFINE_MERGE_CHARS(Py_UCS1)
+DEFINE_MERGE_CHARS(Py_UCS2)
+DEFINE_MERGE_CHARS(Py_UCS4)
+
+/* word with (a b) merged into x as a new str, its characters left in out (of at least the word's length); *len
+ * is -1 when the word does not hold the pair (then NULL is returned without an error). */
+static PyObject *merged_word(PyObject *word, Py_UCS4 a, Py_UCS4 b, Py_UCS4 x, Py_UCS4 *out, Py_ssize_t *len,
+                             Py_ssize_t *first, Py_ssize_t *found) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+    Py_UCS4 max = 0;
+    switch (PyUnicode_KIND(word)) {
+    case PyUnicode_1BYTE_KIND:
+        *len = merge_chars_Py_UCS1(PyUnicode_1BYTE_DATA(word), n, a, b, x, out, first, found, &max);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        *len = merge_chars_Py_UCS2(PyUnicode_2BYTE_DATA(word), n, a, b, x, out, first, found, &max);
+        break;
+    default:
+        *len = merge_chars_Py_UCS4(PyUnicode_4BYTE_DATA(word), n, a, b, x, out, first, found, &max);
+    }
+    if (*len < 0) return NULL;
+    PyObject *merged = PyUnicode_New(*len, max);
+    if (!merged) return NULL;
+    switch (PyUnicode_KIND(merged)) {
+    case PyUnicode_1BYTE_KIND:
+        for (Py_ssize_t i = 0; i < *len; i++) PyUnicode_1BYTE_DATA(merged)[i] = (Py_UCS1)out[i];
+        break;
+    case PyUnicode_2BYTE_KIND:
+        for (Py_ssize_t i = 0; i < *len; i++) PyUnicode_2BYTE_DATA(merged)[i] = (Py_UCS2)out[i];
+        break;
+    default:
+        memcpy(PyUnicode_4BYTE_DATA(merged), out, *len * sizeof(Py_UCS4));
+    }
+    return merged;
+}
+
 /* The words holding the new pair (c, new) or (new, c), per neighbour c, in the order neighbours are first met. */
 typedef struct {
     Py_UCS4 c;
@@ -343,45 +430,21 @@ static PyObject *merge_words(PyObject *self, PyObject *args) {
         }
         PyObject *word = word_at(words, w);
         if (!word) goto done;
-        Py_ssize_t n = PyUnicode_GET_LENGTH(word), i = 0;
-        int kind = PyUnicode_KIND(word);
-        const void *data = PyUnicode_DATA(word);
-        while (i + 1 < n && !(PyUnicode_READ(kind, data, i) == a && PyUnicode_READ(kind, data, i + 1) == b)) i++;
-        if (i + 1 >= n) continue; /* stale: the word lost the pair to an earlier merge (or to this one) */
+        Py_ssize_t n = PyUnicode_GET_LENGTH(word), len, first, found;
         if (n > buffer_len) {
-            Py_UCS4 *grown = PyMem_Realloc(buffer, n * sizeof(Py_UCS4));
+            Py_UCS4 *grown = PyMem_Realloc(buffer, 2 * n * sizeof(Py_UCS4));
             if (!grown) {
                 PyErr_NoMemory();
                 goto done;
             }
             buffer = grown;
-            buffer_len = n;
+            buffer_len = 2 * n;
         }
-        /* the characters before the first occurrence, then every occurrence, left to right, without overlaps */
-        Py_UCS4 max = x;
-        Py_ssize_t len = 0, found = 0, first = i;
-        for (Py_ssize_t j = 0; j < i; j++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, j);
-            if (c > max) max = c;
-            buffer[len++] = c;
+        PyObject *merged = merged_word(word, a, b, x, buffer, &len, &first, &found);
+        if (!merged) {
+            if (len < 0) continue; /* stale: the word lost the pair to an earlier merge (or to this one) */
+            goto done;
         }
-        while (i < n) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (c == a && i + 1 < n && PyUnicode_READ(kind, data, i + 1) == b) {
-                buffer[len++] = x;
-                found++;
-                i += 2;
-                continue;
-            }
-            if (c > max) max = c;
-            buffer[len++] = c;
-            i++;
-        }
-        PyObject *merged = PyUnicode_New(len, max);
-        if (!merged) goto done;
-        int merged_kind = PyUnicode_KIND(merged);
-        void *merged_data = PyUnicode_DATA(merged);
-        for (Py_ssize_t j = 0; j < len; j++) PyUnicode_WRITE(merged_kind, merged_data, j, buffer[j]);
         PyList_SetItem(words, w, merged); /* steals merged, drops the old word */
         PyObject *freq = PyList_GET_ITEM(freqs, w);
         if (found == 1) { /* the neighbours of the one occurrence, whatever they are */
@@ -423,15 +486,174 @@ done:
     return out;
 }
 
+/* -- apply_counts ------------------------------------------------------------------------------------------------ */
+/* Counts stay Python numbers, compared and added as Python does (ints of any size, or whatever a caller passed):
+ * what costs in the Python loop is the interpreter around the dict and set calls, not the arithmetic. */
+typedef struct {
+    PyObject *counts, *buckets, *ranked, *ranked_count, *entering, *zero, *one;
+} Counts;
+
+/* x == y or x > y (op Py_EQ or Py_GT), in C when both are ints that fit a long long */
+static int compare(PyObject *x, PyObject *y, int op) {
+    if (PyLong_CheckExact(x) && PyLong_CheckExact(y)) {
+        int x_over, y_over;
+        long long u = PyLong_AsLongLongAndOverflow(x, &x_over), v = PyLong_AsLongLongAndOverflow(y, &y_over);
+        if (!x_over && !y_over) return op == Py_EQ ? u == v : u > v;
+    }
+    return PyObject_RichCompareBool(x, y, op);
+}
+
+static int greater_than_one(const Counts *c, PyObject *n) { return compare(n, c->one, Py_GT); }
+
+static int is_ranked_count(const Counts *c, PyObject *n) { return compare(n, c->ranked_count, Py_EQ); }
+
+/* buckets[count].discard(pair) */
+static int bucket_discard(const Counts *c, PyObject *count, PyObject *pair) {
+    PyObject *bucket = PyDict_GetItemWithError(c->buckets, count); /* borrowed */
+    if (!bucket) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, count);
+        return -1;
+    }
+    if (!PySet_Check(bucket)) {
+        PyErr_SetString(PyExc_TypeError, "apply_counts(): buckets must hold sets");
+        return -1;
+    }
+    return PySet_Discard(bucket, pair) < 0 ? -1 : 0;
+}
+
+/* pair goes in the bucket of count (_enter) */
+static int bucket_enter(const Counts *c, PyObject *count, PyObject *pair) {
+    PyObject *bucket = PyDict_GetItemWithError(c->buckets, count); /* borrowed */
+    if (bucket) {
+        if (!PySet_Check(bucket)) {
+            PyErr_SetString(PyExc_TypeError, "apply_counts(): buckets must hold sets");
+            return -1;
+        }
+        return PySet_Add(bucket, pair);
+    }
+    if (PyErr_Occurred()) return -1;
+    bucket = PySet_New(NULL);
+    int failed = !bucket || PySet_Add(bucket, pair) < 0 || PyDict_SetItem(c->buckets, count, bucket) < 0;
+    Py_XDECREF(bucket);
+    return failed ? -1 : 0;
+}
+
+/* pair gets count, out of its old bucket already (_set) */
+static int set_count(const Counts *c, PyObject *pair, PyObject *count) {
+    int above = greater_than_one(c, count);
+    if (above < 0) return -1;
+    if (above) return PyDict_SetItem(c->counts, pair, count) < 0 ? -1 : bucket_enter(c, count, pair);
+    int nonzero = PyObject_IsTrue(count);
+    if (nonzero < 0) return -1;
+    return nonzero ? PyDict_SetItem(c->counts, pair, c->one) : PyDict_DelItem(c->counts, pair);
+}
+
+/* pair goes from old to new (_move) */
+static int move(const Counts *c, PyObject *pair, PyObject *old, PyObject *new) {
+    int at = is_ranked_count(c, old);
+    if (at < 0) return -1;
+    if (at) {
+        int entered = PySet_Contains(c->entering, pair);
+        if (entered < 0) return -1;
+        if (entered) {
+            if (PySet_Discard(c->entering, pair) < 0) return -1;
+        } else {
+            PyObject *done = PyObject_CallMethod(c->ranked, "remove", "O", pair);
+            if (!done) return -1;
+            Py_DECREF(done);
+        }
+    }
+    int above = greater_than_one(c, old);
+    if (above < 0 || (above && bucket_discard(c, old, pair) < 0)) return -1;
+    at = is_ranked_count(c, new);
+    if (at < 0 || (at && PySet_Add(c->entering, pair) < 0)) return -1;
+    return set_count(c, pair, new);
+}
+
+/* One change: n occurrences of gone became came. */
+static int apply_change(const Counts *c, PyObject *gone, PyObject *came, PyObject *n) {
+    PyObject *old = PyDict_GetItemWithError(c->counts, gone), *new = NULL;
+    if (!old && PyErr_Occurred()) return -1;
+    int failed = 0;
+    if (old) {
+        Py_INCREF(old); /* counts[gone] is replaced below */
+        new = PyNumber_Subtract(old, n);
+        int at_old = new ? is_ranked_count(c, old) : -1, at_new = at_old == 0 ? is_ranked_count(c, new) : 0;
+        if (at_old < 0 || at_new < 0) {
+            failed = 1;
+        } else if (at_old || at_new) {
+            failed = move(c, gone, old, new) < 0;
+        } else {
+            int above = greater_than_one(c, old);
+            failed = above < 0 || (above && bucket_discard(c, old, gone) < 0) || set_count(c, gone, new) < 0;
+        }
+        Py_DECREF(old);
+        Py_XDECREF(new);
+        if (failed) return -1;
+    }
+    int counted = PyDict_Contains(c->counts, came), entering = counted ? 0 : is_ranked_count(c, n);
+    if (counted < 0 || entering < 0) return -1;
+    if (counted || entering) { /* another layout made it too, or it enters the ranked bucket */
+        old = PyDict_GetItemWithError(c->counts, came);
+        if (!old && PyErr_Occurred()) return -1;
+        old = old ? Py_NewRef(old) : Py_NewRef(c->zero);
+        new = PyNumber_Add(old, n);
+        failed = !new || move(c, came, old, new) < 0;
+        Py_DECREF(old);
+        Py_XDECREF(new);
+        return failed ? -1 : 0;
+    }
+    if (PyDict_SetItem(c->counts, came, n) < 0) return -1; /* a pair first seen now: the common case */
+    int above = greater_than_one(c, n);
+    return above < 0 || (above && bucket_enter(c, n, came) < 0) ? -1 : 0;
+}
+
+static PyObject *apply_counts(PyObject *self, PyObject *args) {
+    Counts c = {0};
+    PyObject *changes;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO", &PyDict_Type, &c.counts, &PyDict_Type, &c.buckets, &PyList_Type, &c.ranked,
+                          &c.ranked_count, &changes))
+        return NULL;
+    PyObject *iter = PyObject_GetIter(changes);
+    if (!iter) return NULL;
+    c.entering = PySet_New(NULL);
+    c.zero = PyLong_FromLong(0);
+    c.one = PyLong_FromLong(1);
+    PyObject *item = NULL;
+    int failed = !c.entering || !c.zero || !c.one;
+    while (!failed && (item = PyIter_Next(iter))) {
+        PyObject *fields = PySequence_Fast(item, "apply_counts(): a change must be (old pair, new pair, n)");
+        if (!fields || PySequence_Fast_GET_SIZE(fields) != 3) {
+            if (fields) PyErr_SetString(PyExc_ValueError, "apply_counts(): a change must be (old pair, new pair, n)");
+            failed = 1;
+        } else {
+            PyObject **f = PySequence_Fast_ITEMS(fields);
+            failed = apply_change(&c, f[0], f[1], f[2]) < 0;
+        }
+        Py_XDECREF(fields);
+        Py_DECREF(item);
+    }
+    Py_DECREF(iter);
+    Py_XDECREF(c.zero);
+    Py_XDECREF(c.one);
+    if (failed || PyErr_Occurred()) {
+        Py_XDECREF(c.entering);
+        return NULL;
+    }
+    return c.entering;
+}
+
 static PyMethodDef methods[] = {
     {"index_pairs", index_pairs, METH_VARARGS,
      "index_pairs(words, freqs) -> (where, counts): every adjacent pair of the words, where it is and its count."},
     {"merge_words", merge_words, METH_VARARGS,
      "merge_words(words, freqs, where, entries, pair, new) -> changes: merge pair into new in the words of entries."},
+    {"apply_counts", apply_counts, METH_VARARGS,
+     "apply_counts(counts, buckets, ranked, ranked_count, changes) -> the pairs that reach ranked_count."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_words", "The compiled twin of words.py's word loops.",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_train", "The compiled twins of the training core's loops.",
                                     -1, methods};
 
-PyMODINIT_FUNC PyInit__words(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__train(void) { return PyModule_Create(&module); }
