@@ -29,10 +29,11 @@ that orders pairs by score. Nothing here knows about words or vocabularies.
 from __future__ import annotations
 
 import heapq
-import os
 from bisect import insort
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from ..compiled import twin
 
 Key = str  # a pair, as the layouts key it
 TieKey = Callable[[Key], Any]
@@ -106,16 +107,10 @@ def apply_counts_python(
             new = old - n
             if old == ranked_count or new == ranked_count:
                 _move(counts, buckets, ranked, ranked_count, gone, old, new, entering)
-            else:  # _move, inlined for the common case: this loop is hot
+            else:  # the common case: _move without the ranked list
                 if old > 1:
                     buckets[old].discard(gone)
-                if new > 1:
-                    counts[gone] = new
-                    _enter(buckets, new, gone)
-                elif new:
-                    counts[gone] = 1
-                else:
-                    del counts[gone]
+                _set(counts, buckets, gone, new)
         if came in counts or n == ranked_count:  # another layout made it too, or it enters the ranked bucket
             old = counts.get(came, 0)
             _move(counts, buckets, ranked, ranked_count, came, old, old + n, entering)
@@ -126,13 +121,7 @@ def apply_counts_python(
     return entering
 
 
-try:
-    from .._train import apply_counts as _apply_counts
-except ImportError:  # built without a C compiler: the Python loop does the same, slower
-    _apply_counts = None
-if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
-    _apply_counts = None
-
+_apply_counts = twin("_train", "apply_counts")
 #: Whether :meth:`PairCounts.apply` runs its loop compiled (``app/engines/_train.c``).
 COMPILED = _apply_counts is not None
 apply_counts = _apply_counts or apply_counts_python

@@ -27,11 +27,12 @@ Neither layout knows which pairs may merge or which one wins; that is :mod:`.mer
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from operator import add
+
+from ..compiled import twin
 
 Pair = tuple[int, int]
 
@@ -143,13 +144,7 @@ def merge_words_python(
     return changes
 
 
-try:
-    from .._train import index_pairs as _index_pairs, merge_words as _merge_words
-except ImportError:  # built without a C compiler: the Python loops do the same, slower
-    _index_pairs = _merge_words = None
-if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
-    _index_pairs = _merge_words = None
-
+_index_pairs, _merge_words = twin("_train", "index_pairs"), twin("_train", "merge_words")
 #: Whether :class:`ShortWords` runs its word loops compiled (``app/engines/_train.c``).
 COMPILED = _merge_words is not None
 index_pairs = _index_pairs or index_pairs_python
