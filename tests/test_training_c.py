@@ -130,13 +130,8 @@ def count_states(draw: st.DrawFn) -> tuple:
 
 def _outcome(apply, state) -> tuple:
     """What ``apply`` does to a copy of ``state``: its answer (or error type) and the state after, orders included."""
-    counts, buckets, ranked, ranked_count, changes = (
-        dict(state[0]),
-        {c: set(ps) for c, ps in state[1].items()},
-        list(state[2]),
-        state[3],
-        state[4],
-    )
+    counts, buckets, ranked, ranked_count, changes = state
+    counts, buckets, ranked = dict(counts), {c: set(ps) for c, ps in buckets.items()}, list(ranked)
     try:
         answer = apply(counts, buckets, ranked, ranked_count, changes)
     except (KeyError, ValueError) as exc:
