@@ -16,8 +16,8 @@ RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
           node_modules/swagger-ui-dist/favicon-32x32.png node_modules/swagger-ui-dist/LICENSE \
           /out/node_modules/swagger-ui-dist/
 
-# The app as a wheel, its C twins (app/engines/_merge.c, _lattice.c) compiled: the full image has gcc, the
-# slim one below does not, and needs none.
+# The app as a wheel, the C twins of its hot loops (app/engines/*.c) compiled: the full image has gcc, the slim
+# one below does not, and needs none.
 FROM python:3.11-bookworm AS wheel
 WORKDIR /build
 COPY pyproject.toml setup.py README.md ./

@@ -22,14 +22,15 @@ $(VENV)/bin/python:
 	$(PY) -m pip install -qq --upgrade pip
 
 # Re-install only when a lock file, the build files or the C source change. The project itself goes in without
-# its dependencies (they all came from the lock, each checked against its hash); installing it compiles the merge
-# loop's C twin (app/engines/_merge.c) with the system's C compiler.
-$(VENV)/.installed: $(LOCK) pyproject.toml setup.py app/engines/_merge.c | $(VENV)/bin/python
+# its dependencies (they all came from the lock, each checked against its hash); installing it compiles the C
+# twins of hot loops (C_SOURCES: the merge loop, the training core's) with the system's C compiler.
+C_SOURCES = $(wildcard app/engines/*.c)
+$(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(LOCK)
 	$(PY) -m pip install -qq --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml setup.py app/engines/_merge.c | $(VENV)/bin/python
+$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml setup.py $(C_SOURCES) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(DEV_LOCK)
 	$(PY) -m pip install -qq --no-deps -e .
 	touch $@ $(VENV)/.installed

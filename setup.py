@@ -1,8 +1,9 @@
-"""Build configuration beyond pyproject.toml: the optional C extensions app/engines/_merge.c and _lattice.c.
+"""Build configuration beyond pyproject.toml: the optional C extensions app/engines/_merge.c, _lattice.c and _train.c.
 
-The compiled twins of the merge loop (app/engines/merging.py) and of the unigram Viterbi pass
-(app/engines/sentencepiece/unigram.py). ``optional=True``: where no C compiler is found the install goes on without
-them, and the Python loops do the same work, slower.
+The compiled twins of the merge loop (app/engines/merging.py), of the unigram Viterbi pass
+(app/engines/sentencepiece/unigram.py) and of the training core's hot loops (app/engines/training/words.py and
+pair_counts.py). ``optional=True``: where no C compiler is found the install goes on without them, and the Python
+loops do the same work, slower.
 """
 
 from setuptools import Extension, setup
@@ -10,6 +11,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(f"app.engines.{name}", [f"app/engines/{name}.c"], optional=True, extra_compile_args=["-O2"])
-        for name in ("_merge", "_lattice")
+        for name in ("_merge", "_lattice", "_train")
     ]
 )

@@ -22,12 +22,13 @@ This module knows nothing of vocabularies or pre-tokenizers: callers look those 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from heapq import heapify, heappop, heappush
 from itertools import repeat
 from operator import add
 from typing import Any, NamedTuple, TypeVar
+
+from .compiled import twin
 
 T = TypeVar("T")
 #: The rank of a pair that does not merge: above every real rank (an int, so ``min`` compares ints only).
@@ -189,12 +190,7 @@ def merge_text_python(text: bytes | str, table: Mapping, ids: Mapping | None = N
 
 _BYTES = [bytes([b]) for b in range(256)]
 
-try:
-    from ._merge import merge as _compiled
-except ImportError:  # built without a C compiler: the Python loop does the same, slower
-    _compiled = None
-if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
-    _compiled = None
+_compiled = twin("_merge", "merge")
 
 #: Whether :func:`merge_text` runs compiled (``app/engines/_merge.c``).
 COMPILED = _compiled is not None

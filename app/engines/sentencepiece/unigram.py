@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 from array import array
 from collections import ChainMap
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from functools import partial
 from pathlib import Path
 
 from ..base import check_text
+from ..compiled import twin
 from ..datafiles import verified_bytes
 from ..result import Token, TokenizeResult
 from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, piece_to_byte
@@ -50,12 +50,7 @@ RESET_THRESHOLD = 100_000.0  # path scores beyond this are re-based to 0, as in 
 PREFIX_BITS = 1 << 25
 PREFIX_MASK = PREFIX_BITS - 1
 
-try:  # the compiled twin of the Viterbi pass (setup.py builds it; TOKENPLAY_PURE_PYTHON=1 turns it off)
-    from .._lattice import viterbi as _compiled
-except ImportError:  # pragma: no cover - no C compiler where this was installed
-    _compiled = None
-if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
-    _compiled = None
+_compiled = twin("_lattice", "viterbi")  # the Viterbi pass's compiled twin, when built
 MAX_LATTICE_CHARS = 200  # lattice() and nbest() are for a word or a short text
 
 

@@ -33,6 +33,8 @@ from bisect import insort
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..compiled import twin
+
 Key = str  # a pair, as the layouts key it
 TieKey = Callable[[Key], Any]
 Refused = Callable[[list[Key]], list[Key]]
@@ -45,6 +47,84 @@ def _enter(buckets: dict[int, set[Key]], count: int, pair: Key) -> None:
         buckets[count] = {pair}
     else:
         bucket.add(pair)
+
+
+def _set(counts: dict[Key, int], buckets: dict[int, set[Key]], pair: Key, count: int) -> None:
+    """Give ``pair`` its new ``count`` (out of its old bucket already)."""
+    if count > 1:
+        counts[pair] = count
+        _enter(buckets, count, pair)
+    elif count:
+        counts[pair] = 1
+    else:
+        del counts[pair]
+
+
+def _move(
+    counts: dict[Key, int],
+    buckets: dict[int, set[Key]],
+    ranked: list[Key],
+    ranked_count: int,
+    pair: Key,
+    old: int,
+    new: int,
+    entering: set[Key],
+) -> None:
+    """``pair`` goes from ``old`` to ``new`` (0 for a new pair); see :func:`apply_counts_python`."""
+    if old == ranked_count:
+        if pair in entering:  # it came in during this merge and goes again
+            entering.discard(pair)
+        else:
+            ranked.remove(pair)
+    if old > 1:
+        buckets[old].discard(pair)
+    if new == ranked_count:
+        entering.add(pair)
+    _set(counts, buckets, pair, new)
+
+
+def apply_counts_python(
+    counts: dict[Key, int],
+    buckets: dict[int, set[Key]],
+    ranked: list[Key],
+    ranked_count: int,
+    changes: Iterable[tuple[Key, Key, int]],
+) -> set[Key]:
+    """The counting half of :meth:`PairCounts.apply`: move each pair of ``changes`` to its new count (``counts``
+    and ``buckets``), taking those that leave ``ranked_count`` out of ``ranked``; return the pairs that reach
+    ``ranked_count``, which the caller ranks in once every count is final.
+
+    >>> counts, buckets = {"ab": 3, "bc": 2}, {3: {"ab"}, 2: {"bc"}}
+    >>> apply_counts_python(counts, buckets, [], -1, [("ab", "Xb", 2), ("bc", "Xc", 2)])
+    set()
+    >>> counts, sorted(buckets[2])
+    ({'ab': 1, 'Xb': 2, 'Xc': 2}, ['Xb', 'Xc'])
+    """
+    entering: set[Key] = set()
+    for gone, came, n in changes:
+        old = counts.get(gone)
+        if old is not None:
+            new = old - n
+            if old == ranked_count or new == ranked_count:
+                _move(counts, buckets, ranked, ranked_count, gone, old, new, entering)
+            else:  # the common case: _move without the ranked list
+                if old > 1:
+                    buckets[old].discard(gone)
+                _set(counts, buckets, gone, new)
+        if came in counts or n == ranked_count:  # another layout made it too, or it enters the ranked bucket
+            old = counts.get(came, 0)
+            _move(counts, buckets, ranked, ranked_count, came, old, old + n, entering)
+        else:  # a pair first seen now: the common case
+            counts[came] = n
+            if n > 1:
+                _enter(buckets, n, came)
+    return entering
+
+
+_apply_counts = twin("_train", "apply_counts")
+#: Whether :meth:`PairCounts.apply` runs its loop compiled (``app/engines/_train.c``).
+COMPILED = _apply_counts is not None
+apply_counts = _apply_counts or apply_counts_python
 
 
 class PairCounts:
@@ -177,56 +257,7 @@ class PairCounts:
         became pair ``new``. Old pairs that are not counted (merged, banned) are skipped.
         """
         self.remove(merged)
-        counts, buckets, ranked_count = self.counts, self.buckets, self._ranked_count
-        entering: set[Key] = set()  # reached the ranked count: ranked in once every count is final
-        for gone, came, n in changes:
-            old = counts.get(gone)
-            if old is not None:
-                new = old - n
-                if old == ranked_count or new == ranked_count:
-                    self._move(gone, old, new, entering)
-                else:  # _move, inlined for the common case: this loop is hot
-                    if old > 1:
-                        buckets[old].discard(gone)
-                    if new > 1:
-                        counts[gone] = new
-                        _enter(buckets, new, gone)
-                    elif new:
-                        counts[gone] = 1
-                    else:
-                        del counts[gone]
-            if came in counts or n == ranked_count:  # another layout made it too, or it enters the ranked bucket
-                old = counts.get(came, 0)
-                self._move(came, old, old + n, entering)
-            else:  # a pair first seen now: the common case
-                counts[came] = n
-                if n > 1:
-                    _enter(buckets, n, came)
+        entering = apply_counts(self.counts, self.buckets, self._ranked, self._ranked_count, changes)
         if entering:
             for pair in self.allowed(list(entering)):
                 insort(self._ranked, pair, key=self.tie_key)
-
-    def _set(self, pair: Key, count: int) -> None:
-        """Give ``pair`` its new ``count`` (out of its old bucket already; not the ranked count)."""
-        if count > 1:
-            self.counts[pair] = count
-            _enter(self.buckets, count, pair)
-        elif count:
-            self.counts[pair] = 1
-        else:
-            del self.counts[pair]
-
-    def _move(self, pair: Key, old: int, new: int, entering: set[Key]) -> None:
-        """``pair`` goes from ``old`` to ``new`` (0 for a new pair); see :meth:`apply`."""
-        if old == self._ranked_count:
-            if pair in entering:  # it came in during this merge and goes again
-                entering.discard(pair)
-                if old > 1:
-                    self.buckets[old].discard(pair)
-            else:
-                self._leave(pair, old)
-        elif old > 1:
-            self.buckets[old].discard(pair)
-        if new == self._ranked_count:
-            entering.add(pair)
-        self._set(pair, new)

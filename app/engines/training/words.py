@@ -15,7 +15,10 @@ string keeps its hash, which a tuple recomputes at every look-up.
 
 - :class:`ShortWords`: each word is a string with one character per id, so finding and replacing a pair runs in
   C (``str.partition`` and ``str.replace`` go left to right without overlaps, as BPE does) and Python only visits
-  the words that hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens.
+  the words that hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens. Its two loops
+  over words, the first index (:func:`index_pairs`) and a merge (:func:`merge_words`), run in
+  ``app/engines/_train.c`` when that was built (``pip install`` builds it), else in Python;
+  ``TOKENPLAY_PURE_PYTHON=1`` forces Python. The tests hold the two equal.
 - :class:`LongWords`: one linked list over the ids of long words (pattern ``none``: the whole text is one word),
   with ``where`` holding positions. A merge touches only its occurrences and never rescans the word.
 
@@ -28,6 +31,8 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from operator import add
+
+from ..compiled import twin
 
 Pair = tuple[int, int]
 
@@ -62,6 +67,90 @@ def as_string(ids: Sequence[int] | str) -> str:
     return "".join(map(chr, ids))
 
 
+def index_pairs_python(words: list[str], freqs: list[int]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Every adjacent pair of ``words`` (strings of ids): ``where`` (pair -> the words holding it, one entry per
+    occurrence) and the counts (occurrences times the word's frequency), both in the order pairs are first met.
+
+    >>> index_pairs_python(["abab", "ba"], [2, 3])
+    ({'ab': [0, 0], 'ba': [0, 1]}, {'ab': 4, 'ba': 5})
+    """
+    where: dict[str, list[int]] = {}
+    for w, word in enumerate(words):
+        for pair in map(add, word, word[1:]):  # the keys themselves: two characters of the word
+            entries = where.get(pair)
+            if entries is None:
+                where[pair] = [w]
+            else:
+                entries.append(w)
+    freq = freqs.__getitem__
+    return where, {pair: sum(map(freq, ws)) for pair, ws in where.items()}
+
+
+def merge_words_python(
+    words: list[str], freqs: list[int], where: dict[str, list[int]], entries: list[int], pair: str, new: str
+) -> list[Change]:
+    """Merge ``pair`` into the character ``new`` in each word of ``entries`` that still holds it (``words[w]`` is
+    rewritten), put the lists of the pairs this made into ``where`` and return the changes: left neighbours first,
+    then right ones, then ``(b a) -> (new new)``.
+
+    >>> words, where = ["xab", "abab"], {}
+    >>> merge_words_python(words, [1, 2], where, [0, 1, 1], "ab", "X")
+    [('xa', 'xX', 1), ('ba', 'XX', 2)]
+    >>> words, where
+    (['xX', 'XX'], {'xX': [0], 'XX': [1]})
+    """
+    lefts: defaultdict[str, list[int]] = defaultdict(list)  # left neighbour -> words, one entry per occurrence
+    rights: defaultdict[str, list[int]] = defaultdict(list)
+    doubles: list[int] = []  # words with X X, one entry per such pair
+    for w in entries:  # in corpus order, so ``where`` lists stay ascending
+        head, found, tail = words[w].partition(pair)
+        if not found:
+            continue  # stale: the word lost the pair to an earlier merge (or, met again, to this one)
+        if pair not in tail:  # the common case, one occurrence: this loop is the hot one
+            words[w] = head + new + tail
+            if head:
+                lefts[head[-1]].append(w)
+            if tail:
+                rights[tail[0]].append(w)
+            continue
+        word = words[w] = words[w].replace(pair, new)
+        i = word.find(new)
+        while i >= 0:
+            if i:
+                c = word[i - 1]
+                if c == new:
+                    doubles.append(w)
+                else:
+                    lefts[c].append(w)
+            c = word[i + 1 : i + 2]
+            if c and c != new:
+                rights[c].append(w)
+            i = word.find(new, i + 1)
+    freq = freqs.__getitem__
+    a, b = pair
+    changes = []
+    for c, ws in lefts.items():
+        came = c + new
+        where[came] = ws
+        changes.append((c + a, came, sum(map(freq, ws))))
+    for c, ws in rights.items():
+        came = new + c
+        where[came] = ws
+        changes.append((b + c, came, sum(map(freq, ws))))
+    if doubles:
+        came = new + new
+        where[came] = doubles
+        changes.append((b + a, came, sum(map(freq, doubles))))
+    return changes
+
+
+_index_pairs, _merge_words = twin("_train", "index_pairs"), twin("_train", "merge_words")
+#: Whether :class:`ShortWords` runs its word loops compiled (``app/engines/_train.c``).
+COMPILED = _merge_words is not None
+index_pairs = _index_pairs or index_pairs_python
+merge_words = _merge_words or merge_words_python
+
+
 class ShortWords:
     """Distinct words as strings of ``chr(id)`` (see :func:`as_string`), with their frequencies; ``where`` lists
     word indices."""
@@ -78,17 +167,8 @@ class ShortWords:
 
     def pair_counts(self) -> dict[str, int]:
         """Index every pair (``where``) and return the counts."""
-        where: dict[str, list[int]] = {}
-        for w, word in enumerate(self.words):
-            for pair in map(add, word, word[1:]):  # the keys themselves: two characters of the word
-                entries = where.get(pair)
-                if entries is None:
-                    where[pair] = [w]
-                else:
-                    entries.append(w)
-        self.where = where
-        freq = self.freqs.__getitem__
-        return {pair: sum(map(freq, ws)) for pair, ws in where.items()}
+        self.where, counts = index_pairs(self.words, self.freqs)
+        return counts
 
     def ids(self, w: int) -> list[int]:
         return list(map(ord, self.words[w]))
@@ -122,51 +202,7 @@ class ShortWords:
         if not entries:
             return []
         self._first.pop(pair, None)
-        words = self.words
-        lefts: defaultdict[str, list[int]] = defaultdict(list)  # left neighbour -> words, one entry per occurrence
-        rights: defaultdict[str, list[int]] = defaultdict(list)
-        doubles: list[int] = []  # words with X X, one entry per such pair
-        for w in entries:  # in corpus order, so ``where`` lists stay ascending
-            head, found, tail = words[w].partition(pair)
-            if not found:
-                continue  # stale: the word lost the pair to an earlier merge (or, met again, to this one)
-            if pair not in tail:  # the common case, one occurrence: this loop is the hot one
-                words[w] = head + new + tail
-                if head:
-                    lefts[head[-1]].append(w)
-                if tail:
-                    rights[tail[0]].append(w)
-                continue
-            word = words[w] = words[w].replace(pair, new)
-            i = word.find(new)
-            while i >= 0:
-                if i:
-                    c = word[i - 1]
-                    if c == new:
-                        doubles.append(w)
-                    else:
-                        lefts[c].append(w)
-                c = word[i + 1 : i + 2]
-                if c and c != new:
-                    rights[c].append(w)
-                i = word.find(new, i + 1)
-        freq = self.freqs.__getitem__
-        where = self.where
-        a, b = pair
-        changes = []
-        for c, ws in lefts.items():
-            came = c + new
-            where[came] = ws
-            changes.append((c + a, came, sum(map(freq, ws))))
-        for c, ws in rights.items():
-            came = new + c
-            where[came] = ws
-            changes.append((b + c, came, sum(map(freq, ws))))
-        if doubles:
-            came = new + new
-            where[came] = doubles
-            changes.append((b + a, came, sum(map(freq, doubles))))
-        return changes
+        return merge_words(self.words, self.freqs, self.where, entries, pair, new)
 
 
 class LongWords:
