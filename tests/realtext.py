@@ -87,3 +87,19 @@ def slices(name: str, count: int, chars: int, seed: int = 0) -> list[str]:
             size += len(line)
         out.append("".join(piece))
     return out
+
+
+def unspaced(name: str, chars: int, seed: int = 0) -> str:
+    """About ``chars`` characters of corpus ``name`` from a position drawn with ``seed``, every whitespace character
+    taken out: one long run of words, as a hostile input pastes it."""
+    text = read(name)
+    start = random.Random(f"{name}/unspaced/{seed}").randrange(max(1, len(text) - 2 * chars))
+    return "".join(text[start : start + 2 * chars].split())[:chars]
+
+
+def long_runs(chars: int = 20_000) -> dict[str, str]:
+    """Texts that an engine meets as one long run (no pre-tokenizer or chunking cut inside): one character
+    ``chars`` times, and about ``chars`` characters of each corpus file with its whitespace taken out."""
+    require()
+    runs = {f"{c!r} x {chars:,}": c * chars for c in ("a", "ア", "😀", "=", "\u200d")}
+    return runs | {f"{name}.txt, no whitespace": unspaced(name, chars) for name in NAMES}

@@ -66,6 +66,18 @@ def test_ids_equal_the_reference_on_slices_of_every_corpus(model):
             assert tok.encode(text) == want, (tok.name, text[:80])
 
 
+def test_ids_equal_the_reference_on_long_single_chunks(model):
+    """One character 20,000 times and corpus slices without whitespace: a single long pre-token, merged whole."""
+    name, ref, ours = model
+    for label, text in realtext.long_runs().items():
+        want = ref_ids(ref, text)
+        for tok in ours:
+            assert tok.encode(text) == want, (tok.name, label)
+        result = ours[1].tokenize(text)
+        assert result.ids == want, label
+        assert "".join(s.text for s in result.segments()) == text, label
+
+
 @pytest.mark.parametrize("label", list(HARD) + list(ALL))
 def test_ids_equal_the_reference_on_hard_strings(model, label):
     name, ref, ours = model

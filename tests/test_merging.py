@@ -133,3 +133,78 @@ def test_compiled_merge_of_a_long_run_is_linearithmic_and_exact():
     ranks = {b"a" * (2**k): k for k in range(1, 12)}
     assert merging.merge_text(text, ranks) == merging.merge_text_python(text, ranks)
     assert list(map(len, merging.merge_text(text, ranks))) == [2048] * 97 + [1024, 256, 64]  # 200,000 in powers of two
+
+
+# -- merge tables compiled once per model (merging.merge_table: _merge.c PairTable vs the Python MergeTable) ----
+
+# "c" is in no pair: it never merges. Repeated pieces make long texts (the heap) often.
+table_texts = st.one_of(
+    st.text(st.sampled_from("ab▁日c"), max_size=140),
+    st.tuples(st.text(st.sampled_from("ab▁日c"), min_size=1, max_size=12), st.integers(2, 60)).map(lambda t: t[0] * t[1]),
+)
+
+
+@st.composite
+def str_tables(draw, text: str) -> tuple:
+    """A table in one of the three forms (joined part -> rank, pair -> rank, list of pairs) over the text's
+    symbols, and ids for some of its parts."""
+    symbols = sorted(set(text) - {"c"}) or ["a"]
+    part = st.lists(st.sampled_from(symbols), min_size=1, max_size=3).map("".join)
+    rank = st.one_of(st.integers(0, 5), st.floats(-3, 3, allow_nan=False))
+    form = draw(st.sampled_from(["joined", "pairs", "list"]))
+    if form == "joined":
+        table = draw(st.dictionaries(part.filter(lambda p: len(p) > 1), rank, max_size=10))
+    elif form == "pairs":
+        table = draw(st.dictionaries(st.tuples(part, part), rank, max_size=10))
+    else:  # repeats allowed: the later one wins
+        table = draw(st.lists(st.tuples(part, part), max_size=12))
+    parts = sorted({*symbols, *(k for key in (table.keys() if isinstance(table, dict) else table) for k in key)})
+    named = draw(st.lists(st.sampled_from(parts), unique=True, max_size=len(parts)))
+    ids = dict(zip(named, draw(st.permutations(range(len(named) + 3)))))
+    return table, ids, form != "joined"
+
+
+@compiled
+@settings(max_examples=500, deadline=None)
+@given(text=table_texts, data=st.data())
+def test_compiled_merge_table_equals_the_python_twin(text, data):
+    """Short texts (the scan) and long ones (the heap); int and float ranks, equal ranks; ids for some parts."""
+    table, ids, pair_keys = data.draw(str_tables(text))
+    compiled_table = merging.merge_table(table, ids, pair_keys=pair_keys)
+    assert type(compiled_table) is not merging.MergeTable
+    want = merging.MergeTable(table, ids, pair_keys).merge(text)
+    assert compiled_table.merge(text) == want
+    if isinstance(table, dict):
+        assert want == merging.merge_text_python(text, table, pair_keys=pair_keys)
+
+
+@compiled
+@settings(max_examples=300, deadline=None)
+@given(text=table_texts, adjacent=st.sets(st.text(st.sampled_from("ab▁日c"), min_size=2, max_size=2)))
+def test_compiled_cut_equals_the_python_twin(text, adjacent):
+    want = merging.MergeTable({}, {}, adjacent=adjacent).cut(text)
+    assert merging.merge_table({}, {}, adjacent=adjacent).cut(text) == want
+    assert "".join(want) == text and all(want)
+
+
+@compiled
+def test_compiled_merge_table_of_a_long_run_is_exact():
+    text = "a" * 200_000 + "b" + "a" * 1000
+    joined = {"a" * (2**k): -k for k in range(1, 12)}  # minus a score: the longest piece merges first
+    pairs = [("a", "a"), ("aa", "a"), ("aa", "aa"), ("aaaa", "aaa"), ("aaaa", "aaaa"), ("b", "a")]
+    for table, pair_keys in ((joined, False), (pairs, True)):
+        want = merging.MergeTable(table, {}, pair_keys).merge(text)
+        assert merging.merge_table(table, {}, pair_keys=pair_keys).merge(text) == want
+        assert "".join(want) == text and len(want) < len(text) // 7
+
+
+@compiled
+def test_compiled_merge_table_refuses_what_it_cannot_order():
+    with pytest.raises(ValueError, match="NaN"):
+        merging.merge_table({"ab": float("nan")}, {})
+    with pytest.raises(TypeError, match="tuples"):
+        merging.merge_table({"ab": 0}, {}, pair_keys=True)
+    with pytest.raises(ValueError, match="ids"):
+        merging.merge_table({"ab": 0}, {"a": -1})
+    with pytest.raises(ValueError, match="2-character"):
+        merging.merge_table({}, {}, adjacent=["abc"])

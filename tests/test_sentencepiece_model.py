@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import realtext
 import sentencepiece as spm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -134,6 +135,17 @@ def test_model_without_pieces_or_of_another_type_is_refused(tmp_path):
 # -- every normalizer/model option, with models the library trains ---------------------------------------------
 
 CORPUS = "\n".join(ALL[k] for k in sorted(ALL) if k != "long_run") * 3 + "\nfoo bar <tag> baz\n" * 30
+
+
+def test_mistral_ids_equal_sentencepiece_on_long_single_chunks(mistral, oracle):
+    """The compiled merge table's heap on long chunks (merging.merge_table), fresh and from the chunk cache."""
+    fresh = SentencePieceTokenizer.from_data_file(MISTRAL)
+    for label, text in realtext.long_runs().items():
+        ids = oracle.encode(text)
+        assert fresh.encode(text) == ids, label
+        result = mistral.tokenize(text)
+        assert result.ids == ids, label
+        assert "".join(s.text for s in result.segments()) == text, label
 
 
 def _train_library_model(tmp_path, **options) -> bytes:

@@ -17,16 +17,21 @@ when that was built (``pip install`` builds it; without a C compiler the package
 :func:`merge` otherwise; ``TOKENPLAY_PURE_PYTHON=1`` forces the Python loop. The tests hold the two equal. The
 traced merges of the explain view and the lab always run here, in Python: they record every step.
 
+:func:`merge_table` compiles a ``str`` table once per model (the SentencePiece engine's): every part gets an int
+id and the compiled merge looks pairs up in a C hash table on the two ids, building no object per lookup (a
+million ``a`` is one chunk of a million characters, and string keys hash in O(length)). :class:`MergeTable` is
+its Python twin.
+
 This module knows nothing of vocabularies or pre-tokenizers: callers look those up before and after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from heapq import heapify, heappop, heappush
-from itertools import repeat
-from operator import add
-from typing import Any, NamedTuple, TypeVar
+from itertools import compress, count, repeat
+from operator import add, not_
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .compiled import twin
 
@@ -191,6 +196,7 @@ def merge_text_python(text: bytes | str, table: Mapping, ids: Mapping | None = N
 _BYTES = [bytes([b]) for b in range(256)]
 
 _compiled = twin("_merge", "merge")
+_CompiledTable = twin("_merge", "PairTable")
 
 #: Whether :func:`merge_text` runs compiled (``app/engines/_merge.c``).
 COMPILED = _compiled is not None
@@ -211,3 +217,66 @@ def merge_text(text: bytes | str, table: Mapping, ids: Mapping | None = None, pa
     if _compiled is not None and type(table) is dict and (ids is None or type(ids) is dict):
         return _compiled(text, table, ids, pair_keys)
     return merge_text_python(text, table, ids, pair_keys)
+
+
+class StrMerges(Protocol):
+    """A ``str`` merge table compiled for one model (:func:`merge_table`)."""
+
+    nbytes: int  #: the memory its compiled hash tables take (0 in Python)
+
+    def merge(self, text: str) -> list[str]:
+        """The parts of ``text`` after merging, as :func:`merge_text` gives them."""
+
+    def cut(self, text: str) -> list[str]:
+        """``text`` split between neighbouring characters that are no adjacent pair of the table."""
+
+
+class MergeTable:
+    """A ``str`` merge table for one model, in Python: what :func:`merge_table` gives without the compiled twin.
+
+    ``merge(text)`` is ``merge_text(text, table, pair_keys=pair_keys)``; ``cut(text)`` splits ``text`` between
+    any two neighbouring characters that are not one of the 2-character strings in ``adjacent``.
+
+    >>> t = MergeTable({"ab": 0, "abc": 1}, {}, adjacent={"ab", "bc"})
+    >>> t.merge("abcab"), t.cut("abcab")
+    (['abc', 'ab'], ['abc', 'ab'])
+    """
+
+    nbytes = 0
+
+    def __init__(
+        self, table: Mapping | list, ids: Mapping[str, int], pair_keys: bool = False, adjacent: Collection[str] = ()
+    ):
+        if isinstance(table, list):
+            # The pairs' parts become ids' own string objects: a JSON parser makes a new string for every
+            # occurrence in a merges list (for Gemma's 515,000 merges that is some 50 MB).
+            same = {part: part for part in ids}
+            table = {(same.get(a, a), same.get(b, b)): rank for rank, (a, b) in enumerate(table)}
+        self.table, self.pair_keys, self.adjacent = table, pair_keys, adjacent
+
+    def merge(self, text: str) -> list[str]:
+        return merge_text_python(text, self.table, pair_keys=self.pair_keys)
+
+    def cut(self, text: str) -> list[str]:
+        if not text:
+            return []
+        starts = [0, *compress(count(1), map(not_, map(self.adjacent.__contains__, map(add, text, text[1:]))))]
+        return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)])]
+
+
+def merge_table(
+    table: dict | list[tuple[str, str]], ids: dict[str, int], *, pair_keys: bool = False, adjacent: Collection[str] = ()
+) -> StrMerges:
+    """``table`` (as for :func:`merge_text`, ``str`` parts; with ``pair_keys`` also a list of ``(left, right)``
+    tuples, ranked by their place in it, a later repeat winning as in a dict built from it) compiled to int hash
+    tables once, when ``app/engines/_merge.c`` is built: ``merge`` and ``cut`` as :class:`MergeTable`'s.
+
+    ``ids`` gives parts their ids (distinct ints below 2**31 - 1, e.g. the vocabulary's; parts it lacks get new
+    ones): passing the vocabulary saves building a string for every joined part. Ranks must not be NaN.
+
+    >>> merge_table({("a", "b"): 0, ("ab", "c"): 1}, {"ab": 7}, pair_keys=True).merge("xabc")
+    ['x', 'abc']
+    """
+    if _CompiledTable is None:
+        return MergeTable(table, ids, pair_keys, adjacent)
+    return _CompiledTable(table, ids, pair_keys, adjacent)

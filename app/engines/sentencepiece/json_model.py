@@ -63,7 +63,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             self._load(
                 pieces,  # type: ignore[arg-type]
                 types,
-                merges=_pair_ranks(spec),
+                merges=spec.merges,
                 byte_fallback=spec.byte_fallback,
                 unk_surface=spec.unk_token,
                 normalizer=Normalizer(add_dummy_prefix=False, remove_extra_whitespaces=False, escape_whitespaces=False),
@@ -144,7 +144,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         if piece.token is not None:
             t = piece.token
             return [Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special)]
-        spans = piece.spans or [(piece.start + i, piece.start + i + 1) for i in range(len(piece.text))]
+        spans = piece.spans  # None: the text is the input's own, character for character
         tokens: list[Token] = []
         seen = 0
         for a, b, merged, got in pre:
@@ -153,7 +153,10 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             if seen + len(got) > offset:
                 want = None if limit is None else limit - len(tokens)
                 for token in self._place(piece.text[a:b], merged, max(0, offset - seen), want):
-                    token.start, token.end = spans[a + token.start][0], spans[a + token.end - 1][1]
+                    if spans is None:
+                        token.start, token.end = piece.start + a + token.start, piece.start + a + token.end
+                    else:
+                        token.start, token.end = spans[a + token.start][0], spans[a + token.end - 1][1]
                     tokens.append(token)
             seen += len(got)
         return tokens
@@ -167,13 +170,6 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         for step in self.decoders:
             tokens = _decode_step(step, tokens)
         return "".join(tokens)
-
-
-def _pair_ranks(spec: TokenizerJSON) -> dict[tuple[str, str], int]:
-    """Pair -> rank, the pair's two pieces being the vocabulary's own string objects (the JSON parser made a new
-    string for every occurrence in ``merges``: for Gemma's 515,000 merges that is some 50 MB saved)."""
-    same = {piece: piece for piece in spec.vocab}
-    return {(same[a], same[b]): rank for rank, (a, b) in enumerate(spec.merges)}
 
 
 def _decode_step(step: dict, tokens: list[str]) -> list[str]:

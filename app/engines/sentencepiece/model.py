@@ -28,14 +28,14 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import chain, compress, count, repeat
-from operator import add, not_
+from itertools import chain, repeat
+from operator import add
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
-from ..merging import Ranking, merge, merge_text
+from ..merging import Ranking, StrMerges, merge, merge_table
 from ..result import Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
@@ -170,7 +170,7 @@ class SentencePieceTokenizer(Tokenizer):
         types: list[int],
         *,
         scores: list[float] | None = None,
-        merges: dict[tuple[str, str], int] | None = None,
+        merges: list[tuple[str, str]] | None = None,
         byte_fallback: bool,
         unk_surface: str,
         normalizer: Normalizer,
@@ -178,7 +178,8 @@ class SentencePieceTokenizer(Tokenizer):
         space: str | None = None,
     ) -> None:
         """Set up the vocabulary. Pieces merge by ``scores`` (a ``.model``: the higher the score of the joined
-        piece, the sooner) or by ``merges`` (a tokenizer.json: pair -> rank, only listed pairs merge). With
+        piece, the sooner) or by ``merges`` (a tokenizer.json's pairs, the earlier the sooner; only listed pairs
+        merge). With
         ``merges``, control pieces are never looked up by their text (tokenizer.json's added tokens are found
         before the model runs) and ``fuse_unk`` says whether a run of unknown characters is one ``<unk>``."""
         self.pieces = pieces
@@ -205,10 +206,12 @@ class SentencePieceTokenizer(Tokenizer):
             self._lookup = self._merge_ids
         if merges is None:
             scores = scores or [0.0] * len(pieces)
-            self._rank: dict = {p: -scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
+            if any(s != s for s in scores):
+                raise ModelLoadError("a piece's score is NaN, so pieces cannot be ordered; the model file is broken")
+            rank: dict = {p: -scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
             self._key = add
         else:
-            self._rank = merges
+            rank = merges
             self._key = _pair
         self.fuse_unk = fuse_unk
         self.byte_fallback = byte_fallback
@@ -234,7 +237,18 @@ class SentencePieceTokenizer(Tokenizer):
             if self.user_defined
             else None
         )
-        self._chunk_re = self._chunker()
+        # The Python merge's ranks, for user-defined and unused pieces (only .model files have them); else built
+        # from ``_ranks_given`` when the explain view first asks (:meth:`ranking`).
+        self._rank: dict | None = rank if self._user_re is not None or self.has_unused else None
+        self._ranks_given = rank
+        self._table: StrMerges | None = None
+        self._chunk_re: re.Pattern | None = None
+        if not self.has_unused:  # re-splitting unused pieces depends on the whole text: such models merge it whole
+            multi = [p for p in self._merge_ids if len(p) > 1]
+            # Every two neighbouring characters inside some piece: a merge never joins any other two (see _chunks).
+            adjacent = frozenset(chain.from_iterable(map(map, repeat(add), multi, [p[1:] for p in multi])))
+            self._chunk_re = self._chunker(multi, adjacent)
+            self._table = merge_table(rank, self._merge_ids, pair_keys=merges is not None, adjacent=adjacent)
         self._piece_cache: dict[str, tuple[str, ...]] = {}
         self._id_cache: dict[str, tuple[int, ...]] = {}
 
@@ -248,24 +262,20 @@ class SentencePieceTokenizer(Tokenizer):
         """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
         return cls(verified_bytes(rel), **kwargs)
 
-    def _chunker(self) -> re.Pattern | None:
-        """A regex whose matches are chunks that no vocabulary piece can span, or None (merge whole texts).
+    def _chunker(self, multi: list[str], adjacent: frozenset[str]) -> re.Pattern:
+        """A regex whose matches are chunks that no vocabulary piece can span (``multi``: the mergeable pieces of
+        two or more characters; ``adjacent``: every two neighbouring characters inside one of them).
 
         Safe cut points: around any character that occurs in no multi-character mergeable piece; before a run of
         spaces (``▁``) when no mergeable piece has a space right after another character; and between word
         characters (letters, marks, digits) and other characters when no piece goes from one kind to the other.
         """
-        if self.has_unused:
-            return None
-        multi = [p for p in self._merge_ids if len(p) > 1]
-        # Every two neighbouring characters inside some piece: a merge never joins any other two (see _chunks).
-        self._adjacent = frozenset(chain.from_iterable(map(map, repeat(add), multi, [p[1:] for p in multi])))
         inside = set().union(*map(set, multi)) if multi else set()
         if not inside:
             return re.compile(r".", re.DOTALL)
         space = self._space
         cls = _char_class(inside)
-        space_first = space in inside and not any(b == space and a != space for a, b in self._adjacent)
+        space_first = space in inside and not any(b == space and a != space for a, b in adjacent)
         if not space_first:
             return re.compile(f"[^{cls}]|[{cls}]+", re.DOTALL)
         sp = re.escape(space)
@@ -273,7 +283,7 @@ class SentencePieceTokenizer(Tokenizer):
         # Finer cuts between word characters and the rest, when no piece goes from one kind to the other.
         word = {c for c in rest if _is_word_char(c)}
         other = rest - word
-        mixed = any((a in word and b in other) or (a in other and b in word) for a, b in self._adjacent)
+        mixed = any((a in word and b in other) or (a in other and b in word) for a, b in adjacent)
         if mixed or not word or not other:
             return re.compile(f"[^{cls}]|{sp}*[{_char_class(rest)}]+|{sp}+", re.DOTALL)
         return re.compile(f"[^{cls}]|{sp}*[{_char_class(word)}]+|{sp}*[{_char_class(other)}]+|{sp}+", re.DOTALL)
@@ -336,8 +346,8 @@ class SentencePieceTokenizer(Tokenizer):
     def _merge(self, text: str) -> list[str]:
         """The library's BPE: best score first, leftmost on ties; then ``UNUSED`` pieces are split back by the
         last pair recorded for them (which is why such models always merge a text whole)."""
-        if self._user_re is None and not self.has_unused:  # the common case, compiled (merging.merge_text)
-            return merge_text(text, self._rank, pair_keys=self._key is _pair)
+        if self._user_re is None and self._table is not None:  # the common case (compiled: merging.merge_table)
+            return self._table.merge(text)
         symbols = self._symbols(text)
         key = self._key if self._user_re is None else _pair_key
         if not self.has_unused:
@@ -374,16 +384,12 @@ class SentencePieceTokenizer(Tokenizer):
         piece: a merge there would make a piece with those two characters side by side. (Gemma's single piece
         ``>▁</`` defeats the regex's cut before ``▁``; without this, a whole line would be one chunk.)
         """
-        adjacent = self._adjacent
+        cut = self._table.cut
         for chunk in self._chunk_re.findall(normalized):
             if len(chunk) <= _HEAP_FROM:
                 yield chunk
-                continue
-            start = 0
-            for cut in compress(count(1), map(not_, map(adjacent.__contains__, map(add, chunk, chunk[1:])))):
-                yield chunk[start:cut]
-                start = cut
-            yield chunk[start:]
+            else:
+                yield from cut(chunk)
 
     def _pieces(self, normalized: str) -> list[str]:
         """The merged pieces for a normalized string (before byte fallback)."""
@@ -407,14 +413,14 @@ class SentencePieceTokenizer(Tokenizer):
             yield normalized, self._chunk_pieces(normalized)
             return
         for chunk in self._chunks(normalized):
-            start = 0
-            for cut in compress(count(1), map(not_, map(self._adjacent.__contains__, map(add, chunk, chunk[1:])))):
-                yield chunk[start:cut], self._chunk_pieces(chunk[start:cut])
-                start = cut
-            yield chunk[start:], self._chunk_pieces(chunk[start:])
+            for stretch in self._table.cut(chunk):
+                yield stretch, self._chunk_pieces(stretch)
 
     def ranking(self) -> tuple[Callable[[str], list[str]], Ranking]:
         """The symbols a stretch starts as, and how their pairs rank: what :meth:`_merge` merges with."""
+        if self._rank is None:
+            given = self._ranks_given  # a tokenizer.json's merges list: a later repeat wins, as in a dict
+            self._rank = given if isinstance(given, dict) else {pair: i for i, pair in enumerate(given)}
         return self._symbols, Ranking(self._rank.get, self._key if self._user_re is None else _pair_key)
 
     def _piece_ids(self, pieces: Iterable[str]) -> list[int]:
