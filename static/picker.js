@@ -285,11 +285,17 @@
       renderList();
     });
     input.addEventListener("focus", function () { input.select(); });
+    // A click on the closed picker opens it with the title selected, so typing starts a new search: the
+    // mousedown's own caret placement (which would collapse that selection) is skipped.
+    input.addEventListener("mousedown", function (event) {
+      if (open) return;
+      event.preventDefault();
+      input.focus();
+    });
     input.addEventListener("click", function () {
       if (!open) {
         openList();
-        // After the click: a click inside an already selected title collapses the selection once it is handled.
-        setTimeout(function () { input.select(); });
+        input.select();
       }
     });
     // Keep the focus in the input while the mouse picks an option (else the blur would close the list first).
