@@ -10,6 +10,7 @@ import sentencepiece as spm
 from fastapi.testclient import TestClient
 from oracles import tiktoken_encoding
 from tokenizers import Tokenizer as HFTokenizer
+from tokenizers.implementations import BertWordPieceTokenizer
 
 from app.engines import registry
 from app.engines.datafiles import data_path
@@ -71,6 +72,32 @@ def test_each_format_round_trips_to_its_reference(make):
         both = c.post("/api/compare", json={"text": TEXT, "tokenizers": ["my-gpt2", "gpt2"]}).json()
         assert both["results"][0]["ids"] == both["results"][1]["ids"]
         assert c.post("/api/decode", json={"tokenizer": "bpe-copy", "ids": ids(c, "bpe-copy")}).json()["text"] == TEXT
+
+
+def test_wordpiece_and_unigram_files_upload_and_match_their_references(make, tmp_path):
+    """The two other algorithms (issue 17): a BERT tokenizer.json, a BERT vocab.txt and a unigram .model work as
+    uploads, id for id with tokenizers and sentencepiece, and in compare and decode beside the shipped models."""
+    text = "Hello World! naïve café, unaffable tokenizers 日本語 🙂"
+    bert = registry.get("bert-base-uncased")
+    reference = BertWordPieceTokenizer({bert.id_to_token(i): i for i in range(bert.n_vocab)}, lowercase=True)
+    (tmp_path / "bert.json").write_text(reference.to_str())
+    (tmp_path / "vocab.txt").write_text("".join(bert.id_to_token(i) + "\n" for i in range(bert.n_vocab)))
+    j2 = data_path("sentencepiece/jurassic-2.model")
+    with make() as c:
+        for path in (tmp_path / "bert.json", tmp_path / "vocab.txt"):
+            r = upload(c, path, name=f"my-bert-{path.suffix[1:]}")
+            assert r.status_code == 201, r.text
+            assert r.json()["n_vocab"] == reference.get_vocab_size()
+            assert ids(c, r.json()["name"], text) == reference.encode(text, add_special_tokens=False).ids
+        r = upload(c, j2, name="my-j2")
+        assert r.status_code == 201, r.text
+        want = spm.SentencePieceProcessor(model_file=str(j2)).encode(text)
+        assert ids(c, "my-j2", text) == want
+        both = c.post("/api/compare", json={"text": text, "tokenizers": ["my-j2", "jurassic-2"]}).json()
+        assert both["results"][0]["ids"] == both["results"][1]["ids"] == want
+        decoded = c.post("/api/decode", json={"tokenizer": "my-bert-json", "ids": ids(c, "my-bert-json", text)})
+        want = reference.encode(text, add_special_tokens=False).ids
+        assert decoded.json()["text"] == reference.decode(want, skip_special_tokens=False)
 
 
 def test_an_upload_is_for_its_browser_only_through_any_worker(make):
