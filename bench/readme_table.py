@@ -1,0 +1,158 @@
+"""Turn one ``make bench`` run's output into README.md's benchmark table, so that every row comes from that run.
+
+    python bench/run_all.py > bench.md && python bench/readme_table.py bench.md
+
+It reads the tables the scripts printed (by their headers and row labels) and prints one markdown table: each
+target of issues 14-17 with our figure, the peer's from the same run, the ratio and whether it was met. It measures
+nothing itself; a row whose script did not run (or changed its output) is left out and named on stderr.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+
+def tables(text: str) -> dict[str, list[dict[str, str]]]:
+    """Every markdown table of the run, keyed by the ``## `` section it is in (rows as header -> cell)."""
+    out: dict[str, list[dict[str, str]]] = {}
+    section, header = "", None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section, header = line[3:].strip(), None
+        elif line.startswith("|") and header is None:
+            header = [c.strip() for c in line.strip("|").split("|")]
+        elif line.startswith("|---") or line.startswith("|:"):
+            continue
+        elif line.startswith("|") and header:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            out.setdefault(section, []).append(dict(zip(header, cells)))
+        else:
+            header = None
+    return out
+
+
+def section(all_tables: dict, words: str) -> list[dict[str, str]]:
+    for name, rows in all_tables.items():
+        if words in name:
+            return rows
+    return []
+
+
+def main(argv: list[str]) -> int:
+    text = Path(argv[1]).read_text(encoding="utf-8")
+    t = tables(text)
+    rows: list[str] = []
+    missing: list[str] = []
+
+    def add(what: str, ours: str, peer: str, ratio: str, target: str) -> None:
+        rows.append(f"| {what} | {ours} | {peer} | {ratio} | {target} |")
+
+    bpe = section(t, "Byte-level BPE")
+    for r in bpe:
+        task = r.get("task", "")
+        m = re.match(r"train (\w+)\.txt .* -> 4096, (gpt4|none), step records", task)
+        if m:
+            name, split = m.groups()
+            peer = "HF `tokenizers` BpeTrainer, 1 thread" + (", no split, a line a sequence" if split == "none" else "")
+            add(f"BPE training, 1 MB {name}.txt → 4,096, {split} split, step records + trace JSON", f"{r['ours (s)']} s",
+                f"{peer}: {r['peer (s)']} s", r["ratio"], r["target"])
+    for r in bpe:
+        m = re.match(r"encode (\w+)\.txt ([\d.]+) MB, cl100k_base ranks, fresh", r.get("task", ""))
+        if m:
+            add(f"our BPE encoder, fresh, cl100k ranks, {m[1]}.txt ({m[2]} MB), ids equal", f"{r['ours (s)']} s",
+                f"tiktoken: {r['peer (s)']} s", r["ratio"], r["target"])
+    sp = section(t, "SentencePiece engine and trainer")
+    for r in sp:
+        task = r.get("task", "")
+        m = re.match(r"encode (\w+)\.txt ([\d.]+) MB, Mistral 7B", task)
+        n = re.match(r"train (\w+)\.txt ([\d.]+) MB to 4096", task)
+        if m:
+            add(f"our SentencePiece engine, Mistral 7B, fresh, {m[1]}.txt, ids equal", f"{r['ours (s)']} s",
+                f"`sentencepiece`: {r['sentencepiece (s)']} s", r["ratio"], "≤ 1.0 (at least its speed) " + _verdict(r))
+        elif n:
+            add(f"SentencePiece-style training, {n[1]}.txt → 4,096 pieces", f"{r['ours (s)']} s",
+                f"`sentencepiece` BPE trainer, 1 thread: {r['sentencepiece (s)']} s", r["ratio"], r["target"])
+    for r in section(t, "WordPiece and Unigram"):
+        if r.get("task", "").startswith("train"):
+            add(f"{r['task']}, en.txt (1 MB)", f"{r['ours (s)']} s", f"{r['peer']}: {r['peer (s)']} s", r["ratio"],
+                r["target"] + (" (met)" if _ratio(r["ratio"]) <= 3 else " (missed)"))
+
+    api = section(t, "Playground server time")
+    hostile = [r for r in api if "fragment first" in r]
+    if hostile:
+        def worst(kind: str) -> tuple[float, dict]:
+            cols = ("fragment first", "again") if kind == "fragment" else ("API first", "again")
+            return max(((max(float(r[c]) for c in cols if c in r), r) for r in hostile), key=lambda p: p[0])
+
+        frag, fr = worst("fragment")
+        api_s, ar = worst("api")
+        met = sum(r["targets"] == "met" for r in hostile)
+        names = len({r["tokenizer"] for r in hostile})
+        missed = sorted({r["tokenizer"] for r in hostile if r["targets"] != "met"})
+        add(f"hostile inputs (1 MB of one character, 1 MB of en/ja without whitespace, 200,000 ZWJ emoji), "
+            f"{names} tokenizers: worst playground fragment / worst `POST /api/tokenize`, CPU s",
+            f"{frag:.2f} s ({fr['tokenizer']}, {fr['input']}) / {api_s:.2f} s ({ar['tokenizer']}, {ar['input']})",
+            "—", "—", f"< 1 s / < 2.5 s: {met} of {len(hostile)} met" + (f"; missed: {', '.join(missed)}" if missed
+                                                                        else ""))
+    per_token = [r for r in api if "bytes / token" in r]
+    if per_token:
+        top = max(per_token, key=lambda r: float(r["bytes / token"]))
+        add("playground fragment, HTML bytes per token (10 KB of en/ja, worst)", top["bytes / token"],
+            "—", "—", "≤ 40 " + ("(met)" if float(top["bytes / token"]) <= 40 else "(missed)"))
+    for r in api:
+        if r.get("text") in ("10 KB", "1 MB") and r.get("answer") == "htmx fragment, typing":
+            add(f"playground fragment while typing, {r['text']} of text, p50 / p95 server ms", f"{r['p50']} / {r['p95']}",
+                f"tiktoken encode p50 {r['tiktoken encode p50']}", r["ratio"], "—")
+
+    load = re.search(r"0 concurrent trainings.*?typists p95 < 100 ms: \*\*([\d.]+) ms\*\*.*?(\d+) errors", text, re.S)
+    if load:
+        add("a class: 50 typists, each its own 5 KB en + 5 KB ja, `--workers auto`, client on the same cores, p95",
+            f"{load[1]} ms, {load[2]} errors", "—", "—", "< 100 ms, no errors " +
+            ("(met)" if float(load[1]) < 100 and load[2] == "0" else "(missed)"))
+    else:
+        missing.append("load without trainings")
+    load5 = re.search(r"5 concurrent trainings.*?typists p95 < 100 ms: \*\*([\d.]+) ms\*\*", text, re.S)
+    if load5:
+        add("same with 5 trainings running, p95", f"{load5[1]} ms", "—", "—", "reported")
+    killed = re.search(r"stored runs lost: \*\*(\d+)\*\* of (\d+)", text)
+    if killed:
+        add("same, one worker SIGKILLed 8 s in", f"{killed[1]} of {killed[2]} stored runs lost", "—", "—",
+            "no run lost " + ("(met)" if killed[1] == "0" else "(missed)"))
+    worst_explain = re.search(r"worst token of any 10 KB text: ([\d.]+) ms", text)
+    if worst_explain:
+        add("explain any token of 10 KB (en/ja/c, 10 models), worst server time", f"{worst_explain[1]} ms", "—", "—",
+            "< 50 ms " + ("(met)" if float(worst_explain[1]) < 50 else "(missed)"))
+    for r in section(t, "Today's models"):
+        if r.get("entry") == "one process" or r.get("tokenizers"):
+            add(f"a worker with every tokenizer loaded ({r['tokenizers']})", f"{r['RSS (MB)']} MB", "—", "—",
+                r["target"])
+    firsts = [r for r in section(t, "Today's models") if "first use (s)" in r]
+    if firsts:
+        slow = max(firsts, key=lambda r: float(r["first use (s)"]))
+        add("first use of a model (load on demand), slowest", f"{slow['first use (s)']} s ({slow['entry']})", "—", "—",
+            "< 5 s " + ("(met)" if float(slow["first use (s)"]) < 5 else "(missed)"))
+    for r in section(t, "BPE lab"):
+        if r.get("request (server time, in-process)", "").startswith("step block (htmx)"):
+            add("lab: jump to any step, 1 MB corpus, 4,096 merges, p95 server time", f"{r['p95 ms']} ms", "—", "—",
+                r["target"])
+
+    print("| what | ours | peer (same run) | ratio | target |")
+    print("|---|---:|---|---:|---|")
+    print("\n".join(rows))
+    for name in missing:
+        print(f"not in this run: {name}", file=sys.stderr)
+    return 0
+
+
+def _ratio(cell: str) -> float:
+    return float(cell.rstrip("x"))
+
+
+def _verdict(row: dict) -> str:
+    return "(met)" if "(met)" in row.get("target", "") else "(missed)"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
