@@ -6,11 +6,13 @@ from lab_helpers import wait_done
 
 import csv
 import io
+import re
 from urllib.parse import parse_qs, urlsplit
 
+from chat_reference import reference_tokenizer
 from fastapi.testclient import TestClient
 
-from app.engines import registry
+from app.engines import presets, registry
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -122,9 +124,20 @@ def test_compare_page_lists_every_shipped_tokenizer(client):
         assert shown != spec.name.startswith("lab-"), spec.name
     assert 'id="compare-stats"' in html and 'id="compare-text"' in html
     # the default selection and the English preset
-    for name in ("gpt2", "cl100k_base", "o200k_base"):
+    for name in ("gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "gemma-3", "mistral-7b"):
         assert f'value="{name}" checked' in html
     assert "The quick brown fox" in html
+
+
+def test_japanese_and_code_presets_show_todays_models_side_by_side(client):
+    """The default set's new models, each with the count its reference library gives for the preset's text."""
+    for key in ("japanese", "python"):
+        html = client.get("/compare", params={"preset": key}).text
+        text = presets.get_preset(key).text
+        for name in ("llama-3", "qwen3", "gemma-3"):
+            want = len(reference_tokenizer(name).encode(text, add_special_tokens=False).ids)
+            row = re.search(rf'<tr data-tokenizer="{name}">(.*?)</tr>', html, re.S)
+            assert row and f'data-col="tokens" data-value="{want}"' in row[1], (key, name, want)
 
 
 def test_compare_page_from_url_selection_and_text(client):

@@ -48,7 +48,9 @@ from .tokenview import token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
-PREFERRED_DEFAULTS = ("gpt2", "cl100k_base", "o200k_base", "mistral-7b", "custom-bpe")
+#: What /compare opens with: OpenAI's three generations beside today's open models (issue 14), so every preset
+#: (Japanese, code, numbers...) shows them side by side from the first visit.
+PREFERRED_DEFAULTS = ("gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "gemma-3", "mistral-7b")
 DEFAULT_PRESET = "english"
 EXPORT_FORMATS = ("json", "csv")
 
