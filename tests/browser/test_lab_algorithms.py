@@ -58,8 +58,9 @@ def test_train_and_step_through_each_algorithm(page: Page, live_server: str, alg
 
 
 def test_open_a_unigram_lattice(page: Page, live_server: str):
-    train(page, live_server, "unigram", 6)
+    steps = train(page, live_server, "unigram", 6)
     page.keyboard.press("End")
+    expect(page.locator("#step")).to_have_attribute("data-step", str(steps))  # the last round's block has settled
     page.locator("#encode-text").fill("lowest")
     page.get_by_role("button", name="Encode").click()
     lattice = page.locator(".lattice")
@@ -72,8 +73,9 @@ def test_open_a_unigram_lattice(page: Page, live_server: str):
 
 
 def test_wordpiece_walk(page: Page, live_server: str):
-    train(page, live_server, "wordpiece", 8)
+    steps = train(page, live_server, "wordpiece", 8)
     page.keyboard.press("End")
+    expect(page.locator("#step")).to_have_attribute("data-step", str(steps))
     page.locator("#encode-text").fill("lowest")
     page.get_by_role("button", name="Encode").click()
     expect(page.locator(".walks")).to_contain_text("✓")
