@@ -396,17 +396,17 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         column by column with C-level loops over the words that hold them."""
         if run.word_ends is None:
             run.word_ends = list(accumulate(map(len, map(self._piece_ids.__getitem__, run.words))))
-        ends = run.word_ends
-        w0, w1 = bisect_right(ends, first), bisect_right(ends, stop - 1) + 1  # the words holding the tokens
-        before = ends[w0 - 1] if w0 else 0
+        word_ends = run.word_ends
+        w0, w1 = bisect_right(word_ends, first), bisect_right(word_ends, stop - 1) + 1  # the words holding the tokens
+        before = word_ends[w0 - 1] if w0 else 0
         words = run.words[w0:w1]
-        found = islice(self._words.finditer(run.stretch.normalized, run.a, run.b), w0, w1)
-        word_at = list(chain.from_iterable(map(repeat, map(_MATCH_START, found), map(len, map(self._piece_ids.__getitem__, words)))))
+        found = map(_MATCH_START, islice(self._words.finditer(run.stretch.normalized, run.a, run.b), w0, w1))
+        word_at = list(chain.from_iterable(map(repeat, found, map(len, map(self._piece_ids.__getitem__, words)))))
         cut = slice(first - before, stop - before)
         tids = list(chain.from_iterable(map(self._piece_ids.__getitem__, words)))[cut]
         starts = list(map(add, word_at, chain.from_iterable(map(self._piece_starts.__getitem__, words))))[cut]
         lasts = list(map(add, word_at, chain.from_iterable(map(self._piece_lasts.__getitem__, words))))[cut]
-        many = len(tids) > 1000
+        many = len(tids) > 50_000  # a view's window maps its few offsets by binary search, the API all by a table
         starts, ends = run.stretch.origins(starts, many), map(add, run.stretch.origins(lasts, many), repeat(1))
         shown_bytes, shown_text = self._shown_tokens()
         return list(map(Token, tids, map(shown_bytes.__getitem__, tids), starts, ends, map(shown_text.__getitem__, tids)))
