@@ -184,3 +184,93 @@ def test_walk_is_greedy_longest_match_first():
     assert tries[0].candidate == "unaffable" and not tries[0].found
     assert [t.candidate for t in tries if t.found] == ["una", "##ff", "##able"]
     assert wordpiece_walk("unx", vocab)[0] == []  # "##x" is no piece: the word is [UNK]
+
+
+# -- the fast paths: forward longest-match walk, BERT's pipeline as translate + re, tokens placed when asked for ----
+
+def _ref_offsets(ref: BertWordPieceTokenizer, text: str) -> list[tuple[int, int]]:
+    return [tuple(o) for o in ref.encode(text, add_special_tokens=False).offsets]
+
+
+def _placed(tokens) -> list[tuple[int, int]]:
+    return [(t.start, t.end) for t in tokens]
+
+
+def test_shipped_bert_places_every_code_point_like_tokenizers(bert):
+    """Each code point alone between spaces: dropped ones, CJK spaced out, accents stripped, case folded into
+    several characters, punctuation and whitespace as the pattern of BERT's words sees them."""
+    ours, ref = bert
+    for i in range(0, len(CODE_POINTS), 65536):
+        text = " ".join(map(chr, CODE_POINTS[i : i + 65536]))
+        result = ours.tokenize(text)
+        assert result.ids == ours.encode(text) == ref.encode(text, add_special_tokens=False).ids, hex(CODE_POINTS[i])
+        assert _placed(result.tokens) == _ref_offsets(ref, text), hex(CODE_POINTS[i])
+
+
+def test_shipped_bert_on_unspaced_text_places_any_window_like_tokenizers(bert):
+    """Texts without whitespace (long words, many of them between 64 and 100 characters or longer, so [UNK]),
+    with accents and CJK that change lengths, placed whole and a window at a time."""
+    realtext.require()
+    ours, ref = bert
+    for name in realtext.NAMES:
+        text = realtext.unspaced(name, 20_000, seed=3) + "Ünïcödé北京" * 50
+        offsets = _ref_offsets(ref, text)
+        result = ours.tokenize(text)
+        assert result.ids == ref.encode(text, add_special_tokens=False).ids
+        assert _placed(result.tokens) == offsets
+        fresh = ours.tokenize(text)  # a window placed without placing the rest
+        for offset in (0, 1, 777, len(offsets) // 2, len(offsets) - 3):
+            assert _placed(fresh.window(offset, 500)) == offsets[offset : offset + 500], (name, offset)
+
+
+def test_shipped_bert_with_special_tokens_in_text_places_them_like_tokenizers(bert):
+    ours, ref = bert
+    text = "[CLS] Héllo [MASK]北京[SEP]x[UNK][PAD] done" * 3
+    ref._tokenizer.encode_special_tokens = False
+    try:
+        encoding = ref.encode(text, add_special_tokens=False)
+    finally:
+        ref._tokenizer.encode_special_tokens = True
+    result = ours.tokenize(text, allow_special=True)
+    assert result.ids == ours.encode(text, allow_special=True) == encoding.ids
+    assert _placed(result.tokens) == [tuple(o) for o in encoding.offsets]
+    assert [t.special for t in result.tokens] == [t in ours.special_tokens for t in encoding.tokens]
+    assert _placed(ours.tokenize(text, allow_special=True).window(5, 4)) == _placed(result.tokens[5:9])
+
+
+def test_normalized_added_tokens_are_placed_like_tokenizers():
+    """Added tokens matched in BERT-normalized text (``normalized`` true), between raw ones."""
+    from tokenizers import AddedToken
+
+    ref = Tokenizer.from_str(_train("uncased"))
+    ref.add_tokens([AddedToken("Crème-Brûlée", normalized=True), AddedToken("<raw>", normalized=False)])
+    ref.add_special_tokens([AddedToken("[WOW]", normalized=True)])
+    ours = load_tokenizer(ref.to_str().encode())
+    text = "a CRÈME-BRÛLÉE, crème-brûlée<raw>北 [WOW] [wow]Crème-Brûlée<raw>x" * 2
+    for allow in (False, True):
+        encoding = _ref_encoding(ref, text, allow)
+        result = ours.tokenize(text, allow_special=allow)
+        assert result.ids == ours.encode(text, allow_special=allow) == encoding.ids
+        assert _placed(result.tokens) == [tuple(o) for o in encoding.offsets]
+        assert _placed(ours.tokenize(text, allow_special=allow).window(3, 7)) == _placed(result.tokens[3:10])
+
+
+_PIECE = st.text("abc", min_size=1, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    vocab=st.sets(_PIECE | _PIECE.map("##".__add__), min_size=1, max_size=40),
+    words=st.lists(st.text("abc", min_size=1, max_size=14), min_size=1, max_size=8),
+)
+def test_forward_walk_cuts_like_tokenizers(vocab, words):
+    """The forward walk (every prefix of a piece a key) finds what ``tokenizers``' longest-match-first walk finds,
+    [UNK] included, on small vocabularies where pieces are prefixes of one another."""
+    tokens = ["[UNK]", *sorted(vocab)]
+    ref = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]", max_input_chars_per_word=12))
+    ref.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    ref.decoder = decoders.WordPiece()
+    ours = load_tokenizer(ref.to_str().encode())
+    text = " ".join(words)
+    assert ours.encode(text) == ref.encode(text, add_special_tokens=False).ids
+    assert ours.tokenize(text).ids == ref.encode(text, add_special_tokens=False).ids

@@ -10,7 +10,12 @@ no piece covers, becomes a single ``[UNK]``. :func:`wordpiece_walk` records that
 word" view.
 
 The walk from a position tries at most as many lengths as the longest piece has characters, so a word costs its
-length times that, never its length squared. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
+length times that, never its length squared. The tokenizer itself walks forwards instead (:class:`_PieceTable`:
+every prefix of a piece is a key, so the walk stops at the first length that starts no piece), and remembers the
+pieces of each word (words repeat). With BERT's own pipeline, a text is normalized with one ``str.translate``, cut
+with one stdlib ``re`` pattern, and its ids are looked up word by word at C level; ``tokenize`` places tokens in
+the input only when they are asked for (a view of a 1 MB text places one window of them), mapping normalized
+offsets back through :class:`~.bert_text.InputOffsets`. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
 (:func:`~.tokenizer_json.parse_tokenizer_json`) or from a BERT ``vocab.txt`` (:func:`parse_vocab_txt`, with
 BERT's own pipeline). Decoding follows the ``WordPiece`` decoder (``##`` pieces glued to the one before, the
 others after a space, then the library's clean-up of spaces before punctuation). Nothing here trains a model.
@@ -18,18 +23,21 @@ others after a space, then the library's clean-up of spaces before punctuation).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import regex
+from functools import partial
+from itertools import accumulate, chain, islice, repeat
+from operator import add
 
 from .added_tokens import AddedVocabulary, added_token, input_spans
 from .base import Tokenizer, check_text
-from .bert_text import PUNCTUATION, SPLIT_SPACE, bert_normalizer, char_class
+from .bert_text import InputOffsets, bert_normalizer, bert_words
 from .hf_normalizers import TextNormalizer
 from .hf_pretokenizers import PreTokenizer
 from .result import Token, TokenizeResult
-from .tokenizer_json import TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
+from .tokenizer_json import AddedToken, TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
 from .vocab_facts import VocabFacts
 
 #: BERT's pipeline around a ``vocab.txt`` (what ``BertWordPieceTokenizer`` writes into a tokenizer.json).
@@ -122,8 +130,6 @@ def vocab_from_word_starts(tokens: Sequence[str], marker: str = "\u2581") -> lis
 def bert_spec(tokens: Sequence[str], *, lowercase: bool | None = None) -> TokenizerJSON:
     """A BERT tokenizer.json's parts for a ``vocab.txt`` (``lowercase`` None: lower-case when no token has an
     upper-case letter, i.e. an uncased model)."""
-    from .tokenizer_json import AddedToken
-
     vocab = {t: i for i, t in enumerate(tokens)}
     if lowercase is None:
         lowercase = not any(t.lower() != t for t in tokens if t not in BERT_SPECIAL and not t.startswith("[unused"))
@@ -146,14 +152,90 @@ def _bert_translate(spec: TokenizerJSON):
     )
 
 
-def _bert_words(spec: TokenizerJSON):
-    """``findall`` of one regex giving BERT's words (cut at whitespace, punctuation alone), when the pipeline is
-    BERT's own normalizer and pre-tokenizer; else None."""
+def _bert_words(spec: TokenizerJSON) -> re.Pattern | None:
+    """The pattern of BERT's words (cut at whitespace, punctuation alone), when the pipeline is BERT's own
+    normalizer and pre-tokenizer; else None."""
     steps = pipeline_steps(spec.pre_tokenizer, "pretokenizers")
     if _bert_translate(spec) is None or [s.get("type") for s in steps] != ["BertPreTokenizer"]:
         return None
-    space, punct = char_class(SPLIT_SPACE), char_class(PUNCTUATION)
-    return regex.compile(f"[^{space}{punct}]+|[{punct}]").findall
+    return bert_words()
+
+
+class _PieceTable(dict):
+    """Every prefix of every piece of one kind (word-initial or continuation), mapped to the piece's id, or -1 for
+    a prefix that is no piece itself: walking forwards from a position, the first length missing here ends the
+    search, and the last length with an id is the longest match."""
+
+    def __init__(self, pieces: dict[str, int]):
+        super().__init__()
+        for piece in pieces:
+            for k in range(1, len(piece)):
+                self.setdefault(piece[:k], -1)
+        self.update(pieces)
+
+    def longest(self, word: str, start: int) -> tuple[int, int]:
+        """``(end, id)`` of the longest piece at ``word[start:]``, ``(start, -1)`` when none starts there."""
+        best, best_id = start, -1
+        end, n = start + 1, len(word)
+        while end <= n:
+            got = self.get(word[start:end])
+            if got is None:
+                break
+            if got >= 0:
+                best, best_id = end, got
+            end += 1
+        return best, best_id
+
+
+class _WordMemo(dict):
+    """Word -> one fact about its pieces (their ids, or where they start or end in it), made on first sight, so
+    that the words of a text are looked up at C level."""
+
+    def __init__(self, make: Callable[[str], tuple[int, ...]], keep: int):
+        super().__init__()
+        self.make = make
+        self.keep = keep
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        value = self.make(word)
+        if len(word) <= self.keep:  # a longer word is one [UNK] at once: never kept, so no text fills the memo
+            if len(self) >= 200_000:
+                self.clear()
+            self[word] = value
+        return value
+
+
+@dataclass(slots=True)
+class _Stretch:
+    """Plain input between raw added tokens (``text``, at ``base`` in the input) and its normalized text."""
+
+    text: str
+    base: int
+    normalized: str
+    char_map: dict[int, str]
+    offsets: InputOffsets | None = None  # made when the first token of the stretch is placed
+
+    def origins(self, positions: list[int], many: bool = False) -> list[int]:
+        """The input offsets of normalized positions (see :meth:`~.bert_text.InputOffsets.origins`)."""
+        if self.offsets is None:
+            self.offsets = InputOffsets(self.text, self.char_map, self.base)
+        return self.offsets.origins(positions, many)
+
+
+@dataclass(slots=True)
+class _Run:
+    """The tokens of ``stretch.normalized[a:b]``: one normalized added token, or the pieces of ``words``."""
+
+    count: int
+    stretch: _Stretch
+    a: int
+    b: int
+    words: list[str] | None = None
+    token: AddedToken | None = None
+    word_ends: list[int] | None = None  # tokens through each word (made when placing)
+
+
+_MATCH_START = re.Match.start
 
 
 class WordPieceTokenizer(VocabFacts, Tokenizer):
@@ -185,13 +267,21 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         normalizer = TextNormalizer(spec.normalizer)
         self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
         self.pre = PreTokenizer(spec.pre_tokenizer)
-        # encode needs no map back to the input: BERT's pipeline then runs as one str.translate and one regex
-        self._fast_words = _bert_words(spec)
-        if self._fast_words is not None:
-            translate = _bert_translate(spec)
-            self._encode_added = AddedVocabulary(spec.added_tokens, lambda text: (translate(text), None))
+        self._head = _PieceTable(spec.vocab)  # a word's first piece may be any token, ## or not
+        prefix = self.prefix
+        tails = {t[len(prefix) :]: i for t, i in spec.vocab.items() if t.startswith(prefix) and t != prefix}
+        self._tail = _PieceTable(tails) if prefix else self._head
         self._word_cache: dict[str, tuple[tuple[int, int, int], ...]] = {}
-        self._id_cache: dict[str, tuple[int, ...]] = {}
+        keep = self.max_word_chars
+        self._piece_ids = _WordMemo(lambda word: tuple(t for _, _, t in self.word_pieces(word)), keep)
+        self._piece_starts = _WordMemo(lambda word: tuple(a for a, _, _ in self.word_pieces(word)), keep)
+        self._piece_lasts = _WordMemo(lambda word: tuple(b - 1 for _, b, _ in self.word_pieces(word)), keep)
+        self._shown: tuple[list[bytes], list[str]] | None = None  # per id: a placed token's bytes and text
+        # BERT's own pipeline runs as one str.translate and one re pattern, offsets mapped back only when placing
+        self._words = _bert_words(spec)
+        if self._words is not None:
+            self._translate = _bert_translate(spec)
+            self._encode_added = AddedVocabulary(spec.added_tokens, lambda text: (self._translate(text), None))
 
     @classmethod
     def from_vocab_txt(cls, data: bytes | str, *, name: str = "", lowercase: bool | None = None) -> WordPieceTokenizer:
@@ -218,45 +308,120 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         cached = self._word_cache.get(word)
         if cached is not None:
             return cached
-        pieces: tuple[tuple[int, int, int], ...] = ((0, len(word), self.unk_id),)
-        if len(word) <= self.max_word_chars:
-            found, _ = wordpiece_walk(word, self.vocab, self.prefix, self.longest)
-            if found:
-                pieces = tuple((a, b, self.vocab[piece]) for a, b, piece in found)
-        if len(word) < 64:
-            if len(self._word_cache) > 200_000:
-                self._word_cache.clear()
-            self._word_cache[word] = pieces
-        return pieces
+        unknown = ((0, len(word), self.unk_id),)
+        if len(word) > self.max_word_chars:
+            return unknown
+        pieces: list[tuple[int, int, int]] = []
+        start, table = 0, self._head
+        while start < len(word):
+            end, tid = table.longest(word, start)
+            if tid < 0:
+                pieces = list(unknown)
+                break
+            pieces.append((start, end, tid))
+            start, table = end, self._tail
+        if len(self._word_cache) >= 200_000:
+            self._word_cache.clear()
+        found = self._word_cache[word] = tuple(pieces)
+        return found
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         """Ids as ``tokenizers``' ``encode(text, add_special_tokens=False)`` (no ``[CLS]``/``[SEP]`` around them);
         the text of special tokens is plain text unless ``allow_special``."""
         check_text(text)
         ids: list[int] = []
-        fast = self._fast_words
-        cache = self._id_cache
-        for piece in (self._encode_added if fast else self.added).split(text, allow_special):
+        lookup = self._piece_ids.__getitem__
+        for piece in (self._encode_added if self._words else self.added).split(text, allow_special):
             if piece.token is not None:
                 ids.append(piece.token.id)
                 continue
-            words = fast(piece.text) if fast else [piece.text[a:b] for a, b in self.pre(piece.text)]
-            for word in words:
-                got = cache.get(word)
-                if got is None:
-                    got = tuple(tid for _, _, tid in self.word_pieces(word))
-                    if len(word) < 64:
-                        if len(cache) > 200_000:
-                            cache.clear()
-                        cache[word] = got
-                ids.extend(got)
+            if self._words:
+                words = self._words.findall(piece.text)
+            else:
+                words = [piece.text[a:b] for a, b in self.pre(piece.text)]
+            ids.extend(chain.from_iterable(map(lookup, words)))
         return ids
 
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
         """Tokens placed in the input: each piece covers the input characters its normalized characters came from
         (an ``[UNK]`` the whole word); the spaces and punctuation the pipeline drops belong to no token."""
         check_text(text)
+        if self._words is None:
+            return self._tokenize_any(text, allow_special)
+        ids: list[int] = []
+        runs: list[Token | _Run] = []  # a raw added token is placed at once; the rest when asked for
+        lookup = self._piece_ids.__getitem__
+        char_map = self._translate.char_map
+        for start, end, token in self.added.raw.split(text, allow_special):
+            if token is not None:
+                ids.append(token.id)
+                runs.append(Token(token.id, token.content.encode(), start, end, token.content, token.special))
+                continue
+            plain = text[start:end]
+            stretch = _Stretch(plain, start, self._translate(plain), char_map)
+            for a, b, inner in self.added.normalized.split(stretch.normalized, allow_special):
+                if inner is not None:
+                    ids.append(inner.id)
+                    runs.append(_Run(1, stretch, a, b, token=inner))
+                    continue
+                words = self._words.findall(stretch.normalized, a, b)
+                before = len(ids)
+                ids.extend(chain.from_iterable(map(lookup, words)))
+                runs.append(_Run(len(ids) - before, stretch, a, b, words))
+        return TokenizeResult(self.name, text, ids, place=partial(self._place, runs))
+
+    def _place(self, runs: list[Token | _Run], offset: int, limit: int | None) -> list[Token]:
+        """The Token records of tokens ``[offset, offset + limit)`` of a :meth:`tokenize` result."""
+        stop = float("inf") if limit is None else offset + limit
+        tokens: list[Token] = []
+        done = 0  # tokens before the run
+        for run in runs:
+            count = 1 if isinstance(run, Token) else run.count
+            if done + count > offset and done < stop:
+                if isinstance(run, Token):
+                    tokens.append(run)
+                elif run.token is not None:
+                    t = run.token
+                    first, last = run.stretch.origins([run.a, run.b - 1])
+                    tokens.append(Token(t.id, t.content.encode(), first, last + 1, t.content, t.special))
+                else:
+                    tokens.extend(self._place_words(run, max(0, offset - done), min(count, stop - done)))
+            done += count
+            if done >= stop:
+                break
+        return tokens
+
+    def _place_words(self, run: _Run, first: int, stop: int) -> list[Token]:
+        """The Token records of tokens ``[first, stop)`` of a run of words (indexes within the run), built
+        column by column with C-level loops over the words that hold them."""
+        if run.word_ends is None:
+            run.word_ends = list(accumulate(map(len, map(self._piece_ids.__getitem__, run.words))))
+        word_ends = run.word_ends
+        w0, w1 = bisect_right(word_ends, first), bisect_right(word_ends, stop - 1) + 1  # the words holding the tokens
+        before = word_ends[w0 - 1] if w0 else 0
+        words = run.words[w0:w1]
+        found = map(_MATCH_START, islice(self._words.finditer(run.stretch.normalized, run.a, run.b), w0, w1))
+        word_at = list(chain.from_iterable(map(repeat, found, map(len, map(self._piece_ids.__getitem__, words)))))
+        cut = slice(first - before, stop - before)
+        tids = list(chain.from_iterable(map(self._piece_ids.__getitem__, words)))[cut]
+        starts = list(map(add, word_at, chain.from_iterable(map(self._piece_starts.__getitem__, words))))[cut]
+        lasts = list(map(add, word_at, chain.from_iterable(map(self._piece_lasts.__getitem__, words))))[cut]
+        many = len(tids) > 50_000  # a view's window maps its few offsets by binary search, the API all by a table
+        starts, ends = run.stretch.origins(starts, many), map(add, run.stretch.origins(lasts, many), repeat(1))
+        shown_bytes, shown_text = self._shown_tokens()
+        return list(map(Token, tids, map(shown_bytes.__getitem__, tids), starts, ends, map(shown_text.__getitem__, tids)))
+
+    def _shown_tokens(self) -> tuple[list[bytes], list[str]]:
+        """Per id, a placed token's bytes and text."""
+        if self._shown is None:
+            texts = [t or "" for t in self._tokens]
+            self._shown = [self.token_bytes(i) if t else b"" for i, t in enumerate(texts)], texts
+        return self._shown
+
+    def _tokenize_any(self, text: str, allow_special: bool) -> TokenizeResult:
+        """:meth:`tokenize` for any other pipeline, through its normalizer's map of every character."""
         tokens: list[Token] = []  # only added tokens are special: an [UNK] the model makes is not read from the text
+        shown_bytes, shown_text = self._shown_tokens()
         for piece in self.added.split(text, allow_special):
             if piece.token is not None:
                 tokens.append(added_token(piece))
@@ -265,7 +430,7 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
             for a, b in self.pre(piece.text):
                 for start, end, tid in self.word_pieces(piece.text[a:b]):
                     first, last = spans[a + start][0], spans[a + end - 1][1]
-                    tokens.append(Token(tid, self.token_bytes(tid), first, last, self.id_to_token(tid)))
+                    tokens.append(Token(tid, shown_bytes[tid], first, last, shown_text[tid]))
         return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
 
     # -- decoding --------------------------------------------------------------------------------------------------
