@@ -51,6 +51,7 @@ PREFIX_BITS = 1 << 25
 PREFIX_MASK = PREFIX_BITS - 1
 
 _compiled = twin("_lattice", "viterbi")  # the Viterbi pass's compiled twin, when built
+_compiled_trie = twin("_lattice", "trie")  # the pieces as the trie it walks
 MAX_LATTICE_CHARS = 200  # lattice() and nbest() are for a word or a short text
 
 
@@ -168,6 +169,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self._usable = bytes(self._usable)
         self._score_bytes = self._path_score.tobytes()
         self.max_piece_chars = longest
+        self._trie = _compiled_trie(self.pieces, self._usable) if _compiled_trie is not None else b""
 
     def _pieces_from(self, normalized: str, i: int) -> Iterator[tuple[int, int]]:
         """``(end, id)`` of every piece a path may use that starts at ``i`` (shortest first)."""
@@ -186,12 +188,12 @@ class UnigramTokenizer(SentencePieceTokenizer):
     # -- the Viterbi pass -------------------------------------------------------------------------------------
     def _segments(self, normalized: str) -> list[tuple[int, int, int]]:
         """The best segmentation of a normalized string: ``(start, end, id)`` per piece, ``<unk>`` included (run by
-        ``app/engines/_lattice.c`` when it is built, else by :meth:`_segments_python`, step for step the same)."""
+        ``app/engines/_lattice.c`` when it is built, walking a character trie of the usable pieces that finds the
+        pieces the Python loop's table finds; else by :meth:`_segments_python`, step for step the same)."""
         if not normalized:
             return []
         if _compiled is not None:
-            return _compiled(normalized, self._piece_ids, self._usable, self._score_bytes, self._prefixes,
-                             self.max_piece_chars, self.unk_id, self.unk_score)
+            return _compiled(normalized, self._trie, self._score_bytes, self.unk_id, self.unk_score)
         return self._segments_python(normalized)
 
     def _segments_python(self, normalized: str) -> list[tuple[int, int, int]]:
