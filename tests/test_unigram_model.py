@@ -214,3 +214,14 @@ def test_compiled_twins_equal_the_python_loops_on_real_and_hostile_text():
     squeezed = "".join("".join(realtext.slices("en", 20, 3000, seed=3) + realtext.slices("ja", 20, 3000)).split())
     for text in (*realtext.slices("ja", 3, 4000, seed=8), squeezed, "a" * 20_000, "\U0001F468\u200d" * 3000):
         _same_twins(jurassic, text)
+
+
+def test_every_window_is_placed_like_a_slice_of_all_the_tokens(pair):
+    """Windows that start inside a character's byte pieces, on a fused run of ``<unk>`` and at the ends."""
+    ours, theirs = pair
+    text = "ꙮꙮ\U0010fffd x ꙮ日本語 ＡＢＣ foo bar <tag> " * 3 + "😀👍🏽 \U0010fffdꙮ"
+    full = ours.tokenize(text)
+    assert full.ids == theirs.encode(text)
+    for offset in range(len(full.ids) + 2):
+        for limit in (1, 2, 5):
+            assert ours.tokenize(text).window(offset, limit) == full.tokens[offset : offset + limit]

@@ -100,6 +100,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
             user_defined=self.user_defined,
         )
         self._build_table()
+        self._piece_bytes: dict[int, bytes] = {}  # token_bytes of the pieces placed so far
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> UnigramTokenizer:
@@ -272,23 +273,58 @@ class UnigramTokenizer(SentencePieceTokenizer):
         return TokenizeResult(self.name, text, ids, place=partial(self._place_segments, text, normalized, n2o, segments))
 
     def _place_segments(self, text: str, normalized: str, n2o: list[int], segments, offset: int, limit: int | None) -> list[Token]:
+        first, before = self._first_segment(normalized, segments, offset)
+        need = None if limit is None else offset - before + limit  # tokens to place from segments[first]
         tokens: list[Token] = []
-        unk, pieces = self.unk_id, self.pieces
-        for start, end, pid in segments:
+        unk, pieces, byte_ids, n_text = self.unk_id, self.pieces, self._byte_ids, len(text)
+        piece_bytes = self._piece_bytes
+        for k in range(first, len(segments)):
+            start, end, pid = segments[k]
             a, b = n2o[start], n2o[end]
             if pid != unk:
-                if a == b < len(text):  # the dummy-prefix ▁ alone: it prefixes the next character
+                if need is not None and len(tokens) >= need:
+                    break
+                if a == b < n_text:  # the dummy-prefix ▁ alone: it prefixes the next character
                     b = a + 1
-                tokens.append(Token(pid, self.token_bytes(pid), a, b, pieces[pid]))
+                data = piece_bytes.get(pid)
+                if data is None:
+                    data = piece_bytes[pid] = self.token_bytes(pid)
+                tokens.append(Token(pid, data, a, b, pieces[pid]))
             elif self.byte_fallback:
+                if need is not None and len(tokens) >= need:
+                    break
                 for byte in normalized[start:end].encode("utf-8"):
-                    bid = self._byte_ids[byte]
-                    tokens.append(Token(bid, bytes([byte]), a, b, pieces[bid], False, byte < 0x80, True))
+                    bid = byte_ids[byte]
+                    tokens.append(Token(bid, bytes((byte,)), a, b, pieces[bid], False, byte < 0x80, True))
             elif tokens and tokens[-1].id == unk and tokens[-1].end == a:  # one <unk> for a run of them
                 tokens[-1].end = b
             else:
+                if need is not None and len(tokens) >= need:
+                    break
                 tokens.append(Token(unk, self.token_bytes(unk), a, b, pieces[unk]))
-        return tokens[offset:] if limit is None else tokens[offset : offset + limit]
+        skip = offset - before
+        return tokens[skip:] if need is None else tokens[skip:need]
+
+    def _first_segment(self, normalized: str, segments, offset: int) -> tuple[int, int]:
+        """The index of the segment that gives token ``offset`` (or ``len(segments)``), and how many tokens come
+        before that segment: counted as :meth:`_ids_of` makes them, without placing them."""
+        if offset <= 0:
+            return 0, 0
+        unk, fallback = self.unk_id, self.byte_fallback
+        count, prev_unk = 0, False
+        for k, (start, end, pid) in enumerate(segments):
+            is_unk = pid == unk
+            if not is_unk:
+                made = 1
+            elif fallback:
+                made = len(normalized[start:end].encode("utf-8"))
+            else:
+                made = 0 if prev_unk else 1
+            if count + made > offset:
+                return k, count
+            count += made
+            prev_unk = is_unk
+        return len(segments), count
 
     # -- the lattice of a word -------------------------------------------------------------------------------------
     def lattice(self, text: str) -> tuple[str, list[LatticeNode]]:
