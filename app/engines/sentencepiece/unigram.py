@@ -6,8 +6,9 @@ lattice of every vocabulary piece that occurs in the text. It is the library's o
 step:
 
 - positions are walked left to right; from each, every piece that starts there (found through a table of the
-  pieces and of their prefixes, so the walk stops as soon as no piece can continue) proposes a path to where it
-  ends; a path replaces the one already there only when its score is strictly higher;
+  pieces and of their prefixes, or the compiled twin's character trie, so the walk stops as soon as no piece can
+  continue) proposes a path to where it ends; a path replaces the one already there only when its score is
+  strictly higher;
 - a user-defined piece scores ``0.1 * (its length in bytes - 1)``, which makes it win over normal pieces (whose
   scores are log-probabilities, below 0); ``UNUSED`` pieces never take part;
 - a character that no one-character piece covers gets an ``<unk>`` path scored ``min_score - 10``;
@@ -18,7 +19,8 @@ step:
 Each position is visited once and each proposes at most one path per piece length, so the cost is the text's
 length times the longest piece, never more. Ids are then produced as by :class:`.model.SentencePieceTokenizer`:
 an ``<unk>`` becomes its ``<0xNN>`` byte pieces under byte fallback, else one ``<unk>`` per run. Decoding, the
-vocabulary facts and ``token_bytes`` are the BPE engine's (the library decodes both kinds the same way).
+vocabulary facts and ``token_bytes`` are the BPE engine's (the library decodes both kinds the same way). Tokens
+are placed from the segments only when asked for; a window is placed from the segment that gives its first token.
 
 :meth:`UnigramTokenizer.lattice` and :meth:`UnigramTokenizer.nbest` show the lattice of a short text and its best
 segmentations (the lab's "encoding a word"). This module does not sample (subword regularization) and does not
