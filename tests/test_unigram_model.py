@@ -4,7 +4,9 @@ slices of every real-text corpus, hard strings and any text; and the lattice vie
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,10 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sentencepiece_model import _check_same, varied_text
 
+from app.engines import registry
 from app.engines.errors import TokenplayError
 from app.engines.loaders import load_tokenizer
 from app.engines.sentencepiece.model import ModelLoadError, SentencePieceTokenizer
 from app.engines.sentencepiece.proto import UNUSED, ModelProto, Piece
+from app.engines.sentencepiece import normalizer, unigram
+from app.engines.sentencepiece.normalizer import Normalizer
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
 DATA = Path(__file__).parent / "data" / "sentencepiece"
@@ -155,3 +160,68 @@ def test_nbest_segmentations_are_the_librarys(botchan):
         assert [ids for ids, _ in got] == want
         scores = [score for _, score in got]
         assert scores == sorted(scores, reverse=True)
+
+
+# -- the compiled twins (app/engines/_lattice.c) against the Python loops -----------------------------------------
+
+compiled = pytest.mark.skipif(
+    unigram._compiled is None or normalizer._compiled is None, reason="app/engines/_lattice.c is not built here"
+)
+TWIN_TEXT = TRICKY | st.sampled_from(["  ", "foo bar", "<tag>", "日本", "ｶﾞ", "e\u0301", "\u200d", "ﬁ", "㍿", "(,)"])
+
+
+def test_the_compiled_twin_is_built_where_a_c_compiler_is():
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler on this machine: the Python loops serve (slower)")
+    assert unigram._compiled is not None or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"
+    assert normalizer._compiled is not None or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"
+
+
+def _same_twins(tokenizer: UnigramTokenizer, text: str) -> None:
+    got = tokenizer.normalizer.normalize(text)
+    assert got == tokenizer.normalizer._normalize_python(text)
+    if got[0]:
+        assert tokenizer._segments(got[0]) == tokenizer._segments_python(got[0])
+
+
+@compiled
+@settings(max_examples=60, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(parts=st.lists(TWIN_TEXT | st.text(st.characters(blacklist_categories=("Cs",)), max_size=5), max_size=30))
+def test_compiled_normalizer_and_viterbi_equal_the_python_loops(pair, parts):
+    _same_twins(pair[0], "".join(parts))
+
+
+@compiled
+@pytest.mark.parametrize("flags", range(16))
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(parts=st.lists(TWIN_TEXT, max_size=30))
+def test_compiled_normalizer_equals_python_with_every_whitespace_option(botchan, flags, parts):
+    """Every combination of the spec's whitespace options, with the botchan charsmap and user-defined symbols."""
+    text = "".join(parts)
+    options = dict(
+        add_dummy_prefix=bool(flags & 1), remove_extra_whitespaces=bool(flags & 2), escape_whitespaces=bool(flags & 4),
+        treat_whitespace_as_suffix=bool(flags & 8), user_defined=["foo bar", "<tag>", " ", "日本"],
+    )
+    for charsmap in (botchan[0].normalizer_spec.precompiled_charsmap, b""):
+        norm = Normalizer(charsmap=charsmap, **options)
+        assert norm.normalize(text) == norm._normalize_python(text)
+
+
+@compiled
+def test_compiled_twins_equal_the_python_loops_on_real_and_hostile_text():
+    realtext.require()
+    jurassic = registry.get("jurassic-2")
+    squeezed = "".join("".join(realtext.slices("en", 20, 3000, seed=3) + realtext.slices("ja", 20, 3000)).split())
+    for text in (*realtext.slices("ja", 3, 4000, seed=8), squeezed, "a" * 20_000, "\U0001F468\u200d" * 3000):
+        _same_twins(jurassic, text)
+
+
+def test_every_window_is_placed_like_a_slice_of_all_the_tokens(pair):
+    """Windows that start inside a character's byte pieces, on a fused run of ``<unk>`` and at the ends."""
+    ours, theirs = pair
+    text = "ꙮꙮ\U0010fffd x ꙮ日本語 ＡＢＣ foo bar <tag> " * 3 + "😀👍🏽 \U0010fffdꙮ"
+    full = ours.tokenize(text)
+    assert full.ids == theirs.encode(text)
+    for offset in range(len(full.ids) + 2):
+        for limit in (1, 2, 5):
+            assert ours.tokenize(text).window(offset, limit) == full.tokens[offset : offset + limit]

@@ -6,6 +6,9 @@ optional removal of extra spaces, the dummy prefix ``▁`` and spaces escaped as
 string it returns, for every normalized character, the index of the input character it came from (plus one
 final entry for the end), so pieces can be placed in the original text.
 
+Text with a charsmap or user-defined symbols is normalized by the compiled twin in ``app/engines/_lattice.c`` when
+it is built (the Python loop here does the same, step for step; the tests hold them equal).
+
 It works on Python strings (code points), not bytes; offsets are character offsets. It does not do the
 denormalization some models carry for decoding, and it does not run BPE (``model.py`` does).
 
@@ -20,10 +23,14 @@ from __future__ import annotations
 
 import re
 import struct
+from array import array
 from collections.abc import Iterable
+
+from ..compiled import twin
 
 SPACE_SYMBOL = "\u2581"  # ▁ LOWER ONE EIGHTH BLOCK
 _SPACES = re.compile(" {2,}")
+_compiled = twin("_lattice", "normalize")  # the unit loop of normalize()'s compiled twin, when built
 
 
 class CharsMap:
@@ -40,6 +47,7 @@ class CharsMap:
         if trie_size >= len(blob):
             raise ValueError("precompiled_charsmap is broken (trie larger than the blob); re-export the model")
         self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
+        self.native_units = array("I", self.units).tobytes()  # for the compiled twin: native-endian uint32s
         self.strings = blob[4 + trie_size :]
         self._cache: dict[int, str] = {}
         self._starts: dict[str, bool] = {}
@@ -112,6 +120,8 @@ class Normalizer:
         self.user_defined = sorted(set(user_defined), key=len, reverse=True)
         self.space = SPACE_SYMBOL if escape_whitespaces else " "
         self.simple = self.charsmap is None and not self.user_defined
+        self._flags = (add_dummy_prefix | remove_extra_whitespaces << 1 | escape_whitespaces << 2
+                       | treat_whitespace_as_suffix << 3)
 
     # -- the fast path, no offsets -----------------------------------------------------------------------------
     def normalize_text(self, text: str) -> str:
@@ -147,6 +157,13 @@ class Normalizer:
             if self.add_dummy_prefix:
                 n2o.insert(0, 0)
             return self.normalize_text(text), n2o
+        if _compiled is not None and not self.simple:
+            charsmap = self.charsmap
+            trie, strings = (charsmap.native_units, charsmap.strings) if charsmap is not None else (b"", b"")
+            return _compiled(text, tuple(self.user_defined), trie, strings, self._flags)
+        return self._normalize_python(text)
+
+    def _normalize_python(self, text: str) -> tuple[str, list[int]]:
         units = self._units(text)
         i = 0
         if self.remove_extra_whitespaces:

@@ -6,8 +6,9 @@ lattice of every vocabulary piece that occurs in the text. It is the library's o
 step:
 
 - positions are walked left to right; from each, every piece that starts there (found through a table of the
-  pieces and of their prefixes, so the walk stops as soon as no piece can continue) proposes a path to where it
-  ends; a path replaces the one already there only when its score is strictly higher;
+  pieces and of their prefixes, or the compiled twin's character trie, so the walk stops as soon as no piece can
+  continue) proposes a path to where it ends; a path replaces the one already there only when its score is
+  strictly higher;
 - a user-defined piece scores ``0.1 * (its length in bytes - 1)``, which makes it win over normal pieces (whose
   scores are log-probabilities, below 0); ``UNUSED`` pieces never take part;
 - a character that no one-character piece covers gets an ``<unk>`` path scored ``min_score - 10``;
@@ -18,7 +19,8 @@ step:
 Each position is visited once and each proposes at most one path per piece length, so the cost is the text's
 length times the longest piece, never more. Ids are then produced as by :class:`.model.SentencePieceTokenizer`:
 an ``<unk>`` becomes its ``<0xNN>`` byte pieces under byte fallback, else one ``<unk>`` per run. Decoding, the
-vocabulary facts and ``token_bytes`` are the BPE engine's (the library decodes both kinds the same way).
+vocabulary facts and ``token_bytes`` are the BPE engine's (the library decodes both kinds the same way). Tokens
+are placed from the segments only when asked for; a window is placed from the segment that gives its first token.
 
 :meth:`UnigramTokenizer.lattice` and :meth:`UnigramTokenizer.nbest` show the lattice of a short text and its best
 segmentations (the lab's "encoding a word"). This module does not sample (subword regularization) and does not
@@ -51,6 +53,7 @@ PREFIX_BITS = 1 << 25
 PREFIX_MASK = PREFIX_BITS - 1
 
 _compiled = twin("_lattice", "viterbi")  # the Viterbi pass's compiled twin, when built
+_compiled_trie = twin("_lattice", "trie")  # the pieces as the trie it walks
 MAX_LATTICE_CHARS = 200  # lattice() and nbest() are for a word or a short text
 
 
@@ -99,6 +102,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
             user_defined=self.user_defined,
         )
         self._build_table()
+        self._piece_bytes: dict[int, bytes] = {}  # token_bytes of the pieces placed so far
 
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> UnigramTokenizer:
@@ -168,6 +172,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self._usable = bytes(self._usable)
         self._score_bytes = self._path_score.tobytes()
         self.max_piece_chars = longest
+        self._trie = _compiled_trie(self.pieces, self._usable) if _compiled_trie is not None else b""
 
     def _pieces_from(self, normalized: str, i: int) -> Iterator[tuple[int, int]]:
         """``(end, id)`` of every piece a path may use that starts at ``i`` (shortest first)."""
@@ -186,12 +191,12 @@ class UnigramTokenizer(SentencePieceTokenizer):
     # -- the Viterbi pass -------------------------------------------------------------------------------------
     def _segments(self, normalized: str) -> list[tuple[int, int, int]]:
         """The best segmentation of a normalized string: ``(start, end, id)`` per piece, ``<unk>`` included (run by
-        ``app/engines/_lattice.c`` when it is built, else by :meth:`_segments_python`, step for step the same)."""
+        ``app/engines/_lattice.c`` when it is built, walking a character trie of the usable pieces that finds the
+        pieces the Python loop's table finds; else by :meth:`_segments_python`, step for step the same)."""
         if not normalized:
             return []
         if _compiled is not None:
-            return _compiled(normalized, self._piece_ids, self._usable, self._score_bytes, self._prefixes,
-                             self.max_piece_chars, self.unk_id, self.unk_score)
+            return _compiled(normalized, self._trie, self._score_bytes, self.unk_id, self.unk_score)
         return self._segments_python(normalized)
 
     def _segments_python(self, normalized: str) -> list[tuple[int, int, int]]:
@@ -270,23 +275,58 @@ class UnigramTokenizer(SentencePieceTokenizer):
         return TokenizeResult(self.name, text, ids, place=partial(self._place_segments, text, normalized, n2o, segments))
 
     def _place_segments(self, text: str, normalized: str, n2o: list[int], segments, offset: int, limit: int | None) -> list[Token]:
+        first, before = self._first_segment(normalized, segments, offset)
+        need = None if limit is None else offset - before + limit  # tokens to place from segments[first]
         tokens: list[Token] = []
-        unk, pieces = self.unk_id, self.pieces
-        for start, end, pid in segments:
+        unk, pieces, byte_ids, n_text = self.unk_id, self.pieces, self._byte_ids, len(text)
+        piece_bytes = self._piece_bytes
+        for k in range(first, len(segments)):
+            start, end, pid = segments[k]
             a, b = n2o[start], n2o[end]
             if pid != unk:
-                if a == b < len(text):  # the dummy-prefix ▁ alone: it prefixes the next character
+                if need is not None and len(tokens) >= need:
+                    break
+                if a == b < n_text:  # the dummy-prefix ▁ alone: it prefixes the next character
                     b = a + 1
-                tokens.append(Token(pid, self.token_bytes(pid), a, b, pieces[pid]))
+                data = piece_bytes.get(pid)
+                if data is None:
+                    data = piece_bytes[pid] = self.token_bytes(pid)
+                tokens.append(Token(pid, data, a, b, pieces[pid]))
             elif self.byte_fallback:
+                if need is not None and len(tokens) >= need:
+                    break
                 for byte in normalized[start:end].encode("utf-8"):
-                    bid = self._byte_ids[byte]
-                    tokens.append(Token(bid, bytes([byte]), a, b, pieces[bid], False, byte < 0x80, True))
+                    bid = byte_ids[byte]
+                    tokens.append(Token(bid, bytes((byte,)), a, b, pieces[bid], False, byte < 0x80, True))
             elif tokens and tokens[-1].id == unk and tokens[-1].end == a:  # one <unk> for a run of them
                 tokens[-1].end = b
             else:
+                if need is not None and len(tokens) >= need:
+                    break
                 tokens.append(Token(unk, self.token_bytes(unk), a, b, pieces[unk]))
-        return tokens[offset:] if limit is None else tokens[offset : offset + limit]
+        skip = offset - before
+        return tokens[skip:] if need is None else tokens[skip:need]
+
+    def _first_segment(self, normalized: str, segments, offset: int) -> tuple[int, int]:
+        """The index of the segment that gives token ``offset`` (or ``len(segments)``), and how many tokens come
+        before that segment: counted as :meth:`_ids_of` makes them, without placing them."""
+        if offset <= 0:
+            return 0, 0
+        unk, fallback = self.unk_id, self.byte_fallback
+        count, prev_unk = 0, False
+        for k, (start, end, pid) in enumerate(segments):
+            is_unk = pid == unk
+            if not is_unk:
+                made = 1
+            elif fallback:
+                made = len(normalized[start:end].encode("utf-8"))
+            else:
+                made = 0 if prev_unk else 1
+            if count + made > offset:
+                return k, count
+            count += made
+            prev_unk = is_unk
+        return len(segments), count
 
     # -- the lattice of a word -------------------------------------------------------------------------------------
     def lattice(self, text: str) -> tuple[str, list[LatticeNode]]:
