@@ -6,7 +6,8 @@
  *   node_end[k], node_piece[k]       where node k ends (within its word) and its piece index
  * Nodes of a start come by increasing end, as the Python lattices list them.
  *
- *   build(words, index, max_len) -> (word_pos, node_at, node_end, node_piece)   as bytes
+ *   build(words, index, prefixes, max_len) -> (word_pos, node_at, node_end, node_piece)   as bytes;
+ *     prefixes: a set holding every proper prefix of every piece of index (a longer match is looked up no more)
  *   estep(lattice, logp, freqs, expected) -> log-likelihood    adds expected uses into `expected` (float64, writable)
  *   viterbi_counts(lattice, logp, freqs, uses, words_using) -> corpus tokens    adds into both (float64, writable)
  *   losses(piece_lattice, logp, uses, words_using, candidates, total_uses, total_words, out)   one loss per candidate
@@ -75,9 +76,11 @@ static int ints_push(Ints *v, int32_t x) {
 static PyObject *ints_bytes(Ints *v) { return PyBytes_FromStringAndSize((const char *)v->data, v->len * sizeof(int32_t)); }
 
 static PyObject *build(PyObject *self, PyObject *args) {
-    PyObject *words, *index;
+    PyObject *words, *index, *prefixes;
     Py_ssize_t max_len;
-    if (!PyArg_ParseTuple(args, "O!O!n", &PyList_Type, &words, &PyDict_Type, &index, &max_len)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O!n", &PyList_Type, &words, &PyDict_Type, &index, &PySet_Type, &prefixes,
+                          &max_len))
+        return NULL;
     Ints word_pos = {0}, node_at = {0}, node_end = {0}, node_piece = {0};
     PyObject *out = NULL;
     int32_t pos = 0;
@@ -96,11 +99,14 @@ static PyObject *build(PyObject *self, PyObject *args) {
                 PyObject *sub = PyUnicode_Substring(word, i, j);
                 if (!sub) goto done;
                 PyObject *found = PyDict_GetItemWithError(index, sub);
-                Py_DECREF(sub);
                 if (!found) {
-                    if (PyErr_Occurred()) goto done;
-                    continue;
+                    int more = PyErr_Occurred() ? -1 : PySet_Contains(prefixes, sub);
+                    Py_DECREF(sub);
+                    if (more < 0) goto done;
+                    if (more) continue;
+                    break;
                 }
+                Py_DECREF(sub);
                 long piece = PyLong_AsLong(found);
                 if (piece == -1 && PyErr_Occurred()) goto done;
                 if (ints_push(&node_end, (int32_t)j) < 0 || ints_push(&node_piece, (int32_t)piece) < 0) goto done;

@@ -248,10 +248,11 @@ class UnigramTrainer:
         self._twin = None if None in twins else twins
         if self._twin is not None:
             build = self._twin[0]
+            prefixes = {p[:k] for p in self.pieces for k in range(1, len(p))}  # where a longer piece may start
             # flat lattices of every word and every seed piece, over the whole seed: the twin skips the dead
             # pieces (log-probability -inf) as the Python arithmetic does, so they are never filtered
-            self._word_lattice = build(self.word_list, self.index, self.max_len)
-            self._piece_lattice = build(self.pieces, self.index, self.max_len)
+            self._word_lattice = build(self.word_list, self.index, prefixes, self.max_len)
+            self._piece_lattice = build(self.pieces, self.index, prefixes, self.max_len)
             self._freq_array = array("q", self.freqs)
         # Every word's lattice over the whole seed, built once: a removed piece keeps its nodes but gets a log-
         # probability of -inf, so no path uses it (each round filters the nodes down to the living pieces).
