@@ -126,29 +126,41 @@ done:
     return out;
 }
 
-/* Scratch space of n + 1 doubles, grown as longer words come. */
+/* Room for one word's pass, n + 1 of each, grown as longer words come: alpha and beta (best: alpha), and for
+ * Viterbi the back pointers, their pieces and the path. */
 typedef struct {
-    double *a, *b;
+    double *alpha, *beta;
+    int32_t *from, *piece, *path;
     Py_ssize_t cap;
-} Scratch;
+} Room;
 
-static int scratch_fit(Scratch *s, Py_ssize_t n) {
-    if (n + 1 <= s->cap) return 0;
-    PyMem_Free(s->a);
-    PyMem_Free(s->b);
-    s->cap = 2 * (n + 1);
-    s->a = PyMem_Malloc(s->cap * sizeof(double));
-    s->b = PyMem_Malloc(s->cap * sizeof(double));
-    if (!s->a || !s->b) {
+static void room_free(Room *r) {
+    PyMem_Free(r->alpha);
+    PyMem_Free(r->beta);
+    PyMem_Free(r->from);
+    PyMem_Free(r->piece);
+    PyMem_Free(r->path);
+}
+
+static int room_fit(Room *r, Py_ssize_t n) {
+    if (n + 1 <= r->cap) return 0;
+    room_free(r);
+    r->cap = 2 * (n + 1);
+    r->alpha = PyMem_Malloc(r->cap * sizeof(double));
+    r->beta = PyMem_Malloc(r->cap * sizeof(double));
+    r->from = PyMem_Malloc(r->cap * sizeof(int32_t));
+    r->piece = PyMem_Malloc(r->cap * sizeof(int32_t));
+    r->path = PyMem_Malloc(r->cap * sizeof(int32_t));
+    if (!r->alpha || !r->beta || !r->from || !r->piece || !r->path) {
+        r->cap = 0;
         PyErr_NoMemory();
         return -1;
     }
     return 0;
 }
 
-static void scratch_free(Scratch *s) {
-    PyMem_Free(s->a);
-    PyMem_Free(s->b);
+static void release(Py_buffer *bufs, int n) {
+    for (int k = 0; k < n; k++) PyBuffer_Release(&bufs[k]);
 }
 
 /* log(e^x + e^y) in the two orders the Python loop takes. */
@@ -161,22 +173,22 @@ static inline double log_add(double acc, double c) {
 
 static PyObject *estep(PyObject *self, PyObject *args) {
     PyObject *lat_obj;
-    Py_buffer logp_buf, freq_buf, exp_buf;
-    if (!PyArg_ParseTuple(args, "Oy*y*w*", &lat_obj, &logp_buf, &freq_buf, &exp_buf)) return NULL;
+    Py_buffer b[3];  /* logp, freqs, expected */
+    if (!PyArg_ParseTuple(args, "Oy*y*w*", &lat_obj, &b[0], &b[1], &b[2])) return NULL;
     Lattice lat;
-    Scratch s = {0};
+    Room s = {0};
     PyObject *out = NULL;
     if (lattice_get(lat_obj, &lat) < 0) goto release;
-    const double *logp = logp_buf.buf;
-    const int64_t *freqs = freq_buf.buf;
-    double *expected = exp_buf.buf;
+    const double *logp = b[0].buf;
+    const int64_t *freqs = b[1].buf;
+    double *expected = b[2].buf;
     double likelihood = 0.0;
     for (Py_ssize_t w = 0; w < lat.n_words; w++) {
         const int32_t base = lat.word_pos[w];
         const Py_ssize_t n = lat.word_pos[w + 1] - base;
         const int32_t *at = lat.node_at + base;
-        if (scratch_fit(&s, n) < 0) goto done;
-        double *alpha = s.a, *beta = s.b;
+        if (room_fit(&s, n) < 0) goto done;
+        double *alpha = s.alpha, *beta = s.beta;
         for (Py_ssize_t i = 0; i <= n; i++) alpha[i] = beta[i] = -INFINITY;
         alpha[0] = 0.0;
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -213,12 +225,10 @@ static PyObject *estep(PyObject *self, PyObject *args) {
     }
     out = PyFloat_FromDouble(likelihood);
 done:
-    scratch_free(&s);
+    room_free(&s);
     lattice_release(&lat);
 release:
-    PyBuffer_Release(&logp_buf);
-    PyBuffer_Release(&freq_buf);
-    PyBuffer_Release(&exp_buf);
+    release(b, 3);
     return out;
 }
 
@@ -251,46 +261,14 @@ static Py_ssize_t viterbi(const Lattice *lat, Py_ssize_t w, const double *logp, 
     return count;
 }
 
-/* Room for one word's Viterbi pass. */
-typedef struct {
-    double *best;
-    int32_t *from, *piece, *path;
-    Py_ssize_t cap;
-} Walk;
-
-static int walk_fit(Walk *v, Py_ssize_t n) {
-    if (n + 1 <= v->cap) return 0;
-    PyMem_Free(v->best);
-    PyMem_Free(v->from);
-    PyMem_Free(v->piece);
-    PyMem_Free(v->path);
-    v->cap = 2 * (n + 1);
-    v->best = PyMem_Malloc(v->cap * sizeof(double));
-    v->from = PyMem_Malloc(v->cap * sizeof(int32_t));
-    v->piece = PyMem_Malloc(v->cap * sizeof(int32_t));
-    v->path = PyMem_Malloc(v->cap * sizeof(int32_t));
-    if (!v->best || !v->from || !v->piece || !v->path) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
-}
-
-static void walk_free(Walk *v) {
-    PyMem_Free(v->best);
-    PyMem_Free(v->from);
-    PyMem_Free(v->piece);
-    PyMem_Free(v->path);
-}
-
 static PyObject *viterbi_counts(PyObject *self, PyObject *args) {
     PyObject *lat_obj;
-    Py_buffer logp_buf, freq_buf, uses_buf, using_buf;
-    if (!PyArg_ParseTuple(args, "Oy*y*w*w*", &lat_obj, &logp_buf, &freq_buf, &uses_buf, &using_buf)) return NULL;
+    Py_buffer b[4];  /* logp, freqs, uses, words_using */
+    if (!PyArg_ParseTuple(args, "Oy*y*w*w*", &lat_obj, &b[0], &b[1], &b[2], &b[3])) return NULL;
     Lattice lat;
-    Walk v = {0};
+    Room v = {0};
     PyObject *out = NULL;
-    Py_ssize_t n_pieces = logp_buf.len / sizeof(double);
+    Py_ssize_t n_pieces = b[0].len / sizeof(double);
     int32_t *seen = NULL;
     if (lattice_get(lat_obj, &lat) < 0) goto release;
     seen = PyMem_Malloc(n_pieces * sizeof(int32_t) + 1);
@@ -299,13 +277,13 @@ static PyObject *viterbi_counts(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t p = 0; p < n_pieces; p++) seen[p] = -1;
-    const double *logp = logp_buf.buf;
-    const int64_t *freqs = freq_buf.buf;
-    double *uses = uses_buf.buf, *words_using = using_buf.buf;
+    const double *logp = b[0].buf;
+    const int64_t *freqs = b[1].buf;
+    double *uses = b[2].buf, *words_using = b[3].buf;
     long long tokens = 0;
     for (Py_ssize_t w = 0; w < lat.n_words; w++) {
-        if (walk_fit(&v, lat.word_pos[w + 1] - lat.word_pos[w]) < 0) goto done;
-        Py_ssize_t count = viterbi(&lat, w, logp, -1, v.best, v.from, v.piece, v.path);
+        if (room_fit(&v, lat.word_pos[w + 1] - lat.word_pos[w]) < 0) goto done;
+        Py_ssize_t count = viterbi(&lat, w, logp, -1, v.alpha, v.from, v.piece, v.path);
         double freq = (double)freqs[w];
         tokens += freqs[w] * (long long)count;
         for (Py_ssize_t k = 0; k < count; k++) {
@@ -320,39 +298,36 @@ static PyObject *viterbi_counts(PyObject *self, PyObject *args) {
     out = PyLong_FromLongLong(tokens);
 done:
     PyMem_Free(seen);
-    walk_free(&v);
+    room_free(&v);
     lattice_release(&lat);
 release:
-    PyBuffer_Release(&logp_buf);
-    PyBuffer_Release(&freq_buf);
-    PyBuffer_Release(&uses_buf);
-    PyBuffer_Release(&using_buf);
+    release(b, 4);
     return out;
 }
 
 static PyObject *losses(PyObject *self, PyObject *args) {
     PyObject *lat_obj;
-    Py_buffer logp_buf, uses_buf, using_buf, cand_buf, out_buf;
+    Py_buffer b[5];  /* logp, uses, words_using, candidates, out */
     double total_uses, total_words;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*ddw*", &lat_obj, &logp_buf, &uses_buf, &using_buf, &cand_buf, &total_uses,
-                          &total_words, &out_buf))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*ddw*", &lat_obj, &b[0], &b[1], &b[2], &b[3], &total_uses, &total_words,
+                          &b[4]))
         return NULL;
     Lattice lat;
-    Walk v = {0};
+    Room v = {0};
     PyObject *out = NULL;
     if (lattice_get(lat_obj, &lat) < 0) goto release;
-    const double *logp = logp_buf.buf, *uses = uses_buf.buf, *words_using = using_buf.buf;
-    const int32_t *candidates = cand_buf.buf;
-    double *loss = out_buf.buf;
+    const double *logp = b[0].buf, *uses = b[1].buf, *words_using = b[2].buf;
+    const int32_t *candidates = b[3].buf;
+    double *loss = b[4].buf;
     const double log_total = log(total_uses);
-    for (Py_ssize_t c = 0; c < (Py_ssize_t)(cand_buf.len / sizeof(int32_t)); c++) {
+    for (Py_ssize_t c = 0; c < (Py_ssize_t)(b[3].len / sizeof(int32_t)); c++) {
         int32_t i = candidates[c];
         if (uses[i] == 0) {
             loss[c] = 0.0;
             continue;
         }
-        if (walk_fit(&v, lat.word_pos[i + 1] - lat.word_pos[i]) < 0) goto done;
-        Py_ssize_t count = viterbi(&lat, i, logp, i, v.best, v.from, v.piece, v.path);
+        if (room_fit(&v, lat.word_pos[i + 1] - lat.word_pos[i]) < 0) goto done;
+        Py_ssize_t count = viterbi(&lat, i, logp, i, v.alpha, v.from, v.piece, v.path);
         double log_alt_total = log(total_uses + uses[i] * (double)(count - 1));
         double logprob_piece = log(uses[i]) - log_total;
         double logprob_alt = 0.0;
@@ -361,14 +336,10 @@ static PyObject *losses(PyObject *self, PyObject *args) {
     }
     out = Py_NewRef(Py_None);
 done:
-    walk_free(&v);
+    room_free(&v);
     lattice_release(&lat);
 release:
-    PyBuffer_Release(&logp_buf);
-    PyBuffer_Release(&uses_buf);
-    PyBuffer_Release(&using_buf);
-    PyBuffer_Release(&cand_buf);
-    PyBuffer_Release(&out_buf);
+    release(b, 5);
     return out;
 }
 
