@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 
 import pytest
 import realtext
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from unigram_reference import ReferenceUnigram
 
 from app.engines.sentencepiece.unigram import UnigramTokenizer
-from app.engines.sentencepiece.unigram_trainer import UnigramTrainer, digamma, train_unigram
+from app.engines.sentencepiece.unigram_trainer import UnigramTrainer, digamma, substring_counts, train_unigram
 from app.engines.compiled import twin
 from app.engines.training import TrainingError
 
@@ -106,8 +107,10 @@ def _trained_both_ways(corpus: str, size: int, **options) -> tuple:
     return compiled, python
 
 
-#: Lines of words over a few characters of every str width, so that pieces repeat and lattices branch.
-CORPORA = st.sampled_from(["ab", "abc", "a\xe9b", "ab\u65e5", "a\U0001f600b", "\u65e5\u672c\U0001f600"]).flatmap(
+#: A few characters of every str width, so that pieces repeat and lattices branch.
+ALPHABETS = st.sampled_from(["ab", "abc", "a\xe9b", "ab\u65e5", "a\U0001f600b", "\u65e5\u672c\U0001f600"])
+#: Lines of words over one of them.
+CORPORA = ALPHABETS.flatmap(
     lambda alphabet: st.lists(
         st.lists(st.text(st.sampled_from(alphabet), min_size=1, max_size=9), min_size=1, max_size=6).map(" ".join),
         min_size=1,
@@ -144,3 +147,25 @@ def test_compiled_twin_equals_the_python_loops_on_real_text():
     assert compiled.train().rounds == python.train().rounds
     assert [s.tobytes() for s in compiled.scores] == [s.tobytes() for s in python.scores]  # NaN: removed
     assert compiled.corpus_tokens == python.corpus_tokens
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=ALPHABETS.flatmap(
+        lambda a: st.dictionaries(
+            st.text(st.sampled_from(a), min_size=1, max_size=12), st.integers(1, 2**40), max_size=20
+        )
+    ),
+    max_len=st.integers(2, 6),
+)
+def test_substring_counts_count_every_occurrence(words, max_len):
+    """The seed's substring counts, compiled or not, are the frequency-weighted occurrences counted one by one."""
+    want: Counter = Counter()
+    for word, freq in words.items():
+        for i in range(len(word)):
+            for j in range(i + 2, min(len(word), i + max_len) + 1):
+                want[word[i:j]] += freq
+    assert dict(substring_counts(Counter(words), max_len)) == want
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TOKENPLAY_PURE_PYTHON", "1")
+        assert dict(substring_counts(Counter(words), max_len)) == want

@@ -6,6 +6,8 @@
  *   node_end[k], node_piece[k]       where node k ends (within its word) and its piece index
  * Nodes of a start come by increasing end, as the Python lattices list them.
  *
+ *   count_substrings(words, freqs, max_len) -> (substrings, counts)   every substring of 2 to max_len characters
+ *     of the words, first met first, and its frequency (int64 bytes)
  *   build(words, index, prefixes, max_len) -> (word_pos, node_at, node_end, node_piece)   as bytes;
  *     prefixes: a set holding every proper prefix of every piece of index (a longer match is looked up no more)
  *   estep(lattice, logp, freqs, expected) -> log-likelihood    adds expected uses into `expected` (float64, writable)
@@ -73,7 +75,77 @@ static int ints_push(Ints *v, int32_t x) {
     return 0;
 }
 
-static PyObject *ints_bytes(Ints *v) { return PyBytes_FromStringAndSize((const char *)v->data, v->len * sizeof(int32_t)); }
+static PyObject *ints_bytes(Ints *v) {
+    return PyBytes_FromStringAndSize((const char *)v->data, v->len * sizeof(int32_t));
+}
+
+/* 0 when every item of the list `words` is a str, else -1 with a TypeError. */
+static int all_str(PyObject *words) {
+    for (Py_ssize_t w = 0; w < PyList_GET_SIZE(words); w++)
+        if (!PyUnicode_Check(PyList_GET_ITEM(words, w))) {
+            PyErr_SetString(PyExc_TypeError, "words must be str");
+            return -1;
+        }
+    return 0;
+}
+
+static PyObject *count_substrings(PyObject *self, PyObject *args) {
+    PyObject *words;
+    Py_buffer freq_buf;
+    Py_ssize_t max_len;
+    if (!PyArg_ParseTuple(args, "O!y*n", &PyList_Type, &words, &freq_buf, &max_len)) return NULL;
+    const int64_t *freqs = freq_buf.buf;
+    PyObject *where = PyDict_New(), *found = PyList_New(0), *out = NULL;  /* substring -> its place in found */
+    int64_t *counts = NULL;
+    Py_ssize_t cap = 0;
+    if (!where || !found || all_str(words) < 0) goto done;
+    if ((Py_ssize_t)(freq_buf.len / sizeof(int64_t)) != PyList_GET_SIZE(words)) {
+        PyErr_SetString(PyExc_ValueError, "one frequency per word");
+        goto done;
+    }
+    for (Py_ssize_t w = 0; w < PyList_GET_SIZE(words); w++) {
+        PyObject *word = PyList_GET_ITEM(words, w);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t stop = i + max_len < n ? i + max_len : n;
+            for (Py_ssize_t j = i + 2; j <= stop; j++) {
+                PyObject *sub = PyUnicode_Substring(word, i, j);
+                if (!sub) goto done;
+                PyObject *place = PyDict_GetItemWithError(where, sub);
+                if (place) {
+                    counts[PyLong_AsSsize_t(place)] += freqs[w];
+                    Py_DECREF(sub);
+                    continue;
+                }
+                Py_ssize_t k = PyList_GET_SIZE(found);
+                if (k == cap) {
+                    cap = cap ? 2 * cap : 4096;
+                    int64_t *grown = PyMem_Realloc(counts, cap * sizeof(int64_t));
+                    if (!grown) {
+                        Py_DECREF(sub);
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    counts = grown;
+                }
+                PyObject *key = PyErr_Occurred() ? NULL : PyLong_FromSsize_t(k);
+                int failed = !key || PyDict_SetItem(where, sub, key) < 0 || PyList_Append(found, sub) < 0;
+                Py_XDECREF(key);
+                Py_DECREF(sub);
+                if (failed) goto done;
+                counts[k] = freqs[w];
+            }
+        }
+    }
+    out = Py_BuildValue("(ON)", found,
+                        PyBytes_FromStringAndSize((const char *)counts, PyList_GET_SIZE(found) * sizeof(int64_t)));
+done:
+    Py_XDECREF(where);
+    Py_XDECREF(found);
+    PyMem_Free(counts);
+    PyBuffer_Release(&freq_buf);
+    return out;
+}
 
 static PyObject *build(PyObject *self, PyObject *args) {
     PyObject *words, *index, *prefixes;
@@ -84,13 +156,9 @@ static PyObject *build(PyObject *self, PyObject *args) {
     Ints word_pos = {0}, node_at = {0}, node_end = {0}, node_piece = {0};
     PyObject *out = NULL;
     int32_t pos = 0;
-    if (ints_push(&word_pos, 0) < 0) goto done;
+    if (all_str(words) < 0 || ints_push(&word_pos, 0) < 0) goto done;
     for (Py_ssize_t w = 0; w < PyList_GET_SIZE(words); w++) {
         PyObject *word = PyList_GET_ITEM(words, w);
-        if (!PyUnicode_Check(word)) {
-            PyErr_SetString(PyExc_TypeError, "words must be str");
-            goto done;
-        }
         Py_ssize_t n = PyUnicode_GET_LENGTH(word);
         for (Py_ssize_t i = 0; i < n; i++) {
             if (ints_push(&node_at, (int32_t)node_end.len) < 0) goto done;
@@ -344,6 +412,7 @@ release:
 }
 
 static PyMethodDef methods[] = {
+    {"count_substrings", count_substrings, METH_VARARGS, "Every substring of 2 to max_len characters, and its count."},
     {"build", build, METH_VARARGS, "Every word's lattice over the pieces of `index`, as four int32 buffers."},
     {"estep", estep, METH_VARARGS, "Forward-backward over every word: adds expected uses, returns the log-likelihood."},
     {"viterbi_counts", viterbi_counts, METH_VARARGS, "Viterbi over every word: adds uses and words using each piece."},

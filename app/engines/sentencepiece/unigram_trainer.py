@@ -33,7 +33,7 @@ import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..base import check_text
@@ -105,25 +105,40 @@ def seed_pieces(words: Counter, max_len: int, size: int) -> dict[str, float]:
     >>> sorted(seed_pieces(Counter({"▁ab": 2, "▁b": 1}), 3, 5))
     ['a', 'ab', 'b', '▁', '▁ab']
     """
-    counts: Counter = Counter()
     chars: Counter = Counter()
     for word, freq in words.items():
-        n = len(word)
-        substrings = [word[i:j] for i in range(n) for j in range(i + 2, min(n, i + max_len) + 1)]
-        if freq == 1:  # most distinct words: Counter.update counts them in C
-            chars.update(word)
-            counts.update(substrings)
-        else:
-            for c in word:
-                chars[c] += freq
-            for sub in substrings:
-                counts[sub] += freq
+        for c in word:
+            chars[c] += freq
     kept = {c: float(f) for c, f in chars.items()}
-    best = heapq.nsmallest(max(0, size - len(kept)), ((-f * len(p), p) for p, f in counts.items() if f >= 2))
+    counts = substring_counts(words, max_len)
+    best = heapq.nsmallest(max(0, size - len(kept)), ((-f * len(p), p) for p, f in counts if f >= 2))
     for negative_score, piece in best:  # highest score first, ties by piece
         kept[piece] = float(-negative_score)
     total = math.log(sum(kept.values()))
     return {p: math.log(s) - total for p, s in kept.items()}
+
+
+def substring_counts(words: Counter, max_len: int) -> Iterable[tuple[str, int]]:
+    """``(substring, frequency)`` of every substring of 2 to ``max_len`` characters of ``words`` (by the compiled
+    twin where it is built).
+
+    >>> sorted(substring_counts(Counter({"abc": 2, "bc": 1}), 2))
+    [('ab', 2), ('bc', 3)]
+    """
+    count = twin("_unigram_train", "count_substrings")
+    if count is not None:
+        found, totals = count(list(words), array("q", words.values()), max_len)
+        return zip(found, array("q", totals))
+    counts: Counter = Counter()
+    for word, freq in words.items():
+        n = len(word)
+        substrings = [word[i:j] for i in range(n) for j in range(i + 2, min(n, i + max_len) + 1)]
+        if freq == 1:  # most distinct words: Counter.update counts them in C
+            counts.update(substrings)
+        else:
+            for sub in substrings:
+                counts[sub] += freq
+    return counts.items()
 
 
 class _Lattices:
@@ -384,8 +399,8 @@ class UnigramTrainer:
     def _corpus_tokens(self) -> int:
         """How many pieces the corpus's words are cut into by Viterbi now."""
         if self._twin is not None:
-            scratch = self._zeros(len(self.pieces))
-            return self._twin[2](self._word_lattice, array("d", self.logp), self._freq_array, scratch, self._zeros(len(self.pieces)))
+            uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))  # not needed here
+            return self._twin[2](self._word_lattice, array("d", self.logp), self._freq_array, uses, words_using)
         return sum(freq * len(_viterbi(starts, self.logp)) for starts, freq in zip(self._lattices(), self.freqs))
 
     def _snapshot(self) -> array:
