@@ -23,8 +23,9 @@ library and :class:`.unigram.UnigramTokenizer` encode identically. Unlike Senten
 straight to ``vocab_size`` by loss (SentencePiece keeps 10% more, then cuts by score), and seeds come from word
 substrings rather than a suffix array. Nothing here prints.
 
-The E-step, the Viterbi counts and the pruning losses run in the compiled twin app/engines/_unigram_train.c where
-it is built (:func:`..compiled.twin`); the Python loops here give the same numbers, bit for bit.
+The seed's substring counts, the E-step, the Viterbi counts and the pruning losses run in the compiled twin
+app/engines/_unigram_train.c where it is built (:func:`..compiled.twin`); the Python loops here give the same
+numbers, bit for bit.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..base import check_text
 from ..compiled import twin
@@ -139,6 +141,15 @@ def substring_counts(words: Counter, max_len: int) -> Iterable[tuple[str, int]]:
             for sub in substrings:
                 counts[sub] += freq
     return counts.items()
+
+
+class _Twin(NamedTuple):
+    """The compiled twin's loops (app/engines/_unigram_train.c) over its flat lattices."""
+
+    build: Callable
+    estep: Callable
+    viterbi_counts: Callable
+    losses: Callable
 
 
 class _Lattices:
@@ -259,10 +270,10 @@ class UnigramTrainer:
         self.word_list = list(self.words)
         self.freqs = [self.words[w] for w in self.word_list]
         self.rounds: list[UnigramRound] = []
-        twins = [twin("_unigram_train", name) for name in ("build", "estep", "viterbi_counts", "losses")]
-        self._twin = None if None in twins else twins
+        twins = [twin("_unigram_train", name) for name in _Twin._fields]
+        self._twin = None if None in twins else _Twin(*twins)
         if self._twin is not None:
-            build = self._twin[0]
+            build = self._twin.build
             prefixes = {p[:k] for p in self.pieces for k in range(1, len(p))}  # where a longer piece may start
             # flat lattices of every word and every seed piece, over the whole seed: the twin skips the dead
             # pieces (log-probability -inf) as the Python arithmetic does, so they are never filtered
@@ -305,12 +316,12 @@ class UnigramTrainer:
             found = self._piece_nodes[i] = _Lattices([self.pieces[i]], self.index, self.max_len).nodes[0]
         return found
 
-    def em_step(self, lattices: list) -> float:
+    def em_step(self, lattices: list | tuple) -> float:
         """One EM iteration; returns the corpus log-likelihood under the model before it."""
         expected: list[float] | array
         if self._twin is not None:
             expected = self._zeros(len(self.pieces))
-            likelihood = self._twin[1](lattices, array("d", self.logp), self._freq_array, expected)
+            likelihood = self._twin.estep(lattices, array("d", self.logp), self._freq_array, expected)
         else:
             expected = [0.0] * len(self.pieces)
             likelihood = 0.0
@@ -326,7 +337,7 @@ class UnigramTrainer:
         self.alive, self.logp = alive, logp
         return likelihood
 
-    def losses(self, lattices: list) -> list[tuple[float, int]]:
+    def losses(self, lattices: list | tuple) -> list[tuple[float, int]]:
         """``(loss, piece index)`` for every piece that may go (characters never do), smallest loss first."""
         if self._twin is not None:
             return self._compiled_losses(lattices)
@@ -362,10 +373,10 @@ class UnigramTrainer:
         """:meth:`losses` by the compiled twin: the same numbers, bit for bit."""
         logp = array("d", self.logp)
         uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))
-        self._twin[2](lattices, logp, self._freq_array, uses, words_using)
+        self._twin.viterbi_counts(lattices, logp, self._freq_array, uses, words_using)
         candidates = array("i", (i for i, p in enumerate(self.pieces) if self.alive[i] and p not in self.chars))
         found = self._zeros(len(candidates))
-        self._twin[3](self._piece_lattice, logp, uses, words_using, candidates, sum(uses), sum(self.freqs), found)
+        self._twin.losses(self._piece_lattice, logp, uses, words_using, candidates, sum(uses), sum(self.freqs), found)
         return sorted(zip(found, candidates))
 
     @staticmethod
@@ -400,7 +411,7 @@ class UnigramTrainer:
         """How many pieces the corpus's words are cut into by Viterbi now."""
         if self._twin is not None:
             uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))  # not needed here
-            return self._twin[2](self._word_lattice, array("d", self.logp), self._freq_array, uses, words_using)
+            return self._twin.viterbi_counts(self._word_lattice, array("d", self.logp), self._freq_array, uses, words_using)
         return sum(freq * len(_viterbi(starts, self.logp)) for starts, freq in zip(self._lattices(), self.freqs))
 
     def _snapshot(self) -> array:
