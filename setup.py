@@ -11,6 +11,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(f"app.engines.{name}", [f"app/engines/{name}.c"], optional=True, extra_compile_args=["-O2"])
-        for name in ("_merge", "_lattice", "_train")
+        for name in ("_merge", "_lattice", "_train", "_unigram_train")
     ]
 )

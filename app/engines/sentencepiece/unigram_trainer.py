@@ -22,17 +22,24 @@ The result saves as a real unigram ``.model`` (byte fallback, ``identity`` norma
 library and :class:`.unigram.UnigramTokenizer` encode identically. Unlike SentencePiece, the last round prunes
 straight to ``vocab_size`` by loss (SentencePiece keeps 10% more, then cuts by score), and seeds come from word
 substrings rather than a suffix array. Nothing here prints.
+
+The seed's substring counts, the E-step, the Viterbi counts and the pruning losses run in the compiled twin
+app/engines/_unigram_train.c where it is built (:func:`..compiled.twin`); the Python loops here give the same
+numbers, bit for bit.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..base import check_text
+from ..compiled import twin
 from ..training import Cancelled, TrainingError
 from .model import byte_piece
 from .proto import BYTE, NORMAL, UNIGRAM, ModelProto, Piece
@@ -100,20 +107,49 @@ def seed_pieces(words: Counter, max_len: int, size: int) -> dict[str, float]:
     >>> sorted(seed_pieces(Counter({"▁ab": 2, "▁b": 1}), 3, 5))
     ['a', 'ab', 'b', '▁', '▁ab']
     """
-    counts: Counter = Counter()
     chars: Counter = Counter()
     for word, freq in words.items():
-        n = len(word)
-        for i in range(n):
-            chars[word[i]] += freq
-            for j in range(i + 2, min(n, i + max_len) + 1):
-                counts[word[i:j]] += freq
-    scored = sorted(((f * len(p), p) for p, f in counts.items() if f >= 2), key=lambda sp: (-sp[0], sp[1]))
+        for c in word:
+            chars[c] += freq
     kept = {c: float(f) for c, f in chars.items()}
-    for score, piece in scored[: max(0, size - len(kept))]:
-        kept[piece] = float(score)
+    counts = substring_counts(words, max_len)
+    best = heapq.nsmallest(max(0, size - len(kept)), ((-f * len(p), p) for p, f in counts if f >= 2))
+    for negative_score, piece in best:  # highest score first, ties by piece
+        kept[piece] = float(-negative_score)
     total = math.log(sum(kept.values()))
     return {p: math.log(s) - total for p, s in kept.items()}
+
+
+def substring_counts(words: Counter, max_len: int) -> Iterable[tuple[str, int]]:
+    """``(substring, frequency)`` of every substring of 2 to ``max_len`` characters of ``words`` (by the compiled
+    twin where it is built).
+
+    >>> sorted(substring_counts(Counter({"abc": 2, "bc": 1}), 2))
+    [('ab', 2), ('bc', 3)]
+    """
+    count = twin("_unigram_train", "count_substrings")
+    if count is not None:
+        found, totals = count(list(words), array("q", words.values()), max_len)
+        return zip(found, array("q", totals))
+    counts: Counter = Counter()
+    for word, freq in words.items():
+        n = len(word)
+        substrings = [word[i:j] for i in range(n) for j in range(i + 2, min(n, i + max_len) + 1)]
+        if freq == 1:  # most distinct words: Counter.update counts them in C
+            counts.update(substrings)
+        else:
+            for sub in substrings:
+                counts[sub] += freq
+    return counts.items()
+
+
+class _Twin(NamedTuple):
+    """The compiled twin's loops (app/engines/_unigram_train.c) over its flat lattices."""
+
+    build: Callable
+    estep: Callable
+    viterbi_counts: Callable
+    losses: Callable
 
 
 class _Lattices:
@@ -234,9 +270,19 @@ class UnigramTrainer:
         self.word_list = list(self.words)
         self.freqs = [self.words[w] for w in self.word_list]
         self.rounds: list[UnigramRound] = []
+        twins = [twin("_unigram_train", name) for name in _Twin._fields]
+        self._twin = None if None in twins else _Twin(*twins)
+        if self._twin is not None:
+            build = self._twin.build
+            prefixes = {p[:k] for p in self.pieces for k in range(1, len(p))}  # where a longer piece may start
+            # flat lattices of every word and every seed piece, over the whole seed: the twin skips the dead
+            # pieces (log-probability -inf) as the Python arithmetic does, so they are never filtered
+            self._word_lattice = build(self.word_list, self.index, prefixes, self.max_len)
+            self._piece_lattice = build(self.pieces, self.index, prefixes, self.max_len)
+            self._freq_array = array("q", self.freqs)
         # Every word's lattice over the whole seed, built once: a removed piece keeps its nodes but gets a log-
         # probability of -inf, so no path uses it (each round filters the nodes down to the living pieces).
-        self._seed_nodes = _Lattices(self.word_list, self.index, self.max_len).nodes
+        self._seed_nodes = [] if self._twin is not None else _Lattices(self.word_list, self.index, self.max_len).nodes
         self._live_nodes = self._seed_nodes
         self._stale = False  # pieces died since the living nodes were filtered
         self._piece_nodes: dict[int, list[list[tuple[int, int]]]] = {}
@@ -253,8 +299,11 @@ class UnigramTrainer:
     def done(self) -> bool:
         return self.size <= self.vocab_size
 
-    def _lattices(self) -> list[list[list[tuple[int, int]]]]:
-        """Every word's lattice over the living pieces (filtered from the seed's, kept until pieces die)."""
+    def _lattices(self) -> list | tuple:
+        """Every word's lattice over the living pieces (filtered from the seed's, kept until pieces die); with the
+        compiled twin, its flat lattices over the whole seed."""
+        if self._twin is not None:
+            return self._word_lattice
         if self._stale:
             alive = self.alive
             self._live_nodes = [[[(j, p) for j, p in nodes if alive[p]] for nodes in starts] for starts in self._seed_nodes]
@@ -267,12 +316,17 @@ class UnigramTrainer:
             found = self._piece_nodes[i] = _Lattices([self.pieces[i]], self.index, self.max_len).nodes[0]
         return found
 
-    def em_step(self, lattices: list) -> float:
+    def em_step(self, lattices: list | tuple) -> float:
         """One EM iteration; returns the corpus log-likelihood under the model before it."""
-        expected = [0.0] * len(self.pieces)
-        likelihood = 0.0
-        for starts, freq in zip(lattices, self.freqs):
-            likelihood += freq * _forward_backward(starts, self.logp, freq, expected)
+        expected: list[float] | array
+        if self._twin is not None:
+            expected = self._zeros(len(self.pieces))
+            likelihood = self._twin.estep(lattices, array("d", self.logp), self._freq_array, expected)
+        else:
+            expected = [0.0] * len(self.pieces)
+            likelihood = 0.0
+            for starts, freq in zip(lattices, self.freqs):
+                likelihood += freq * _forward_backward(starts, self.logp, freq, expected)
         kept = [i for i, alive in enumerate(self.alive) if alive and (expected[i] >= EXPECTED_MIN or self.pieces[i] in self.chars)]
         total = digamma(sum(max(expected[i], EXPECTED_MIN) for i in kept))
         logp = [NEG_INF] * len(self.pieces)
@@ -283,8 +337,10 @@ class UnigramTrainer:
         self.alive, self.logp = alive, logp
         return likelihood
 
-    def losses(self, lattices: list) -> list[tuple[float, int]]:
+    def losses(self, lattices: list | tuple) -> list[tuple[float, int]]:
         """``(loss, piece index)`` for every piece that may go (characters never do), smallest loss first."""
+        if self._twin is not None:
+            return self._compiled_losses(lattices)
         uses = [0.0] * len(self.pieces)  # Viterbi uses, times word frequency
         words_using = [0.0] * len(self.pieces)  # frequency of the words whose Viterbi path uses the piece
         for starts, freq in zip(lattices, self.freqs):
@@ -306,10 +362,26 @@ class UnigramTrainer:
             alternative = _viterbi(self._lattice_of_piece(i), self.logp, skip=i)
             log_alt_total = math.log(total_uses + uses[i] * (len(alternative) - 1))
             logprob_piece = math.log(uses[i]) - log_total
-            logprob_alt = sum(math.log(uses[a] + uses[i]) - log_alt_total for a in alternative)
+            logprob_alt = 0.0
+            for a in alternative:  # added in path order, as the compiled twin does
+                logprob_alt += math.log(uses[a] + uses[i]) - log_alt_total
             out.append((words_using[i] / total_words * (logprob_piece - logprob_alt), i))
         out.sort()
         return out
+
+    def _compiled_losses(self, lattices: tuple) -> list[tuple[float, int]]:
+        """:meth:`losses` by the compiled twin: the same numbers, bit for bit."""
+        logp = array("d", self.logp)
+        uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))
+        self._twin.viterbi_counts(lattices, logp, self._freq_array, uses, words_using)
+        candidates = array("i", (i for i, p in enumerate(self.pieces) if self.alive[i] and p not in self.chars))
+        found = self._zeros(len(candidates))
+        self._twin.losses(self._piece_lattice, logp, uses, words_using, candidates, sum(uses), sum(self.freqs), found)
+        return sorted(zip(found, candidates))
+
+    @staticmethod
+    def _zeros(n: int) -> array:
+        return array("d", bytes(8 * n))
 
     def round(self) -> UnigramRound:
         """Two EM iterations, then prune to ``max(vocab_size, shrinking_factor * size)``."""
@@ -319,10 +391,12 @@ class UnigramTrainer:
         # pieces the M-step dropped (expected less than half a use) go first, at no loss
         removed = [(self.pieces[i], 0.0) for i, (was, now) in enumerate(zip(before, self.alive)) if was and not now]
         lattices = self._lattices()
-        target = max(self.vocab_size, int(self.shrinking_factor * self.size))
+        size = self.size  # counted once: a count per removed piece made pruning quadratic
+        target = max(self.vocab_size, int(self.shrinking_factor * size))
         for loss, i in self.losses(lattices):
-            if self.size <= target:
+            if size <= target:
                 break
+            size -= 1
             self.alive[i] = False
             self.logp[i] = NEG_INF  # no path uses it any more
             self._stale = True
@@ -335,6 +409,9 @@ class UnigramTrainer:
 
     def _corpus_tokens(self) -> int:
         """How many pieces the corpus's words are cut into by Viterbi now."""
+        if self._twin is not None:
+            uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))  # not needed here
+            return self._twin.viterbi_counts(self._word_lattice, array("d", self.logp), self._freq_array, uses, words_using)
         return sum(freq * len(_viterbi(starts, self.logp)) for starts, freq in zip(self._lattices(), self.freqs))
 
     def _snapshot(self) -> array:
