@@ -1,9 +1,10 @@
-"""Build configuration beyond pyproject.toml: the optional C extensions app/engines/_merge.c, _lattice.c and _train.c.
+"""Build configuration beyond pyproject.toml: the optional C extensions in app/engines/ (``*.c``).
 
-The compiled twins of the merge loop (app/engines/merging.py), of the unigram Viterbi pass
-(app/engines/sentencepiece/unigram.py) and of the training core's hot loops (app/engines/training/words.py and
-pair_counts.py). ``optional=True``: where no C compiler is found the install goes on without them, and the Python
-loops do the same work, slower.
+The compiled twins of the merge loop (app/engines/merging.py), of the unigram Viterbi pass and normalizer
+(app/engines/sentencepiece/unigram.py, normalizer.py), of the training core's hot loops
+(app/engines/training/words.py and pair_counts.py) and of the unigram trainer's E-step and pruning losses
+(app/engines/sentencepiece/unigram_trainer.py). ``optional=True``: where no C compiler is found the install goes on
+without them, and the Python loops do the same work, slower.
 """
 
 from setuptools import Extension, setup

@@ -1,5 +1,5 @@
 """Which compiled twins of hot loops this process runs: the C extensions setup.py builds next to their Python loops
-(``app/engines/_merge.c``, ``_lattice.c``, ``_train.c``).
+(``app/engines/_merge.c``, ``_lattice.c``, ``_train.c``, ``_unigram_train.c``).
 
 Each twin is optional: a machine without a C compiler installs without it, and ``TOKENPLAY_PURE_PYTHON=1`` turns
 them all off (the tests run both ways). This module only finds them; the modules that own the loops choose between
