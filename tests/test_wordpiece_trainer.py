@@ -20,8 +20,10 @@ from app.engines.wordpiece_trainer import (
 )
 
 
-def reference_merges(text: str, n: int, tie_break: str = "first") -> list[str]:
-    """Merged texts, recounting pairs and parts from scratch each step; the best score as an exact fraction."""
+def reference_steps(text: str, n: int, tie_break: str = "first", k: int = 1) -> list[tuple[list[tuple], list]]:
+    """Per step, recounting pairs and parts from scratch: the ``k`` best rows ``((left, right), count, left count,
+    right count, score)`` in winner order (the first is merged; scores exact fractions), and the pairs tied with
+    the winner."""
     words, base = corpus_words(text)
     texts = {i: b.decode() for i, b in base.items()}
     segs = [([texts[i] for i in ids], freq) for ids, freq in words]
@@ -40,16 +42,19 @@ def reference_merges(text: str, n: int, tie_break: str = "first") -> list[str]:
                 first.setdefault(pair, (w, i))
         def joined(pair):
             return pair[0] + pair[1].removeprefix("##")
-        candidates = [p for p in pairs if joined(p) not in vocab]
-        if not candidates:
-            break
+        def score(p):
+            return Fraction(pairs[p], parts[p[0]] * parts[p[1]])
         def key(p):
             tie = first[p] if tie_break == "first" else (p[0].encode(), p[1].encode(), first[p])
-            return (-Fraction(pairs[p], parts[p[0]] * parts[p[1]]), tie)
-        best = min(candidates, key=key)
+            return (-score(p), tie)
+        candidates = sorted((p for p in pairs if joined(p) not in vocab), key=key)
+        if not candidates:
+            break
+        best = candidates[0]
+        rows = [(p, pairs[p], parts[p[0]], parts[p[1]], score(p)) for p in candidates[:k]]
+        out.append((rows, [p for p in candidates[1:] if score(p) == score(best)]))
         new = joined(best)
         vocab.add(new)
-        out.append(new)
         for seg, _ in segs:
             i = 0
             while i < len(seg) - 1:
@@ -57,6 +62,11 @@ def reference_merges(text: str, n: int, tie_break: str = "first") -> list[str]:
                     seg[i : i + 2] = [new]
                 i += 1
     return out
+
+
+def reference_merges(text: str, n: int, tie_break: str = "first") -> list[str]:
+    """Merged texts, by :func:`reference_steps`."""
+    return [rows[0][0][0] + rows[0][0][1].removeprefix("##") for rows, _ in reference_steps(text, n, tie_break)]
 
 
 CLASSIC = "low lower newest widest\n" * 3 + "hugging hug hugs pug pun bun\n"
@@ -81,6 +91,24 @@ def test_merges_equal_the_reference_on_any_text(text, tie_break):
         got.append(state.step().token.decode())
     assert got == reference_merges(text, len(got) + 1, tie_break)[: len(got)]
     assert state.done == (len(reference_merges(text, len(got) + 1, tie_break)) == len(got))
+
+
+@pytest.mark.parametrize("tie_break", ["first", "lexical"])
+def test_tables_and_ties_equal_the_reference(tie_break):
+    """The lab's records (10 scored rows, 24 ties): every row once, in winner order, with the reference's counts."""
+    realtext.require()
+    text = CLASSIC + realtext.slices("en", 1, 2500, seed=5)[0]
+    state = WordPieceTrainerState(*corpus_words(text), tie_break=tie_break)
+    steps = [state.step(top_k=10, max_ties=24) for _ in range(120)]
+    expected = reference_steps(text, len(steps), tie_break, k=10)
+    assert len(expected) == len(steps)
+    def texts(pair):
+        return state.vocab[pair[0]].decode(), state.vocab[pair[1]].decode()
+    for step, (rows, ties) in zip(steps, expected):
+        assert [(texts(p), c, a, b) for p, c, a, b, _ in step.scored] == [row[:4] for row in rows]
+        assert [s for *_, s in step.scored] == [float(row[4]) for row in rows]
+        assert step.score == float(rows[0][4])
+        assert [texts(p) for p in step.ties] == ties[:24]
 
 
 def test_step_records_the_score_and_the_table():

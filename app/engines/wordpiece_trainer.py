@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import heapq
 import json
+from bisect import insort
+from itertools import groupby
+from operator import itemgetter
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -124,56 +127,88 @@ class WordPieceStep(MergeStep):
 
 
 class ScoredPairs:
-    """Pairs ordered by score, highest first, ties by ``tie_key``: a heap of ``(-score, tie key, key)`` entries,
-    checked against the live counts when they come up (an entry whose score or tie key changed is pushed again)."""
+    """Pairs ordered by score, highest first, ties by ``tie_key``: a heap of ``(-score, key)`` entries.
+
+    The trainer calls :meth:`rescore` for every pair whose score may have changed (a merge changes the scores of
+    the pairs holding its parts, and only those). ``live`` holds each pair's one valid entry, so an entry that comes
+    up is checked by identity, not by counting again. The best entries taken off the heap stay in ``front`` between
+    steps (checked again, not pushed and popped again). Tie keys are asked for only among equal scores, when a table
+    is taken: among pairs whose score did not change, tie order never changes.
+    """
 
     def __init__(self, state: WordPieceTrainerState):
         self.state = state
-        self.heap: list[tuple[float, object, str]] = []
-        for key in state.pairs.counts:
-            self.push(key)
+        self.live: dict[str, tuple[float, str]] = {}  # pair -> its valid entry (the negated score, the pair)
+        self.text_of: dict[str, str] = {}  # pair -> the piece it would merge into (ids never change their text)
+        self.front: list[tuple[float, str]] = []  # valid entries off the heap, in heap order
+        self.heap: list[tuple[float, str]] = []
+        self.checked = False  # whether ``front`` holds only valid entries (no rescoring since it was checked)
+        self.rescore(state.pairs.counts)
+        heapq.heapify(self.heap)
 
-    def entry(self, key: str) -> tuple[float, object, str] | None:
+    def score(self, key: str) -> float:
+        """The negated score of ``key`` now (a pair that occurs)."""
+        parts = self.state.token_counts
+        return -self.state.pairs.counts[key] / (parts[ord(key[0])] * parts[ord(key[1])])  # a key is chr(a) + chr(b)
+
+    def rescore(self, keys: Iterable[str]) -> None:
+        """Give each of ``keys`` an entry with its score now (none when it no longer occurs)."""
+        live, heap, counts, parts = self.live, self.heap, self.state.pairs.counts, self.state.token_counts
+        push = heapq.heappush
+        self.checked = False
+        for key in keys:
+            count = counts.get(key)
+            if not count:
+                live.pop(key, None)
+                continue
+            score = -count / (parts[ord(key[0])] * parts[ord(key[1])])
+            old = live.get(key)
+            if old is None or old[0] != score:  # an unchanged score keeps its entry, wherever it is
+                entry = live[key] = (score, key)
+                push(heap, entry)
+        if len(heap) > 4 * len(live) + 1024:  # mostly stale entries: keep the valid ones (a smaller heap pops faster)
+            heap[:] = [e for e in heap if live.get(e[1]) is e]
+            heapq.heapify(heap)
+
+    def _refused(self, key: str) -> bool:
+        """Whether ``key`` merges into a piece the vocabulary has (a second spelling: never merged); such a pair
+        is forgotten."""
         state = self.state
-        count = state.pairs.counts.get(key, 0)
-        if not count:
-            return None
-        parts = state.token_counts
-        return -count / (parts[ord(key[0])] * parts[ord(key[1])]), state.tie_key(key), key  # a key is chr(a) + chr(b)
+        text = self.text_of.get(key)
+        if text is None:
+            text = self.text_of[key] = state.text_of_pair(state._pairs[key])
+        if text in state.texts:
+            del self.live[key]
+            state.pairs.remove(key)
+            return True
+        return False
 
-    def push(self, key: str) -> None:
-        entry = self.entry(key)
-        if entry is not None:
-            heapq.heappush(self.heap, entry)
-
-    def pop_valid(self) -> tuple[float, object, str] | None:
-        """The best live entry (removed from the heap), or None; stale and refused entries are dealt with."""
-        heap, state = self.heap, self.state
-        while heap:
-            top = heapq.heappop(heap)
-            current = self.entry(top[2])
-            if current is None:
-                continue
-            if current != top:
-                heapq.heappush(heap, current)
-                continue
-            if state.text_of_pair(state._pairs[top[2]]) in state.texts:  # a second spelling: never merged
-                state.pairs.remove(top[2])
-                continue
-            return top
-        return None
-
-    def best(self, k: int) -> list[tuple[float, object, str]]:
-        """The ``k`` best live entries, left in the heap."""
-        out = []
-        while len(out) < k:
-            top = self.pop_valid()
-            if top is None:
+    def best(self, k: int) -> list[tuple[float, str]]:
+        """The ``k`` best entries in winner order (score, then tie key)."""
+        live, heap = self.live, self.heap
+        front = self.front
+        if not self.checked:
+            front = [e for e in front if live.get(e[1]) is e and not self._refused(e[1])]
+        while heap:  # the k best scores, and every pair tied with the last of them: tie keys order those
+            top = heap[0]
+            if len(front) >= k and top[0] > front[k - 1][0]:
                 break
-            out.append(top)
-        for entry in out:
-            heapq.heappush(self.heap, entry)
-        return out
+            heapq.heappop(heap)
+            if live.get(top[1]) is top and not self._refused(top[1]):
+                insort(front, top)
+        if len(front) > 4 * k + 64:  # keep the front short: the tail goes back (still valid)
+            for entry in front[2 * k + 32 :]:
+                heapq.heappush(heap, entry)
+            del front[2 * k + 32 :]
+        self.front, self.checked = front, True
+        tie_key = self.state.tie_key
+        ranked: list[tuple[float, str]] = []
+        for _, group in groupby(front, key=itemgetter(0)):
+            if len(ranked) >= k:
+                break
+            tied = list(group)
+            ranked.extend(sorted(tied, key=lambda entry: tie_key(entry[1])) if len(tied) > 1 else tied)
+        return ranked[:k]
 
 
 class WordPieceTrainerState(MergeState):
@@ -204,7 +239,7 @@ class WordPieceTrainerState(MergeState):
         return not self.scores.best(1)
 
     def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
-        return [(self._pairs[key], self.pairs.counts[key]) for _, _, key in self.scores.best(k)]
+        return [(self._pairs[key], self.pairs.counts[key]) for _, key in self.scores.best(k)]
 
     def step(self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None) -> WordPieceStep:
         """Merge the best-scoring pair (or ``force_pair``) everywhere; the record has the scored pair table."""
@@ -212,18 +247,18 @@ class WordPieceTrainerState(MergeState):
         if force_pair is None:
             if not table:
                 raise self.error("no pair is left to merge; training is complete")
-            win_score, _, key = table[0]
+            win_score, key = table[0]
             pair = self._pairs[key]
         else:
             pair = (int(force_pair[0]), int(force_pair[1]))
             key = self._key(pair)
             if key is None or not self.pairs.counts.get(key) or self.text_of_pair(pair) in self.texts:
                 raise self.error(f"pair {pair} does not occur in the corpus now (or cannot be merged); pick one from the table")
-            win_score = self.scores.entry(key)[0]
-        tied = [self._pairs[k] for s, _, k in table if s == win_score and k != key]
+            win_score = self.scores.score(key)
+        tied = [self._pairs[k] for s, k in table if s == win_score and k != key]
         left_count, right_count = self.token_counts[pair[0]], self.token_counts[pair[1]]
         scored = [(self._pairs[k], self.pairs.counts[k], self.token_counts[self._pairs[k][0]],
-                   self.token_counts[self._pairs[k][1]], -s) for s, _, k in table[:top_k]]
+                   self.token_counts[self._pairs[k][1]], -s) for s, k in table[:top_k]]
         text = self.text_of_pair(pair)
         base = super().step(force_pair=pair, max_ties=0)
         self.vocab[base.new_id] = text.encode()
@@ -252,8 +287,9 @@ class WordPieceTrainerState(MergeState):
         touched: set[str] = set()
         for token in {a, b}:
             keys = self.by_token.get(token, set())
-            keys.intersection_update(live)
-            touched |= keys
+            kept = self.by_token[token] = {k for k in keys if k in live}
+            touched |= kept
+            touched |= keys - kept  # merged away or refused: rescoring drops their entries
         for _, came, _ in self._changes:  # the pairs the merge made hold the new piece
             if came in live:
                 x, y = self._pairs[came]
@@ -261,8 +297,7 @@ class WordPieceTrainerState(MergeState):
                 self.by_token.setdefault(y, set()).add(came)
                 touched.add(came)
         self._changes.clear()
-        for key in touched:
-            self.scores.push(key)
+        self.scores.rescore(touched)
 
 
 def _noting(apply, note: list):
