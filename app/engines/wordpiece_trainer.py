@@ -31,11 +31,12 @@ from bisect import insort
 from itertools import groupby
 from operator import itemgetter
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import regex
 
+from .compiled import twin
 from .bert_text import PUNCTUATION, SPLIT_SPACE, bert_normalizer, char_class
 from .steps import MergeStep
 from .training import MergeState, TrainingError
@@ -49,6 +50,7 @@ PRE_TOKENIZER = {"type": "BertPreTokenizer"}
 _normalize = bert_normalizer(True, True, False, False)
 _WORDS = regex.compile(f"[^{char_class(SPLIT_SPACE)}{char_class(PUNCTUATION)}]+|[{char_class(PUNCTUATION)}]")
 Pair = tuple[int, int]
+Entry = tuple[float, str]  # a pair's negated score, and the pair
 
 
 def words_of(text: str) -> list[str]:
@@ -126,6 +128,35 @@ class WordPieceStep(MergeStep):
         }
 
 
+def rescore_python(keys: Iterable[str], counts: dict[str, int], parts: Mapping[int, int], live: dict[str, Entry],
+                   heap: list[Entry]) -> None:
+    """:meth:`ScoredPairs.rescore`'s loop: each pair of ``keys`` that occurs gets the entry ``(-score, pair)`` in
+    ``live`` and on ``heap``, unless its entry has that score already; a pair that does not occur leaves ``live``.
+
+    >>> live, heap = {}, []
+    >>> rescore_python(["ab", "bc"], {"ab": 2, "bc": 0}, {97: 4, 98: 2, 99: 1}, live, heap)
+    >>> live, heap
+    ({'ab': (-0.25, 'ab')}, [(-0.25, 'ab')])
+    """
+    push = heapq.heappush
+    for key in keys:
+        count = counts.get(key)
+        if not count:
+            live.pop(key, None)
+            continue
+        score = -count / (parts[ord(key[0])] * parts[ord(key[1])])  # a key is chr(a) + chr(b)
+        old = live.get(key)
+        if old is None or old[0] != score:  # an unchanged score keeps its entry, wherever it is
+            entry = live[key] = (score, key)
+            push(heap, entry)
+
+
+_rescore = twin("_train", "rescore")
+#: Whether scoring runs compiled (``app/engines/_train.c``).
+COMPILED = _rescore is not None
+rescore = _rescore or rescore_python
+
+
 class ScoredPairs:
     """Pairs ordered by score, highest first, ties by ``tie_key``: a heap of ``(-score, key)`` entries.
 
@@ -153,20 +184,10 @@ class ScoredPairs:
 
     def rescore(self, keys: Iterable[str]) -> None:
         """Give each of ``keys`` an entry with its score now (none when it no longer occurs)."""
-        live, heap, counts, parts = self.live, self.heap, self.state.pairs.counts, self.state.token_counts
-        push = heapq.heappush
+        live, heap = self.live, self.heap
+        rescore(keys, self.state.pairs.counts, self.state.token_counts, live, heap)
         self.checked = False
-        for key in keys:
-            count = counts.get(key)
-            if not count:
-                live.pop(key, None)
-                continue
-            score = -count / (parts[ord(key[0])] * parts[ord(key[1])])
-            old = live.get(key)
-            if old is None or old[0] != score:  # an unchanged score keeps its entry, wherever it is
-                entry = live[key] = (score, key)
-                push(heap, entry)
-        if len(heap) > 4 * len(live) + 1024:  # mostly stale entries: keep the valid ones (a smaller heap pops faster)
+        if len(heap) > 8 * len(live) + 16384:  # mostly stale entries: keep the valid ones (a smaller heap pops faster)
             heap[:] = [e for e in heap if live.get(e[1]) is e]
             heapq.heapify(heap)
 
@@ -183,26 +204,48 @@ class ScoredPairs:
             return True
         return False
 
-    def best(self, k: int) -> list[tuple[float, str]]:
-        """The ``k`` best entries in winner order (score, then tie key)."""
-        live, heap = self.live, self.heap
+    def _check_front(self) -> list[Entry]:
+        """``front`` without the entries a merge made stale or refused since it was last checked."""
         front = self.front
-        if not self.checked:
-            front = [e for e in front if live.get(e[1]) is e and not self._refused(e[1])]
-        while heap:  # the k best scores, and every pair tied with the last of them: tie keys order those
+        if not self.checked:  # every entry here had its text asked for (``text_of``) when it left the heap
+            live, text_of, texts = self.live, self.text_of, self.state.texts
+            kept = [e for e in front if live.get(e[1]) is e]
+            front = self.front = [e for e in kept if text_of[e[1]] not in texts]
+            if len(front) < len(kept):
+                for e in kept:
+                    if text_of[e[1]] in texts:
+                        self._refused(e[1])  # forgets it
+            self.checked = True
+        return front
+
+    def _pull(self, front: list[Entry], k: int) -> None:
+        """Move valid heap entries to ``front`` until it holds the ``k`` best and every pair tied with the k-th."""
+        live, heap = self.live, self.heap
+        while heap:
             top = heap[0]
             if len(front) >= k and top[0] > front[k - 1][0]:
                 break
             heapq.heappop(heap)
             if live.get(top[1]) is top and not self._refused(top[1]):
                 insort(front, top)
+
+    def any(self) -> bool:
+        """Whether some pair may still merge."""
+        front = self._check_front()
+        if not front:
+            self._pull(front, 1)
+        return bool(front)
+
+    def best(self, k: int) -> list[Entry]:
+        """The ``k`` best entries in winner order (score, then tie key)."""
+        front = self._check_front()
+        self._pull(front, k)
         if len(front) > 4 * k + 64:  # keep the front short: the tail goes back (still valid)
             for entry in front[2 * k + 32 :]:
-                heapq.heappush(heap, entry)
+                heapq.heappush(self.heap, entry)
             del front[2 * k + 32 :]
-        self.front, self.checked = front, True
         tie_key = self.state.tie_key
-        ranked: list[tuple[float, str]] = []
+        ranked: list[Entry] = []
         for _, group in groupby(front, key=itemgetter(0)):
             if len(ranked) >= k:
                 break
@@ -236,7 +279,7 @@ class WordPieceTrainerState(MergeState):
 
     @property
     def done(self) -> bool:
-        return not self.scores.best(1)
+        return not self.scores.any()
 
     def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
         return [(self._pairs[key], self.pairs.counts[key]) for _, key in self.scores.best(k)]
