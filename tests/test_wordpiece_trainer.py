@@ -3,22 +3,25 @@ and its exported tokenizer.json against Hugging Face ``tokenizers``."""
 
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
 
 import pytest
 import realtext
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
 from app.engines import wordpiece_trainer
 from app.engines.loaders import load_tokenizer
 from app.engines.wordpiece_trainer import (
+    NORMALIZER,
     WordPieceTrainerState,
     corpus_words,
     rescore_python,
     tokenizer_json,
     train_wordpiece,
+    word_counts,
 )
 
 
@@ -115,6 +118,16 @@ def test_tables_and_ties_equal_the_reference(tie_break):
         assert [s for *_, s in step.scored] == [float(row[4]) for row in rows[:10]]
         assert step.score == float(rows[0][4])
         assert [texts(p) for p in step.ties] == ties[:24]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from("ab é,.!-\t\n\r\x0b\x1c\x85\xa0\u3000\u2028北京\u00ad\u200b\ufffd\x00¿«"), max_size=40))
+def test_word_counts_cut_as_tokenizers_pre_tokenizes(text):
+    """The fast count (split at spaces, punctuation per distinct chunk) gives the words HF's BERT pipeline gives."""
+    normalized = normalizers.BertNormalizer(**{k: v for k, v in NORMALIZER.items() if k != "type"}).normalize_str(text)
+    words = [w for w, _ in pre_tokenizers.BertPreTokenizer().pre_tokenize_str(normalized)]
+    assert word_counts(text) == Counter(words)
+    assert list(word_counts(text)) == list(dict.fromkeys(words))  # first-seen order: the ``first`` tie rule's
 
 
 def test_step_records_the_score_and_the_table():
