@@ -166,9 +166,13 @@ def test_compiled_rescore_equals_the_python_loop(counts, part_counts, keys):
     for key in keys[1::3]:
         if counts.get(key):
             start[key] = (-counts[key] / (parts[ord(key[0])] * parts[ord(key[1])]), key)  # unchanged: kept
+    as_list = [0] * (max(parts) + 1)  # as the trainer keeps them
+    for i, n in parts.items():
+        as_list[i] = n
     results = []
-    for rescore in (rescore_python, wordpiece_trainer.rescore):
+    for rescore, counts_of_parts in [(rescore_python, parts), (wordpiece_trainer.rescore, parts),
+                                     (wordpiece_trainer.rescore, as_list)]:
         live, heap = dict(start), sorted(start.values())
-        rescore(keys + list(counts), counts, parts, live, heap)
+        rescore(keys + list(counts), counts, counts_of_parts, live, heap)
         results.append((live, heap, [id(live[k]) == id(start.get(k)) for k in live]))
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]

@@ -15,7 +15,7 @@
  *     Moves each pair of changes to its new count in counts and buckets (count -> set of pairs), takes those
  *     leaving ranked_count out of the list ranked, and returns the set of those reaching it.
  *
- *   rescore(keys, counts, parts, live, heap)
+ *   rescore(keys, counts, parts, live, heap)   (parts: a list indexed by id, or a mapping)
  *     The WordPiece trainer's scoring loop (ScoredPairs.rescore): each pair of keys that still has a count gets the
  *     entry (-count / (parts[a] * parts[b]), pair) in live and pushed on the heap (a list kept as heapq keeps it),
  *     unless its entry in live has that score already; a pair without a count leaves live.
@@ -678,7 +678,12 @@ static int heap_push(PyObject *heap, PyObject *item) { /* heapq.heappush: append
     return 0;
 }
 
-static PyObject *part_count(PyObject *parts, Py_UCS4 id) { /* parts[id], a new reference (0 when missing) */
+static PyObject *part_count(PyObject *parts, Py_UCS4 id) { /* parts[id], a new reference */
+    if (PyList_CheckExact(parts) && (Py_ssize_t)id < PyList_GET_SIZE(parts)) { /* the trainer's list: no int built */
+        PyObject *value = PyList_GET_ITEM(parts, id);
+        Py_INCREF(value);
+        return value;
+    }
     PyObject *key = PyLong_FromUnsignedLong(id);
     if (!key) return NULL;
     PyObject *value = PyObject_GetItem(parts, key); /* a Counter answers 0 for a missing id */

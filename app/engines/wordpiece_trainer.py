@@ -32,7 +32,7 @@ from bisect import insort
 from itertools import groupby
 from operator import itemgetter
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -129,7 +129,7 @@ class WordPieceStep(MergeStep):
         }
 
 
-def rescore_python(keys: Iterable[str], counts: dict[str, int], parts: Mapping[int, int], live: dict[str, Entry],
+def rescore_python(keys: Iterable[str], counts: dict[str, int], parts: Sequence[int] | Mapping[int, int], live: dict[str, Entry],
                    heap: list[Entry]) -> None:
     """:meth:`ScoredPairs.rescore`'s loop: each pair of ``keys`` that occurs gets the entry ``(-score, pair)`` in
     ``live`` and on ``heap``, unless its entry has that score already; a pair that does not occur leaves ``live``.
@@ -261,7 +261,7 @@ class WordPieceTrainerState(MergeState):
     def __init__(self, words: Iterable[tuple[list[int], int]], base_vocab: dict[int, bytes], *, tie_break: str = "first"):
         words = list(words)
         super().__init__(words, base_vocab, tie_break=tie_break)
-        self.token_counts: Counter = Counter()
+        self.token_counts = [0] * self.next_id  # id -> occurrences now (a list: the scoring loop indexes it)
         for ids, freq in words:
             for i in ids:
                 self.token_counts[i] += freq
@@ -326,6 +326,7 @@ class WordPieceTrainerState(MergeState):
         counts = self.token_counts
         counts[a] -= replaced
         counts[b] -= replaced
+        counts.extend([0] * (new_id + 1 - len(counts)))
         counts[new_id] += replaced
         live = self.pairs.counts
         touched: set[str] = set()
