@@ -258,6 +258,8 @@ class ScoredPairs:
 class WordPieceTrainerState(MergeState):
     """A WordPiece training in progress on the shared core: :meth:`step` merges the best-scoring pair."""
 
+    record_type = WordPieceStep
+
     def __init__(self, words: Iterable[tuple[list[int], int]], base_vocab: dict[int, bytes], *, tie_break: str = "first"):
         words = list(words)
         super().__init__(words, base_vocab, tie_break=tie_break)
@@ -304,19 +306,15 @@ class WordPieceTrainerState(MergeState):
         scored = [(self._pairs[k], self.pairs.counts[k], self.token_counts[self._pairs[k][0]],
                    self.token_counts[self._pairs[k][1]], -s) for s, k in table[:top_k]]
         text = self.text_of_pair(pair)
-        base = super().step(force_pair=pair, max_ties=0)
-        self.vocab[base.new_id] = text.encode()
+        record = super().step(force_pair=pair, max_ties=0)
+        self.vocab[record.new_id] = text.encode()
         self.texts.add(text)
-        record = WordPieceStep(
-            **{name: getattr(base, name) for name in MergeStep.__slots__},
-        )
         record.ties = tied if max_ties is None else tied[:max_ties]
         record.forced = force_pair is not None
         record.top_pairs = [(p, c) for p, c, *_ in scored]
         record.score, record.left_count, record.right_count, record.scored = -win_score, left_count, right_count, scored
-        self.steps[-1] = record
         self.tie_counts[-1] = len(tied)
-        self._rescore(pair, base.new_id, base.replaced)
+        self._rescore(pair, record.new_id, record.replaced)
         return record
 
     def _rescore(self, pair: Pair, new_id: int, replaced: int) -> None:
