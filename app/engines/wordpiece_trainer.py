@@ -329,10 +329,9 @@ class WordPieceTrainerState(MergeState):
         live = self.pairs.counts
         touched: set[str] = set()
         for token in {a, b}:
-            keys = self.by_token.get(token, set())
-            kept = self.by_token[token] = {k for k in keys if k in live}
-            touched |= kept
-            touched |= keys - kept  # merged away or refused: rescoring drops their entries
+            keys = self.by_token.get(token, ())
+            touched.update(keys)  # those merged away or refused too: rescoring drops their entries
+            self.by_token[token] = {k for k in keys if k in live}
         for _, came, _ in self._changes:  # the pairs the merge made hold the new piece
             if came in live:
                 x, y = self._pairs[came]
