@@ -13,8 +13,9 @@ tie rule, as in BPE: ``first`` (the pair seen first in the corpus) or ``lexical`
 
 The merging, counting and recording is the shared training core (:class:`app.engines.training.MergeState`); this
 module only swaps the count order for the score order. Scores of every pair that shares a part with the merged
-pair change at each step, so they are kept in a heap, the pairs whose score rose pushed again and stale entries
-dropped when they come up (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
+pair change at each step, so they are kept in a heap: each such pair is pushed again with its new score (a loop
+with a compiled twin in ``app/engines/_train.c``), each pair has one valid entry and the others are dropped when
+they come up, and the best entries wait off the heap between steps (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
 the winner's ``score`` and the scored pair table (count, the two part counts, the score).
 
 Words are the BERT pipeline's (:mod:`.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
@@ -29,15 +30,14 @@ import heapq
 import json
 import re
 from bisect import insort
-from itertools import groupby
-from operator import itemgetter
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 
-
-from .compiled import twin
 from .bert_text import PUNCTUATION, SPLIT_SPACE, bert_normalizer, char_class
+from .compiled import twin
 from .steps import MergeStep
 from .training import MergeState, TrainingError
 from .training.driver import run_merges
@@ -129,8 +129,13 @@ class WordPieceStep(MergeStep):
         }
 
 
-def rescore_python(keys: Iterable[str], counts: dict[str, int], parts: Sequence[int] | Mapping[int, int], live: dict[str, Entry],
-                   heap: list[Entry]) -> None:
+def rescore_python(
+    keys: Iterable[str],
+    counts: dict[str, int],
+    parts: Sequence[int] | Mapping[int, int],
+    live: dict[str, Entry],
+    heap: list[Entry],
+) -> None:
     """:meth:`ScoredPairs.rescore`'s loop: each pair of ``keys`` that occurs gets the entry ``(-score, pair)`` in
     ``live`` and on ``heap``, unless its entry has that score already; a pair that does not occur leaves ``live``.
 
@@ -170,10 +175,10 @@ class ScoredPairs:
 
     def __init__(self, state: WordPieceTrainerState):
         self.state = state
-        self.live: dict[str, tuple[float, str]] = {}  # pair -> its valid entry (the negated score, the pair)
+        self.live: dict[str, Entry] = {}  # pair -> its one valid entry (on the heap or in ``front``)
         self.text_of: dict[str, str] = {}  # pair -> the piece it would merge into (ids never change their text)
-        self.front: list[tuple[float, str]] = []  # valid entries off the heap, in heap order
-        self.heap: list[tuple[float, str]] = []
+        self.front: list[Entry] = []  # valid entries taken off the heap, sorted
+        self.heap: list[Entry] = []
         self.checked = False  # whether ``front`` holds only valid entries (no rescoring since it was checked)
         self.rescore(state.pairs.counts)
         heapq.heapify(self.heap)
