@@ -173,6 +173,9 @@ class ScoredPairs:
     is taken: among pairs whose score did not change, tie order never changes.
     """
 
+    #: Stale heap entries tolerated beyond twice the valid ones before the heap is rebuilt from ``live``.
+    slack = 4096
+
     def __init__(self, state: WordPieceTrainerState):
         self.state = state
         self.live: dict[str, Entry] = {}  # pair -> its one valid entry (on the heap or in ``front``)
@@ -193,8 +196,9 @@ class ScoredPairs:
         live, heap = self.live, self.heap
         rescore(keys, self.state.pairs.counts, self.state.token_counts, live, heap)
         self.checked = False
-        if len(heap) > 8 * len(live) + 16384:  # mostly stale entries: keep the valid ones (a smaller heap pops faster)
-            heap[:] = [e for e in heap if live.get(e[1]) is e]
+        if len(heap) > 2 * len(live) + self.slack:  # mostly stale entries: keep the valid ones (a smaller heap pops faster)
+            in_front = set(map(id, self.front))
+            heap[:] = [e for e in live.values() if id(e) not in in_front]  # a valid entry not in front is on the heap
             heapq.heapify(heap)
 
     def _refused(self, key: str) -> bool:
