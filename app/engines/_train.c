@@ -15,8 +15,14 @@
  *     Moves each pair of changes to its new count in counts and buckets (count -> set of pairs), takes those
  *     leaving ranked_count out of the list ranked, and returns the set of those reaching it.
  *
- * Each gives exactly what its Python twin (index_pairs_python, merge_words_python, apply_counts_python) gives for
- * the same input: tests/test_training_c.py checks it on random inputs, and every trainer test runs through them.
+ *   rescore(keys, counts, parts, live, heap)   (parts: a list indexed by id, or a mapping)
+ *     The WordPiece trainer's scoring loop (ScoredPairs.rescore): each pair of keys that still has a count gets the
+ *     entry (-count / (parts[a] * parts[b]), pair) in live and pushed on the heap (a list kept as heapq keeps it),
+ *     unless its entry in live has that score already; a pair without a count leaves live.
+ *
+ * Each gives exactly what its Python twin (index_pairs_python, merge_words_python, apply_counts_python,
+ * rescore_python) gives for the same input: tests/test_training_c.py and tests/test_wordpiece_trainer.py check it
+ * on random inputs, and every trainer test runs through them.
  * Pairs and neighbours are grouped in small hash tables keyed by code points, so no key string is built per
  * occurrence, only one per distinct pair. Frequencies are added as C integers while they fit, as Python numbers
  * after.
@@ -643,6 +649,130 @@ static PyObject *apply_counts(PyObject *self, PyObject *args) {
     return c.entering;
 }
 
+/* -- rescore: WordPiece's scores ------------------------------------------------------------------------------ */
+static int entry_less(PyObject *x, PyObject *y) { /* x < y for (float, str) entries, as tuples compare */
+    if (PyTuple_CheckExact(x) && PyTuple_CheckExact(y) && PyTuple_GET_SIZE(x) == 2 && PyTuple_GET_SIZE(y) == 2 &&
+        PyFloat_CheckExact(PyTuple_GET_ITEM(x, 0)) && PyFloat_CheckExact(PyTuple_GET_ITEM(y, 0))) {
+        double a = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(x, 0)), b = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(y, 0));
+        if (a != b) return a < b;
+        return PyObject_RichCompareBool(PyTuple_GET_ITEM(x, 1), PyTuple_GET_ITEM(y, 1), Py_LT);
+    }
+    return PyObject_RichCompareBool(x, y, Py_LT);
+}
+
+static int heap_push(PyObject *heap, PyObject *item) { /* heapq.heappush: append, then sift towards the root */
+    if (PyList_Append(heap, item) < 0) return -1;
+    Py_ssize_t pos = PyList_GET_SIZE(heap) - 1;
+    while (pos > 0) {
+        Py_ssize_t parent = (pos - 1) >> 1;
+        PyObject **items = PySequence_Fast_ITEMS(heap); /* again each time: a comparison may run Python code */
+        int less = entry_less(item, items[parent]);
+        if (less < 0) return -1;
+        if (!less || pos >= PyList_GET_SIZE(heap)) break;
+        items = PySequence_Fast_ITEMS(heap);
+        PyObject *up = items[parent];
+        items[parent] = items[pos]; /* the list owns one reference to each: swapping keeps them */
+        items[pos] = up;
+        pos = parent;
+    }
+    return 0;
+}
+
+static PyObject *part_count(PyObject *parts, Py_UCS4 id) { /* parts[id], a new reference */
+    if (PyList_CheckExact(parts) && (Py_ssize_t)id < PyList_GET_SIZE(parts)) { /* the trainer's list: no int built */
+        PyObject *value = PyList_GET_ITEM(parts, id);
+        Py_INCREF(value);
+        return value;
+    }
+    PyObject *key = PyLong_FromUnsignedLong(id);
+    if (!key) return NULL;
+    PyObject *value = PyObject_GetItem(parts, key); /* a Counter answers 0 for a missing id */
+    Py_DECREF(key);
+    return value;
+}
+
+static PyObject *negated_score(PyObject *count, PyObject *a, PyObject *b) { /* -count / (a * b), as Python does it */
+    int overflow = 0;
+    long long c = PyLong_AsLongLongAndOverflow(count, &overflow), x, y, product;
+    if (!overflow && c >= 0 && c < (1LL << 53)) {
+        x = PyLong_AsLongLongAndOverflow(a, &overflow);
+        if (!overflow) y = PyLong_AsLongLongAndOverflow(b, &overflow);
+        if (!overflow && x > 0 && y > 0 && !__builtin_mul_overflow(x, y, &product) && product < (1LL << 53))
+            return PyFloat_FromDouble((double)-c / (double)product); /* both exact as doubles: one rounding */
+    }
+    if (PyErr_Occurred()) return NULL;
+    PyObject *negated = PyNumber_Negative(count), *denominator = PyNumber_Multiply(a, b), *score = NULL;
+    if (negated && denominator) score = PyNumber_TrueDivide(negated, denominator);
+    Py_XDECREF(negated);
+    Py_XDECREF(denominator);
+    return score;
+}
+
+static int rescore_one(PyObject *key, PyObject *counts, PyObject *parts, PyObject *live, PyObject *heap) {
+    PyObject *count = PyDict_GetItemWithError(counts, key);
+    if (!count && PyErr_Occurred()) return -1;
+    int occurs = count ? PyObject_IsTrue(count) : 0;
+    if (occurs < 0) return -1;
+    if (!occurs) {
+        if (PyDict_DelItem(live, key) < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) return -1;
+            PyErr_Clear();
+        }
+        return 0;
+    }
+    if (!PyUnicode_Check(key) || PyUnicode_GET_LENGTH(key) != 2) {
+        PyErr_SetString(PyExc_ValueError, "rescore(): a pair must be a str of two characters");
+        return -1;
+    }
+    Py_INCREF(count); /* the dict's may go while Python code runs */
+    PyObject *a = part_count(parts, PyUnicode_READ_CHAR(key, 0));
+    PyObject *b = a ? part_count(parts, PyUnicode_READ_CHAR(key, 1)) : NULL;
+    PyObject *score = b ? negated_score(count, a, b) : NULL;
+    Py_DECREF(count);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    if (!score) return -1;
+    PyObject *old = PyDict_GetItemWithError(live, key);
+    int failed = 0;
+    if (!old && PyErr_Occurred()) {
+        failed = 1;
+    } else {
+        int same = 0;
+        if (old) {
+            PyObject *old_score = PySequence_GetItem(old, 0);
+            same = old_score ? PyObject_RichCompareBool(old_score, score, Py_EQ) : -1;
+            Py_XDECREF(old_score);
+        }
+        if (same < 0) {
+            failed = 1;
+        } else if (!same) { /* an unchanged score keeps its entry, wherever it is */
+            PyObject *entry = PyTuple_Pack(2, score, key);
+            failed = !entry || PyDict_SetItem(live, key, entry) < 0 || heap_push(heap, entry) < 0;
+            Py_XDECREF(entry);
+        }
+    }
+    Py_DECREF(score);
+    return failed ? -1 : 0;
+}
+
+static PyObject *rescore(PyObject *self, PyObject *args) {
+    PyObject *keys, *counts, *parts, *live, *heap;
+    if (!PyArg_ParseTuple(args, "OO!OO!O!", &keys, &PyDict_Type, &counts, &parts, &PyDict_Type, &live, &PyList_Type,
+                          &heap))
+        return NULL;
+    PyObject *iter = PyObject_GetIter(keys);
+    if (!iter) return NULL;
+    PyObject *key;
+    int failed = 0;
+    while (!failed && (key = PyIter_Next(iter))) {
+        failed = rescore_one(key, counts, parts, live, heap) < 0;
+        Py_DECREF(key);
+    }
+    Py_DECREF(iter);
+    if (failed || PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"index_pairs", index_pairs, METH_VARARGS,
      "index_pairs(words, freqs) -> (where, counts): every adjacent pair of the words, where it is and its count."},
@@ -650,6 +780,8 @@ static PyMethodDef methods[] = {
      "merge_words(words, freqs, where, entries, pair, new) -> changes: merge pair into new in the words of entries."},
     {"apply_counts", apply_counts, METH_VARARGS,
      "apply_counts(counts, buckets, ranked, ranked_count, changes) -> the pairs that reach ranked_count."},
+    {"rescore", rescore, METH_VARARGS,
+     "rescore(keys, counts, parts, live, heap): give each pair of keys its WordPiece score entry (see the header)."},
     {NULL, NULL, 0, NULL},
 };
 

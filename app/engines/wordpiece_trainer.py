@@ -13,8 +13,9 @@ tie rule, as in BPE: ``first`` (the pair seen first in the corpus) or ``lexical`
 
 The merging, counting and recording is the shared training core (:class:`app.engines.training.MergeState`); this
 module only swaps the count order for the score order. Scores of every pair that shares a part with the merged
-pair change at each step, so they are kept in a heap, the pairs whose score rose pushed again and stale entries
-dropped when they come up (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
+pair change at each step, so they are kept in a heap: each such pair is pushed again with its new score (a loop
+with a compiled twin in ``app/engines/_train.c``), each pair has one valid entry and the others are dropped when
+they come up, and the best entries wait off the heap between steps (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
 the winner's ``score`` and the scored pair table (count, the two part counts, the score).
 
 Words are the BERT pipeline's (:mod:`.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
@@ -27,13 +28,16 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
+from bisect import insort
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import regex
+from itertools import groupby
+from operator import itemgetter
 
 from .bert_text import PUNCTUATION, SPLIT_SPACE, bert_normalizer, char_class
+from .compiled import twin
 from .steps import MergeStep
 from .training import MergeState, TrainingError
 from .training.driver import run_merges
@@ -44,8 +48,10 @@ UNK = "[UNK]"
 NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": False, "lowercase": False}
 PRE_TOKENIZER = {"type": "BertPreTokenizer"}
 _normalize = bert_normalizer(True, True, False, False)
-_WORDS = regex.compile(f"[^{char_class(SPLIT_SPACE)}{char_class(PUNCTUATION)}]+|[{char_class(PUNCTUATION)}]")
+# the character classes are plain sets and ranges: ``re`` reads them as ``regex`` does, with less overhead per call
+_WORDS = re.compile(f"[^{char_class(SPLIT_SPACE)}{char_class(PUNCTUATION)}]+|[{char_class(PUNCTUATION)}]")
 Pair = tuple[int, int]
+Entry = tuple[float, str]  # a pair's negated score, and the pair
 
 
 def words_of(text: str) -> list[str]:
@@ -123,66 +129,150 @@ class WordPieceStep(MergeStep):
         }
 
 
+def rescore_python(
+    keys: Iterable[str],
+    counts: dict[str, int],
+    parts: Sequence[int] | Mapping[int, int],
+    live: dict[str, Entry],
+    heap: list[Entry],
+) -> None:
+    """:meth:`ScoredPairs.rescore`'s loop: each pair of ``keys`` that occurs gets the entry ``(-score, pair)`` in
+    ``live`` and on ``heap``, unless its entry has that score already; a pair that does not occur leaves ``live``.
+
+    >>> live, heap = {}, []
+    >>> rescore_python(["ab", "bc"], {"ab": 2, "bc": 0}, {97: 4, 98: 2, 99: 1}, live, heap)
+    >>> live, heap
+    ({'ab': (-0.25, 'ab')}, [(-0.25, 'ab')])
+    """
+    push = heapq.heappush
+    for key in keys:
+        count = counts.get(key)
+        if not count:
+            live.pop(key, None)
+            continue
+        score = -count / (parts[ord(key[0])] * parts[ord(key[1])])  # a key is chr(a) + chr(b)
+        old = live.get(key)
+        if old is None or old[0] != score:  # an unchanged score keeps its entry, wherever it is
+            entry = live[key] = (score, key)
+            push(heap, entry)
+
+
+_rescore = twin("_train", "rescore")
+#: Whether scoring runs compiled (``app/engines/_train.c``).
+COMPILED = _rescore is not None
+rescore = _rescore or rescore_python
+
+
 class ScoredPairs:
-    """Pairs ordered by score, highest first, ties by ``tie_key``: a heap of ``(-score, tie key, key)`` entries,
-    checked against the live counts when they come up (an entry whose score or tie key changed is pushed again)."""
+    """Pairs ordered by score, highest first, ties by ``tie_key``: a heap of ``(-score, key)`` entries.
+
+    The trainer calls :meth:`rescore` for every pair whose score may have changed (a merge changes the scores of
+    the pairs holding its parts, and only those). ``live`` holds each pair's one valid entry, so an entry that comes
+    up is checked by identity, not by counting again. The best entries taken off the heap stay in ``front`` between
+    steps (checked again, not pushed and popped again). Tie keys are asked for only among equal scores, when a table
+    is taken: among pairs whose score did not change, tie order never changes.
+    """
+
+    #: Stale heap entries tolerated beyond twice the valid ones before the heap is rebuilt from ``live``.
+    slack = 4096
 
     def __init__(self, state: WordPieceTrainerState):
         self.state = state
-        self.heap: list[tuple[float, object, str]] = []
-        for key in state.pairs.counts:
-            self.push(key)
+        self.live: dict[str, Entry] = {}  # pair -> its one valid entry (on the heap or in ``front``)
+        self.text_of: dict[str, str] = {}  # pair -> the piece it would merge into (ids never change their text)
+        self.front: list[Entry] = []  # valid entries taken off the heap, sorted
+        self.heap: list[Entry] = []
+        self.checked = False  # whether ``front`` holds only valid entries (no rescoring since it was checked)
+        self.rescore(state.pairs.counts)
+        heapq.heapify(self.heap)
 
-    def entry(self, key: str) -> tuple[float, object, str] | None:
+    def score(self, key: str) -> float:
+        """The negated score of ``key`` now (a pair that occurs)."""
+        parts = self.state.token_counts
+        return -self.state.pairs.counts[key] / (parts[ord(key[0])] * parts[ord(key[1])])  # a key is chr(a) + chr(b)
+
+    def rescore(self, keys: Iterable[str]) -> None:
+        """Give each of ``keys`` an entry with its score now (none when it no longer occurs)."""
+        live, heap = self.live, self.heap
+        rescore(keys, self.state.pairs.counts, self.state.token_counts, live, heap)
+        self.checked = False
+        if len(heap) > 2 * len(live) + self.slack:  # mostly stale entries: keep the valid ones (a smaller heap pops faster)
+            in_front = set(map(id, self.front))
+            heap[:] = [e for e in live.values() if id(e) not in in_front]  # a valid entry not in front is on the heap
+            heapq.heapify(heap)
+
+    def _refused(self, key: str) -> bool:
+        """Whether ``key`` merges into a piece the vocabulary has (a second spelling: never merged); such a pair
+        is forgotten."""
         state = self.state
-        count = state.pairs.counts.get(key, 0)
-        if not count:
-            return None
-        parts = state.token_counts
-        return -count / (parts[ord(key[0])] * parts[ord(key[1])]), state.tie_key(key), key  # a key is chr(a) + chr(b)
+        text = self.text_of.get(key)
+        if text is None:
+            text = self.text_of[key] = state.text_of_pair(state._pairs[key])
+        if text in state.texts:
+            del self.live[key]
+            state.pairs.remove(key)
+            return True
+        return False
 
-    def push(self, key: str) -> None:
-        entry = self.entry(key)
-        if entry is not None:
-            heapq.heappush(self.heap, entry)
+    def _check_front(self) -> list[Entry]:
+        """``front`` without the entries a merge made stale or refused since it was last checked."""
+        front = self.front
+        if not self.checked:  # every entry here had its text asked for (``text_of``) when it left the heap
+            live, text_of, texts = self.live, self.text_of, self.state.texts
+            kept = [e for e in front if live.get(e[1]) is e]
+            front = self.front = [e for e in kept if text_of[e[1]] not in texts]
+            if len(front) < len(kept):
+                for e in kept:
+                    if text_of[e[1]] in texts:
+                        self._refused(e[1])  # forgets it
+            self.checked = True
+        return front
 
-    def pop_valid(self) -> tuple[float, object, str] | None:
-        """The best live entry (removed from the heap), or None; stale and refused entries are dealt with."""
-        heap, state = self.heap, self.state
+    def _pull(self, front: list[Entry], k: int) -> None:
+        """Move valid heap entries to ``front`` until it holds the ``k`` best and every pair tied with the k-th."""
+        live, heap = self.live, self.heap
         while heap:
-            top = heapq.heappop(heap)
-            current = self.entry(top[2])
-            if current is None:
-                continue
-            if current != top:
-                heapq.heappush(heap, current)
-                continue
-            if state.text_of_pair(state._pairs[top[2]]) in state.texts:  # a second spelling: never merged
-                state.pairs.remove(top[2])
-                continue
-            return top
-        return None
-
-    def best(self, k: int) -> list[tuple[float, object, str]]:
-        """The ``k`` best live entries, left in the heap."""
-        out = []
-        while len(out) < k:
-            top = self.pop_valid()
-            if top is None:
+            top = heap[0]
+            if len(front) >= k and top[0] > front[k - 1][0]:
                 break
-            out.append(top)
-        for entry in out:
-            heapq.heappush(self.heap, entry)
-        return out
+            heapq.heappop(heap)
+            if live.get(top[1]) is top and not self._refused(top[1]):
+                insort(front, top)
+
+    def any(self) -> bool:
+        """Whether some pair may still merge."""
+        front = self._check_front()
+        if not front:
+            self._pull(front, 1)
+        return bool(front)
+
+    def best(self, k: int) -> list[Entry]:
+        """The ``k`` best entries in winner order (score, then tie key)."""
+        front = self._check_front()
+        self._pull(front, k)
+        if len(front) > 4 * k + 64:  # keep the front short: the tail goes back (still valid)
+            for entry in front[2 * k + 32 :]:
+                heapq.heappush(self.heap, entry)
+            del front[2 * k + 32 :]
+        tie_key = self.state.tie_key
+        ranked: list[Entry] = []
+        for _, group in groupby(front, key=itemgetter(0)):
+            if len(ranked) >= k:
+                break
+            tied = list(group)
+            ranked.extend(sorted(tied, key=lambda entry: tie_key(entry[1])) if len(tied) > 1 else tied)
+        return ranked[:k]
 
 
 class WordPieceTrainerState(MergeState):
     """A WordPiece training in progress on the shared core: :meth:`step` merges the best-scoring pair."""
 
+    record_type = WordPieceStep
+
     def __init__(self, words: Iterable[tuple[list[int], int]], base_vocab: dict[int, bytes], *, tie_break: str = "first"):
         words = list(words)
         super().__init__(words, base_vocab, tie_break=tie_break)
-        self.token_counts: Counter = Counter()
+        self.token_counts = [0] * self.next_id  # id -> occurrences now (a list: the scoring loop indexes it)
         for ids, freq in words:
             for i in ids:
                 self.token_counts[i] += freq
@@ -201,10 +291,10 @@ class WordPieceTrainerState(MergeState):
 
     @property
     def done(self) -> bool:
-        return not self.scores.best(1)
+        return not self.scores.any()
 
     def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
-        return [(self._pairs[key], self.pairs.counts[key]) for _, _, key in self.scores.best(k)]
+        return [(self._pairs[key], self.pairs.counts[key]) for _, key in self.scores.best(k)]
 
     def step(self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None) -> WordPieceStep:
         """Merge the best-scoring pair (or ``force_pair``) everywhere; the record has the scored pair table."""
@@ -212,32 +302,28 @@ class WordPieceTrainerState(MergeState):
         if force_pair is None:
             if not table:
                 raise self.error("no pair is left to merge; training is complete")
-            win_score, _, key = table[0]
+            win_score, key = table[0]
             pair = self._pairs[key]
         else:
             pair = (int(force_pair[0]), int(force_pair[1]))
             key = self._key(pair)
             if key is None or not self.pairs.counts.get(key) or self.text_of_pair(pair) in self.texts:
                 raise self.error(f"pair {pair} does not occur in the corpus now (or cannot be merged); pick one from the table")
-            win_score = self.scores.entry(key)[0]
-        tied = [self._pairs[k] for s, _, k in table if s == win_score and k != key]
+            win_score = self.scores.score(key)
+        tied = [self._pairs[k] for s, k in table if s == win_score and k != key]
         left_count, right_count = self.token_counts[pair[0]], self.token_counts[pair[1]]
         scored = [(self._pairs[k], self.pairs.counts[k], self.token_counts[self._pairs[k][0]],
-                   self.token_counts[self._pairs[k][1]], -s) for s, _, k in table[:top_k]]
+                   self.token_counts[self._pairs[k][1]], -s) for s, k in table[:top_k]]
         text = self.text_of_pair(pair)
-        base = super().step(force_pair=pair, max_ties=0)
-        self.vocab[base.new_id] = text.encode()
+        record = super().step(force_pair=pair, max_ties=0)
+        self.vocab[record.new_id] = text.encode()
         self.texts.add(text)
-        record = WordPieceStep(
-            **{name: getattr(base, name) for name in MergeStep.__slots__},
-        )
         record.ties = tied if max_ties is None else tied[:max_ties]
         record.forced = force_pair is not None
         record.top_pairs = [(p, c) for p, c, *_ in scored]
         record.score, record.left_count, record.right_count, record.scored = -win_score, left_count, right_count, scored
-        self.steps[-1] = record
         self.tie_counts[-1] = len(tied)
-        self._rescore(pair, base.new_id, base.replaced)
+        self._rescore(pair, record.new_id, record.replaced)
         return record
 
     def _rescore(self, pair: Pair, new_id: int, replaced: int) -> None:
@@ -247,13 +333,14 @@ class WordPieceTrainerState(MergeState):
         counts = self.token_counts
         counts[a] -= replaced
         counts[b] -= replaced
+        counts.extend([0] * (new_id + 1 - len(counts)))
         counts[new_id] += replaced
         live = self.pairs.counts
         touched: set[str] = set()
         for token in {a, b}:
-            keys = self.by_token.get(token, set())
-            keys.intersection_update(live)
-            touched |= keys
+            keys = self.by_token.get(token, ())
+            touched.update(keys)  # those merged away or refused too: rescoring drops their entries
+            self.by_token[token] = {k for k in keys if k in live}
         for _, came, _ in self._changes:  # the pairs the merge made hold the new piece
             if came in live:
                 x, y = self._pairs[came]
@@ -261,8 +348,7 @@ class WordPieceTrainerState(MergeState):
                 self.by_token.setdefault(y, set()).add(came)
                 touched.add(came)
         self._changes.clear()
-        for key in touched:
-            self.scores.push(key)
+        self.scores.rescore(touched)
 
 
 def _noting(apply, note: list):
@@ -276,11 +362,13 @@ def _noting(apply, note: list):
     return noted
 
 
-def train_wordpiece(text: str, vocab_size: int, *, tie_break: str = "first") -> tuple[WordPieceTrainerState, str]:
+def train_wordpiece(
+    text: str, vocab_size: int, *, tie_break: str = "first", top_k: int = 0, max_ties: int | None = None
+) -> tuple[WordPieceTrainerState, str]:
     """Train on ``text`` to ``vocab_size`` pieces (``[UNK]`` and the alphabet included); returns the state and
-    its stop reason."""
+    its stop reason. ``top_k`` and ``max_ties`` size each step's scored table and tie list (as the lab asks)."""
     state = WordPieceTrainerState(*corpus_words(text), tie_break=tie_break)
-    return state, run_merges(state, vocab_size - len(state.base_vocab))
+    return state, run_merges(state, vocab_size - len(state.base_vocab), top_k=top_k, max_ties=max_ties)
 
 
 def corpus_words(text: str) -> tuple[list[tuple[list[int], int]], dict[int, bytes]]:

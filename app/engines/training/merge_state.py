@@ -119,6 +119,8 @@ class MergeState:
     """
 
     error: type[TokenplayError] = TrainingError
+    #: The class of the step records (a subclass adds fields with defaults, filled in after :meth:`record`).
+    record_type: type[MergeStep] = MergeStep
 
     def __init__(
         self,
@@ -303,7 +305,7 @@ class MergeState:
         forced: bool,
     ) -> MergeStep:
         """The step's record (after the merge: ``corpus_tokens`` is the corpus length now)."""
-        return MergeStep(
+        return self.record_type(
             step=len(self.merges),
             pair=pair,
             left=self.vocab[pair[0]],
