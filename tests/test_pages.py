@@ -250,7 +250,7 @@ def test_render_tokens_join_back_to_the_input(client, text):
     for name in ("gpt2", "o200k_base"):
         page = Page(render(client, text, tokenizer=name).text)
         assert page.token_text == text
-        assert page.count == len(enc(name).encode(text))
+        assert page.count == len(enc(name).encode_ordinary(text))  # special-token text is plain text here
 
 
 def test_render_neighbours_never_share_a_colour_and_ids_keep_theirs(client):
@@ -333,8 +333,8 @@ def test_render_unknown_tokenizer_answers_404_fragment_naming_valid_ones(client)
     assert r.status_code == 404
     page = Page(r.text)
     assert page.errors and "nope" in page.errors[0]
-    for name in registry.names():
-        assert name in page.errors[0]
+    for name in registry.names():  # lab tokenizers other tests registered belong to their browsers: not named
+        assert (name in page.errors[0]) != name.startswith("lab-"), name
     assert "HX-Replace-Url" not in r.headers
 
 
