@@ -23,7 +23,7 @@ $(VENV)/bin/python:
 
 # Re-install only when a lock file, the build files or the C source change. The project itself goes in without
 # its dependencies (they all came from the lock, each checked against its hash); installing it compiles the C
-# twins of hot loops (C_SOURCES: the merge loop, the training core's) with the system's C compiler.
+# twins of hot loops (C_SOURCES, every app/engines/*.c; setup.py builds the same list) with the system's C compiler.
 C_SOURCES = $(wildcard app/engines/*.c)
 $(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(LOCK)

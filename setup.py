@@ -7,11 +7,14 @@ The compiled twins of the merge loop (app/engines/merging.py), of the unigram Vi
 without them, and the Python loops do the same work, slower.
 """
 
+from pathlib import Path
+
 from setuptools import Extension, setup
 
+# One extension per C file, as the Makefile's C_SOURCES finds them: a new twin needs no second list.
 setup(
     ext_modules=[
-        Extension(f"app.engines.{name}", [f"app/engines/{name}.c"], optional=True, extra_compile_args=["-O2"])
-        for name in ("_merge", "_lattice", "_train", "_unigram_train")
+        Extension(f"app.engines.{src.stem}", [src.as_posix()], optional=True, extra_compile_args=["-O2"])
+        for src in sorted(Path("app/engines").glob("*.c"))
     ]
 )
