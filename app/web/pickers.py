@@ -40,6 +40,7 @@ class Tokenizers:
         self.uploads = uploads
         self.upload_cookie = upload_cookie
         self._uploaded: dict[str, Upload] | None = None
+        self._listed: list[TokenizerSpec] | None = None
 
     @property
     def uploaded(self) -> dict[str, Upload]:
@@ -71,10 +72,13 @@ class Tokenizers:
         return self.uploads.tokenizer(upload) if upload is not None else registry.get(name)
 
     def listed(self) -> list[TokenizerSpec]:
-        """The shipped tokenizers and this browser's lab tokenizers, in registry order."""
-        shipped = [s for s in registry.specs() if not is_lab_name(s.name)]
-        uploaded = [u.spec() for u in self.uploaded.values()] if self.upload_cookie else []
-        return shipped + user_tokenizers(self.cookie, self.lab) + uploaded
+        """The shipped tokenizers and this browser's lab tokenizers, in registry order (worked out once per
+        request: a page asks for labels, picker groups and defaults, and each would read the run store again)."""
+        if self._listed is None:
+            shipped = [s for s in registry.specs() if not is_lab_name(s.name)]
+            uploaded = [u.spec() for u in self.uploaded.values()] if self.upload_cookie else []
+            self._listed = shipped + user_tokenizers(self.cookie, self.lab) + uploaded
+        return self._listed
 
     def known(self, names: Iterable[str]) -> list[str]:
         """The canonical names of those of ``names`` that resolve (unknown names in a shared URL are dropped)."""
