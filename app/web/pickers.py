@@ -150,8 +150,12 @@ def _entry(engines: list[TokenizerSpec]) -> PickerEntry:
 
 def picker_groups(listed: Iterable[TokenizerSpec], missing: Iterable[str] = ()) -> list[PickerGroup]:
     """The entries of ``listed`` grouped by maker (:data:`MAKERS` order, then any other maker), each group in
-    registry order. ``missing`` names (a stale link's tokenizer) are listed last, as unknown, so that the picker
-    shows what the error message speaks of instead of silently showing another tokenizer."""
+    registry order. Those of the ``missing`` names (the page's chosen names) that are not listed (a stale link's
+    tokenizer) are listed last, once each, as unknown, so that the picker shows what the error message speaks of
+    instead of silently showing another tokenizer."""
+    listed = list(listed)
+    names = {s.name for s in listed}
+    missing = [n for n in dict.fromkeys(missing) if n and n not in names]
     by_maker: dict[str, list[PickerEntry]] = {}
     for engines in registry.entries(listed).values():
         entry = _entry(engines)
