@@ -19,7 +19,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ["RAYON_NUM_THREADS"] = "1"  # before tokenizers starts its thread pool
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import realtext  # noqa: E402
 import sentencepiece as spm  # noqa: E402
+from bench_sentencepiece import best_of  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 from tokenizers.implementations import BertWordPieceTokenizer  # noqa: E402
 
@@ -42,15 +42,6 @@ from app.lab.algorithms import MAX_TIES as LAB_MAX_TIES  # noqa: E402
 from app.lab.algorithms import TOP_K as LAB_TOP_K  # noqa: E402
 
 VOCAB = 4096
-
-
-def best_of(repeat: int, fn):
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.process_time()
-        value = fn()
-        best = min(best, time.process_time() - t0)
-    return best, value
 
 
 def hf_train(text: str, kind: str) -> Tokenizer:

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers shared with the tests
 
 import realtext  # noqa: E402
+from bench_api import server_ms  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from mixed_text import mixed_text  # noqa: E402
 from tokenizers import Tokenizer as HFTokenizer  # noqa: E402
@@ -51,14 +52,10 @@ def reference_encoder(name: str):
     return lambda text: encoding.encode(text, allowed_special="all")
 
 
-def server_ms(response) -> float:
-    assert response.status_code == 200, response.text[:300]
-    return float(response.headers["server-timing"].split("dur=")[1])
-
-
 def fragment(client: TestClient, name: str, content: str) -> float:
     fields = [("tokenizer", name), ("role", "system"), ("role", "user"), ("content", SYSTEM), ("content", content)]
     r = client.post("/chat/result", files=[(k, (None, v)) for k, v in fields], headers={"HX-Request": "true"})
+    assert r.status_code == 200, r.text[:300]
     return server_ms(r)
 
 

@@ -173,6 +173,13 @@ def test_picker_groups_put_other_makers_before_your_own_and_unknown_names_last()
     assert groups[-1].entries[0].title == "gone (unknown)"
 
 
+def test_picker_groups_list_only_the_chosen_names_that_are_not_listed_once_each():
+    specs = [TokenizerSpec("a", "a label", "x", list, maker="OpenAI")]
+    groups = picker_groups(specs, missing=["a", "gone", "", "gone", "lost"])
+    assert [g.maker for g in groups] == ["OpenAI", "not found"]
+    assert [e.name for e in groups[-1].entries] == ["gone", "lost"]
+
+
 def test_add_form_offers_split_patterns_the_loaders_take_as_tiktoken_defines_them(client):
     patterns = Picker(client.get("/").text).patterns
     assert [shown for _, shown in patterns] == [

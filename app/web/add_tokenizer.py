@@ -23,13 +23,14 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
 from app.engines.loaders import MAX_FILE_BYTES, check_size, detect_format
+from app.lab.tokenizers import cookie_with
 
 from .compare import default_selection
 from .deps import TokenizersDep, UploadsDep
 from .errors import status_for
 from .pickers import Tokenizers
 from .render import page_or_block
-from .uploads import COOKIE, Upload, UploadError, Uploads, cookie_with
+from .uploads import COOKIE, Upload, UploadError, Uploads
 
 router = APIRouter(include_in_schema=False)
 

@@ -81,9 +81,7 @@ def chat_context(
         "active_nav": "chat",
     }
     if picker:
-        listed = tokenizers.listed()
-        known = {spec.name for spec in listed}
-        context["groups"] = picker_groups(listed, [n for n in dict.fromkeys(chosen) if n and n not in known])
+        context["groups"] = picker_groups(tokenizers.listed(), chosen)
     return context
 
 

@@ -40,6 +40,7 @@ class Tokenizers:
         self.uploads = uploads
         self.upload_cookie = upload_cookie
         self._uploaded: dict[str, Upload] | None = None
+        self._listed: list[TokenizerSpec] | None = None
 
     @property
     def uploaded(self) -> dict[str, Upload]:
@@ -71,10 +72,13 @@ class Tokenizers:
         return self.uploads.tokenizer(upload) if upload is not None else registry.get(name)
 
     def listed(self) -> list[TokenizerSpec]:
-        """The shipped tokenizers and this browser's lab tokenizers, in registry order."""
-        shipped = [s for s in registry.specs() if not is_lab_name(s.name)]
-        uploaded = [u.spec() for u in self.uploaded.values()] if self.upload_cookie else []
-        return shipped + user_tokenizers(self.cookie, self.lab) + uploaded
+        """The shipped tokenizers and this browser's lab tokenizers, in registry order (worked out once per
+        request: a page asks for labels, picker groups and defaults, and each would read the run store again)."""
+        if self._listed is None:
+            shipped = [s for s in registry.specs() if not is_lab_name(s.name)]
+            uploaded = [u.spec() for u in self.uploaded.values()] if self.upload_cookie else []
+            self._listed = shipped + user_tokenizers(self.cookie, self.lab) + uploaded
+        return self._listed
 
     def known(self, names: Iterable[str]) -> list[str]:
         """The canonical names of those of ``names`` that resolve (unknown names in a shared URL are dropped)."""
@@ -146,8 +150,12 @@ def _entry(engines: list[TokenizerSpec]) -> PickerEntry:
 
 def picker_groups(listed: Iterable[TokenizerSpec], missing: Iterable[str] = ()) -> list[PickerGroup]:
     """The entries of ``listed`` grouped by maker (:data:`MAKERS` order, then any other maker), each group in
-    registry order. ``missing`` names (a stale link's tokenizer) are listed last, as unknown, so that the picker
-    shows what the error message speaks of instead of silently showing another tokenizer."""
+    registry order. Those of the ``missing`` names (the page's chosen names) that are not listed (a stale link's
+    tokenizer) are listed last, once each, as unknown, so that the picker shows what the error message speaks of
+    instead of silently showing another tokenizer."""
+    listed = list(listed)
+    names = {s.name for s in listed}
+    missing = [n for n in dict.fromkeys(missing) if n and n not in names]
     by_maker: dict[str, list[PickerEntry]] = {}
     for engines in registry.entries(listed).values():
         entry = _entry(engines)

@@ -148,9 +148,7 @@ def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: 
         context["error"], status = str(exc), status_for(exc)
     context["tokenizer"] = choice.tokenizer
     if not is_htmx(request):
-        listed = tokenizers.listed()
-        missing = [] if any(s.name == choice.tokenizer for s in listed) else [choice.tokenizer]
-        context["tokenizers"] = picker_groups(listed, missing)
+        context["tokenizers"] = picker_groups(tokenizers.listed(), [choice.tokenizer])
     headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)} if status == 200 else {}
     return page_or_block(request, "playground.html", "result", context, status_code=status, headers=headers)
 

@@ -24,9 +24,9 @@ from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
 from app.engines.loaders import detect_format, load_tokenizer
 from app.engines.registry import TokenizerSpec
+from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
 
 COOKIE = "tp_tok"
-MAX_PER_BROWSER = 20
 #: Built tokenizers kept per process (each may hold a large vocabulary); older ones are rebuilt from the store.
 BUILT_PER_PROCESS = 16
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -130,19 +130,6 @@ def free_name(base: str, taken) -> str:
     return name
 
 
-def cookie_ids(value: str | None) -> list[str]:
-    """The upload ids a ``tp_tok`` cookie lists (hex, in order, at most :data:`MAX_PER_BROWSER`).
-
-    >>> cookie_ids("ab12.zz.ab12.cd34")
-    ['ab12', 'cd34']
-    """
-    out: list[str] = []
-    for part in (value or "").split("."):
-        if part and len(part) <= 32 and all(c in "0123456789abcdef" for c in part) and part not in out:
-            out.append(part)
-    return out[-MAX_PER_BROWSER:]
-
-
 class Uploads:
     """The uploads of the app: a store of :class:`Upload` records and the tokenizers built from them."""
 
@@ -232,9 +219,4 @@ def _is_registered(name: str) -> bool:
     except LookupError:
         return False
     return True
-
-
-def cookie_with(value: str | None, upload_id: str) -> str:
-    ids = [i for i in cookie_ids(value) if i != upload_id] + [upload_id]
-    return ".".join(ids[-MAX_PER_BROWSER:])
 

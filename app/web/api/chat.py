@@ -20,13 +20,12 @@ from pydantic import BaseModel, Field
 from app.engines import chat
 from app.settings import Settings
 
+from ..chat import DEFAULT_TOKENIZER
 from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
 from ..pickers import Tokenizers
 from .tokenize import TokenizeResponse
 
 router = APIRouter()
-
-DEFAULT_TOKENIZER = "cl100k_base"
 
 
 class ChatMessageIn(BaseModel):
