@@ -237,10 +237,9 @@ class SentencePieceTokenizer(Tokenizer):
             if self.user_defined
             else None
         )
-        # The Python merge's ranks, for user-defined and unused pieces (only .model files have them); else built
-        # from ``_ranks_given`` when the explain view first asks (:meth:`ranking`).
-        self._rank: dict | None = rank if self._user_re is not None or self.has_unused else None
-        self._ranks_given = rank
+        # The Python merge's ranks (user-defined and unused pieces, which only .model files have, and the explain
+        # view). A tokenizer.json's merges list stays a list until the explain view first asks (:meth:`ranking`).
+        self._rank: dict | list = rank
         self._table: StrMerges | None = None
         self._chunk_re: re.Pattern | None = None
         if not self.has_unused:  # re-splitting unused pieces depends on the whole text: such models merge it whole
@@ -418,9 +417,8 @@ class SentencePieceTokenizer(Tokenizer):
 
     def ranking(self) -> tuple[Callable[[str], list[str]], Ranking]:
         """The symbols a stretch starts as, and how their pairs rank: what :meth:`_merge` merges with."""
-        if self._rank is None:
-            given = self._ranks_given  # a tokenizer.json's merges list: a later repeat wins, as in a dict
-            self._rank = given if isinstance(given, dict) else {pair: i for i, pair in enumerate(given)}
+        if isinstance(self._rank, list):  # a tokenizer.json's merges list: a later repeat wins, as in a dict
+            self._rank = {pair: i for i, pair in enumerate(self._rank)}
         return self._symbols, Ranking(self._rank.get, self._key if self._user_re is None else _pair_key)
 
     def _piece_ids(self, pieces: Iterable[str]) -> list[int]:
