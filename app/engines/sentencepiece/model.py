@@ -35,7 +35,7 @@ from pathlib import Path
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
-from ..merging import Ranking, StrMerges, merge, merge_table
+from ..merging import Ranking, StrMerges, merge, merge_table, pair
 from ..result import Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
@@ -123,11 +123,6 @@ def _pair_key(left: str, right: str) -> str | None:
     return None if type(left) is _Fixed or type(right) is _Fixed else left + right
 
 
-def _pair(left: str, right: str) -> tuple[str, str]:
-    """The merge key of two symbols under a tokenizer.json's merges list: the pair itself."""
-    return left, right
-
-
 class SentencePieceTokenizer(Tokenizer):
     """A SentencePiece BPE model run by Tokenplay's own code.
 
@@ -212,7 +207,7 @@ class SentencePieceTokenizer(Tokenizer):
             self._key = add
         else:
             rank = merges
-            self._key = _pair
+            self._key = pair
         self.fuse_unk = fuse_unk
         self.byte_fallback = byte_fallback
         self._byte_ids = [self.unk_id] * 256
@@ -418,7 +413,7 @@ class SentencePieceTokenizer(Tokenizer):
     def ranking(self) -> tuple[Callable[[str], list[str]], Ranking]:
         """The symbols a stretch starts as, and how their pairs rank: what :meth:`_merge` merges with."""
         if isinstance(self._rank, list):  # a tokenizer.json's merges list: a later repeat wins, as in a dict
-            self._rank = {pair: i for i, pair in enumerate(self._rank)}
+            self._rank = {p: i for i, p in enumerate(self._rank)}
         return self._symbols, Ranking(self._rank.get, self._key if self._user_re is None else _pair_key)
 
     def _piece_ids(self, pieces: Iterable[str]) -> list[int]:
