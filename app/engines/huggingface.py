@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import tokenizers
 
 from .base import Tokenizer, check_text
-from .result import Token, TokenizeResult, byte_level_result, byte_table, escape_bytes, place_byte_tokens
+from .result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
 from .sentencepiece.model import piece_to_byte
 from .sentencepiece.normalizer import SPACE_SYMBOL
 from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
@@ -118,13 +118,14 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             for k in range(offset, stop):
                 tid = ids[k]
                 start, end = offsets[k]
-                if tid in self._added:
-                    data, shown = text[start:end].encode(), text[start:end]
+                if tid in self._added:  # its text as written (valid: check_text let no lone surrogate in)
+                    data, shown, valid = text[start:end].encode(), text[start:end], True
                 else:
-                    data = table[tid].data
-                    shown = pieces[k] if not self.byte_level else escape_bytes(data)
+                    info = table[tid]
+                    data, valid = info.data, info.valid
+                    shown = pieces[k] if not self.byte_level else info.text
                 fallback = not self.byte_level and piece_to_byte(pieces[k]) >= 0
-                out.append(Token(tid, data, start, end, shown, tid in table.special_ids, _valid(data), fallback))
+                out.append(Token(tid, data, start, end, shown, tid in table.special_ids, valid, fallback))
             return out
 
         return TokenizeResult(self.name, text, ids, place=place)
@@ -141,11 +142,3 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
 
 _DATA = attrgetter("data")
-
-
-def _valid(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True

@@ -182,14 +182,15 @@ def merge_heap(
     return parts
 
 
-def _pair(left, right) -> tuple:
-    return (left, right)
+def pair(left: T, right: T) -> tuple[T, T]:
+    """The key of two parts under a merges list (``pair_keys``): the pair itself."""
+    return left, right
 
 
 def merge_text_python(text: bytes | str, table: Mapping, ids: Mapping | None = None, pair_keys: bool = False) -> list:
     """:func:`merge_text` in Python: :func:`merge` over the symbols of ``text``."""
     symbols = list(map(_BYTES.__getitem__, text)) if isinstance(text, bytes) else list(text)
-    parts = merge(symbols, table.get, key=_pair if pair_keys else add)
+    parts = merge(symbols, table.get, key=pair if pair_keys else add)
     return parts if ids is None else list(map(ids.get, parts))
 
 

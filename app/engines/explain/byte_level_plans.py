@@ -19,18 +19,13 @@ from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import RankTokenizer
 from ..bpe.patterns import split_specials
 from ..hf_unicode import regex_view
-from ..merging import Ranking
+from ..merging import Ranking, pair
 from .split_rules import Rule, named
 from .units import Plan, Unit, added_token_units
 
 
-def _pair(left: bytes, right: bytes) -> tuple[bytes, bytes]:
-    """The key of a merges list: the pair itself."""
-    return left, right
-
-
 def _ranking(encoder) -> Ranking:
-    return Ranking(encoder.ranks.get) if encoder.pairs is None else Ranking(encoder.pairs.get, _pair)
+    return Ranking(encoder.ranks.get) if encoder.pairs is None else Ranking(encoder.pairs.get, pair)
 
 
 class _BytePlan(Plan):

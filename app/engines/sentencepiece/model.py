@@ -35,7 +35,7 @@ from pathlib import Path
 from ..base import Tokenizer, check_text
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
-from ..merging import Ranking, StrMerges, merge, merge_table
+from ..merging import Ranking, StrMerges, merge, merge_table, pair
 from ..result import Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
@@ -123,11 +123,6 @@ def _pair_key(left: str, right: str) -> str | None:
     return None if type(left) is _Fixed or type(right) is _Fixed else left + right
 
 
-def _pair(left: str, right: str) -> tuple[str, str]:
-    """The merge key of two symbols under a tokenizer.json's merges list: the pair itself."""
-    return left, right
-
-
 class SentencePieceTokenizer(Tokenizer):
     """A SentencePiece BPE model run by Tokenplay's own code.
 
@@ -212,7 +207,7 @@ class SentencePieceTokenizer(Tokenizer):
             self._key = add
         else:
             rank = merges
-            self._key = _pair
+            self._key = pair
         self.fuse_unk = fuse_unk
         self.byte_fallback = byte_fallback
         self._byte_ids = [self.unk_id] * 256
@@ -237,10 +232,9 @@ class SentencePieceTokenizer(Tokenizer):
             if self.user_defined
             else None
         )
-        # The Python merge's ranks, for user-defined and unused pieces (only .model files have them); else built
-        # from ``_ranks_given`` when the explain view first asks (:meth:`ranking`).
-        self._rank: dict | None = rank if self._user_re is not None or self.has_unused else None
-        self._ranks_given = rank
+        # The Python merge's ranks (user-defined and unused pieces, which only .model files have, and the explain
+        # view). A tokenizer.json's merges list stays a list until the explain view first asks (:meth:`ranking`).
+        self._rank: dict | list = rank
         self._table: StrMerges | None = None
         self._chunk_re: re.Pattern | None = None
         if not self.has_unused:  # re-splitting unused pieces depends on the whole text: such models merge it whole
@@ -418,9 +412,8 @@ class SentencePieceTokenizer(Tokenizer):
 
     def ranking(self) -> tuple[Callable[[str], list[str]], Ranking]:
         """The symbols a stretch starts as, and how their pairs rank: what :meth:`_merge` merges with."""
-        if self._rank is None:
-            given = self._ranks_given  # a tokenizer.json's merges list: a later repeat wins, as in a dict
-            self._rank = given if isinstance(given, dict) else {pair: i for i, pair in enumerate(given)}
+        if isinstance(self._rank, list):  # a tokenizer.json's merges list: a later repeat wins, as in a dict
+            self._rank = {p: i for i, p in enumerate(self._rank)}
         return self._symbols, Ranking(self._rank.get, self._key if self._user_re is None else _pair_key)
 
     def _piece_ids(self, pieces: Iterable[str]) -> list[int]:
