@@ -13,15 +13,11 @@ from collections.abc import Iterator
 
 from app.engines.explain.split_rules import Rule
 from app.engines.explain.units import Plan, Unit
-from app.engines.merging import Ranking
+from app.engines.merging import Ranking, pair
 
 from .tokenizers import LabTokenizer
 
 _UNSEEN = "\ufffd".encode()
-
-
-def _pair(left: int, right: int) -> tuple[int, int]:
-    return left, right
 
 
 class LabPlan(Plan):
@@ -29,7 +25,7 @@ class LabPlan(Plan):
 
     def __init__(self, tokenizer: LabTokenizer):
         merges = tokenizer.merges
-        super().__init__(tokenizer, Ranking(merges.rank.get, _pair, lambda a, b: merges.new_id[(a, b)]))
+        super().__init__(tokenizer, Ranking(merges.rank.get, pair, lambda a, b: merges.new_id[(a, b)]))
         self.sizes = {i: 1 for i in tokenizer.vocab}
         for (a, b), new_id in merges.new_id.items():  # in merge order: a merge's parts are older than it
             self.sizes[new_id] = self.sizes[a] + self.sizes[b]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.engines.merging import merge
+from app.engines.merging import pair as _pair  # "pair" names the loop variables below
 from app.engines.result import ByteTable, Token, TokenizeResult, escape_bytes, hex_bytes, tokens_after
 from app.engines.steps import MergeStep
 
@@ -29,10 +30,6 @@ from .runs import Run
 WINDOW_CHARS = 2_000
 MAX_ENCODE_CHARS = 1_000
 MAX_TRACE_STAGES = 400
-
-
-def _pair(left: int, right: int) -> tuple[int, int]:
-    return (left, right)
 
 
 class Merges:
