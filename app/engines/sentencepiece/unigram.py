@@ -36,11 +36,9 @@ from collections import ChainMap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, partial
-from pathlib import Path
 
 from ..base import check_text
 from ..compiled import twin
-from ..datafiles import verified_bytes
 from ..result import Token, TokenizeResult
 from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, piece_to_byte
 from .normalizer import Normalizer
@@ -103,15 +101,6 @@ class UnigramTokenizer(SentencePieceTokenizer):
         )
         self._build_table()
         self._piece_bytes: dict[int, bytes] = {}  # token_bytes of the pieces placed so far
-
-    @classmethod
-    def from_file(cls, path: str | Path, **kwargs) -> UnigramTokenizer:
-        return cls(Path(path).read_bytes(), **kwargs)
-
-    @classmethod
-    def from_data_file(cls, rel: str, **kwargs) -> UnigramTokenizer:
-        """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
-        return cls(verified_bytes(rel), **kwargs)
 
     def _build_vocabulary(self) -> None:
         """Piece lookups, the ``<unk>`` id and the byte pieces, checked as the library checks them."""
