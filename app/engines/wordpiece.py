@@ -153,12 +153,10 @@ def _bert_translate(spec: TokenizerJSON):
 
 
 def _bert_words(spec: TokenizerJSON) -> re.Pattern | None:
-    """The pattern of BERT's words (cut at whitespace, punctuation alone), when the pipeline is BERT's own
-    normalizer and pre-tokenizer; else None."""
+    """The pattern of BERT's words (cut at whitespace, punctuation alone), when the pre-tokenizer is BERT's own;
+    else None."""
     steps = pipeline_steps(spec.pre_tokenizer, "pretokenizers")
-    if _bert_translate(spec) is None or [s.get("type") for s in steps] != ["BertPreTokenizer"]:
-        return None
-    return bert_words()
+    return bert_words() if [s.get("type") for s in steps] == ["BertPreTokenizer"] else None
 
 
 class _PieceTable(dict):
@@ -278,9 +276,10 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         self._piece_lasts = _WordMemo(lambda word: tuple(b - 1 for _, b, _ in self.word_pieces(word)), keep)
         self._shown: tuple[list[bytes], list[str]] | None = None  # per id: a placed token's bytes and text
         # BERT's own pipeline runs as one str.translate and one re pattern, offsets mapped back only when placing
-        self._words = _bert_words(spec)
+        translate = _bert_translate(spec)
+        self._words = _bert_words(spec) if translate is not None else None
         if self._words is not None:
-            self._translate = _bert_translate(spec)
+            self._translate = translate
             self._encode_added = AddedVocabulary(spec.added_tokens, lambda text: (self._translate(text), None))
 
     @classmethod

@@ -46,8 +46,6 @@ ALGORITHM_LABELS = {
     "wordpiece": "WordPiece (merge by score)",
     "unigram": "Unigram (SentencePiece)",
 }
-#: Algorithms that cut the corpus their own way (the ``pattern`` option does not apply).
-OWN_WORDS = ("sentencepiece", "wordpiece", "unigram")
 PATTERNS = ("none", "whitespace", "gpt2", "gpt4")
 PATTERN_LABELS = {
     "none": "none (the whole text is one word)",

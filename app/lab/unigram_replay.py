@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 
 from app.engines.result import TokenizeResult
+from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
 from .replay import MAX_ENCODE_CHARS, UNKNOWN, WINDOW_CHARS, Chip, _chip, display_text
@@ -99,7 +100,7 @@ class UnigramReplay:
             "step": k,
             "ids": ids,
             "tokens": [self.token_text(t) for t in ids],
-            "unknown": sum(1 for t in ids if model.types[t] == 6),
+            "unknown": sum(1 for t in ids if model.types[t] == BYTE),
             "lattice": {
                 "text": normalized,
                 "truncated": len(text) > LATTICE_CHARS,
@@ -114,7 +115,7 @@ class UnigramReplay:
         """Pieces of round ``k``'s model, most probable first, filtered by a substring of their text."""
         model = self.model(k)
         q = query.lower()
-        alive = [i for i, t in enumerate(model.types) if t in (1, 4) and not math.isnan(model.scores[i])]
+        alive = [i for i, t in enumerate(model.types) if t in (NORMAL, USER_DEFINED) and not math.isnan(model.scores[i])]
         alive.sort(key=lambda i: -model.scores[i])
         matches = [i for i in alive if not q or q in self.text[i].lower()]
         return [{"id": i, "text": self.text[i], "step": 0, "parts": [], "score": round(model.scores[i], 3)}

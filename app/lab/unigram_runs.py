@@ -22,12 +22,9 @@ from collections.abc import Callable
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.proto import NORMAL, UNUSED, ModelProto, Piece
 from app.engines.sentencepiece.unigram import UnigramTokenizer
-from app.engines.sentencepiece.trainer import META_PIECES
-from app.engines.sentencepiece.unigram_trainer import UnigramRound, UnigramTrainer
+from app.engines.sentencepiece.unigram_trainer import N_SPECIAL, UnigramRound, UnigramTrainer
 
 from .algorithms import LabOptionsError, Options, Trained, base_units
-
-N_SPECIAL = len(META_PIECES) + 256  # special and byte pieces come first in every unigram model here
 
 
 def train_unigram_run(

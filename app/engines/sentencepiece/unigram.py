@@ -35,12 +35,10 @@ from array import array
 from collections import ChainMap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
+from functools import cached_property, partial
 
 from ..base import check_text
 from ..compiled import twin
-from ..datafiles import verified_bytes
 from ..result import Token, TokenizeResult
 from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, piece_to_byte
 from .normalizer import Normalizer
@@ -104,15 +102,6 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self._build_table()
         self._piece_bytes: dict[int, bytes] = {}  # token_bytes of the pieces placed so far
 
-    @classmethod
-    def from_file(cls, path: str | Path, **kwargs) -> UnigramTokenizer:
-        return cls(Path(path).read_bytes(), **kwargs)
-
-    @classmethod
-    def from_data_file(cls, rel: str, **kwargs) -> UnigramTokenizer:
-        """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
-        return cls(verified_bytes(rel), **kwargs)
-
     def _build_vocabulary(self) -> None:
         """Piece lookups, the ``<unk>`` id and the byte pieces, checked as the library checks them."""
         mergeable: dict[str, int] = {}
@@ -144,15 +133,14 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self.has_unused = UNUSED in self.types
 
     def _build_table(self) -> None:
-        """Each piece's path score (0 for those no path uses), and a bitmap of the hashes of the strings that begin
-        a piece a path may use (so the walk from a position stops about where the library's trie walk stops)."""
+        """Each piece's path score (0 for those no path uses), and the compiled trie of the pieces a path may use
+        when the twin is built."""
         if any(math.isnan(s) or math.isinf(s) for s in self.scores):
             raise ModelLoadError("a piece's score is NaN or infinite; the model file is broken")
         self.min_score = min((s for s, t in zip(self.scores, self.types) if t == NORMAL), default=FLT_MAX)
         self.unk_score = _f32(self.min_score - UNK_PENALTY)
         self._usable = bytearray(len(self.pieces))
         self._path_score = array("f", bytes(4 * len(self.pieces)))
-        prefixes = bytearray(PREFIX_BITS // 8)
         longest = 1
         for i, (piece, ptype) in enumerate(zip(self.pieces, self.types)):
             if ptype == NORMAL:
@@ -163,16 +151,23 @@ class UnigramTokenizer(SentencePieceTokenizer):
                 continue
             self._usable[i] = 1
             longest = max(longest, len(piece))
+        self._usable = bytes(self._usable)
+        self._score_bytes = self._path_score.tobytes()
+        self.max_piece_chars = longest
+        self._trie = _compiled_trie(self.pieces, self._usable) if _compiled_trie is not None else b""
+
+    @cached_property
+    def _prefixes(self) -> bytes:
+        """A bitmap of the hashes of the strings that begin a piece a path may use (so the walk from a position
+        stops about where the library's trie walk stops). Built on first use: only the Python Viterbi loop,
+        :meth:`lattice` and :meth:`nbest` walk it, so a model run by the compiled trie never pays for it."""
+        prefixes = bytearray(PREFIX_BITS // 8)
         usable = [p for p, use in zip(self.pieces, self._usable) if use]
         for h in [hash(p[:k]) & PREFIX_MASK for p in usable for k in range(1, len(p))]:
             prefixes[h >> 3] |= 1 << (h & 7)
         # One bit per hash: a string whose bit is set may begin a piece (a false "maybe" only makes the walk look
         # one character further, where it finds nothing); 4 MB instead of a set of every prefix.
-        self._prefixes = bytes(prefixes)
-        self._usable = bytes(self._usable)
-        self._score_bytes = self._path_score.tobytes()
-        self.max_piece_chars = longest
-        self._trie = _compiled_trie(self.pieces, self._usable) if _compiled_trie is not None else b""
+        return bytes(prefixes)
 
     def _pieces_from(self, normalized: str, i: int) -> Iterator[tuple[int, int]]:
         """``(end, id)`` of every piece a path may use that starts at ``i`` (shortest first)."""

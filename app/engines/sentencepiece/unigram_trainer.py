@@ -48,6 +48,7 @@ from .trainer import META_PIECES, TrainedSentencePiece, word_frequencies
 EXPECTED_MIN = 0.5  # the M-step drops pieces expected less often than this (SentencePiece's threshold)
 EM_ITERATIONS = 2  # per round (SentencePiece's num_sub_iterations)
 NEG_INF = float("-inf")
+N_SPECIAL = len(META_PIECES) + 256  # special and byte pieces come first in every model trained here
 
 
 @dataclass(slots=True)
@@ -82,7 +83,6 @@ class TrainedUnigram:
     corpus_tokens: list[int]
     model: bytes
     stop_reason: str
-    n_special: int = len(META_PIECES) + 256
 
 
 def digamma(x: float) -> float:
@@ -255,7 +255,7 @@ class UnigramTrainer:
         self.vocab_size = vocab_size
         self.max_len = max_piece_length
         self.shrinking_factor = shrinking_factor
-        self.n_special = len(META_PIECES) + 256
+        self.n_special = N_SPECIAL
         seed = seed_pieces(self.words, max_piece_length, seed_size or max(10 * vocab_size, 2_000))
         self.chars = {p for p in seed if len(p) == 1}
         if vocab_size < self.n_special + len(self.chars):
