@@ -15,9 +15,10 @@ so this module holds tiktoken's view of every code point and writes patterns wit
 - :func:`spell_out`: a pattern with each class it uses (``\p{L}``, ``\P{N}``, ``\pL``, ``\s``, ``\S``, ``\d``,
   ``\D``) written out as tiktoken's ranges, inside character classes and out.
 - :func:`agrees`: whether the ``regex`` module puts every character of a text in the categories tiktoken puts it
-  in. It nearly always does (the text has none of the few thousand characters that differ), and then the pattern
-  as written is exact, and 10-30x faster than the spelled-out one (``regex`` tests a class of explicit ranges one
-  range at a time).
+  in. It nearly always does (the text has none of the code points that differ, :func:`disagreeing`: 17,811 in 84
+  ranges for ``regex`` 2026.11 and tiktoken 0.14, found at first use), and then the pattern as written is exact,
+  and 10-30x faster than the spelled-out one (``regex`` tests a class of explicit ranges one range at a time).
+  :func:`disagreements` says where they are, so that only a block around each needs the spelled-out pattern.
 
 It does not split text itself (:mod:`app.engines.bpe.patterns` does), and it covers general categories and white
 space only: a custom pattern's ``\w``, ``\b`` or ``\p{Han}`` keep the ``regex`` module's own tables. tokenizer.json
