@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import regex
 
 from app.engines.base import check_text
-from app.engines.bpe.patterns import compiled, pattern_regex
+from app.engines.bpe.patterns import exact, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
@@ -158,7 +158,7 @@ def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
         return []
     if pattern == "none":
         return [(0, len(text))]
-    rx = _WS if pattern == "whitespace" else compiled(pattern_regex(pattern))
+    rx = _WS if pattern == "whitespace" else exact(pattern_regex(pattern))  # cut as tiktoken cuts (byte-level runs)
     return [m.span() for m in rx.finditer(text)]
 
 
