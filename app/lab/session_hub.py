@@ -156,13 +156,13 @@ class Subscription:
         self.channel = channel
         self.pos = after if after is not None and 0 <= after <= channel.last_seq else None
 
-    async def next(self, timeout: float) -> list[dict] | None:
+    async def next(self, timeout: float, stop=None) -> list[dict] | None:
         """The events after those already returned, in order (the first call: the last event, which is the
         session's state, or the events after ``after``); ``[]`` after ``timeout`` seconds without one; None when
-        the hub closes (the server is stopping)."""
+        the hub closes or ``stop`` (an event with ``is_set()`` and ``wait()``) is set: the server is stopping."""
         ch = self.channel
         while True:
-            if ch.hub.closed:
+            if ch.hub.closed or (stop is not None and stop.is_set()):
                 return None
             if self.pos is None:
                 if ch.events:
@@ -176,10 +176,14 @@ class Subscription:
             if got:
                 self.pos = got[-1]["seq"]
                 return got
-            changed = ch.changed
+            changed = asyncio.ensure_future(ch.changed.wait())
+            waits = {changed} if stop is None else {changed, asyncio.ensure_future(stop.wait())}
             try:
-                await asyncio.wait_for(changed.wait(), timeout)
-            except TimeoutError:
+                done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()
+            if not done:
                 ch.poke()  # in case a wake-up was missed
                 return []
 

@@ -40,6 +40,8 @@ router = APIRouter(tags=["class"])
 
 #: What a follower's stream tells of an event (the log also keeps when it happened).
 PUBLIC = ("seq", "step", "steps", "quiz", "ended")
+#: On shutdown a stream ends by itself within this many seconds, or is cancelled.
+SHUTDOWN_GRACE = 3.0
 #: How long a browser waits before reconnecting a dropped stream (milliseconds; sent with the first event).
 RETRY_MS = 2000
 
@@ -143,6 +145,7 @@ async def api_events(request: Request, code: str, classroom: ClassroomDep):
     stream = secrets.token_hex(6)
     hub = classroom.hub()
     heartbeat = classroom.heartbeat
+    stopping = anyio.Event()  # set by sse-starlette when the server shuts down: end cleanly, then it closes
 
     async def events():
         try:
@@ -152,7 +155,7 @@ async def api_events(request: Request, code: str, classroom: ClassroomDep):
             last: dict = {}
             async with hub.follow(session.code, after) as subscription:
                 while True:
-                    got = await subscription.next(heartbeat)
+                    got = await subscription.next(heartbeat, stopping)
                     if got is None:  # the server is stopping
                         return
                     for event in got:
@@ -175,7 +178,10 @@ async def api_events(request: Request, code: str, classroom: ClassroomDep):
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(classroom.leave, session, stream)
 
-    response = EventSourceResponse(events(), ping=0, send_timeout=30, headers={"Cache-Control": "no-store"})
+    response = EventSourceResponse(
+        events(), ping=0, send_timeout=30, headers={"Cache-Control": "no-store"},
+        shutdown_event=stopping, shutdown_grace_period=SHUTDOWN_GRACE,
+    )
     if new:
         set_follower(response, follower)
     return response
