@@ -155,6 +155,7 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
     choices = quiz_choices(replay, k) if quiz and k == class_k else []
     mine = classroom.my_vote(session, k, follower) if choices else None
     before = classroom.my_vote(session, k - 1, follower) if k > 0 and not run.unigram else None
+    ids_then = {tuple(c["pair"]): c["ids"] for c in quiz_choices(replay, k - 1)} if before else {}
     rec = run.steps[k - 1] if k > 0 else None
     return {
         "session": session,
@@ -174,7 +175,9 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
         "corpus_tokens": run.tokens_at(k),
         "choices": choices,
         "mine": mine,
+        "mine_ids": next((c["ids"] for c in choices if c["pair"] == mine), None),
         "predicted": before,
+        "predicted_ids": ids_then.get(tuple(before)) if before else None,
         "right": before is not None and rec is not None and before == replay.pair_text(rec.pair),
         "actual": replay.pair_text(rec.pair) if rec is not None and not run.unigram else None,
         "chip_of": replay.chip,
