@@ -239,28 +239,29 @@ class DirectorySessionStore:
         return len(alive)
 
     # -- failed joins ------------------------------------------------------------------------------------------
-    @contextmanager
-    def _joins(self, client: str):
-        """The file of ``client``'s failed joins, and their times, under a lock shared by every process."""
-        folder = self.directory / "joins"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{_client_key(client)}.json"
-        with open(folder / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                times = orjson.loads(path.read_bytes())
-            except (OSError, ValueError):
-                times = []
-            yield path, times
+    def _joins_path(self, client: str) -> Path:
+        return self.directory / "joins" / f"{_client_key(client)}.json"
+
+    def _join_times(self, path: Path) -> list[float]:
+        try:
+            return orjson.loads(path.read_bytes())
+        except (OSError, ValueError):
+            return []
 
     def join_wait(self, client: str, limit: int, window: float) -> float:
-        with self._joins(client) as (_, times):
-            return _wait_for(times, self.clock(), limit, window)
+        # No lock: the file is replaced whole (every request of every follower asks this)
+        return _wait_for(self._join_times(self._joins_path(client)), self.clock(), limit, window)
 
     def join_failed(self, client: str, window: float) -> None:
         now = self.clock()
-        with self._joins(client) as (path, times):
-            path.write_bytes(orjson.dumps([t for t in times if now - t < window] + [now]))
+        path = self._joins_path(client)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.parent / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # read, add, write back: one process at a time
+            times = [t for t in self._join_times(path) if now - t < window] + [now]
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(orjson.dumps(times))
+            os.replace(tmp, path)
 
     # -- expiry ------------------------------------------------------------------------------------------------
     def sweep(self, *, force: bool = False) -> int:
@@ -290,7 +291,7 @@ class DirectorySessionStore:
             except OSError:
                 joins = []
             for entry in joins:
-                if entry.name.endswith(".json"):
+                if entry.name.endswith(".json") and not entry.name.startswith("."):
                     try:
                         times = orjson.loads(Path(entry.path).read_bytes())
                     except (OSError, ValueError):

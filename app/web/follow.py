@@ -24,6 +24,8 @@ The JSON API of the same sessions is :mod:`app.web.api.sessions`; the model is :
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Annotated
 
 import segno
@@ -142,6 +144,45 @@ def follow_join(request: Request, code: str | None = None):
     return page_or_block(request, "follow.html", "join", {"join": True})
 
 
+#: Rendered step parts kept per process (templates/_follow_step.html): a class asks for the same few steps.
+STEP_CACHE_SIZE = 64
+_STEP_HTML: OrderedDict[tuple, Markup] = OrderedDict()
+_STEP_LOCK = threading.Lock()
+
+
+def _step_html(request: Request, session: Session, run: Run, replay, k: int, *, quiz: bool, show_table: bool, max_browse: int) -> Markup:
+    """The part of the view every student at step ``k`` sees alike, rendered once per process and kept."""
+    key = (session.code, run.id, k, quiz, show_table, max_browse)
+    with _STEP_LOCK:
+        html = _STEP_HTML.get(key)
+        if html is not None:
+            _STEP_HTML.move_to_end(key)
+            return html
+    rec = run.steps[k - 1] if k > 0 else None
+    context = {
+        "session": session,
+        "run": run,
+        "k": k,
+        "n": run.n_steps,
+        "rec": rec,
+        "quiz": quiz,
+        "show_table": show_table,
+        "max_browse": max_browse,
+        "table": None if run.unigram else replay.table(k),
+        "removed": replay.removed(k) if run.unigram else [],
+        "corpus": _corpus_window(replay, k),
+        "compression": run.compression_at(k),
+        "corpus_tokens": run.tokens_at(k),
+        "chip_of": replay.chip,
+    }
+    html = Markup(request.app.state.jinja.get_template("_follow_step.html").render(context))
+    with _STEP_LOCK:
+        _STEP_HTML[key] = html
+        while len(_STEP_HTML) > STEP_CACHE_SIZE:
+            _STEP_HTML.popitem(last=False)
+    return html
+
+
 def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, step: int | None, follower: str) -> dict:
     """What a follower sees: the class's step (``step`` None), or ``step`` when browsing on their own (in quiz mode
     never past the class's step: the next merge is the question)."""
@@ -157,6 +198,7 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
     before = classroom.my_vote(session, k - 1, follower) if k > 0 and not run.unigram else None
     ids_then = {tuple(c["pair"]): c["ids"] for c in quiz_choices(replay, k - 1)} if before else {}
     rec = run.steps[k - 1] if k > 0 else None
+    max_browse = class_k if quiz else n
     return {
         "session": session,
         "run": run,
@@ -168,11 +210,6 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
         "ended": bool(state.get("ended")),
         "seq": state.get("seq", 0),
         "rec": rec,
-        "table": None if run.unigram else replay.table(k),
-        "removed": replay.removed(k) if run.unigram else [],
-        "corpus": _corpus_window(replay, k),
-        "compression": run.compression_at(k),
-        "corpus_tokens": run.tokens_at(k),
         "choices": choices,
         "mine": mine,
         "mine_ids": next((c["ids"] for c in choices if c["pair"] == mine), None),
@@ -181,7 +218,7 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
         "right": before is not None and rec is not None and before == replay.pair_text(rec.pair),
         "actual": replay.pair_text(rec.pair) if rec is not None and not run.unigram else None,
         "chip_of": replay.chip,
-        "max_browse": class_k if quiz else n,
+        "step_html": _step_html(request, session, run, replay, k, quiz=quiz, show_table=not choices, max_browse=max_browse),
     }
 
 
