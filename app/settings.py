@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     uploads_memory_bytes: int = Field(256 << 20, gt=0, description="bytes of uploaded tokenizer files kept in memory per process")
     redis_url: str | None = Field(None, validation_alias=AliasChoices("REDIS_URL", "TOKENPLAY_REDIS_URL"), description="keep BPE lab runs in Redis")
     # A class following the teacher (app/lab/sessions.py): kept where the runs are (a directory, or Redis).
-    sessions_dir: Path | None = Field(None, description="class sessions of the directory store (default: sessions/ beside lab_runs_dir)")
+    sessions_dir: Path | None = Field(None, description="class sessions of the directory store (default: sessions/ inside lab_runs_dir)")
     session_ttl_seconds: float = Field(3 * 3600, gt=0, description="a class session ends this long after the teacher's last action")
     session_heartbeat_seconds: float = Field(10.0, gt=0, description="a follower's open stream sends a heartbeat (and a keep-alive comment) this often")
     session_follower_ttl_seconds: float = Field(30.0, gt=0, description="a follower whose stream sent no heartbeat this long is no longer counted")

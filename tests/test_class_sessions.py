@@ -201,7 +201,7 @@ def test_the_directory_sweep_removes_expired_sessions(tmp_path, clock):
 def test_the_store_follows_the_run_store(tmp_path, redis_url):
     settings = Settings(lab_runs_dir=tmp_path / "runs")
     assert isinstance(make_session_store(settings), DirectorySessionStore)
-    assert sessions_dir(settings) == tmp_path / "sessions"
+    assert sessions_dir(settings) == tmp_path / "runs" / "sessions"
     assert make_session_store(Settings(lab_runs_dir=tmp_path / "r", sessions_dir=tmp_path / "s")).directory == tmp_path / "s"
     assert isinstance(make_session_store(Settings(lab_runs_dir=tmp_path, redis_url=redis_url)), RedisSessionStore)
 

@@ -454,8 +454,9 @@ class RedisSessionStore:
 
 
 def sessions_dir(settings) -> Path:
-    """``TOKENPLAY_SESSIONS_DIR``, by default ``sessions/`` beside the lab's runs directory."""
-    return getattr(settings, "sessions_dir", None) or Path(settings.lab_runs_dir).parent / "sessions"
+    """``TOKENPLAY_SESSIONS_DIR``; by default ``sessions/`` inside the lab's runs directory, so wherever the runs
+    go (a test's temporary directory too) the sessions go with them. The run store only looks at files there."""
+    return getattr(settings, "sessions_dir", None) or Path(settings.lab_runs_dir) / "sessions"
 
 
 def make_session_store(settings, clock: Callable[[], float] = time.time):
