@@ -228,10 +228,19 @@ def test_user_text_in_the_corpus_is_never_live_html(app, client):
     assert "&lt;" in page
 
 
-def test_the_join_page_takes_a_typed_code(client):
+def test_the_join_page_takes_a_typed_code(app, client, clock):
     assert 'name="code"' in client.get("/follow").text
     r = client.get("/follow", params={"code": " k7p-x2m "}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/follow/K7PX2M"
+    clock.advance(600)  # a fresh window of failed joins for this test's address
+    r = client.get("/follow/K7PX2M")  # a wrong code: the join page again, with the message, not a JSON error
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert "no class session with code &#39;K7PX2M&#39;" in r.text and 'value="K7PX2M"' in r.text
+    for _ in range(4):
+        r = client.get("/follow/Q9Q9Q9")
+    assert r.status_code == 429 and r.headers["retry-after"] and "too many wrong session codes" in r.text
+    assert client.get("/follow/Q9Q9Q9", headers={"HX-Request": "true"}).status_code == 429
+    clock.advance(600)
 
 
 def test_the_teachers_share_panel(app, client, run):

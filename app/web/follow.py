@@ -41,6 +41,7 @@ from app.lab.sessions import (
     Session,
     SessionError,
     SessionNotFound,
+    TooManyJoins,
     new_follower,
     normalize_code,
     quiz_choices,
@@ -50,6 +51,7 @@ from app.lab.sessions import (
 from app.settings import Settings
 
 from .deps import DoneRunDep, LabDep, SettingsDep, run_cpu
+from .errors import headers_for, status_for
 from .lab import _corpus_window
 from .render import is_htmx, page_or_block
 
@@ -230,9 +232,22 @@ def _follow_answer(request: Request, context: dict, follower: str, new: bool, st
     return response
 
 
+def _join_again(request: Request, exc: SessionError) -> HTMLResponse:
+    """A code typed wrong (or tried too often): the join page again with the message, never a JSON error page."""
+    context = {"join": True, "error": str(exc), "typed": normalize_code(request.path_params.get("code", ""))[:12]}
+    response = page_or_block(request, "follow.html", "join", context, status_code=status_for(exc), headers=headers_for(exc))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @router.get("/follow/{code}")
 async def follow_page(request: Request, code: str, lab: LabDep, classroom: ClassroomDep, step: Annotated[int | None, Query()] = None):
-    session = await run_cpu(request, find_session, request, classroom, code)
+    try:
+        session = await run_cpu(request, find_session, request, classroom, code)
+    except (SessionNotFound, TooManyJoins) as exc:
+        if is_htmx(request):
+            raise
+        return _join_again(request, exc)
     if session.code != code:  # typed in lower case, or with a space: the address shows the code as it is
         return RedirectResponse(follow_path(session.code), status_code=303)
     follower, new = follower_of(request)
