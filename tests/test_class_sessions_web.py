@@ -369,3 +369,25 @@ def wait_for_followers(client, code: str, n: int) -> bool:
 def test_an_unknown_code_has_no_stream(server):
     r = httpx.get(f"{server}/api/sessions/QQQQQQ/events", timeout=20)
     assert r.status_code == 404 and r.headers["content-type"] == "application/json"
+
+
+def test_open_streams_hold_no_thread(server, client, run, app):
+    """More open streams than the default thread pool has threads (40) and the CPU lane (2): if a stream held a
+    thread while it waits, the page and the tokenizer below would never answer."""
+    code, teacher = start(client, run)
+    with httpx.Client(base_url=server, timeout=20, limits=httpx.Limits(max_connections=100)) as http:
+        streams = []
+        try:
+            for n in range(45):
+                request = http.stream("GET", f"/api/sessions/{code}/events", cookies={"tp_follower": f"browser-{n:012d}"})
+                events = EventStream(request.__enter__())
+                events.next()
+                streams.append((request, events))
+            assert http.get(f"/api/sessions/{code}").json()["followers"] == 45
+            assert http.post("/api/tokenize", json={"text": "still answering"}).status_code == 200
+            assert http.get(f"/follow/{code}").status_code == 200  # rendered in the CPU lane
+            http.post(f"/api/sessions/{code}/step", json={"step": 1}, headers=teacher)
+            assert all(events.next()["data"]["step"] == 1 for _, events in streams)
+        finally:
+            for request, _ in streams:
+                request.__exit__(None, None, None)
