@@ -42,6 +42,7 @@ from app.lab.sessions import (
     SessionError,
     SessionNotFound,
     TooManyJoins,
+    bearer_token,
     new_follower,
     normalize_code,
     quiz_choices,
@@ -292,7 +293,8 @@ async def follow_vote(
 
 
 # -- the teacher -------------------------------------------------------------------------------------------------
-def _teacher_cookie(request: Request, run: Run) -> tuple[str, str] | None:
+def _teacher_cookie(request: Request) -> tuple[str, str] | None:
+    """The code and teacher token this browser's teacher cookie holds (it is scoped to one run's pages)."""
     raw = request.cookies.get(TEACHER_COOKIE, "")
     code, _, token = raw.partition(".")
     return (code, token) if code and token else None
@@ -333,7 +335,7 @@ def _live_context(classroom: Classroom, run: Run, session: Session) -> dict:
 
 def _own_session(request: Request, classroom: Classroom, run: Run) -> tuple[Session, str] | None:
     """The live session of this run whose code and token this browser's teacher cookie holds."""
-    found = _teacher_cookie(request, run)
+    found = _teacher_cookie(request)
     if found is None:
         return None
     code, token = found
@@ -395,7 +397,7 @@ def _teacher_session(request: Request, classroom: Classroom, run: Run, code: str
 def share_quiz(request: Request, run: DoneRunDep, classroom: ClassroomDep, settings: SettingsDep, code: str, on: Annotated[str, Form()] = ""):
     session = _teacher_session(request, classroom, run, code)
     classroom.set_quiz(session, on in ("1", "true", "on"))
-    token = request.headers["authorization"].split(None, 1)[1].strip()
+    token = bearer_token(request.headers.get("authorization"))
     return _panel(request, _panel_context(request, settings, classroom, run, session, token))
 
 
