@@ -7,7 +7,8 @@
   const root = document.getElementById("follow");
   if (!root || !window.EventSource) return;
   const live = document.getElementById("follow-live");
-  let following = true;
+  const first = document.getElementById("view");
+  let following = !(first && first.dataset.own === "1");  // opened at a step of one's own (?step=): browsing
 
   function say(text, state) {
     if (live) { live.textContent = text; live.dataset.state = state; }
