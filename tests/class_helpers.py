@@ -91,3 +91,24 @@ class EventStream:
     def steps(self, n: int) -> list[int]:
         """The steps of the next ``n`` events."""
         return [self.next()["data"]["step"] for _ in range(n)]
+
+
+def run_async(main):
+    """``asyncio.run(main())`` in a thread of its own, returning its result or raising its error: once a browser
+    test has run, Playwright's sync API keeps an event loop running in the main thread, where asyncio.run refuses."""
+    import asyncio
+
+    out: dict = {}
+
+    def target():
+        try:
+            out["value"] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]

@@ -13,7 +13,7 @@ import threading
 import uuid
 
 import pytest
-from class_helpers import Clock, trained_run
+from class_helpers import Clock, run_async, trained_run
 from redis_server import running_redis
 
 from app.lab import session_hub
@@ -365,7 +365,7 @@ def follow_many(make_store, clock, *, n_events: int = 30, followers: int = 5, af
         finally:
             await hub.aclose()
 
-    return asyncio.run(main())
+    return run_async(main)
 
 
 def test_every_follower_gets_every_event_in_order(make_store, clock):
@@ -402,7 +402,7 @@ def test_a_reconnecting_follower_gets_what_it_missed(make_store, clock):
         finally:
             await hub.aclose()
 
-    resumed, fresh, odd = asyncio.run(main())
+    resumed, fresh, odd = run_async(main)
     assert [e["seq"] for e in resumed] == [4, 5, 6]
     assert [e["step"] for e in fresh] == [5] and [e["step"] for e in odd] == [5]
 
@@ -427,7 +427,7 @@ def test_a_follower_behind_the_buffer_reads_the_log(tmp_path, clock, monkeypatch
         finally:
             await hub.aclose()
 
-    assert asyncio.run(main()) == list(range(2, 12))
+    assert run_async(main) == list(range(2, 12))
 
 
 def test_closing_the_hub_ends_its_streams(tmp_path, clock):
@@ -444,4 +444,4 @@ def test_closing_the_hub_ends_its_streams(tmp_path, clock):
             await hub.aclose()
             return await asyncio.wait_for(waiting, HANG)
 
-    assert asyncio.run(main()) is None
+    assert run_async(main) is None
