@@ -12,6 +12,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
+from lab_helpers import QUICK_WAIT, Hold
 from serving import free_port
 
 from app.settings import Settings
@@ -21,9 +22,13 @@ from app.web.app import create_app
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:
     # Lab runs and uploaded tokenizers go to temporary directories, never into the working tree; threads keep the
-    # suite light.
+    # suite light. The hold file does not exist unless a test puts it there (``live_lab_hold``).
     return Settings(
-        lab_runs_dir=tmp_path_factory.mktemp("runs"), uploads_dir=tmp_path_factory.mktemp("uploads"), lab_pool="thread"
+        lab_runs_dir=tmp_path_factory.mktemp("runs"),
+        uploads_dir=tmp_path_factory.mktemp("uploads"),
+        lab_pool="thread",
+        lab_quick_wait_seconds=QUICK_WAIT,
+        lab_hold_file=tmp_path_factory.mktemp("hold") / "hold",
     )
 
 
@@ -53,6 +58,29 @@ def live_server(app) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture()
+def lab_hold(tmp_path) -> Iterator[Hold]:
+    """The lab's test hold, on: trainings of an app given ``lab_hold_file=lab_hold.path`` pause after their first
+    step until the test releases them (released at the end of the test)."""
+    hold = Hold(tmp_path / "hold")
+    yield hold
+    hold.release()
+
+
+@pytest.fixture()
+def live_lab_hold(app, live_server) -> Iterator[Hold]:
+    """The test hold of the shared app (and its live server), on: its trainings pause after their first step, and
+    starting one answers at once with its progress. Released at the end of the test."""
+    lab = app.state.lab
+    hold = Hold(app.state.settings.lab_hold_file)
+    lab.quick_wait = 0.0
+    try:
+        yield hold
+    finally:
+        hold.release()
+        lab.quick_wait = QUICK_WAIT
 
 
 @pytest.fixture()

@@ -15,7 +15,7 @@ from app.lab.runs import Run
 from app.lab.tokenizers import register_run
 
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
-from ..lab import QUICK_WAIT, check_step, export_response, pair_ids, remember_in_cookie
+from ..lab import check_step, export_response, pair_ids, remember_in_cookie
 from ..side_by_side import MAX_TEXT, cuts, start_three
 from ..side_by_side import find_runs as side_runs
 
@@ -68,7 +68,7 @@ def _started(run: Run, **extra) -> JSONResponse:
 
 @router.post("", summary="Start training a lab run (answers at once: status running or done)")
 def api_train(body: TrainRequest, lab: LabDep):
-    return _started(lab.start(body.corpus, body.options(), wait=QUICK_WAIT))
+    return _started(lab.start(body.corpus, body.options(), wait=lab.quick_wait))
 
 
 @router.post("/side-by-side", summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size")
@@ -109,7 +109,7 @@ def api_step(run: DoneRunDep, k: int):
 @router.post("/{run_id}/steps/{k}/merge", summary="Manual mode: keep merges 1..k, force a pair as merge k+1, go on")
 def api_merge(run: DoneRunDep, lab: LabDep, k: int, body: MergeRequest):
     check_step(run, k)
-    return _started(lab.continue_with(run, k, pair_ids(run, k, body.pair), wait=QUICK_WAIT), step=k + 1)
+    return _started(lab.continue_with(run, k, pair_ids(run, k, body.pair), wait=lab.quick_wait), step=k + 1)
 
 
 @router.post("/{run_id}/encode", summary="Apply the merges up to a step to a new text, merge by merge")
