@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 import uvicorn
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
 from lab_helpers import QUICK_WAIT, Hold
@@ -17,6 +19,13 @@ from serving import free_port
 
 from app.settings import Settings
 from app.web.app import create_app
+
+
+# Hypothesis judges no test by the machine's speed: no deadline per example, and slow data generation is no
+# failure (its default 200 ms deadline and "too slow" check fail on a busy machine). Tests that set their own
+# settings inherit these unless they name them.
+hypothesis_settings.register_profile("tokenplay", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("tokenplay")
 
 
 @pytest.fixture(scope="session")
