@@ -9,6 +9,7 @@ import pytest
 import realtext
 import sentencepiece as spm
 from fastapi.testclient import TestClient
+from lab_helpers import QUICK_WAIT
 from test_lab import LOW, train, wait_done
 from tokenizers import Tokenizer
 
@@ -20,7 +21,8 @@ TEXTS = ["lowest newer", "the widest low", "Héllo, wörld! 東京", "unknown �
 
 @pytest.fixture()
 def lab(tmp_path):
-    with TestClient(create_app(Settings(lab_runs_dir=tmp_path, lab_pool="thread"))) as client:
+    settings = Settings(lab_runs_dir=tmp_path, lab_pool="thread", lab_quick_wait_seconds=QUICK_WAIT)
+    with TestClient(create_app(settings)) as client:
         yield client
 
 
@@ -113,7 +115,7 @@ def test_run_pages_and_tools_render(lab, algorithm):
 
 
 def test_side_by_side_trains_the_three_and_compares_their_cuts(lab):
-    r = lab.post("/api/train/side-by-side", json={"corpus": LOW * 2, "vocab_size": 285})
+    r = lab.post("/api/train/side-by-side", json={"corpus": LOW * 2, "vocab_size": 274})  # unigram reaches 275
     assert r.status_code == 202
     runs = r.json()["runs"]
     assert {side: s["options"]["algorithm"] for side, s in runs.items()} == {
@@ -135,3 +137,30 @@ def test_runs_survive_their_json_form(lab, algorithm):
     again = Run.from_json(json.loads(json.dumps(stored.to_json())))
     assert [s.to_dict() for s in again.steps] == [s.to_dict() for s in stored.steps]
     assert again.vocab() == stored.vocab() and again.extra == stored.extra
+
+
+@pytest.mark.parametrize("corpus", ["low lower newest widest", LOW])
+def test_a_unigram_size_out_of_reach_says_which_sizes_work(lab, corpus):
+    """Training drops the pieces a small corpus would hardly use, so it cannot reach every size (SentencePiece
+    refuses such sizes too): the answer says so in words and names the sizes that work, and they do."""
+    import re
+
+    def answer(**size) -> tuple[int, str]:
+        r = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram"} | size)
+        assert r.status_code in (200, 422), r.text
+        return r.status_code, r.json().get("detail", "")
+
+    status, detail = answer(vocab_size=280)
+    assert status == 422 and "more than unigram training reaches on this corpus" in detail, detail
+    assert not re.search(r"[A-Z]\w*Error|Traceback", detail)
+    most, least = map(int, re.search(r"choose at most ([\d,]+) \(and at least ([\d,]+)\)", detail).groups())
+    assert least <= most < 280
+    for size in (least, most):
+        assert answer(vocab_size=size)[0] == 200
+        run = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram", "vocab_size": size}).json()
+        assert run["vocab_size"] == size
+    assert answer(vocab_size=most + 1)[0] == 422
+    assert "below the" in answer(vocab_size=least - 1)[1]
+    status, detail = answer(merges=most - least + 1)
+    assert status == 422 and f"choose at most {most - least:,} (pieces beyond the {least:,}" in detail, detail
+    assert answer(merges=most - least)[0] == 200

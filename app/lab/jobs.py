@@ -8,6 +8,7 @@ The run object in the store is the job's live view: status, progress, and at the
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +22,14 @@ from .algorithms import Cancelled, train
 from .hold import held_after_first_step
 from .runs import Run
 
+
+log = logging.getLogger(__name__)
+
+#: What a run says when its training failed for a reason the lab did not foresee (the log has the exception; a
+#: user never reads an exception's name).
+UNEXPECTED = (
+    "training failed unexpectedly (the server's log has the details); train again, and report it if it happens again"
+)
 
 #: Seconds between heartbeats of a process's queued and running jobs (at most a quarter of the store's
 #: ``stale_after``).
@@ -156,9 +165,10 @@ class JobPool(BoundedJobs):
         except TokenplayError as exc:
             run.status = "error"
             run.error = str(exc)
-        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
+        except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
+            log.exception("lab run %s: training failed", run.id)
             run.status = "error"
-            run.error = f"training failed: {type(exc).__name__}: {exc}"
+            run.error = UNEXPECTED
         finally:
             try:
                 self.store.put(run)

@@ -34,7 +34,7 @@ from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled, Options
 from .hold import held_after_first_step
-from .jobs import BoundedJobs, Job
+from .jobs import UNEXPECTED, BoundedJobs, Job, log
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
 PRELOAD = ["app.lab.algorithms"]
@@ -93,8 +93,9 @@ def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_t
         conn.send(("error", str(exc)))
     except MemoryError:
         conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges", "replace"))
-    except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; say what happened
-        conn.send(("error", f"training failed: {type(exc).__name__}: {exc}"))
+    except Exception:  # noqa: BLE001  # pragma: no cover - a bug: the exception to the log, words to the user
+        log.exception("lab training failed")
+        conn.send(("error", UNEXPECTED))
 
 
 def _worker_main(conn, memory_limit_mb: int = 0) -> None:
@@ -292,7 +293,8 @@ class ProcessJobPool(BoundedJobs):
             if worker is None or not worker.alive():
                 worker = self._spawn()
             if not worker.wait_ready():
-                raise RuntimeError("the training process did not start")
+                run.status, run.error = "error", "the training process did not start; train again in a moment"
+                return  # the worker is replaced below
             run.status = "running"
             self.store.save(run)
             worker.jobs += 1
@@ -304,8 +306,9 @@ class ProcessJobPool(BoundedJobs):
         except Cancelled:
             run.status, run.error = "cancelled", "training was cancelled"
             keep = True
-        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; keep the pool alive and say what happened
-            run.status, run.error = "error", f"training failed: {type(exc).__name__}: {exc}"
+        except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the pool alive and say what happened
+            log.exception("lab run %s: supervising its training failed", run.id)
+            run.status, run.error = "error", UNEXPECTED
         finally:
             try:
                 self.store.put(run)
