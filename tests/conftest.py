@@ -105,9 +105,10 @@ def no_dialogs(page):
     return page
 
 
-# Playwright's expect() waits up to 5 s by default; a busy CI machine gets 10 s. A check that would fail still
-# fails, only later.
-expect.set_options(timeout=10_000)
+# Playwright's expect() waits up to 5 s by default. Its wait is a deadline against hanging, not a speed
+# requirement: on a busy shared machine a model's first load alone can take 15 s, so it gets 30 s. A check that
+# would fail still fails, only later; one that passes does not wait longer.
+expect.set_options(timeout=30_000)
 
 CHROMIUM = os.environ.get("TOKENPLAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
