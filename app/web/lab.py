@@ -49,8 +49,6 @@ MERGE_LIST = 100
 #: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
 #: :data:`app.lab.examples.DEFAULT_FORM`.
 POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10"}
-#: The side-by-side form keeps a run's corpus up to this many characters (a longer one: the sample corpus).
-SIDE_PREFILL_CHARS = 200_000
 EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
 
 
@@ -107,7 +105,8 @@ def _context(request: Request, lab: Lab, **kw) -> dict:
 
 def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, status: int = 200, headers=None):
     form = DEFAULT_FORM | form
-    side_corpus = form["corpus"] if 0 < len(form["corpus"]) <= SIDE_PREFILL_CHARS else SAMPLE_CORPUS
+    # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
+    side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
     form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
     context = _context(request, lab, form=form, error=error)
     return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
