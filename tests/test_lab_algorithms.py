@@ -115,7 +115,7 @@ def test_run_pages_and_tools_render(lab, algorithm):
 
 
 def test_side_by_side_trains_the_three_and_compares_their_cuts(lab):
-    r = lab.post("/api/train/side-by-side", json={"corpus": LOW * 2, "vocab_size": 274})  # unigram reaches 275
+    r = lab.post("/api/train/side-by-side", json={"corpus": LOW * 2, "vocab_size": 285})
     assert r.status_code == 202
     runs = r.json()["runs"]
     assert {side: s["options"]["algorithm"] for side, s in runs.items()} == {
@@ -140,27 +140,28 @@ def test_runs_survive_their_json_form(lab, algorithm):
 
 
 @pytest.mark.parametrize("corpus", ["low lower newest widest", LOW])
-def test_a_unigram_size_out_of_reach_says_which_sizes_work(lab, corpus):
+def test_a_unigram_size_out_of_reach_ends_short_and_says_why(lab, corpus):
     """Training drops the pieces a small corpus would hardly use, so it cannot reach every size (SentencePiece
-    refuses such sizes too): the answer says so in words and names the sizes that work, and they do."""
+    refuses such sizes): the run ends at the size it reached, says so in words, and every id it has stays one
+    piece (280 on the four words answered 422 'KeyError: low': pieces dropped by the last EM pass were in no
+    round). The export is the size the run says, in sentencepiece too."""
     import re
 
-    def answer(**size) -> tuple[int, str]:
-        r = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram"} | size)
-        assert r.status_code in (200, 422), r.text
-        return r.status_code, r.json().get("detail", "")
-
-    status, detail = answer(vocab_size=280)
-    assert status == 422 and "more than unigram training reaches on this corpus" in detail, detail
-    assert not re.search(r"[A-Z]\w*Error|Traceback", detail)
-    most, least = map(int, re.search(r"choose at most ([\d,]+) \(and at least ([\d,]+)\)", detail).groups())
-    assert least <= most < 280
-    for size in (least, most):
-        assert answer(vocab_size=size)[0] == 200
-        run = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram", "vocab_size": size}).json()
-        assert run["vocab_size"] == size
-    assert answer(vocab_size=most + 1)[0] == 422
-    assert "below the" in answer(vocab_size=least - 1)[1]
-    status, detail = answer(merges=most - least + 1)
-    assert status == 422 and f"choose at most {most - least:,} (pieces beyond the {least:,}" in detail, detail
-    assert answer(merges=most - least)[0] == 200
+    reached = set()
+    for size in (270, 272, 273, 275, 280, 281, 300):
+        r = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram", "vocab_size": size})
+        assert r.status_code == 200, r.text
+        run = r.json()
+        assert run["status"] == "done" and run["vocab_size"] <= size, run
+        full = lab.get(f"/api/train/{run['id']}").json()
+        seed = lab.get(f"/api/train/{run['id']}/steps/0").json()["vocab_size"]
+        assert seed - sum(len(s["removed"]) for s in full["steps"]) == run["vocab_size"] == full["steps"][-1]["vocab_size"]
+        model = lab.get(f"/api/train/{run['id']}/export", params={"format": "model"}).content
+        assert spm.SentencePieceProcessor(model_proto=model).get_piece_size() == run["vocab_size"]
+        if run["vocab_size"] < size:
+            assert run["stop_reason"].startswith(f"ended at {run['vocab_size']:,} of the {size:,} pieces asked for: ")
+            assert not re.search(r"[A-Z]\w*Error|Traceback", run["stop_reason"])
+            reached.add(run["vocab_size"])
+        else:
+            assert run["stop_reason"] == "vocab_size reached"
+    assert len(reached) == 1, "every size out of reach ends at the same, largest size"

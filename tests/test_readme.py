@@ -366,7 +366,7 @@ def api_examples() -> list[Example]:
 
 def test_readme_api_examples_answer_as_shown(server, workdir):
     host = server.removeprefix("http://")
-    run_id = None
+    run_id, run = None, None
     examples = api_examples()
     for example in examples:
         command = example.command.replace("localhost:8000", host)
@@ -385,16 +385,17 @@ def test_readme_api_examples_answer_as_shown(server, workdir):
         out = json.loads(body) if body.strip() else None
         if "/api/train -H" in command and status in (200, 202):  # a new run: the next RUN_ID
             run_id = out["id"]
-            assert wait_for_run(server, run_id)["status"] == "done", example
+            run = wait_for_run(server, run_id)
+            assert run["status"] == "done", example
         if "/api/train/side-by-side -H" in command:
-            for side, run in out["runs"].items():
-                assert wait_for_run(server, run["id"])["status"] == "done", (example, side)
+            for side, started in out["runs"].items():
+                assert wait_for_run(server, started["id"])["status"] == "done", (example, side)
         if " -o " in command:
             written = workdir / shlex.split(command)[shlex.split(command).index("-o") + 1]
             assert written.stat().st_size > 0, example
-            if written.suffix == ".model":  # the unigram run's export loads in sentencepiece
+            if written.suffix == ".model":  # the unigram run's export loads in sentencepiece, at the run's size
                 lab_model = spm.SentencePieceProcessor(model_file=str(written))
-                assert lab_model.get_piece_size() == 272
+                assert lab_model.get_piece_size() == run["vocab_size"], example
     assert run_id and any("/api/chat" in e.command for e in examples)
 
 

@@ -39,14 +39,8 @@ def train_unigram_run(
     try:
         size = options.vocab_size
         trainer = UnigramTrainer(corpus, size if size is not None else 1_000_000)
-        smallest = trainer.n_special + len(trainer.chars)
         if size is None:
-            trainer.vocab_size = smallest + options.merges
-        seed = trainer.n_special + len(trainer.pieces)
-        if trainer.vocab_size > seed:
-            raise LabOptionsError(too_large(corpus, options, smallest, seed, should_stop))
-    except LabOptionsError:
-        raise
+            trainer.vocab_size = trainer.n_special + len(trainer.chars) + options.merges
     except TokenplayError as exc:
         raise LabOptionsError(str(exc)) from None
     expected = max(1, math.ceil(math.log(max(trainer.size, 2) / trainer.vocab_size) / math.log(1 / trainer.shrinking_factor)))
@@ -54,8 +48,12 @@ def train_unigram_run(
     trained = trainer.train(progress=report, should_stop=should_stop)
     model = ModelProto.parse(trained.model)
     final = [p.piece for p in model.pieces]
-    if len(final) < trainer.vocab_size:  # EM dropped pieces the corpus hardly uses: the size was out of reach
-        raise LabOptionsError(too_large(corpus, options, smallest, len(final), should_stop))
+    reason = trained.stop_reason
+    if len(final) < trainer.vocab_size:  # a small corpus: EM dropped the pieces it would hardly use
+        reason = (
+            f"ended at {len(final):,} of the {trainer.vocab_size:,} pieces asked for: the EM step dropped the pieces "
+            "the corpus would use less than half a time, and a corpus with few distinct pieces of text has no more"
+        )
     removed = [piece for r in trained.rounds for piece, _ in r.removed]
     ids = {piece: i for i, piece in enumerate(final + removed)}
     seed_ids = [ids[p] for p in trained.pieces]
@@ -75,46 +73,10 @@ def train_unigram_run(
         initial_tokens=tokens[0],
         base_units=base_units(corpus, "unigram", options.pattern),
         target_merges=len(trained.rounds),
-        stop_reason=trained.stop_reason,
+        stop_reason=reason,
         model=trained.model,
         extra={"tokens": tokens, "scores": scores, "n_final": len(final)},
     )
-
-
-#: Trainings :func:`too_large` may run to find the largest size a corpus reaches.
-REACH_TRIES = 4
-
-
-def model_size(corpus: str, vocab_size: int, should_stop: Callable[[], bool] | None = None) -> int:
-    """How many pieces a unigram model of ``corpus`` trained to ``vocab_size`` ends with (at most that)."""
-    return len(ModelProto.parse(UnigramTrainer(corpus, vocab_size).train(should_stop=should_stop).model).pieces)
-
-
-def too_large(
-    corpus: str, options: Options, smallest: int, reached: int, should_stop: Callable[[], bool] | None = None
-) -> str:
-    """Why the size ``options`` asks for is out of reach, and which sizes work, in words.
-
-    Training ends with fewer pieces than asked when the corpus has few distinct substrings: EM drops the pieces
-    it would use less than half a time (as SentencePiece does, which then refuses the size too). ``reached`` is
-    a size the corpus got to; smaller sizes are tried in turn (at most :data:`REACH_TRIES`) until one is met.
-    """
-    size, sure = max(reached, smallest), False
-    for _ in range(REACH_TRIES):
-        got = model_size(corpus, size, should_stop)
-        if got >= size:
-            sure = True
-            break
-        size = max(got, smallest)
-    why = "it has few distinct pieces of text, and training drops the pieces it would hardly use"
-    if options.merges is not None:
-        asked = f"merges {options.merges:,}"
-        most = f"at most {size - smallest:,} (pieces beyond the {smallest:,} every model of this corpus needs)"
-    else:
-        asked = f"vocab_size {options.vocab_size:,}"
-        most = f"at most {size:,} (and at least {smallest:,})"
-    choose = "choose" if sure else "try"
-    return f"{asked} is more than unigram training reaches on this corpus ({why}): {choose} {most}"
 
 
 def round_model(run, k: int) -> UnigramTokenizer:

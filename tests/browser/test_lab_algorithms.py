@@ -15,10 +15,6 @@ pytestmark = pytest.mark.browser
 LOW = "low low low low low lower lower newest newest newest newest newest newest widest widest widest"
 
 
-#: The most pieces a unigram run of LOW learns beyond its smallest vocabulary (more is refused, saying so).
-UNIGRAM_MOST = 4
-
-
 def shot(page: Page, name: str) -> None:
     folder = os.environ.get("TOKENPLAY_SCREENSHOT_DIR")
     if folder:
@@ -47,7 +43,7 @@ def step_through(page: Page, steps: int) -> None:
 
 @pytest.mark.parametrize("algorithm", ["char", "wordpiece", "unigram"])
 def test_train_and_step_through_each_algorithm(page: Page, live_server: str, algorithm: str):
-    steps = train(page, live_server, algorithm, UNIGRAM_MOST if algorithm == "unigram" else 6)
+    steps = train(page, live_server, algorithm, 6)
     assert steps >= 1
     step_through(page, steps)
     expect(page.locator("#corpus-tokens")).to_contain_text("newest")
@@ -63,7 +59,7 @@ def test_train_and_step_through_each_algorithm(page: Page, live_server: str, alg
 
 
 def test_open_a_unigram_lattice(page: Page, live_server: str):
-    steps = train(page, live_server, "unigram", UNIGRAM_MOST)
+    steps = train(page, live_server, "unigram", 6)
     page.keyboard.press("End")
     expect(page.locator("#step")).to_have_attribute("data-step", str(steps))  # the last round's block has settled
     page.locator("#encode-text").fill("lowest")
@@ -91,7 +87,7 @@ def test_side_by_side(page: Page, live_server: str):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{live_server}/lab")
     page.locator("#side-corpus").fill(LOW)
-    page.locator("#side-form input[name=vocab_size]").fill("274")  # the most unigram reaches on this corpus
+    page.locator("#side-form input[name=vocab_size]").fill("285")
     page.get_by_role("button", name="Side by side").click()
     for side in ("bpe", "wordpiece", "unigram"):
         expect(page.locator(f"section[data-side={side}] .tokens")).to_be_visible()
