@@ -51,7 +51,7 @@ def load_file(
 ) -> Tokenizer:
     """A tokenizer built from a file (see :func:`.loaders.load_tokenizer`)."""
     return load_tokenizer(read_file(path), name=name or entry_name(path), pattern=pattern,
-                          special_tokens=special_tokens, engine=engine)
+                          special_tokens=special_tokens, engine=engine, filename=Path(path).name)
 
 
 def entry_name(path: str | Path) -> str:

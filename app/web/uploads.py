@@ -175,7 +175,7 @@ class Uploads:
         if name in taken or _is_registered(name):
             raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
         kind = detect_format(data)
-        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens))
+        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename)
         upload = Upload(
             id=secrets.token_hex(6),
             name=name,
