@@ -159,3 +159,29 @@ def test_a_model_name_is_not_a_name_for_an_upload(client):
             data={"name": name, "pattern": "gpt2"},
         )
         assert r.status_code == 422 and "taken" in r.json()["detail"], (name, r.text)
+
+
+@pytest.mark.parametrize(("filename", "name"), [("gpt-5.json", "my-gpt-5"), ("gpt-4o-mini.tiktoken", "my-gpt-4o-mini"),
+                                                ("davinci.tiktoken", "my-davinci"), ("gpt2.tiktoken", "gpt2-2")])
+def test_an_upload_named_after_a_model_gets_a_free_name(make_client, filename, name):
+    """A file named like a model, uploaded without a name, gets a name that resolves to nothing else (numbering
+    gpt-4o-mini would never end: gpt-4o-mini-2 names a model too)."""
+    from app.engines.datafiles import data_path
+
+    r = make_client.post("/api/tokenizers", files={"file": (filename, data_path("openai/gpt2.tiktoken").read_bytes())},
+                         data={"pattern": "gpt2"})
+    assert r.status_code == 201, r.text
+    assert r.json()["name"] == name
+    assert make_client.post("/api/tokenize", json={"text": "hi", "tokenizer": name}).json()["tokenizer"] == name
+
+
+@pytest.fixture()
+def make_client(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    settings = Settings(lab_runs_dir=tmp_path / "runs", uploads_dir=tmp_path / "uploads", lab_pool="thread")
+    with TestClient(create_app(settings)) as client:
+        yield client
