@@ -185,3 +185,20 @@ def make_client(tmp_path):
     settings = Settings(lab_runs_dir=tmp_path / "runs", uploads_dir=tmp_path / "uploads", lab_pool="thread")
     with TestClient(create_app(settings)) as client:
         yield client
+
+
+def test_a_served_file_may_not_be_named_after_a_model(tmp_path, monkeypatch, capsys):
+    from app.engines.datafiles import data_path
+    from app.engines.errors import TokenplayError
+    from app.engines.tokenizer_files import ENV, register_file
+
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
+    monkeypatch.delenv(ENV, raising=False)
+    for stem in ("gpt-4o-mine", "gpt-oss-tuned", "o3"):
+        path = tmp_path / f"{stem}.model"
+        path.write_bytes(data_path("sentencepiece/mistral-7b-v0.1.model").read_bytes())
+        assert main(["serve", "--tokenizer", str(path)]) == 2
+        assert "already taken" in capsys.readouterr().err
+        with pytest.raises(TokenplayError, match="the name of a shipped model"):
+            register_file(path)
+    assert registry.resolve("gpt-4o-mine") == "o200k_base"  # nothing was registered over it
