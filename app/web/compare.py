@@ -40,7 +40,7 @@ from app.engines.errors import TokenplayError
 from app.engines.explain import Explainer
 from app.settings import Settings
 
-from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format
+from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format, text_area_value
 from .errors import status_for
 from .pickers import Tokenizers, picker_groups
 from .render import page_or_block
@@ -223,6 +223,8 @@ def compare_page(
     elif text is None:
         chosen_preset = presets.get_preset(DEFAULT_PRESET)
         text = chosen_preset.text
+    else:  # as the text area will hold it (a link made before the page read forms so, or a form sent by GET)
+        text = text_area_value(text)
     context = page_context(
         tokenizers,
         text,
@@ -236,7 +238,8 @@ def compare_page(
 
 
 def _fields(form) -> tuple[str, list[str], str | None, bool]:
-    """The compare form: text, the ticked tokenizers, the reference, the special-token switch."""
+    """The compare form (read by :func:`~app.web.deps.read_form`, so the text is the text area's): text, the
+    ticked tokenizers, the reference, the special-token switch."""
     return form.get("text") or "", form.getlist("t"), form.get("ref") or None, checked(form.get("special"))
 
 
@@ -356,7 +359,7 @@ def export_get(
     ref: str | None = None,
     special: bool = False,
 ):
-    return _export(fmt, tokenizers, text, t or [], ref, special, settings)
+    return _export(fmt, tokenizers, text_area_value(text), t or [], ref, special, settings)
 
 
 @router.post("/compare/export.{fmt}")
