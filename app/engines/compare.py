@@ -215,8 +215,10 @@ class BoundaryDiff:
         return {"offsets": self.offsets, "extra": self.extra, "missing": self.missing}
 
 
-def boundary_diff(result: TokenizeResult, reference: TokenizeResult) -> BoundaryDiff:
-    mine, theirs = boundaries(result), boundaries(reference)
+def boundary_diff(result: TokenizeResult, reference: TokenizeResult | set[int]) -> BoundaryDiff:
+    """Where ``result`` cuts differently from ``reference`` (a result, or its :func:`boundaries` already found)."""
+    mine = boundaries(result)
+    theirs = reference if isinstance(reference, set) else boundaries(reference)
     return BoundaryDiff(extra=sorted(mine - theirs), missing=sorted(theirs - mine))
 
 
@@ -266,6 +268,7 @@ class Comparison:
     best: dict[str, list[str]]
     reference: str | None
     diffs: dict[str, BoundaryDiff]
+    reference_boundaries: set[int] = field(default_factory=set)  # boundaries(the reference's result)
 
     @property
     def words(self) -> int:
@@ -321,11 +324,12 @@ def compare(
     if reference is None and results:
         reference = results[0].tokenizer
     diffs: dict[str, BoundaryDiff] = {}
+    ref_bounds: set[int] = set()
     if reference is not None:
         if reference not in by_name:
             raise CompareError(
                 f"reference tokenizer {reference!r} is not among the compared ones; choose one of: {', '.join(by_name)}"
             )
-        ref = by_name[reference]
-        diffs = {r.tokenizer: boundary_diff(r, ref) for r in results}
-    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs)
+        ref_bounds = boundaries(by_name[reference])  # found once, for every result
+        diffs = {r.tokenizer: BoundaryDiff() if r.tokenizer == reference else boundary_diff(r, ref_bounds) for r in results}
+    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs, ref_bounds)
