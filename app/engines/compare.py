@@ -122,6 +122,24 @@ class Stats:
     def value(self, column: str):
         return getattr(self, column)
 
+    def exact(self, column: str):
+        """The column's value before rounding (a page formats this to two digits: rounding the rounded value
+        again can show 3.46 for 38/11 = 3.4545...).
+
+        >>> compute_stats(TokenizeResult("t", "a" * 38, list(range(11)), place=lambda o, n: [])).exact("chars_per_token")
+        3.4545454545454546
+        """
+        ratios = {
+            "chars_per_token": (self.chars, self.tokens),
+            "bytes_per_token": (self.bytes, self.tokens),
+            "fertility": (self.tokens, self.words),
+            "partial_share": (self.partial, self.tokens),
+        }
+        if column not in ratios or self.value(column) is None:
+            return self.value(column)
+        numerator, denominator = ratios[column]
+        return numerator / denominator
+
 
 def is_partial(token) -> bool:
     """A token that is not a whole character on its own: its bytes are not valid UTF-8 by themselves."""

@@ -150,7 +150,7 @@ def results_context(
                 {
                     "column": column,
                     "value": value,
-                    "shown": _fmt(value, column),
+                    "shown": _fmt(pane["stats"].exact(column), column),  # exact, then rounded once
                     # Marked only when it tells something: not when every tokenizer ties.
                     "best": pane["name"] in winners and len(winners) < n,
                 }
