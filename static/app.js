@@ -141,10 +141,11 @@
     return Array.from(text).length; // the server counts characters, JavaScript UTF-16 units
   }
 
-  // The character offset of a span's start (the view's spans tile the text from its start), or of a cut mark
-  // inside it (compare: where the reference cuts).
+  // The character offset of a span's start (the view's spans tile the text from its first character,
+  // data-first-char, 0 unless the view is a later window), or of a cut mark inside it (compare: where the
+  // reference cuts).
   function charOffset(tok, cut) {
-    let at = 0;
+    let at = Number(tok.parentElement.dataset.firstChar || 0);
     for (let t = tok.previousElementSibling; t; t = t.previousElementSibling) at += codePoints(t.textContent);
     if (cut) {
       for (let n = tok.firstChild; n && n !== cut; n = n.nextSibling) at += codePoints(n.textContent);

@@ -40,6 +40,7 @@ FORMS = {
     "playground ids": ("/ids", [("tokenizer", "gpt2"), ("text", "{text}")]),
     "playground explain": ("/explain", [("tokenizer", "cl100k_base"), ("text", "{text}"), ("explain", "5")]),
     "compare": ("/compare/results", [("t", "gpt2"), ("t", "mistral-7b"), ("text", "{text}")]),
+    "compare pane": ("/compare/pane", [("t", "gpt2"), ("t", "mistral-7b"), ("text", "{text}"), ("pane", "mistral-7b")]),
     "compare explain": ("/compare/explain", [("t", "gpt2"), ("t", "o200k_base"), ("text", "{text}"),
                                              ("pane", "o200k_base"), ("ref", "gpt2"), ("at", "8")]),
     "compare JSON": ("/compare/export.json", [("t", "gpt2"), ("t", "qwen3"), ("text", "{text}")]),
