@@ -420,3 +420,14 @@ def test_the_reference_is_a_ticked_tokenizer_and_the_answer_names_it(client):
     assert panes(pane.text)["gpt2"]["extra"] == 0 and "1 cut differ" in pane.text  # cl100k: " |123|45", gpt2 " 12345"
     explained = client.post("/compare/explain", data=form | {"pane": "gpt2", "at": "12"}, headers=HX)
     assert re.search(r'class="explain-side reference" data-tokenizer="cl100k_base"', explained.text)
+
+
+def test_htmx_restoring_history_gets_the_whole_page(client):
+    """The compare page keeps no history snapshot (hx-history="false": ten panes of tokens stored on every
+    keystroke); Back then asks the server for the page, with HX-Request set, and must get the whole page."""
+    page = client.get("/compare", params={"t": THREE, "text": "hi"})
+    assert 'hx-history="false"' in page.text
+    restore = client.get("/compare", params={"t": THREE, "text": "hi"},
+                         headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
+    assert "<html" in restore.text and 'id="compare-form"' in restore.text
+    assert "<html" not in client.get("/compare", params={"t": THREE, "preset": "japanese"}, headers=HX).text

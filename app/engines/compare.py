@@ -146,10 +146,14 @@ def is_partial(token) -> bool:
     return not token.valid_utf8
 
 
-def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: int | None = None) -> Stats:
-    """The stats of one result. ``unk_id`` is the tokenizer's unknown-token id, if it has one."""
+def compute_stats(
+    result: TokenizeResult, unk_id: int | None = None, *, words: int | None = None, spaced: bool | None = None
+) -> Stats:
+    """The stats of one result. ``unk_id`` is the tokenizer's unknown-token id, if it has one; ``words`` and
+    ``spaced`` (:func:`has_words`) are the text's, found once when several results share it."""
     count, chars, n_bytes = result.count, result.chars, result.n_bytes
     words = count_words(result.text) if words is None else words
+    spaced = has_words(result.text) if spaced is None else spaced
     partial = sum(1 for t in result.tokens if is_partial(t))
     whole_bytes = sum(1 for t in result.tokens if t.byte_fallback and t.valid_utf8)
     unknown = sum(1 for i in result.ids if i == unk_id) if unk_id is not None else 0
@@ -161,7 +165,7 @@ def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: i
         words=words,
         chars_per_token=_ratio(chars, count),
         bytes_per_token=_ratio(n_bytes, count),
-        fertility=_ratio(count, words) if has_words(result.text) else None,
+        fertility=_ratio(count, words) if spaced else None,
         partial=partial,
         partial_share=_ratio(partial, count, 4),
         unknown=unknown,
@@ -265,10 +269,12 @@ class MarkedSegment:
         return cut_at(self.text, self.start, self.missing_cuts)
 
 
-def mark_segments(segments: Iterable, reference_boundaries: set[int]) -> list[MarkedSegment]:
+def mark_segments(
+    segments: Iterable, reference_boundaries: set[int], ordered: Sequence[int] | None = None
+) -> list[MarkedSegment]:
     """Each of ``segments`` (anything with ``start``, ``end`` and ``text``: a :class:`Segment`, a view's span)
-    marked against the reference's boundaries."""
-    ordered = sorted(reference_boundaries)
+    marked against the reference's boundaries (``ordered``: the same boundaries sorted, when already at hand)."""
+    ordered = sorted(reference_boundaries) if ordered is None else ordered
     marked: list[MarkedSegment] = []
     for seg in segments:
         m = MarkedSegment(seg.start, seg.end, seg.text)
@@ -336,8 +342,8 @@ def compare(
     one of the results' tokenizers.
     """
     unk_ids = unk_ids or {}
-    words = count_words(text)
-    stats = {r.tokenizer: compute_stats(r, unk_ids.get(r.tokenizer), words=words) for r in results}
+    words, spaced = count_words(text), has_words(text)  # once for every result (two scans of the text each)
+    stats = {r.tokenizer: compute_stats(r, unk_ids.get(r.tokenizer), words=words, spaced=spaced) for r in results}
     by_name = {r.tokenizer: r for r in results}
     if reference is None and results:
         reference = results[0].tokenizer

@@ -105,13 +105,15 @@ def reference_of(chosen: list[str], reference: str | None) -> str:
     return reference if reference in chosen else chosen[0]
 
 
-def pane_window(result, start: int, limit: int, ref_bounds: set[int] | None) -> TokenWindow:
+def pane_window(
+    result, start: int, limit: int, ref_bounds: set[int] | None, ordered: list[int] | None = None
+) -> TokenWindow:
     """The tokens ``[start, start + limit)`` of ``result`` as coloured spans, marked against the reference's
-    boundaries (``None``: this is the reference)."""
+    boundaries (``None``: this is the reference; ``ordered``: them sorted, shared by the panes)."""
     window = token_window(result, start, limit)
     if ref_bounds is None:
         return window
-    return with_marks(window, map(_classes_and_cuts, mark_segments(window.spans, ref_bounds)))
+    return with_marks(window, map(_classes_and_cuts, mark_segments(window.spans, ref_bounds, ordered)))
 
 
 def pane_context(result, label: str, window: TokenWindow, *, is_reference: bool, diff_count: int) -> dict:
@@ -157,11 +159,13 @@ def results_context(
         return context
     labels = {s.name: s.label for s in tokenizers.listed()}
     starts = starts or {}
+    ordered = sorted(comparison.reference_boundaries)
     panes = []
     for result in comparison.results:
         is_ref = result.tokenizer == comparison.reference
         ref_bounds = None if is_ref else comparison.reference_boundaries
-        window = pane_window(result, starts.get(result.tokenizer, 0), settings.compare_pane_tokens, ref_bounds)
+        start = starts.get(result.tokenizer, 0)
+        window = pane_window(result, start, settings.compare_pane_tokens, ref_bounds, ordered)
         diff = comparison.diffs.get(result.tokenizer)
         label = labels.get(result.tokenizer, result.tokenizer)
         pane = pane_context(result, label, window, is_reference=is_ref, diff_count=len(diff.offsets) if diff else 0)

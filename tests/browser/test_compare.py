@@ -168,7 +168,7 @@ def test_the_reference_marker_follows_the_reference_the_table_uses(page: Page, l
     agree("qwen3")
 
 
-def test_a_pane_shows_a_window_pages_on_and_explains_tokens_inside_it(page: Page, live_server: str):
+def test_a_pane_shows_a_window_pages_on_and_explains_tokens_inside_it(page: Page, live_server: str, settings):
     """A long text: each pane draws one window of its tokens, exact counts; "Next" brings the next window of that
     pane only, typing keeps it, and a click on a token in it explains that very token."""
     text = "Tokenizers cut text differently: 12345 東京の天気は晴れです。 Über naïve café.\n" * 60
@@ -181,14 +181,24 @@ def test_a_pane_shows_a_window_pages_on_and_explains_tokens_inside_it(page: Page
     _expect_table(page, body)
     pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
     count = len(ids["cl100k_base"])
-    # a window of 400 tokens (and the byte tokens of a character cut across its end)
-    expect(pane.locator(".window-info")).to_have_text(re.compile(rf"^tokens 1–40[0-3] of {count:,}$"))
-    first_stop = int(re.search(r"–(\d+)", pane.locator(".window-info").inner_text())[1])
+    # a window of n tokens (and the byte tokens of a character cut across its end)
+    n = settings.compare_pane_tokens
+    assert count > 2 * n
+
+    def shown(locator) -> tuple[int, int]:
+        expect(locator).to_have_text(re.compile(r"^tokens [\d,]+–[\d,]+ of [\d,]+$"))
+        a, b = re.findall(r"[\d,]+", locator.inner_text())[:2]
+        return int(a.replace(",", "")), int(b.replace(",", ""))
+
+    expect(pane.locator(".window-info")).to_contain_text(f" of {count:,}")
+    first, first_stop = shown(pane.locator(".window-info"))
+    assert first == 1 and n <= first_stop <= n + 3
     with page.expect_response(lambda r: "/compare/pane" in r.url):
         pane.locator(".pane-next").click()
-    expect(pane.locator(".window-info")).to_have_text(re.compile(rf"^tokens {first_stop + 1}–80[0-3] of {count:,}$"))
-    stop = int(re.search(r"–(\d+)", pane.locator(".window-info").inner_text())[1])
-    expect(page.locator('.pane[data-tokenizer="gpt2"] .window-info')).to_have_text(re.compile(r"^tokens 1–40[0-3] of"))
+    expect(pane.locator(".window-info")).to_contain_text(f"tokens {first_stop + 1:,}–")
+    start, stop = shown(pane.locator(".window-info"))
+    assert 2 * n <= stop <= 2 * n + 3
+    assert shown(page.locator('.pane[data-tokenizer="gpt2"] .window-info'))[0] == 1
     pane.locator("summary").click()
     assert [int(t) for t in pane.locator(".ids .id").all_inner_texts()] == ids["cl100k_base"][first_stop:stop]
     pane.locator(".ids .id").nth(3).hover()
@@ -200,7 +210,7 @@ def test_a_pane_shows_a_window_pages_on_and_explains_tokens_inside_it(page: Page
         textarea.press_sequentially(" more")
     expect(page.locator('#compare-stats tr[data-tokenizer="cl100k_base"] td[data-col="tokens"]')).to_have_attribute(
         "data-value", str(len(_api(live_server, text + " more", names)["results"][1]["ids"])))
-    expect(pane.locator(".window-info")).to_contain_text(f"tokens {first_stop + 1}–{stop} of")
+    expect(pane.locator(".window-info")).to_contain_text(f"tokens {first_stop + 1:,}–{stop:,} of")
 
     # a token inside the window: the explanation is of that token, by its place in the whole text
     token = pane.locator(".tokens > span").nth(7)
@@ -215,3 +225,14 @@ def test_a_pane_shows_a_window_pages_on_and_explains_tokens_inside_it(page: Page
     side = page.locator('#compare-explain .explain-side[data-tokenizer="cl100k_base"]')
     expect(side.locator("h3")).to_contain_text(f"token #{index} ")
     expect(side.locator(".x-meta")).to_contain_text(f"id {tokens[index]['id']}")
+
+
+def test_back_after_a_preset_restores_the_whole_page(page: Page, live_server: str):
+    page.goto(f"{live_server}/compare?t=gpt2&t=cl100k_base&text=first%20text")
+    page.locator('a.preset[data-preset="japanese"]').click()
+    expect(page.locator("#compare-text")).to_have_value(BY_KEY["japanese"].text)
+    page.go_back()
+    expect(page.locator("#compare-text")).to_have_value("first text")
+    expect(page.locator("nav")).to_have_count(1)
+    expect(page.locator("#compare-form")).to_have_count(1)
+    expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
