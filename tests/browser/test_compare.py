@@ -236,3 +236,32 @@ def test_back_after_a_preset_restores_the_whole_page(page: Page, live_server: st
     expect(page.locator("nav")).to_have_count(1)
     expect(page.locator("#compare-form")).to_have_count(1)
     expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
+
+
+def test_a_pane_answer_older_than_a_keystroke_never_overwrites_it(page: Page, live_server: str):
+    """A keystroke while a pane's next window is on its way: the keystroke's answer replaces every pane, so the
+    older pane's answer, held until the test lets it go after the keystroke's answer is in, has no pane left to
+    land in and never shows the text before the keystroke."""
+    text = "Tokenizers cut text differently: 12345 東京の天気は晴れです。\n" * 60
+    held = []
+    page.route("**/compare/pane", lambda route: held.append(route))
+    page.goto(f"{live_server}/compare?t=gpt2&t=cl100k_base&text=")
+    page.locator("#compare-text").fill(text)
+    pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
+    expect(pane.locator(".window-info")).to_contain_text("tokens 1–")
+    with page.expect_request("**/compare/pane"):
+        pane.locator(".pane-next").click()
+    textarea = page.locator("#compare-text")
+    textarea.press("Control+End")
+    with page.expect_response(lambda r: "/compare/results" in r.url):
+        textarea.press_sequentially(" and more")
+    count = len(_api(live_server, text + " and more", ["gpt2", "cl100k_base"])["results"][1]["ids"])
+    expect(pane.locator(".pane-count")).to_have_text(f"{count:,} tokens")
+    for route in held:  # the old pane's answer, let go now: it must not land
+        try:
+            route.continue_()
+        except Exception:  # noqa: BLE001 - htmx aborted the request: nothing left to answer
+            pass
+    page.wait_for_load_state("networkidle")
+    expect(pane.locator(".pane-count")).to_have_text(f"{count:,} tokens")
+    expect(pane.locator(".window-info")).to_contain_text(f"tokens 1–")
