@@ -35,7 +35,7 @@ from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 
-from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value
+from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value, typed_fields
 from .errors import NotFoundError, TooLargeError, headers_for, status_for
 from .render import is_htmx, page_or_block
 from .tokenview import TokenWindow, token_window, with_marks
@@ -157,15 +157,16 @@ async def lab_train(request: Request, lab: LabDep):
     if file is not None and not isinstance(file, str) and file.filename:
         filename = file.filename
         raw = await file.read(limit + 1)
-    fields = {k: v for k in POSTED_DEFAULTS if isinstance(v := data.get(k), str)}
+    # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
+    typed = typed_fields(data)
+    fields = {k: v for k in POSTED_DEFAULTS if isinstance(v := typed.get(k), str)}
     await data.close()  # the uploaded file's spooled temporary file
     return await run_in_threadpool(_start_from_form, request, lab, fields, raw, filename, limit)
 
 
 def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
     form = POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
-    # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
-    text = form["corpus"] = text_area_value(form["corpus"])
+    text = form["corpus"]
     try:
         if raw is not None:
             if len(raw) > limit:
@@ -296,6 +297,7 @@ def lab_encode(
     step: Annotated[int | None, Form()] = None,
 ):
     k = check_step(run, run.n_steps if step is None else step)
+    text = text_area_value(text)  # as the box holds it, like every page's form text (app.web.deps.typed_fields)
     if len(text) > MAX_ENCODE_CHARS:
         raise TooLargeError(f"the text is {len(text):,} characters; encode traces take at most {MAX_ENCODE_CHARS:,}")
     return _part(request, lab, run, "trace", trace=replay_for(run).encode_trace(text, k), k=k)

@@ -74,7 +74,7 @@ def find_runs(lab: Lab, ids: dict[str, str | None]) -> dict[str, Run]:
 @router.post("/lab/side-by-side")
 async def side_by_side_train(request: Request, lab: LabDep):
     form = await read_form(request, lab.max_corpus_chars)
-    corpus = text_area_value(str(form.get("corpus", "")))
+    corpus = str(form.get("corpus", ""))  # read_form: as the text area holds it
     try:
         size = int(str(form.get("vocab_size", "")))
     except ValueError:
@@ -94,6 +94,7 @@ def side_by_side_page(
     text: Annotated[str, Query(max_length=MAX_TEXT)] = "lowest newer",
 ):
     runs = find_runs(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
+    text = text_area_value(text)  # a form sent by GET writes line breaks as CRLF too
     views = {}
     found, agreed = cuts(runs, text)
     for side, cut in found.items():
