@@ -274,3 +274,34 @@ def csv_text(rows: Iterable[Row]) -> str:
                 "" if cpt is None else repr(cpt),
             ])  # fmt: skip
     return out.getvalue()
+
+
+def text_table(table: LanguageTable, rows: Sequence[Row], incomplete: Sequence[Row] = ()) -> str:
+    """The rows as aligned text for a terminal (``tokenplay languages``): code, language, script, then each
+    tokenizer's tokens and premium; the incomplete translations after them, with their stage."""
+    names = table.tokenizers
+    head = ["code", "language", "script"] + [f"{n} {m}" for n in names for m in ("tokens", "premium")]
+    lines = [[d.code, _cut(d.name), d.script] + [v for n in names for v in _pair(r.results[n])] for r in rows for d in [r.declaration]]
+    widths = [max(len(head[i]), *(len(line[i]) for line in lines)) if lines else len(head[i]) for i in range(len(head))]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [fmt(head), *map(fmt, lines)]
+    out.append(f"{len(rows)} complete translations; English: " + ", ".join(f"{n} {table.english[n]:,} tokens" for n in names))
+    if incomplete:
+        out.append("")
+        out.append("not ranked (incomplete translations):")
+        for r in incomplete:
+            d = r.declaration
+            counts = ", ".join(f"{n} {r.results[n].tokens:,}" for n in names)
+            out.append(f"  {d.code}  {d.name} (stage {d.stage}): {counts} tokens")
+    return "\n".join(out) + "\n"
+
+
+def _cut(name: str, width: int = 32) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _pair(r: Result) -> tuple[str, str]:
+    return f"{r.tokens:,}", "–" if r.premium is None else f"{r.premium:.2f}x"
