@@ -114,7 +114,7 @@ def verified_set(rel: str) -> dict[str, bytes]:
     digest = set_digest(files)
     if digest != expected:
         count = manifest()[rel].get("files")
-        found = f"{len(files)} files" + (f" (the manifest expects {count})" if count is not None else "")
+        found = f"{len(files)} files" + (f", the manifest lists {count}" if count is not None else "")
         raise DataFileError(
             f"{rel}: the set's sha256 is {digest} but the manifest expects {expected} ({found}); a file is corrupt, "
             "missing or was added; fetch them again with make install (python3 scripts/fetch_npm.py)"
