@@ -295,7 +295,12 @@ def test_filters_and_sorting(client):
     assert len(codes) == sum(d.script == "Cyrillic" for d in corpus().complete) == 34
     assert names == sorted(names, key=str.casefold)
     assert all(corpus().get(c).script == "Cyrillic" for c in codes)
-    assert client.get("/languages", params={"t": "gpt2", "q": "zzzz-nothing"}).text.count('<tr id="lang-') == 0
+    nothing = client.get("/languages", params={"t": "gpt2", "q": "zzzz-nothing"}).text
+    assert nothing.count('<tr id="lang-') == 0 and "No complete translation matches “zzzz-nothing”." in nothing
+    # a form with every tokenizer unticked sends only its empty t: a message, not the first visit's defaults
+    none = client.get("/languages", params={"t": ""}, headers={"HX-Request": "true"})
+    assert none.status_code == 200 and "Pick at least one tokenizer" in none.text and "lang-eng" not in none.text
+    assert _rows(client.get("/languages").text)[:1] == ["mya"]  # a first visit: the defaults, gpt2 first
     # a filter matches the code and the BCP 47 tag too; an htmx request gets the results block alone
     block = client.get("/languages", params={"t": "gpt2", "q": "zh-Hant"}, headers={"HX-Request": "true"})
     assert _rows(block.text) == ["cmn_hant"] and "<html" not in block.text

@@ -83,6 +83,16 @@ def test_pick_filter_sort_and_open_compare(page: Page, live_server: str):
     expect(page.locator(ROWS)).to_have_count(3)
     expect(page.locator('th[data-sort="tokens:gpt2"]')).to_have_attribute("aria-sort", "ascending")
 
+    # unticking every tokenizer says so (it is not read as a first visit, which would show the defaults)
+    for name in ("gpt2", "o200k_base"):
+        page.locator(f'#languages-options input[name="t"][value="{name}"]').uncheck()
+    expect(page.locator("#languages-results .notice")).to_have_text(re.compile("Pick at least one tokenizer"))
+    expect(page.locator(ROWS)).to_have_count(0)
+    page.locator('#languages-options input[name="t"][value="o200k_base"]').check()
+    page.locator('#languages-options input[name="t"][value="gpt2"]').check()
+    expect(page.locator("#languages-table thead .tok-head")).to_have_count(2)
+    expect(page.locator(ROWS)).to_have_count(3)
+
     text = httpx.get(f"{live_server}/api/languages/jpn/text").text
     page.locator("#lang-jpn a", has_text="compare").click()
     expect(page.locator("#compare-text")).to_have_value(text)
