@@ -24,7 +24,7 @@ class LanguagesRequest(BaseModel):
     )
 
 
-@router.get("/languages")
+@router.get("/languages", tags=["tokens"], summary="List the languages of the UDHR that can be counted")
 def list_languages() -> Response:
     """Every translation of the Universal Declaration of Human Rights that can be counted: its code, name, BCP 47
     tag, ISO 639-3 code, direction, script, stage (complete from stage 4), characters and UTF-8 bytes."""
@@ -37,7 +37,7 @@ def list_languages() -> Response:
     )
 
 
-@router.post("/languages")
+@router.post("/languages", tags=["tokens"], summary="Count one text in every language: tokens and premium")
 async def count_languages(body: LanguagesRequest, tokenizers: TokenizersDep, request: Request) -> Response:
     """Every language's tokens, characters, UTF-8 bytes and premium (its tokens ÷ English's tokens for the same
     tokenizer) per tokenizer. ``languages`` holds the complete translations (the ranking), ``incomplete`` the others
@@ -46,7 +46,9 @@ async def count_languages(body: LanguagesRequest, tokenizers: TokenizersDep, req
     return FastJSON(table.to_dict())
 
 
-@router.get("/languages/{code}/text", response_class=PlainTextResponse)
+@router.get(
+    "/languages/{code}/text", response_class=PlainTextResponse, tags=["tokens"], summary="The counted text of one language"
+)
 def language_text(code: str) -> PlainTextResponse:
     """Exactly the text that is counted for a language: its title, preamble and articles, one paragraph a line.
     ``Content-Language`` carries its BCP 47 tag (plain text has no direction of its own: the page
