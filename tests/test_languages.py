@@ -119,6 +119,20 @@ def test_bad_requests_say_what_is_wrong(client):
     assert r.status_code == 422 and "tokenizers" in r.json()["detail"]
 
 
+@pytest.mark.parametrize("name", ["gpt2", "o200k_harmony", "llama-3", "qwen3", "mistral-7b", "native-cl100k_base"])
+def test_encode_batch_is_encode_of_each_text(name):
+    from app.engines import registry
+    from app.engines.errors import InvalidTextError
+
+    tok = registry.get(name)
+    texts = [corpus().get(c).text[:2000] for c in ("eng", "jpn", "arb")] + ["<|endoftext|> <think>x</think>", ""]
+    texts += [f"text {i} 日本" for i in range(40)]  # more than one of the tokenizers library's chunks
+    for special in (False, True):
+        assert tok.encode_batch(texts, allow_special=special) == [tok.encode(t, allow_special=special) for t in texts]
+    with pytest.raises(InvalidTextError, match="lone surrogate"):
+        tok.encode_batch(["fine", "bad \ud800"])
+
+
 # -- the cache ------------------------------------------------------------------------------------------------------
 
 
