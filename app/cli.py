@@ -5,6 +5,8 @@
 or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``tokenizer.json``, a ``.tiktoken``
 file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
 ``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server.
+``tokenplay languages -t gpt2 -t qwen3 [--lang jpn ...] [--csv]`` prints the token tax of every language (the
+numbers of ``/languages``).
 """
 
 from __future__ import annotations
@@ -78,27 +80,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     if args.tokenizer:
-        _share_tokenizer_files(args.tokenizer)
+        _share_tokenizer_files(args.tokenizer, here=args.workers == 1)
     uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
     return 0
 
 
-def _share_tokenizer_files(paths: list[str]) -> None:
+def _share_tokenizer_files(paths: list[str], *, here: bool) -> None:
     """Check each file here (a bad one stops the server before it starts), then hand the list to the worker
-    processes, which register the files themselves (app.engines.tokenizer_files)."""
+    processes, which register the files themselves (app.engines.tokenizer_files). ``here``: this process serves
+    too (one worker), and its shipped tokenizers are registered already (the check read them): register the
+    files now."""
     from pathlib import Path
 
-    from app.engines.tokenizer_files import ENV, entry_name, load_file
+    from app.engines.tokenizer_files import ENV, entry_name, load_file, register_from_environment
 
     resolved = [str(Path(p).resolve()) for p in paths]
     taken = set(registry.names()) | set(registry.ALIASES)
     for path in resolved:
         name = entry_name(path)
-        if name in taken or f"native-{name}" in taken:
+        if name in taken or f"native-{name}" in taken or registry.alias_target(name) is not None:
             raise TokenplayError(f"tokenizer file {path} would be named {name!r}, which is already taken; rename it")
         taken.add(name)
         load_file(path)
     os.environ[ENV] = json.dumps(resolved)
+    if here:
+        register_from_environment()
 
 
 def _read_text(args: argparse.Namespace) -> str:
@@ -176,7 +182,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for spec in registry.specs():
         print(f"{spec.name:<{width}}  {spec.label}")
     aliases = ", ".join(f"{a} -> {t}" for a, t in registry.ALIASES.items() if t in registry.names())
+    prefixes = ", ".join(f"{p}… -> {t}" for p, t in registry.ALIAS_PREFIXES.items() if t in registry.names())
     print(f"\naliases: {aliases}")
+    print(f"names starting with: {prefixes}")
     return 0
 
 
@@ -224,6 +232,38 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"tokens; model written to {args.out}",
         file=sys.stderr,
     )
+    return 0
+
+
+def cmd_languages(args: argparse.Namespace) -> int:
+    """The UDHR in every language through each tokenizer: tokens and premium (tokens / English's)."""
+    import hashlib
+
+    from app.engines.tokenizer_files import load_file
+    from app.features import languages
+
+    counts = {}
+    for name in args.tokenizer or ["gpt2", "cl100k_base", "o200k_base"]:
+        try:
+            canonical = registry.resolve(name)
+            tok, identity = registry.get(canonical), "registry:" + canonical
+        except UnknownTokenizerError:
+            if not os.path.isfile(name):
+                raise
+            tok = load_file(name, name=name)
+            canonical = name
+            with open(name, "rb") as f:
+                identity = "file:" + hashlib.sha256(f.read()).hexdigest()
+        counts[canonical] = languages.token_counts(tok, identity)
+    table = languages.language_table(counts, args.lang or None)
+    key = languages.sort_key(args.sort or "", list(table.tokenizers))
+    descending = key not in ("name", "code", "script")
+    rows = languages.view(table.rows, script=args.script or "", sort=key, descending=descending)
+    incomplete = languages.view(table.incomplete, script=args.script or "", sort="name")
+    if args.csv:
+        sys.stdout.write(languages.csv_text([*rows, *incomplete]))
+    else:
+        sys.stdout.write(languages.text_table(table, rows, incomplete))
     return 0
 
 
@@ -295,6 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export-tiktoken", default=None, metavar="PATH", help="also write a .tiktoken file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("languages", help="the token tax of every language: the UDHR's tokens and premium per tokenizer")
+    p.add_argument("-t", "--tokenizer", action="append", default=[], metavar="NAME",
+                   help="tokenizer name, alias or file (repeatable; default: gpt2, cl100k_base, o200k_base)")
+    p.add_argument("--lang", action="append", default=[], metavar="CODE",
+                   help="only this language, by the udhr package's code: eng, jpn, cmn_hans... (repeatable)")
+    p.add_argument("--script", default=None, help="only languages written in this script (Latin, Cyrillic, Han...)")
+    p.add_argument("--sort", default=None,
+                   help="name, code, script, chars, or tokens:NAME, premium:NAME, cpt:NAME (default: the first "
+                        "tokenizer's premium, dearest first)")
+    p.add_argument("--csv", action="store_true", help="CSV, one line per language and tokenizer (as /languages' export)")
+    p.set_defaults(func=cmd_languages)
 
     p = sub.add_parser("list", help="list the tokenizers")
     p.add_argument("--json", action="store_true")

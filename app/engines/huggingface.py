@@ -29,7 +29,7 @@ from .base import Tokenizer, check_text
 from .result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
 from .sentencepiece.model import piece_to_byte
 from .sentencepiece.normalizer import SPACE_SYMBOL
-from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
+from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
 from .vocab_facts import VocabFacts
 
 
@@ -43,9 +43,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         except UnicodeDecodeError:
             raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
         except Exception as exc:  # the library raises a plain Exception for files it refuses
-            raise TokenizerFileError(
-                f"this is not a valid tokenizer.json file (broken or cut short?): Hugging Face tokenizers says {exc}"
-            ) from None
+            load_json(text)  # JSON that is not valid: say where, in words
+            raise TokenizerFileError(f"Hugging Face tokenizers cannot read this tokenizer.json file: {exc}") from None
         kind = type(self.library.model).__name__
         if kind not in MODEL_TYPES:
             raise UnsupportedTokenizerError(
@@ -87,6 +86,22 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         return self._encoding(text, allow_special).ids
+
+    #: Texts encoded per hold of the lock in :meth:`encode_batch`, so a long batch lets other requests in between.
+    BATCH = 32
+
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
+        """The library's batch encoder without offsets (``encode_batch_fast``): the texts spread over every core
+        outside the GIL, the same ids as :meth:`encode`."""
+        for text in texts:
+            check_text(text)
+        out: list[list[int]] = []
+        for start in range(0, len(texts), self.BATCH):
+            with self._lock:
+                self.library.encode_special_tokens = not allow_special
+                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
+            out.extend(encoding.ids for encoding in chunk)
+        return out
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""

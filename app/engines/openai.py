@@ -1,4 +1,4 @@
-"""OpenAI's encodings (gpt2, p50k_base, cl100k_base, o200k_base, o200k_harmony) as data, run by tiktoken.
+"""OpenAI's encodings (gpt2, p50k_base, p50k_edit, cl100k_base, o200k_base, o200k_harmony) as data, run by tiktoken.
 
 An encoding is its name, split pattern, ranks file and special tokens; the ranks come from ``tokenizers/openai``
 with their sha256 checked, so nothing is downloaded. :data:`ENCODINGS` is shared with our own engine,
@@ -11,6 +11,8 @@ the o200k ranks and pattern with the special tokens of the harmony chat format (
 from __future__ import annotations
 
 import base64
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -78,6 +80,13 @@ ENCODINGS: dict[str, EncodingSpec] = {
         EncodingSpec("gpt2", "openai/gpt2.tiktoken", GPT2_PATTERN, {ENDOFTEXT: 50256}, "GPT-2 (same ranks as r50k_base)"),
         EncodingSpec(
             "p50k_base", "openai/p50k_base.tiktoken", GPT2_PATTERN, {ENDOFTEXT: 50256}, "text-davinci-003, Codex"
+        ),
+        EncodingSpec(
+            "p50k_edit",
+            "openai/p50k_base.tiktoken",
+            GPT2_PATTERN,
+            {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+            "text-davinci-edit-001, code-davinci-edit-001 (p50k ranks with fill-in-the-middle tokens)",
         ),
         EncodingSpec(
             "cl100k_base",
@@ -164,6 +173,15 @@ class TiktokenTokenizer(Tokenizer):
         if allow_special:
             return self.encoding.encode(text, allowed_special="all")
         return self.encoding.encode_ordinary(text)
+
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
+        """tiktoken's batch encoder: a thread per core, each encoding outside the GIL."""
+        for text in texts:
+            check_text(text)
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if allow_special:
+            return self.encoding.encode_batch(list(texts), num_threads=threads, allowed_special="all")
+        return self.encoding.encode_ordinary_batch(list(texts), num_threads=threads)
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.encoding.decode_single_token_bytes(token_id)

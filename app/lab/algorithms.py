@@ -280,6 +280,15 @@ class Trained:
 
 ProgressFn = Callable[[int, int], None]
 
+#: Why a WordPiece run ends early: unlike BPE it merges a pair seen once, so it runs out of pairs, not of repeats.
+WP_NO_PAIR = "no pair left to merge"
+
+
+def _stop_reason(reason: str, algorithm: str) -> str:
+    if reason == STOP_VOCAB_SIZE:
+        return "merge count reached"
+    return WP_NO_PAIR if algorithm == "wordpiece" else reason
+
 
 def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
     """A training state for ``corpus`` under ``options``, and its base vocabulary (nothing merged yet)."""
@@ -349,7 +358,7 @@ def train(
             initial_tokens=state.initial_tokens,
             base_units=base_units(corpus, options.algorithm, options.pattern),
             target_merges=total,
-            stop_reason="merge count reached" if reason == STOP_VOCAB_SIZE else reason,
+            stop_reason=_stop_reason(reason, options.algorithm),
             top0=list(state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs),
             model=_model_file(state),
         )

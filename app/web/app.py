@@ -18,7 +18,7 @@ from app.lab.service import Lab
 from app.lab.sessions import Classroom
 from app.settings import Settings
 
-from . import add_tokenizer, api, chat, compare, errors, follow, lab, oddities, playground, side_by_side
+from . import add_tokenizer, api, chat, compare, errors, follow, lab, languages, oddities, playground, side_by_side
 from .errors import NotFoundError
 from .render import make_environment
 from .uploads import Uploads
@@ -122,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Tokenplay",
         version=__version__,
         description="See how language models cut text into tokens.",
+        openapi_tags=api.TAGS,
         docs_url=None,  # served below from our own copy of Swagger UI: the default page loads it from a CDN
         redoc_url=None,
     )
@@ -182,6 +183,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, follow, api):
+    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, api):
         app.include_router(module.router)
     return app

@@ -4,16 +4,28 @@
 - :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
 - :mod:`.train` — ``/api/train/...`` (the BPE lab); :mod:`.sessions` — ``/api/sessions/...`` (a class following
-  the teacher through a run).
+  the teacher through a run);
+- :mod:`.languages` — ``/api/languages`` (the token tax of every language).
 
+Each operation has one tag (:data:`TAGS`, the sections of ``/docs``), a written summary and a one-line description.
 Errors come from the one table of :mod:`app.web.errors`; CPU-heavy work runs in the CPU lane or a thread pool,
 never on the event loop.
 """
 
 from fastapi import APIRouter
 
-from . import chat, compare, explain, sessions, tokenize, train
+from . import chat, compare, explain, languages, sessions, tokenize, train
 
-router = APIRouter(prefix="/api", tags=["api"])
-for _module in (tokenize, explain, compare, chat, train, sessions):
+#: The sections of ``/docs``, in order: each operation is in exactly one.
+TAGS = [
+    {"name": "tokens", "description": "Cut a text into tokens, turn ids back into text, see why a token was cut, "
+     "compare tokenizers, tokenize a chat prompt."},
+    {"name": "tokenizers", "description": "The tokenizers you can use, and adding your own file."},
+    {"name": "lab", "description": "Train BPE, WordPiece or Unigram on your corpus and step through the training."},
+    {"name": "class", "description": "Share a lab run with a class: students follow the teacher's steps live "
+     "(Server-Sent Events) and predict the next merge."},
+]
+
+router = APIRouter(prefix="/api")
+for _module in (tokenize, explain, compare, chat, train, languages, sessions):
     router.include_router(_module.router)

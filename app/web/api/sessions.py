@@ -62,7 +62,13 @@ class VoteRequest(BaseModel):
 Authorization = Annotated[str | None, Header(description="Bearer <teacher_token>")]
 
 
-@router.post("/train/{run_id}/session", status_code=201, summary="Share a finished run with the class: a session and its join code")
+@router.post(
+    "/train/{run_id}/session",
+    status_code=201,
+    summary="Share a finished run with the class: a session and its join code",
+    description="Answers 201 with the join code, the follow link and the teacher token (keep it: the teacher's "
+    "actions need it as Authorization: Bearer); the class starts at step 0 with quiz mode off. 409 while the run trains.",
+)
 def api_start_session(request: Request, run: DoneRunDep, classroom: ClassroomDep, settings: SettingsDep):
     session, token = classroom.start(run)
     return JSONResponse(
@@ -86,12 +92,23 @@ def _state(classroom: Classroom, lab, session: Session) -> dict:
     return state | {"reveal": shown}
 
 
-@router.get("/sessions/{code}", summary="A class session: step, followers and the votes of this step")
+@router.get(
+    "/sessions/{code}",
+    summary="A class session: step, followers and the votes of this step",
+    description="The class's step, quiz mode, how many students follow (an open event stream each), the votes "
+    "for the next merge and, after a reveal, how many predicted it. 404 for a code that does not exist, 429 after "
+    "too many wrong codes from one address.",
+)
 def api_session(request: Request, code: str, classroom: ClassroomDep, lab: LabDep):
     return _state(classroom, lab, find_session(request, classroom, code))
 
 
-@router.post("/sessions/{code}/step", summary="Move the class to a step (teacher token)")
+@router.post(
+    "/sessions/{code}/step",
+    summary="Move the class to a step (teacher token)",
+    description="Every follower's stream gets the step, in order. Needs Authorization: Bearer <teacher_token> "
+    "(401 without, 403 with another token); 422 for a step the run does not have.",
+)
 def api_step(request: Request, code: str, body: StepRequest, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
     session = find_session(request, classroom, code)
     classroom.authorize(session, authorization)
@@ -99,7 +116,12 @@ def api_step(request: Request, code: str, body: StepRequest, classroom: Classroo
     return _state(classroom, lab, session)
 
 
-@router.post("/sessions/{code}/quiz", summary="Turn quiz mode on or off (teacher token)")
+@router.post(
+    "/sessions/{code}/quiz",
+    summary="Turn quiz mode on or off (teacher token)",
+    description="In quiz mode each student predicts the next merge before the teacher steps on; 422 for a unigram "
+    "run, whose rounds remove pieces instead.",
+)
 def api_quiz(request: Request, code: str, body: QuizRequest, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
     session = find_session(request, classroom, code)
     classroom.authorize(session, authorization)
@@ -107,7 +129,12 @@ def api_quiz(request: Request, code: str, body: QuizRequest, classroom: Classroo
     return _state(classroom, lab, session)
 
 
-@router.delete("/sessions/{code}", summary="End the session (teacher token): every follower's stream ends")
+@router.delete(
+    "/sessions/{code}",
+    summary="End the session (teacher token)",
+    description="Every follower's stream gets a last event with ended: true and closes; the code stops working "
+    "for new actions.",
+)
 def api_end(request: Request, code: str, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
     session = find_session(request, classroom, code)
     classroom.authorize(session, authorization)
@@ -115,7 +142,14 @@ def api_end(request: Request, code: str, classroom: ClassroomDep, lab: LabDep, a
     return _state(classroom, lab, session)
 
 
-@router.post("/sessions/{code}/votes", status_code=201, summary="Predict the next merge (one vote per student per step)")
+@router.post(
+    "/sessions/{code}/votes",
+    status_code=201,
+    summary="Predict the next merge (one vote per student per step)",
+    description="A student's vote (cookie tp_follower, set here when missing) for one of the pairs that can merge "
+    "next; 409 when quiz mode is off, the class has moved on from `step`, or this student voted already; 422 for a "
+    "pair that is not a choice.",
+)
 def api_vote(request: Request, code: str, body: VoteRequest, classroom: ClassroomDep, lab: LabDep):
     session = find_session(request, classroom, code)
     follower, new = follower_of(request)
@@ -136,6 +170,9 @@ def _last_event_id(request: Request) -> int | None:
 @router.get(
     "/sessions/{code}/events",
     summary="The class's steps as Server-Sent Events (text/event-stream)",
+    description="On connect the current state, then `data: {\"step\": k, ...}` for every action of the teacher, in "
+    "order, with `id: <seq>` (send Last-Event-ID to resume); a comment line every heartbeat. It ends when the "
+    "session ends or the server stops.",
     response_class=EventSourceResponse,
 )
 async def api_events(request: Request, code: str, classroom: ClassroomDep):
