@@ -58,8 +58,10 @@ test: install-dev system-deps
 bench: install-dev
 	$(PY) bench/run_all.py
 
+# The typists and trainings (bench/load.py), then a class of 100 following the teacher (bench/load_class.py);
+# both run, and the target fails if either does.
 load: install-dev
-	$(PY) bench/load.py
+	$(PY) bench/load.py; a=$$?; $(PY) bench/load_class.py; b=$$?; exit $$((a || b))
 
 lint: install-dev
 	$(VENV)/bin/pip install -qq "ruff==0.17.5"

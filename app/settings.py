@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +51,27 @@ class Settings(BaseSettings):
     uploads_store_bytes: int = Field(2 << 30, gt=0, description="bytes of uploaded tokenizer files kept (oldest go first)")
     uploads_memory_bytes: int = Field(256 << 20, gt=0, description="bytes of uploaded tokenizer files kept in memory per process")
     redis_url: str | None = Field(None, validation_alias=AliasChoices("REDIS_URL", "TOKENPLAY_REDIS_URL"), description="keep BPE lab runs in Redis")
+    # A class following the teacher (app/lab/sessions.py): kept where the runs are (a directory, or Redis).
+    sessions_dir: Path | None = Field(None, description="class sessions of the directory store (default: sessions/ inside lab_runs_dir)")
+    session_ttl_seconds: float = Field(3 * 3600, gt=0, description="a class session ends this long after the teacher's last action")
+    session_heartbeat_seconds: float = Field(10.0, gt=0, description="a follower's open stream sends a heartbeat (and a keep-alive comment) this often")
+    session_follower_ttl_seconds: float = Field(30.0, gt=0, description="a follower whose stream sent no heartbeat this long is no longer counted")
+    session_join_failures: int = Field(20, gt=0, description="wrong class-session codes one address may try within session_join_window_seconds (then 429)")
+    session_join_window_seconds: float = Field(600.0, gt=0, description="the window of session_join_failures")
+    public_url: str | None = Field(None, description="the address students open, for join links and QR codes (e.g. http://192.168.1.20:8000); default: the address the teacher's browser used")
+
+    @field_validator("public_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// address")
+        return value.rstrip("/") if value else None
+
+    @model_validator(mode="after")
+    def _heartbeat_within_ttl(self):
+        if self.session_follower_ttl_seconds <= self.session_heartbeat_seconds:
+            raise ValueError("session_follower_ttl_seconds must be longer than session_heartbeat_seconds, or followers would stop counting between two heartbeats")
+        return self
 
     @field_validator("templates_dir", "static_dir")
     @classmethod

@@ -123,6 +123,24 @@ def main(argv: list[str]) -> int:
     if killed:
         add("same, one worker SIGKILLed 8 s in", f"{killed[1]} of {killed[2]} stored runs lost", "—", "—",
             "no run lost " + ("(met)" if killed[1] == "0" else "(missed)"))
+    classes = {"view" in chunk.split("### Targets")[0]: chunk for chunk in text.split("## Load: a class of")[1:]
+               if "following the teacher" in chunk.splitlines()[0]}
+    for fetch, what in ((False, "a class following the teacher: {n} followers (event streams), {s} steps, `--workers auto`, "
+                                "client on the same cores, delivery p95"),
+                        (True, "same, each phone also fetching its new view per step: delivery p95 / event to new view p95")):
+        chunk = classes.get(fetch, "")
+        size = re.match(r" (\d+) following the teacher through (\d+) steps", chunk)
+        what = what.format(n=size[1], s=size[2]) if size else what
+        m = re.search(r"every step in order \| (\d+) of (\d+) \|.*?delivery p50 / p95 / p99 / max ms \| [\d.]+ / ([\d.]+) /",
+                      chunk, re.S)
+        view = re.search(r"event to new view p50 / p95 / max ms \| [\d.]+ / ([\d.]+)", chunk)
+        if m:
+            value = f"{m[3]} ms" + (f" / {view[1]} ms" if fetch and view else "")
+            ok = float(m[3]) < 300 and m[1] == m[2]
+            add(what, f"{value}, {m[1]} of {m[2]} got every step in order", "—", "—",
+                "every step in order, p95 < 300 ms " + ("(met)" if ok else "(missed)"))
+        else:
+            missing.append("class load" + (" with views" if fetch else ""))
     worst_explain = re.search(r"worst token of any 10 KB text: ([\d.]+) ms", text)
     if worst_explain:
         add("explain any token of 10 KB (en/ja/c, 10 models), worst server time", f"{worst_explain[1]} ms", "—", "—",

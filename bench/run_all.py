@@ -54,6 +54,18 @@ SCRIPTS = [
         ["--kill-worker-at", "8"],
         ["--duration", "8", "--typists", "10", "--kill-worker-at", "4"],
     ),
+    (
+        "Load: a class of 100 following the teacher, every step in order (issue 27)",
+        "load_class.py",
+        [],
+        ["--followers", "20", "--steps", "5"],
+    ),
+    (
+        "Load: the same class, each phone also fetching its new view (issue 27)",
+        "load_class.py",
+        ["--fetch-view"],
+        ["--followers", "20", "--steps", "5", "--fetch-view"],
+    ),
 ]
 
 

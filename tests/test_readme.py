@@ -3,7 +3,8 @@
 The README's ``sh`` blocks are read as they are: each ``curl`` example runs with the real ``curl`` against a
 server (``uvicorn app.main:app`` on a free loopback port standing in for ``localhost:8000``), each ``tokenplay``
 example with the installed console script, in one directory holding the files the examples name. ``RUN_ID`` is
-the id of the latest training the examples started.
+the id of the latest training the examples started; ``SESSION_CODE`` and ``TEACHER_TOKEN`` are those of the latest
+class session they shared.
 
 What an example shows is checked:
 
@@ -366,13 +367,16 @@ def api_examples() -> list[Example]:
 
 def test_readme_api_examples_answer_as_shown(server, workdir):
     host = server.removeprefix("http://")
-    run_id, run = None, None
+    run_id, run, session = None, None, None
     examples = api_examples()
     for example in examples:
         command = example.command.replace("localhost:8000", host)
         if "RUN_ID" in command:
             assert run_id, f"{example}: no training before it"
             command = command.replace("RUN_ID", run_id)
+        if "SESSION_CODE" in command or "TEACHER_TOKEN" in command:
+            assert session, f"{example}: no class session shared before it"
+            command = command.replace("SESSION_CODE", session["code"]).replace("TEACHER_TOKEN", session["teacher_token"])
         command = "curl -w '\\n%{http_code}' " + command.removeprefix("curl ")
         done = subprocess.run(["bash", "-c", command], cwd=workdir, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{example}\n{done.stderr}"
@@ -387,6 +391,8 @@ def test_readme_api_examples_answer_as_shown(server, workdir):
             run_id = out["id"]
             run = wait_for_run(server, run_id)
             assert run["status"] == "done", example
+        if re.search(r"/api/train/\w+/session$", command) and status == 201:  # the next SESSION_CODE
+            session = out
         if "/api/train/side-by-side -H" in command:
             for side, started in out["runs"].items():
                 assert wait_for_run(server, started["id"])["status"] == "done", (example, side)

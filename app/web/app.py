@@ -15,9 +15,10 @@ from fastapi.staticfiles import StaticFiles
 from app import __version__
 from app.engines.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
+from app.lab.sessions import Classroom
 from app.settings import Settings
 
-from . import add_tokenizer, api, chat, compare, errors, lab, languages, oddities, playground, side_by_side
+from . import add_tokenizer, api, chat, compare, errors, follow, lab, languages, oddities, playground, side_by_side
 from .errors import NotFoundError
 from .render import make_environment
 from .uploads import Uploads
@@ -107,6 +108,7 @@ async def _lifespan(app: FastAPI):
     try:
         yield
     finally:
+        await state.classroom.aclose()  # this server's class-session streams and watcher
         with state.lab_lock:
             state.lab_users -= 1
             if state.lab_users == 0:
@@ -129,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.lab_lock = threading.Lock()
     app.state.lab_users = 0
     app.state.uploads = Uploads.from_settings(settings)
+    app.state.classroom = Classroom.from_settings(settings)
     # Four UTF-8 bytes a character at most, JSON-escaped up to 12 bytes (\ud83d\ude00 for two): room for any
     # accepted text plus the JSON around it.
     # An uploaded tokenizer file may be larger: up to the loaders' limit, and the form around it.
@@ -180,6 +183,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, api):
+    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, api):
         app.include_router(module.router)
     return app

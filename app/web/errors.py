@@ -18,6 +18,7 @@ from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerEr
 from app.engines.loaders import FileTooLargeError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
+from app.lab.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused
 
 from .render import is_htmx
 
@@ -39,6 +40,11 @@ STATUS: dict[type[Exception], int] = {
     CorpusTooLarge: 413,
     FileTooLargeError: 413,
     QueueFull: 429,
+    SessionNotFound: 404,
+    NotAuthenticated: 401,
+    NotTeacher: 403,
+    VoteRefused: 409,
+    TooManyJoins: 429,
     DataFileError: 500,
     TokenplayError: 422,
 }
@@ -52,9 +58,12 @@ def status_for(exc: Exception) -> int:
 
 
 def headers_for(exc: Exception) -> dict[str, str]:
-    """``Retry-After`` for a full training queue: the client may try again then."""
-    if isinstance(exc, QueueFull):
+    """``Retry-After`` for a full training queue or too many wrong session codes: the client may try again then;
+    ``WWW-Authenticate`` for a teacher's action without the teacher token."""
+    if isinstance(exc, (QueueFull, TooManyJoins)):
         return {"Retry-After": str(exc.retry_after)}
+    if isinstance(exc, NotAuthenticated):
+        return {"WWW-Authenticate": "Bearer"}
     return {}
 
 

@@ -3,7 +3,8 @@
 - :mod:`.tokenize` — ``GET /api/tokenizers``, ``POST /api/tokenize``, ``POST /api/decode`` (the playground);
 - :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
-- :mod:`.train` — ``/api/train/...`` (the BPE lab);
+- :mod:`.train` — ``/api/train/...`` (the BPE lab); :mod:`.sessions` — ``/api/sessions/...`` (a class following
+  the teacher through a run);
 - :mod:`.languages` — ``/api/languages`` (the token tax of every language).
 
 Each operation has one tag (:data:`TAGS`, the sections of ``/docs``), a written summary and a one-line description.
@@ -13,7 +14,7 @@ never on the event loop.
 
 from fastapi import APIRouter
 
-from . import chat, compare, explain, languages, tokenize, train
+from . import chat, compare, explain, languages, sessions, tokenize, train
 
 #: The sections of ``/docs``, in order: each operation is in exactly one.
 TAGS = [
@@ -21,8 +22,10 @@ TAGS = [
      "compare tokenizers, tokenize a chat prompt."},
     {"name": "tokenizers", "description": "The tokenizers you can use, and adding your own file."},
     {"name": "lab", "description": "Train BPE, WordPiece or Unigram on your corpus and step through the training."},
+    {"name": "class", "description": "Share a lab run with a class: students follow the teacher's steps live "
+     "(Server-Sent Events) and predict the next merge."},
 ]
 
 router = APIRouter(prefix="/api")
-for _module in (tokenize, explain, compare, chat, train, languages):
+for _module in (tokenize, explain, compare, chat, train, languages, sessions):
     router.include_router(_module.router)
