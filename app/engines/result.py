@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from weakref import WeakKeyDictionary
 
-from .result_json import result_json
-
 
 def escape_bytes(data: bytes) -> str:
     r"""Show bytes as text: valid UTF-8 as itself, anything else as ``\xNN`` escapes.
@@ -146,11 +144,6 @@ class TokenizeResult:
             "ids": self.ids,
             "tokens": tokens_to_dicts(self.tokens),
         }
-
-    def to_json(self) -> bytes:
-        """:meth:`to_dict` as orjson writes it, byte for byte, built without a dict (or, for a byte-level result,
-        a Token record) per token: :mod:`app.engines.result_json`."""
-        return result_json(self)
 
 
 def tokens_to_dicts(tokens: Iterable[Token]) -> list[dict]:

@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.engines import chat
+from app.engines.result_json import result_json
 from app.settings import Settings
 
 from ..chat import DEFAULT_TOKENIZER
@@ -67,7 +68,7 @@ def _result_json(
     check_text_size(prompt.text, settings)
     result = chat.tokenize_prompt(tok, prompt, content_special=body.content_special)
     extra = orjson.dumps({"format": prompt.format, "text": prompt.text, "special": chat.count_special(tok, result.ids)})
-    return result.to_json()[:-1] + b"," + extra[1:], prompt.text
+    return result_json(result)[:-1] + b"," + extra[1:], prompt.text
 
 
 @router.post("/chat", response_model=ChatResponse)
