@@ -158,7 +158,8 @@ LAB_CORPUS = "the lower lowest newer newest wider widest " * 20 + "東京の東�
 
 
 def lab_tokenizer(corpus: str, **options):
-    from app.lab.algorithms import Options, train
+    from app.lab.algorithms import train
+    from app.lab.options import Options
     from app.lab.runs import Run
     from app.lab.tokenizers import spec_for
 

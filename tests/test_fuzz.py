@@ -22,7 +22,7 @@ from app.engines import registry
 from app.engines.bpe.trainer import train as bpe_train
 from app.engines.errors import InvalidTextError, TokenplayError
 from app.engines.sentencepiece.trainer import train_sentencepiece
-from app.lab.algorithms import Options
+from app.lab.options import Options
 from app.lab.algorithms import train as lab_train
 from app.settings import Settings
 from app.web.app import create_app

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.lab.algorithms import Options, train
+from app.lab.algorithms import train
+from app.lab.options import Options
 from app.lab.jobs import Job, QueueFull
 from app.lab.runs import Run, new_id
 from app.lab.stores import STALE_MESSAGE, DirectoryStore, MemoryLRU, make_store

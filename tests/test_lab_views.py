@@ -7,7 +7,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from app.lab.algorithms import LabOptionsError, Options, chunk_spans, sp_spans, train
+from app.lab.algorithms import chunk_spans, sp_spans, train
+from app.lab.options import LabOptionsError, Options
 from app.lab.runs import Run, new_id
 from app.engines.steps import MergeStep
 from app.lab.replay import Merges, RunReplay
@@ -118,7 +119,7 @@ def test_merge_tree_and_vocab_entries():
 
 
 def test_display_text_escapes_invalid_utf8_and_control_bytes():
-    from app.lab.replay import display_text
+    from app.lab.display import display_text
 
     assert display_text("あ".encode()[:2]) == "\\xe3\\x81"
     assert display_text(b"\x00") == "\\x00" and display_text(b"a\x7f") == "a\\x7f"

@@ -19,7 +19,8 @@ from lab_helpers import wait_done
 from serving import free_port
 from slow_corpus import LONG_TRAINING, slow_corpus
 
-from app.lab.algorithms import Options, train
+from app.lab.algorithms import train
+from app.lab.options import Options
 from app.lab.runs import Run, new_id
 from app.lab.stores import STALE_MESSAGE, RedisStore, make_store
 from app.settings import Settings

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from app.engines.steps import MergeStep
 from app.engines.wordpiece_trainer import WordPieceStep
 
-from .algorithms import ALGORITHM_LABELS, Options, Trained
+from .options import ALGORITHM_LABELS, Options, Trained
 
 
 def new_id() -> str:

@@ -16,7 +16,7 @@ from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
-from .replay import MAX_ENCODE_CHARS, UNKNOWN, WINDOW_CHARS, Chip, _chip, display_text
+from .display import MAX_ENCODE_CHARS, UNKNOWN, WINDOW_CHARS, Chip, chip_of, display_text
 from .runs import Run
 from .unigram_runs import round_model
 
@@ -32,7 +32,7 @@ class UnigramReplay:
         self.algorithm = "unigram"
         self.vocab = run.vocab()
         self.text = {i: display_text(b) for i, b in self.vocab.items()}
-        self.chips = {i: _chip(i, b, self.text[i]) for i, b in self.vocab.items()}
+        self.chips = {i: chip_of(i, b, self.text[i]) for i, b in self.vocab.items()}
         self.removed_at = {piece: r.round for r in run.steps for piece, _ in r.removed}
         self.window = run.corpus[:window_chars]
         self.truncated = len(run.corpus) > window_chars

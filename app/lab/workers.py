@@ -31,7 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from app.engines.errors import TokenplayError
 
-from .algorithms import Cancelled, Options
+from .algorithms import Cancelled
+from .options import Options
 from .jobs import BoundedJobs, Job
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.

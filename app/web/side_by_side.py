@@ -16,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse
 
 from app.engines.compare import boundaries, mark_segments
-from app.lab.algorithms import Options
+from app.lab.options import Options
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import spec_for
