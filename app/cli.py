@@ -39,7 +39,7 @@ def _tokenizer_name(name: str, engine: str) -> str:
 
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
     """The tokenizer of ``encode``/``decode``: ``--file``, a registered name, or a path given to ``-t``."""
-    from app.engines.tokenizer_files import load_file
+    from app.engines.registry.files import load_file
 
     path = args.file
     if path is None:
@@ -85,10 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _share_tokenizer_files(paths: list[str]) -> None:
     """Check each file here (a bad one stops the server before it starts), then hand the list to the worker
-    processes, which register the files themselves (app.engines.tokenizer_files)."""
+    processes, which register the files themselves (app.engines.registry.files)."""
     from pathlib import Path
 
-    from app.engines.tokenizer_files import ENV, entry_name, load_file
+    from app.engines.registry.files import ENV, entry_name, load_file
 
     resolved = [str(Path(p).resolve()) for p in paths]
     taken = set(registry.names()) | set(registry.ALIASES)

@@ -22,7 +22,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as HFTokenizer
 
-from app.engines import datafiles
+from app.engines.registry import datafiles
 from app.engines.chat import Message
 from app.engines.npm_models import NPM_MODELS
 

@@ -231,7 +231,7 @@ def trained_tokenizer_json() -> bytes:
 
 @pytest.mark.parametrize("engine", ["huggingface", "tokenplay"])
 def test_an_uploaded_tokenizer_json_is_explained_in_either_engine(engine):
-    from app.engines.loaders import load_tokenizer
+    from app.engines.registry.loaders import load_tokenizer
 
     data = trained_tokenizer_json()
     tok = load_tokenizer(data, name="my-upload", engine=engine)
@@ -242,7 +242,7 @@ def test_an_uploaded_tokenizer_json_is_explained_in_either_engine(engine):
 
 def test_an_uploaded_tiktoken_file_is_explained(tmp_path):
     from app.cli import main
-    from app.engines.loaders import load_tokenizer
+    from app.engines.registry.loaders import load_tokenizer
 
     ranks_text = registry.get("custom-bpe").tiktoken_ranks_text().encode()
     tok = load_tokenizer(ranks_text, name="ranks", pattern="gpt4")

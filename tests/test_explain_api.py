@@ -106,7 +106,7 @@ def test_an_uploaded_tokenizer_is_explained_for_its_browser(tmp_path):
     from fastapi.testclient import TestClient
     from oracles import tiktoken_encoding
 
-    from app.engines.datafiles import data_path
+    from app.engines.registry.datafiles import data_path
     from app.settings import Settings
     from app.web.app import create_app
 

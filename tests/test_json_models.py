@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from samples import ALL
 from tokenizers import Tokenizer as HFTokenizer
 
-from app.engines import datafiles, registry
+from app.engines import registry
+from app.engines.registry import datafiles
 from app.engines.npm_models import NPM_MODELS
 
 MODELS = list(NPM_MODELS)

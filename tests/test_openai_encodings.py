@@ -13,7 +13,8 @@ import pytest
 import tiktoken
 from oracles import CONSTRUCTORS, tiktoken_reference
 
-from app.engines import datafiles, registry
+from app.engines import registry
+from app.engines.registry import datafiles
 from app.engines.errors import DataFileError
 
 from samples import ALL

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from samples import ALL
 
 from app.engines import registry
-from app.engines.datafiles import data_path
+from app.engines.registry.datafiles import data_path
 from app.engines.errors import InvalidIdsError, InvalidTextError
 from app.engines.sentencepiece import SentencePieceTokenizer
 from app.engines.sentencepiece.model import ModelLoadError, decode_utf8_like_sentencepiece

@@ -22,13 +22,13 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from app.cli import main
-from app.engines import datafiles
+from app.engines.registry import datafiles
 from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
-from app.engines.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer
+from app.engines.registry.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer
 from app.engines.npm_models import NPM_MODELS
 from app.engines.sentencepiece.proto import WORD, ModelProto
-from app.engines.tokenizer_files import ENV, entry_name
+from app.engines.registry.files import ENV, entry_name
 from app.engines.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
 
 TEXTS = [ALL["english"], ALL["code"], ALL["japanese"], ALL["emoji"], ALL["whitespace"], ALL["numbers"]]

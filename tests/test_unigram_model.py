@@ -18,7 +18,7 @@ from test_sentencepiece_model import _check_same, varied_text
 
 from app.engines import registry
 from app.engines.errors import TokenplayError
-from app.engines.loaders import load_tokenizer
+from app.engines.registry.loaders import load_tokenizer
 from app.engines.sentencepiece.model import ModelLoadError, SentencePieceTokenizer
 from app.engines.sentencepiece.proto import UNUSED, ModelProto, Piece
 from app.engines.sentencepiece import normalizer, unigram

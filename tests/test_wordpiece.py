@@ -13,7 +13,7 @@ from tokenizers.implementations import BertWordPieceTokenizer
 
 from app.engines import registry
 from app.engines.bert_text import bert_normalizer
-from app.engines.loaders import detect_format, load_tokenizer
+from app.engines.registry.loaders import detect_format, load_tokenizer
 from app.engines.tokenizer_json import TokenizerFileError
 from app.engines.wordpiece import WordPieceTokenizer, wordpiece_walk
 

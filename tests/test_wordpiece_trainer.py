@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
 from app.engines import wordpiece_trainer
-from app.engines.loaders import load_tokenizer
+from app.engines.registry.loaders import load_tokenizer
 from app.engines.wordpiece_trainer import (
     NORMALIZER,
     WordPieceTrainerState,

@@ -18,7 +18,7 @@ from app.engines.merging import pair as _pair  # "pair" names the loop variables
 from app.engines.result import ByteTable, Token, TokenizeResult, tokens_after
 from app.engines.steps import MergeStep
 
-from app.engines.loaders import load_tokenizer
+from app.engines.registry.loaders import load_tokenizer
 from app.engines.wordpiece import wordpiece_walk
 from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
 from app.engines.wordpiece_trainer import normalize_word, tokenizer_json

@@ -187,7 +187,7 @@ def _build(run: Run) -> Tokenizer:
 
         return sentencepiece_tokenizer(run.model, name=PREFIX + run.id)
     if opts.algorithm == "wordpiece" and run.model:
-        from app.engines.loaders import tokenizer_from_json
+        from app.engines.registry.loaders import tokenizer_from_json
 
         return tokenizer_from_json(run.model, name=PREFIX + run.id)
     return LabTokenizer(run)

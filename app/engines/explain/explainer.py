@@ -144,7 +144,7 @@ def retracing_engine(tokenizer: Tokenizer) -> Tokenizer:
         if isinstance(tokenizer, TiktokenTokenizer) and tokenizer.name in ENCODINGS:
             found = NativeOpenAITokenizer(tokenizer.name)
         elif isinstance(tokenizer, HuggingFaceTokenizer):
-            from ..loaders import tokenizer_from_json
+            from ..registry.loaders import tokenizer_from_json
 
             found = tokenizer_from_json(tokenizer.library.to_str(), name=twin)
         else:

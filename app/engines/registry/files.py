@@ -16,10 +16,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .base import Tokenizer
-from .errors import TokenplayError
+from ..base import Tokenizer
+from ..errors import TokenplayError
 from .loaders import MAX_FILE_BYTES, FileTooLargeError, detect_format, load_tokenizer
-from .registry import ALIASES, TokenizerSpec, register
+from .table import ALIASES, TokenizerSpec, register
 
 ENV = "TOKENPLAY_TOKENIZER_FILES"
 _GENERIC_STEMS = {"tokenizer", "model", "vocab", "tokenizer.model"}

@@ -12,8 +12,8 @@ Formats, told apart by their content:
 - a SentencePiece ``.model`` (a ``ModelProto``; BPE and unigram models; word and char models are refused).
 
 Everything is checked before a tokenizer is returned, so bad input raises a
-:class:`~.tokenizer_json.TokenizerFileError` (a :class:`~.errors.TokenplayError`) saying what is wrong, and nothing
-half-built escapes: :class:`~.tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
+:class:`~..tokenizer_json.TokenizerFileError` (a :class:`~..errors.TokenplayError`) saying what is wrong, and nothing
+half-built escapes: :class:`~..tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
 yet (``Unigram tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
 :data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides
 where the tokenizer is registered; this module does not touch the registry or the web layer.
@@ -25,10 +25,10 @@ import base64
 import binascii
 from collections.abc import Mapping
 
-from .base import Tokenizer
-from .errors import TokenplayError
+from ..base import Tokenizer
+from ..errors import TokenplayError
 from .memory import release_freed_memory
-from .tokenizer_json import TokenizerFileError, parse_tokenizer_json
+from ..tokenizer_json import TokenizerFileError, parse_tokenizer_json
 
 MAX_FILE_BYTES = 64 << 20
 ENGINES = ("tokenplay", "huggingface")
@@ -61,19 +61,19 @@ def tokenizer_from_json(data: bytes | str, *, name: str = "", engine: str = "tok
 
 def _build_from_json(data: bytes | str, name: str, engine: str) -> Tokenizer:
     if engine == "huggingface":
-        from .huggingface import HuggingFaceTokenizer
+        from ..huggingface import HuggingFaceTokenizer
 
         return HuggingFaceTokenizer(data, name=name)
     spec = parse_tokenizer_json(data)
     if spec.model_type == "WordPiece":
-        from .wordpiece import WordPieceTokenizer
+        from ..wordpiece import WordPieceTokenizer
 
         return WordPieceTokenizer(spec, name=name)
     if spec.byte_level:
-        from .bpe.json_model import ByteLevelJSONTokenizer
+        from ..bpe.json_model import ByteLevelJSONTokenizer
 
         return ByteLevelJSONTokenizer(spec, name=name)
-    from .sentencepiece.json_model import SentencePieceJSONTokenizer
+    from ..sentencepiece.json_model import SentencePieceJSONTokenizer
 
     return SentencePieceJSONTokenizer(spec, name=name)
 
@@ -90,8 +90,8 @@ def tokenizer_from_tiktoken(
     ``pattern`` is one of our pattern names (``none``, ``gpt2``, ``gpt4``/``cl100k``, ``o200k``) or a split regex.
     ``special_tokens`` maps text to id, or lists texts that get the ids after the highest rank.
     """
-    from .bpe.model import RankTokenizer
-    from .bpe.patterns import compiled, pattern_regex
+    from ..bpe.model import RankTokenizer
+    from ..bpe.patterns import compiled, pattern_regex
 
     ranks = parse_tiktoken_ranks(data)
     try:
@@ -143,8 +143,8 @@ def tokenizer_from_sentencepiece(data: bytes, *, name: str = "") -> Tokenizer:
     """A SentencePiece ``.model`` (BPE or unigram) run by our SentencePiece engines."""
     import struct
 
-    from .sentencepiece.proto import ModelProto
-    from .sentencepiece.unigram import sentencepiece_tokenizer
+    from ..sentencepiece.proto import ModelProto
+    from ..sentencepiece.unigram import sentencepiece_tokenizer
 
     try:
         model = ModelProto.parse(data)
@@ -158,7 +158,7 @@ def tokenizer_from_sentencepiece(data: bytes, *, name: str = "") -> Tokenizer:
 
 def tokenizer_from_tokenplay_bpe(data: bytes | str, *, name: str = "") -> Tokenizer:
     """A model saved by ``tokenplay train --out`` (Tokenplay's BPE JSON)."""
-    from .bpe.model import BPETokenizer
+    from ..bpe.model import BPETokenizer
 
     try:
         return BPETokenizer.from_json(data.decode("utf-8") if isinstance(data, bytes) else data, name=name)
@@ -210,7 +210,7 @@ def load_tokenizer(
     if kind == "tokenplay-bpe":
         return tokenizer_from_tokenplay_bpe(data, name=name)
     if kind == "vocab.txt":
-        from .wordpiece import WordPieceTokenizer
+        from ..wordpiece import WordPieceTokenizer
 
         return WordPieceTokenizer.from_vocab_txt(data, name=name)
     return tokenizer_from_sentencepiece(data, name=name)

