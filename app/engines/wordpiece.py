@@ -32,13 +32,12 @@ from itertools import accumulate, chain, islice, repeat
 from operator import add
 
 from .added_tokens import AddedVocabulary, added_token, input_spans
-from .base import Tokenizer, check_text
+from .base import Tokenizer, VocabFacts, check_text
 from .bert_text import InputOffsets, bert_normalizer, bert_words
 from .hf_normalizers import TextNormalizer
 from .hf_pretokenizers import PreTokenizer
 from .result import Token, TokenizeResult
 from .tokenizer_json import AddedToken, TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
-from .vocab_facts import VocabFacts
 
 #: BERT's pipeline around a ``vocab.txt`` (what ``BertWordPieceTokenizer`` writes into a tokenizer.json).
 BERT_NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..added_tokens import AddedVocabulary, Piece
-from ..base import Tokenizer, check_text
+from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
 from ..hf_normalizers import TextNormalizer
 from ..hf_pretokenizers import PreTokenizer
@@ -30,7 +30,6 @@ from ..tokenizer_json import (
     byte_level_bytes,
     pipeline_steps,
 )
-from ..vocab_facts import VocabFacts
 from .encoder import RankEncoder
 
 
