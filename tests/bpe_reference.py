@@ -12,7 +12,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from app.engines.bpe.patterns import pattern_regex, pretokenize
-from app.engines.steps import MergeStep, TrainResult
+from app.engines.training.steps import MergeStep, TrainResult
 
 Pair = tuple[int, int]
 

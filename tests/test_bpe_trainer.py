@@ -21,7 +21,7 @@ from app.engines.bpe.trainer import (
     words_from_text,
 )
 from app.engines.errors import TokenplayError
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 from app.engines.training import run_merges
 
 PATTERNS = ["none", "gpt2", "gpt4", "o200k"]

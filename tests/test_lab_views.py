@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from app.lab.algorithms import chunk_spans, sp_spans, train
 from app.lab.options import LabOptionsError, Options
 from app.lab.runs import Run, new_id
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 from app.lab.replay import Merges, RunReplay
 
 

@@ -37,7 +37,7 @@ from operator import itemgetter
 
 from .bert_text import bert_normalizer, bert_words
 from .compiled import twin
-from .steps import MergeStep
+from .training.steps import MergeStep
 from .training import MergeState, TrainingError
 from .training.driver import run_merges
 

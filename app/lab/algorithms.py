@@ -2,7 +2,7 @@
 
 Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
 *words* (id sequences with counts, in first-seen order) and the shared merge loop of
-:mod:`app.engines.training`, which emits one :class:`~app.engines.steps.MergeStep` per merge and is run by
+:mod:`app.engines.training`, which emits one :class:`~app.engines.training.steps.MergeStep` per merge and is run by
 its one driver (:func:`~app.engines.training.run_merges`, as ``tokenplay train`` is). Byte- and
 character-level BPE both use ``BPETrainerState``; they differ only in how text becomes base ids (UTF-8 bytes, or
 one id per code point plus an optional end-of-word marker ``</w>``). SentencePiece-style runs use
@@ -27,7 +27,7 @@ from app.engines.bpe.patterns import compiled, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
 from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX

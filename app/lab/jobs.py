@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from app.engines.errors import TokenplayError
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 
 from .algorithms import Cancelled, train
 from .runs import Run

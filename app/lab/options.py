@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.engines.errors import TokenplayError
-from app.engines.steps import TIE_BREAKS, MergeStep
+from app.engines.training.steps import TIE_BREAKS, MergeStep
 
 ALGORITHMS = ("byte", "char", "sentencepiece", "wordpiece", "unigram")
 ALGORITHM_LABELS = {

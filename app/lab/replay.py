@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from app.engines.merging import merge
 from app.engines.merging import pair as _pair  # "pair" names the loop variables below
 from app.engines.result import ByteTable, Token, TokenizeResult, tokens_after
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 
 from app.engines.registry.loaders import load_tokenizer
 from app.engines.wordpiece import wordpiece_walk

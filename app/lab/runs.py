@@ -10,7 +10,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 from app.engines.wordpiece_trainer import WordPieceStep
 
 from .options import ALGORITHM_LABELS, Options, Trained

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
 from ..openai import ENCODINGS, mergeable_ranks
-from ..steps import TrainResult
+from ..training.steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, ProgressFn
 from .encoder import RankEncoder
 from .patterns import name_of_regex, pattern_name, pattern_regex

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..base import check_text
-from ..steps import TrainResult
+from ..training.steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, MergeState, ProgressFn, TrainingError, cycle_collector_paused, run_merges
 from ..training.words import LONG_WORD, MAX_ID
 from .patterns import pattern_regex, pretokenize

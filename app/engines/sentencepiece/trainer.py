@@ -11,7 +11,7 @@ What it does, in the order SentencePiece does it:
    character occurrences is covered. Rarer characters (and NUL, which a ``.model`` cannot hold) stay out: they
    never merge, and at encoding time they become byte pieces (byte fallback) or ``<unk>``.
 3. Each step merges the most frequent adjacent pair of pieces (counted over distinct words times their
-   frequency, overlaps counted) everywhere, left to right, and records a :class:`~app.engines.steps.MergeStep`
+   frequency, overlaps counted) everywhere, left to right, and records a :class:`~app.engines.training.steps.MergeStep`
    (``left``/``right`` are the UTF-8 of the two pieces). Ties follow the same rules as the byte-level trainer:
    ``first`` (the pair held by the earliest word of the corpus, then leftmost there) or ``lexical``. Pieces are
    at most ``max_piece_length`` characters, and a pair whose text is already a piece is never merged again
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base import check_text
-from ..steps import MergeStep, TrainResult
+from ..training.steps import MergeStep, TrainResult
 from ..training import MAX_VOCAB_SIZE, STOP_NO_PAIR, STOP_VOCAB_SIZE, MergeState, TrainingError, check_tie_break
 from ..training import cycle_collector_paused, run_merges
 from .model import SentencePieceTokenizer, byte_piece

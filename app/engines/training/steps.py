@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .result import escape_bytes
+from ..result import escape_bytes
 
 TIE_BREAKS = ("first", "lexical")
 
