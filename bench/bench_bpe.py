@@ -72,7 +72,7 @@ def work_train_ours(name: str, pattern: str, size: int, vocab: int, repeat: int)
 
 def work_train_hf(name: str, pattern: str, size: int, vocab: int, repeat: int) -> dict:
     os.environ["RAYON_NUM_THREADS"] = "1"
-    from app.engines.openai import CL100K_PATTERN
+    from app.engines.openai.encodings import CL100K_PATTERN
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     text = _real_text(name, size)
@@ -122,7 +122,7 @@ def work_train_reference(name: str, size: int, vocab: int) -> dict:
 
 def work_encode(name: str, size: int, engine: str, repeat: int) -> dict:
     from app.engines.bpe.model import NativeOpenAITokenizer
-    from app.engines.openai import TiktokenTokenizer
+    from app.engines.openai.encodings import TiktokenTokenizer
 
     text = _real_text(name, size)
     ref = TiktokenTokenizer("cl100k_base").encoding

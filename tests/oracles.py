@@ -9,7 +9,7 @@ import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 
 from app.engines.registry import datafiles
-from app.engines.openai import ENCODINGS, mergeable_ranks
+from app.engines.openai.encodings import ENCODINGS, mergeable_ranks
 
 
 @functools.cache

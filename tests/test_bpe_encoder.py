@@ -18,7 +18,7 @@ from sample_text import english_text, japanese_text
 from app.engines.bpe.encoder import RankEncoder, merge_piece
 from app.engines.bpe.model import NativeOpenAITokenizer
 from app.engines.bpe.patterns import PATTERNS, Splitter, compiled
-from app.engines.openai import ENCODINGS, TiktokenTokenizer
+from app.engines.openai.encodings import ENCODINGS, TiktokenTokenizer
 
 NAMES = list(ENCODINGS)
 

@@ -42,7 +42,7 @@ from . import registry
 from .chat_template import render_harmony, template_pieces
 from .errors import TokenplayError, UnknownTokenizerError
 from .npm_models import NPM_MODELS
-from .openai import IM_END, IM_SEP, IM_START
+from .openai.encodings import IM_END, IM_SEP, IM_START
 from .result import Token, TokenizeResult, byte_level_result
 
 ROLES = ("system", "user", "assistant")

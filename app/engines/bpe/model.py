@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
-from ..openai import ENCODINGS, mergeable_ranks
+from ..openai.encodings import ENCODINGS, mergeable_ranks
 from ..training.steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, ProgressFn
 from .encoder import RankEncoder

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import regex
 
-from ..openai import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+from ..openai.encodings import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 #: Pattern name -> split regex (``None``: no pre-tokenizer, the whole text is one pre-token).
 PATTERNS: dict[str, str | None] = {

@@ -35,7 +35,7 @@ from ..base import Tokenizer, check_text
 from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import NativeOpenAITokenizer, RankTokenizer
 from ..huggingface import HuggingFaceTokenizer
-from ..openai import ENCODINGS, TiktokenTokenizer
+from ..openai.encodings import ENCODINGS, TiktokenTokenizer
 from ..result import Token, TokenizeResult
 from ..sentencepiece.json_model import SentencePieceJSONTokenizer
 from ..sentencepiece.model import SentencePieceTokenizer

@@ -9,7 +9,7 @@ and compare). Every model has one entry per engine: the reference library's (tik
 from __future__ import annotations
 
 from ..npm_models import NPM_MODELS
-from ..openai import ENCODINGS, TiktokenTokenizer
+from ..openai.encodings import ENCODINGS, TiktokenTokenizer
 from .table import TokenizerSpec, register
 from .files import register_from_environment
 

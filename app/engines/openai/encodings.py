@@ -16,8 +16,8 @@ from functools import cache
 
 import tiktoken
 
-from .base import Tokenizer, check_text
-from .registry.datafiles import verified_bytes
+from ..base import Tokenizer, check_text
+from ..registry.datafiles import verified_bytes
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
