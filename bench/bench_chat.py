@@ -30,7 +30,7 @@ from tokenizers import Tokenizer as HFTokenizer  # noqa: E402
 
 from app.engines import chat, registry  # noqa: E402
 from app.engines.registry import datafiles  # noqa: E402
-from app.engines.npm_models import NPM_MODELS  # noqa: E402
+from app.engines.huggingface.npm_models import NPM_MODELS  # noqa: E402
 from app.web.app import create_app  # noqa: E402
 
 DEFAULT = "cl100k_base,o200k_harmony,llama-3,qwen3,deepseek-v3,gemma-3,native-llama-3,native-gemma-3"

@@ -24,7 +24,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines.registry import datafiles
 from app.engines.chat import Message
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 
 
 def model_config(name: str) -> dict:

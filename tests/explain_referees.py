@@ -21,7 +21,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines.registry import datafiles
 from app.engines.base import Tokenizer
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 
 OPENAI = ("gpt2", "p50k_base", "cl100k_base", "o200k_base", "o200k_harmony")
 MISTRAL = "sentencepiece/mistral-7b-v0.1.model"

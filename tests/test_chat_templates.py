@@ -16,7 +16,7 @@ from chat_reference import harmony_encoding, harmony_ids, reference_ids, referen
 from app.engines import chat, registry
 from app.engines.chat import ChatError, Message
 from app.engines.chat_template import ChatTemplateError, render_harmony
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 
 CONVERSATION = [
     Message("system", "You are terse."),

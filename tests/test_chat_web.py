@@ -16,7 +16,7 @@ from oracles import tiktoken_encoding
 from app.engines import chat
 from app.engines.chat import Message
 from app.engines.registry.datafiles import data_path
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 from app.settings import Settings
 from app.web.app import create_app
 

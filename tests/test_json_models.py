@@ -19,7 +19,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines import registry
 from app.engines.registry import datafiles
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 
 MODELS = list(NPM_MODELS)
 HARD = {

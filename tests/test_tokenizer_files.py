@@ -26,10 +26,10 @@ from app.engines.registry import datafiles
 from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
 from app.engines.registry.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 from app.engines.sentencepiece.proto import WORD, ModelProto
 from app.engines.registry.files import ENV, entry_name
-from app.engines.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
+from app.engines.huggingface.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
 
 TEXTS = [ALL["english"], ALL["code"], ALL["japanese"], ALL["emoji"], ALL["whitespace"], ALL["numbers"]]
 ROOT = Path(__file__).resolve().parent.parent

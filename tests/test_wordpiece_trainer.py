@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, normalizers, pre_tokenizers
 
-from app.engines import wordpiece_trainer
+from app.engines.wordpiece import trainer as wordpiece_trainer
 from app.engines.registry.loaders import load_tokenizer
-from app.engines.wordpiece_trainer import (
+from app.engines.wordpiece.trainer import (
     NORMALIZER,
     WordPieceTrainerState,
     corpus_words,

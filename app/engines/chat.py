@@ -41,7 +41,7 @@ from itertools import accumulate
 from . import registry
 from .chat_template import render_harmony, template_pieces
 from .errors import TokenplayError, UnknownTokenizerError
-from .npm_models import NPM_MODELS
+from .huggingface.npm_models import NPM_MODELS
 from .openai.encodings import IM_END, IM_SEP, IM_START
 from .result import Token, TokenizeResult, byte_level_result
 

@@ -31,7 +31,7 @@ from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .added_tokens import trie_pattern
+from .huggingface.added_tokens import trie_pattern
 from .errors import TokenplayError
 
 

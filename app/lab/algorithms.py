@@ -30,8 +30,8 @@ from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.training.steps import MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
-from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
-from app.engines.wordpiece_trainer import (
+from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
+from app.engines.wordpiece.trainer import (
     WordPieceTrainerState,
     corpus_words,
     normalize_word,

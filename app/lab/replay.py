@@ -19,9 +19,9 @@ from app.engines.result import ByteTable, Token, TokenizeResult, tokens_after
 from app.engines.training.steps import MergeStep
 
 from app.engines.registry.loaders import load_tokenizer
-from app.engines.wordpiece import wordpiece_walk
-from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
-from app.engines.wordpiece_trainer import normalize_word, tokenizer_json
+from app.engines.wordpiece.model import wordpiece_walk
+from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
+from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .display import UNKNOWN, WINDOW_CHARS, Chip, chip_of, display_text

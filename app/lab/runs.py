@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from app.engines.training.steps import MergeStep
-from app.engines.wordpiece_trainer import WordPieceStep
+from app.engines.wordpiece.trainer import WordPieceStep
 
 from .options import ALGORITHM_LABELS, Options, Trained
 

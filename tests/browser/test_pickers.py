@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines.registry.datafiles import data_path
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 from app.web.pickers import picker_groups
 
 pytestmark = pytest.mark.browser

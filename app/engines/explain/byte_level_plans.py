@@ -18,7 +18,7 @@ from itertools import islice
 from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import RankTokenizer
 from ..bpe.patterns import split_specials
-from ..hf_unicode import regex_view
+from ..huggingface.unicode import regex_view
 from ..merging import Ranking, pair
 from .split_rules import Rule, named
 from .units import Plan, Unit, added_token_units

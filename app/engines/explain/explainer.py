@@ -30,11 +30,11 @@ from itertools import accumulate
 from weakref import WeakKeyDictionary
 
 from .. import registry
-from ..added_tokens import trie_pattern
+from ..huggingface.added_tokens import trie_pattern
 from ..base import Tokenizer, check_text
 from ..bpe.json_model import ByteLevelJSONTokenizer
 from ..bpe.model import NativeOpenAITokenizer, RankTokenizer
-from ..huggingface import HuggingFaceTokenizer
+from ..huggingface.library import HuggingFaceTokenizer
 from ..openai.encodings import ENCODINGS, TiktokenTokenizer
 from ..result import Token, TokenizeResult
 from ..sentencepiece.json_model import SentencePieceJSONTokenizer

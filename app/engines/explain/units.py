@@ -121,8 +121,8 @@ def added_token_units(
     added, text: str, allow_special: bool, plain: Callable[[Any, int], Iterator[Unit]]
 ) -> Iterator[Unit]:
     """The units of a text for a tokenizer.json model: each added token a unit of its own (found first, as
-    ``tokenizers`` finds them: :class:`~app.engines.added_tokens.AddedVocabulary`), and ``plain(piece, first)``
-    the units of the normalized text between them, from token ``first`` on."""
+    ``tokenizers`` finds them: :class:`~app.engines.huggingface.added_tokens.AddedVocabulary`), and
+    ``plain(piece, first)`` the units of the normalized text between them, from token ``first`` on."""
     first = 0
     for piece in added.split(text, allow_special):
         if piece.token is not None:

@@ -8,7 +8,7 @@ and compare). Every model has one entry per engine: the reference library's (tik
 
 from __future__ import annotations
 
-from ..npm_models import NPM_MODELS
+from ..huggingface.npm_models import NPM_MODELS
 from ..openai.encodings import ENCODINGS, TiktokenTokenizer
 from .table import TokenizerSpec, register
 from .files import register_from_environment
@@ -51,7 +51,7 @@ def _bert_base_uncased():
 
     from .datafiles import verified_bytes
     from ..errors import DataFileError
-    from ..wordpiece import WordPieceTokenizer, vocab_from_word_starts
+    from ..wordpiece.model import WordPieceTokenizer, vocab_from_word_starts
 
     tokens = vocab_from_word_starts(json.loads(verified_bytes(BERT_VOCAB)))
     vocab_txt = "".join(t + "\n" for t in tokens)

@@ -12,11 +12,11 @@ Formats, told apart by their content:
 - a SentencePiece ``.model`` (a ``ModelProto``; BPE and unigram models; word and char models are refused).
 
 Everything is checked before a tokenizer is returned, so bad input raises a
-:class:`~..tokenizer_json.TokenizerFileError` (a :class:`~..errors.TokenplayError`) saying what is wrong, and nothing
-half-built escapes: :class:`~..tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
-yet (``Unigram tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
-:data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides
-where the tokenizer is registered; this module does not touch the registry or the web layer.
+:class:`~..huggingface.tokenizer_json.TokenizerFileError` (a :class:`~..errors.TokenplayError`) saying what is wrong,
+and nothing half-built escapes: :class:`~..huggingface.tokenizer_json.UnsupportedTokenizerError` for a valid file of a
+kind not supported yet (``Unigram tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
+:data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides where the
+tokenizer is registered; this module does not touch the registry or the web layer.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from ..base import Tokenizer
 from ..errors import TokenplayError
 from .memory import release_freed_memory
-from ..tokenizer_json import TokenizerFileError, parse_tokenizer_json
+from ..huggingface.tokenizer_json import TokenizerFileError, parse_tokenizer_json
 
 MAX_FILE_BYTES = 64 << 20
 ENGINES = ("tokenplay", "huggingface")
@@ -61,12 +61,12 @@ def tokenizer_from_json(data: bytes | str, *, name: str = "", engine: str = "tok
 
 def _build_from_json(data: bytes | str, name: str, engine: str) -> Tokenizer:
     if engine == "huggingface":
-        from ..huggingface import HuggingFaceTokenizer
+        from ..huggingface.library import HuggingFaceTokenizer
 
         return HuggingFaceTokenizer(data, name=name)
     spec = parse_tokenizer_json(data)
     if spec.model_type == "WordPiece":
-        from ..wordpiece import WordPieceTokenizer
+        from ..wordpiece.model import WordPieceTokenizer
 
         return WordPieceTokenizer(spec, name=name)
     if spec.byte_level:
@@ -210,7 +210,7 @@ def load_tokenizer(
     if kind == "tokenplay-bpe":
         return tokenizer_from_tokenplay_bpe(data, name=name)
     if kind == "vocab.txt":
-        from ..wordpiece import WordPieceTokenizer
+        from ..wordpiece.model import WordPieceTokenizer
 
         return WordPieceTokenizer.from_vocab_txt(data, name=name)
     return tokenizer_from_sentencepiece(data, name=name)

@@ -18,9 +18,9 @@ with a compiled twin in ``app/engines/_train.c``), each pair has one valid entry
 they come up, and the best entries wait off the heap between steps (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
 the winner's ``score`` and the scored pair table (count, the two part counts, the score).
 
-Words are the BERT pipeline's (:mod:`.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
+Words are the BERT pipeline's (:mod:`..huggingface.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
 punctuation; case and accents kept), so the trained vocabulary exports as a ``tokenizer.json`` that Hugging Face
-``tokenizers`` encodes like our :class:`.wordpiece.WordPieceTokenizer` (greedy longest match, which is how
+``tokenizers`` encodes like our :class:`.model.WordPieceTokenizer` (greedy longest match, which is how
 WordPiece *encodes*, whatever merge order trained it). Nothing here prints.
 """
 
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 
-from .bert_text import bert_normalizer, bert_words
-from .compiled import twin
-from .training.steps import MergeStep
-from .training import MergeState, TrainingError
-from .training.driver import run_merges
+from ..huggingface.bert_text import bert_normalizer, bert_words
+from ..compiled import twin
+from ..training.steps import MergeStep
+from ..training import MergeState, TrainingError
+from ..training.driver import run_merges
 
 PREFIX = "##"
 UNK = "[UNK]"

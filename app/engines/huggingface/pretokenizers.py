@@ -5,9 +5,9 @@ regex or string pattern and any of its behaviours (``Isolated``, ``Removed``, ``
 ``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, ``ByteLevel`` (its GPT-2 regex when
 ``use_regex``; the byte mapping itself is the model's business), and the WordPiece models' ``BertPreTokenizer``,
 ``Whitespace`` and ``WhitespaceSplit`` (characters classified as :mod:`.bert_text` says). Any other step raises
-:class:`~app.engines.tokenizer_json.UnsupportedTokenizerError` naming it.
+:class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
 
-Regexes are written for Oniguruma; they run here on the ``regex`` module, against :func:`.hf_unicode.regex_view`
+Regexes are written for Oniguruma; they run here on the ``regex`` module, against :func:`.unicode.regex_view`
 of the text so that characters are classified with Oniguruma's Unicode tables. Text that no pattern matches is
 kept as pieces of its own (as ``tokenizers`` keeps it), unlike ``findall``. The result is a list of
 ``(start, end)`` character spans. This module does not encode.
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 import regex
 
 from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
-from .hf_unicode import regex_view
+from .unicode import regex_view
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, pipeline_steps
 
 #: The split regex of the ``ByteLevel`` pre-tokenizer (GPT-2's), as ``tokenizers`` writes it.

@@ -2,23 +2,23 @@
 
 A WordPiece model is a vocabulary of whole-word pieces (``play``) and continuation pieces (``##ing``). Text is
 normalized and cut into words by the file's pipeline (BERT's: clean text, space out CJK ideographs, strip accents,
-lower-case; cut at whitespace and punctuation; see :mod:`.bert_text`), added tokens such as ``[CLS]`` being cut out
-first (:mod:`.added_tokens`). Each word is then cut greedily, longest match first: from the start of the word, the
-longest vocabulary piece that begins there (written with the ``##`` prefix unless it starts the word), then the
-same from where it ended. A word longer than ``max_input_chars_per_word`` characters, or one with a stretch that
-no piece covers, becomes a single ``[UNK]``. :func:`wordpiece_walk` records that walk for the lab's "encoding a
+lower-case; cut at whitespace and punctuation; see :mod:`..huggingface.bert_text`), added tokens such as ``[CLS]`` being
+cut out first (:mod:`..huggingface.added_tokens`). Each word is then cut greedily, longest match first: from the start
+of the word, the longest vocabulary piece that begins there (written with the ``##`` prefix unless it starts the word),
+then the same from where it ended. A word longer than ``max_input_chars_per_word`` characters, or one with a stretch
+that no piece covers, becomes a single ``[UNK]``. :func:`wordpiece_walk` records that walk for the lab's "encoding a
 word" view.
 
-The walk from a position tries at most as many lengths as the longest piece has characters, so a word costs its
-length times that, never its length squared. The tokenizer itself walks forwards instead (:class:`_PieceTable`:
-every prefix of a piece is a key, so the walk stops at the first length that starts no piece), and remembers the
-pieces of each word (words repeat). With BERT's own pipeline, a text is normalized with one ``str.translate``, cut
-with one stdlib ``re`` pattern, and its ids are looked up word by word at C level; ``tokenize`` places tokens in
-the input only when they are asked for (a view of a 1 MB text places one window of them), mapping normalized
-offsets back through :class:`~.bert_text.InputOffsets`. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
-(:func:`~.tokenizer_json.parse_tokenizer_json`) or from a BERT ``vocab.txt`` (:func:`parse_vocab_txt`, with
-BERT's own pipeline). Decoding follows the ``WordPiece`` decoder (``##`` pieces glued to the one before, the
-others after a space, then the library's clean-up of spaces before punctuation). Nothing here trains a model.
+The walk from a position tries at most as many lengths as the longest piece has characters, so a word costs its length
+times that, never its length squared. The tokenizer itself walks forwards instead (:class:`_PieceTable`: every prefix of
+a piece is a key, so the walk stops at the first length that starts no piece), and remembers the pieces of each word
+(words repeat). With BERT's own pipeline, a text is normalized with one ``str.translate``, cut with one stdlib ``re``
+pattern, and its ids are looked up word by word at C level; ``tokenize`` places tokens in the input only when they are
+asked for (a view of a 1 MB text places one window of them), mapping normalized offsets back through
+:class:`~..huggingface.bert_text.InputOffsets`. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
+(:func:`~..huggingface.tokenizer_json.parse_tokenizer_json`) or from a BERT ``vocab.txt`` (:func:`parse_vocab_txt`, with
+BERT's own pipeline). Decoding follows the ``WordPiece`` decoder (``##`` pieces glued to the one before, the others
+after a space, then the library's clean-up of spaces before punctuation). Nothing here trains a model.
 """
 
 from __future__ import annotations
@@ -31,13 +31,19 @@ from functools import partial
 from itertools import accumulate, chain, islice, repeat
 from operator import add
 
-from .added_tokens import AddedVocabulary, added_token, input_spans
-from .base import Tokenizer, VocabFacts, check_text
-from .bert_text import InputOffsets, bert_normalizer, bert_words
-from .hf_normalizers import TextNormalizer
-from .hf_pretokenizers import PreTokenizer
-from .result import Token, TokenizeResult
-from .tokenizer_json import AddedToken, TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
+from ..huggingface.added_tokens import AddedVocabulary, added_token, input_spans
+from ..base import Tokenizer, VocabFacts, check_text
+from ..huggingface.bert_text import InputOffsets, bert_normalizer, bert_words
+from ..huggingface.normalizers import TextNormalizer
+from ..huggingface.pretokenizers import PreTokenizer
+from ..result import Token, TokenizeResult
+from ..huggingface.tokenizer_json import (
+    AddedToken,
+    TokenizerFileError,
+    TokenizerJSON,
+    UnsupportedTokenizerError,
+    pipeline_steps,
+)
 
 #: BERT's pipeline around a ``vocab.txt`` (what ``BertWordPieceTokenizer`` writes into a tokenizer.json).
 BERT_NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None}

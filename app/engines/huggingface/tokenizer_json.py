@@ -3,7 +3,7 @@
 A ``tokenizer.json`` holds a whole tokenization pipeline: added tokens, a normalizer, a pre-tokenizer, the model
 (vocabulary and merges) and a decoder. :func:`parse_tokenizer_json` checks the parts every engine relies on (a
 model whose merges and added tokens are consistent with its vocabulary) and keeps the pipeline steps as the
-JSON objects they are; the engines that build them (:mod:`.hf_normalizers`, :mod:`.hf_pretokenizers`) refuse the
+JSON objects they are; the engines that build them (:mod:`.normalizers`, :mod:`.pretokenizers`) refuse the
 step types they do not support, naming them. WordPiece models are read too (vocabulary, unknown token, the
 ``##`` prefix, the word-length limit); other model types (Unigram, WordLevel) are refused with
 :class:`UnsupportedTokenizerError`.
@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from operator import add
 
-from .errors import TokenplayError
+from ..errors import TokenplayError
 
 
 MODEL_TYPES = ("BPE", "WordPiece")

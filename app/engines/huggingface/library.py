@@ -25,10 +25,10 @@ from collections.abc import Sequence
 
 import tokenizers
 
-from .base import Tokenizer, VocabFacts, check_text
-from .result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
-from .sentencepiece.model import piece_to_byte
-from .sentencepiece.normalizer import SPACE_SYMBOL
+from ..base import Tokenizer, VocabFacts, check_text
+from ..result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
+from ..sentencepiece.model import piece_to_byte
+from ..sentencepiece.normalizer import SPACE_SYMBOL
 from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
 
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import regex
 
-from .result import Token
+from ..result import Token
 from .tokenizer_json import AddedToken
 
 _WORD = regex.compile(r"\w")
@@ -153,7 +153,7 @@ class AddedVocabulary:
 
 
 def added_token(piece: Piece) -> Token:
-    """The :class:`~.result.Token` of an added token cut out of the input."""
+    """The :class:`~..result.Token` of an added token cut out of the input."""
     t = piece.token
     return Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special)
 

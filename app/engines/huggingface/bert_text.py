@@ -9,7 +9,7 @@ scripts/build_bert_tables.py, checked by tests/test_wordpiece.py).
 
 :func:`bert_normalizer` maps text character by character, which is what the library does for every step but the
 accent stripping's canonical reordering (marks that survive stripping and need reordering are left in place). It
-does not split text; :mod:`.hf_pretokenizers` builds ``BertPreTokenizer`` from :func:`char_class`, and
+does not split text; :mod:`.pretokenizers` builds ``BertPreTokenizer`` from :func:`char_class`, and
 :func:`bert_words` is the same cut as one stdlib ``re`` pattern. :class:`InputOffsets` maps offsets in normalized
 text back to the input.
 
