@@ -116,7 +116,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from app.engines.explain import explain
+    from app.features.explain import explain
 
     explanation = explain(_tokenizer(args), _read_text(args), args.index, allow_special=args.allow_special)
     if args.tree:
@@ -133,7 +133,7 @@ SHOWN_CANDIDATES = 4
 
 def explanation_lines(explanation) -> list[str]:
     """``tokenplay explain --tree``: the explanation as text, the merge tree indented under its token."""
-    from app.engines.explain.trace import shown
+    from app.features.explain.trace import shown
 
     e, pre = explanation, explanation.pretoken
     lines = [

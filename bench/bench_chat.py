@@ -28,7 +28,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from mixed_text import mixed_text  # noqa: E402
 from tokenizers import Tokenizer as HFTokenizer  # noqa: E402
 
-from app.engines import chat, registry  # noqa: E402
+from app.engines import registry  # noqa: E402
+from app.features.chat import prompt as chat  # noqa: E402
 from app.engines.registry import datafiles  # noqa: E402
 from app.engines.huggingface.npm_models import NPM_MODELS  # noqa: E402
 from app.web.app import create_app  # noqa: E402

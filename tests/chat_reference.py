@@ -23,7 +23,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines.registry import datafiles
-from app.engines.chat import Message
+from app.features.chat.prompt import Message
 from app.engines.huggingface.npm_models import NPM_MODELS
 
 

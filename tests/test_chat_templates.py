@@ -13,9 +13,10 @@ from datetime import date
 import pytest
 from chat_reference import harmony_encoding, harmony_ids, reference_ids, reference_render, reference_tokenizer
 
-from app.engines import chat, registry
-from app.engines.chat import ChatError, Message
-from app.engines.chat_template import ChatTemplateError, render_harmony
+from app.engines import registry
+from app.features.chat import prompt as chat
+from app.features.chat.prompt import ChatError, Message
+from app.features.chat.template import ChatTemplateError, render_harmony
 from app.engines.huggingface.npm_models import NPM_MODELS
 
 CONVERSATION = [

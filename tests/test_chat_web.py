@@ -13,8 +13,8 @@ from chat_reference import harmony_encoding, harmony_ids, reference_ids, referen
 from fastapi.testclient import TestClient
 from oracles import tiktoken_encoding
 
-from app.engines import chat
-from app.engines.chat import Message
+from app.features.chat import prompt as chat
+from app.features.chat.prompt import Message
 from app.engines.registry.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
 from app.settings import Settings

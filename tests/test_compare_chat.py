@@ -9,8 +9,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracles import tiktoken_encoding
 
-from app.engines import chat, registry
-from app.engines.chat import ChatError, Message
+from app.engines import registry
+from app.features.chat import prompt as chat
+from app.features.chat.prompt import ChatError, Message
 
 CHAT_ENCODINGS = ["cl100k_base", "o200k_base"]
 HX = {"HX-Request": "true"}

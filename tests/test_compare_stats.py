@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engines import registry
-from app.engines.compare import (
+from app.features.compare import (
     CompareError,
     best_per_column,
     boundaries,
@@ -21,7 +21,7 @@ from app.engines.compare import (
     mark_segments,
     unk_id_of,
 )
-from app.engines.presets import BY_KEY, PRESETS
+from app.features.presets import BY_KEY, PRESETS
 from app.engines.result import Token, TokenizeResult
 
 

@@ -12,7 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 from chat_reference import reference_tokenizer
 from fastapi.testclient import TestClient
 
-from app.engines import presets, registry
+from app.engines import registry
+from app.features import presets
 from app.settings import Settings
 from app.web.app import create_app
 

@@ -27,7 +27,7 @@ from explain_referees import (
 )
 
 from app.engines import registry
-from app.engines.explain import Explainer
+from app.features.explain import Explainer
 
 MODELS = [
     "gpt2",
@@ -319,7 +319,7 @@ def test_sentencepiece_explanations_name_the_dummy_prefix_and_byte_fallback():
 
 
 def test_index_out_of_range_and_non_bpe_tokenizers_are_refused():
-    from app.engines.explain import NotExplainableError, TokenIndexError
+    from app.features.explain import NotExplainableError, TokenIndexError
 
     with pytest.raises(TokenIndexError, match="out of range"):
         Explainer(registry.get("gpt2"), "hello").explain(5)

@@ -12,7 +12,7 @@ import pytest
 from explain_referees import Characters, referee
 from xss_payloads import ALL, injected
 
-from app.engines import oddities
+from app.features import oddities
 from app.engines.registry import TokenizerSpec, register, unregister
 
 HTMX = {"HX-Request": "true"}

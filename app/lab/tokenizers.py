@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 from app.engines import registry
 from app.engines.base import Tokenizer
-from app.engines.explain.split_rules import Rule
-from app.engines.explain.units import Plan, Unit
+from app.features.explain.split_rules import Rule
+from app.features.explain.units import Plan, Unit
 from app.engines.merging import Ranking, pair
 from app.engines.registry import TokenizerSpec
 

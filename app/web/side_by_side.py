@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse
 
-from app.engines.compare import boundaries, mark_segments
+from app.features.compare import boundaries, mark_segments
 from app.lab.options import Options
 from app.lab.runs import Run
 from app.lab.service import Lab

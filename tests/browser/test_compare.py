@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.engines import registry
-from app.engines.presets import BY_KEY
+from app.features.presets import BY_KEY
 
 pytestmark = pytest.mark.browser
 

@@ -1,9 +1,9 @@
 """The chat markup page's API: ``POST /api/chat``.
 
-The messages are rendered in the chosen tokenizer's chat format (its model's own chat template, harmony, or
-ChatML: :mod:`app.engines.chat`) and tokenized, the markup as special tokens and the messages as text. A tokenizer
-without a chat format (gpt2, p50k_base, mistral-7b, an uploaded file without ChatML markup tokens) answers 422 with
-the reason, as does a template that refuses the messages (its own ``raise_exception`` message).
+The messages are rendered in the chosen tokenizer's chat format (its model's own chat template, harmony, or ChatML:
+:mod:`app.features.chat.prompt`) and tokenized, the markup as special tokens and the messages as text. A tokenizer
+without a chat format (gpt2, p50k_base, mistral-7b, an uploaded file without ChatML markup tokens) answers 422 with the
+reason, as does a template that refuses the messages (its own ``raise_exception`` message).
 
 The answer is the chosen tokenizer's result at the top level, written as ready JSON like ``POST /api/tokenize``'s
 (column-wise, no dict per token), plus ``rendered`` and ``results`` kept from the earlier API, which answered
@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.engines import chat
+from app.features.chat import prompt as chat
 from app.engines.result_json import result_json
 from app.settings import Settings
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ..sentencepiece.model import SentencePieceTokenizer, byte_piece
+from app.engines.sentencepiece.model import SentencePieceTokenizer, byte_piece
+
 from .errors import NotExplainableError
 from .split_rules import Rule
 from .units import Plan, Unit, added_token_units

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 import regex
 
-from .errors import TokenplayError
-from .result import TokenizeResult
+from app.engines.errors import TokenplayError
+from app.engines.result import TokenizeResult
 
 MIN_TOKENIZERS = 2
 

@@ -15,7 +15,7 @@ encode markup as special tokens and contents as text.
 :func:`template_pieces` renders a template the same way but returns (piece, is_markup) pairs too: the special
 tokens the template itself writes are markup, and special-token text a message merely contains is not (the
 contents go through the template shielded, see its docstring). Counting the tokens of a rendered prompt is
-:mod:`.chat`'s job.
+:mod:`.prompt`'s job.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .huggingface.added_tokens import trie_pattern
-from .errors import TokenplayError
+from app.engines.errors import TokenplayError
+from app.engines.huggingface.added_tokens import trie_pattern
 
 
 class ChatTemplateError(TokenplayError):

@@ -3,9 +3,9 @@
 Three formats, chosen per tokenizer (:func:`chat_format`):
 
 - ``template``: a model shipped with its ``tokenizer_config.json`` (Llama 3, Qwen3, DeepSeek V3, Gemma 3, in either
-  engine) is rendered with its own chat template (:func:`.chat_template.template_pieces`, as ``transformers``'
+  engine) is rendered with its own chat template (:func:`.template.template_pieces`, as ``transformers``'
   ``apply_chat_template`` renders it);
-- ``harmony``: ``o200k_harmony`` (gpt-oss) gets the harmony format (:func:`.chat_template.render_harmony`);
+- ``harmony``: ``o200k_harmony`` (gpt-oss) gets the harmony format (:func:`.template.render_harmony`);
 - ``chatml``: cl100k- and o200k-based chat models, described below.
 
 Any other tokenizer has no chat format and is refused with :class:`ChatError`: OpenAI's older encodings (gpt2,
@@ -38,12 +38,13 @@ from dataclasses import dataclass
 from functools import cache, partial
 from itertools import accumulate
 
-from . import registry
-from .chat_template import render_harmony, template_pieces
-from .errors import TokenplayError, UnknownTokenizerError
-from .huggingface.npm_models import NPM_MODELS
-from .openai.encodings import IM_END, IM_SEP, IM_START
-from .result import Token, TokenizeResult, byte_level_result
+from app.engines import registry
+from app.engines.errors import TokenplayError, UnknownTokenizerError
+from app.engines.huggingface.npm_models import NPM_MODELS
+from app.engines.openai.encodings import IM_END, IM_SEP, IM_START
+from app.engines.result import Token, TokenizeResult, byte_level_result
+
+from .template import render_harmony, template_pieces
 
 ROLES = ("system", "user", "assistant")
 MARKUP_TOKENS = (IM_START, IM_SEP, IM_END)
@@ -116,7 +117,7 @@ def _entry(tokenizer) -> str:
 @cache
 def model_chat_config(entry: str) -> dict:
     """The hash-checked ``tokenizer_config.json`` of a shipped model (its ``chat_template`` and special tokens)."""
-    from .registry.datafiles import verified_bytes
+    from app.engines.registry.datafiles import verified_bytes
 
     return json.loads(verified_bytes(NPM_MODELS[entry].config_file))
 

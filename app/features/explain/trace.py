@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..merging import NO_RANK, Ranking, merge
-from ..result import escape_bytes
+from app.engines.merging import NO_RANK, Ranking, merge
+from app.engines.result import escape_bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from ..bpe.json_model import ByteLevelJSONTokenizer
-from ..bpe.model import RankTokenizer
-from ..bpe.patterns import split_specials
-from ..huggingface.unicode import regex_view
-from ..merging import Ranking, pair
+from app.engines.bpe.json_model import ByteLevelJSONTokenizer
+from app.engines.bpe.model import RankTokenizer
+from app.engines.bpe.patterns import split_specials
+from app.engines.huggingface.unicode import regex_view
+from app.engines.merging import Ranking, pair
+
 from .split_rules import Rule, named
 from .units import Plan, Unit, added_token_units
 

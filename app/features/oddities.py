@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from . import registry
-from .base import Tokenizer
+from app.engines import registry
+from app.engines.base import Tokenizer
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import TokenplayError
+from app.engines.errors import TokenplayError
 
 
 class NotExplainableError(TokenplayError):

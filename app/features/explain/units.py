@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..base import Tokenizer
-from ..merging import Ranking
+from app.engines.base import Tokenizer
+from app.engines.merging import Ranking
+
 from .split_rules import Rule
 from .trace import Tree, split_tree
 

@@ -29,16 +29,17 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from weakref import WeakKeyDictionary
 
-from .. import registry
-from ..huggingface.added_tokens import trie_pattern
-from ..base import Tokenizer, check_text
-from ..bpe.json_model import ByteLevelJSONTokenizer
-from ..bpe.model import NativeOpenAITokenizer, RankTokenizer
-from ..huggingface.library import HuggingFaceTokenizer
-from ..openai.encodings import ENCODINGS, TiktokenTokenizer
-from ..result import Token, TokenizeResult
-from ..sentencepiece.json_model import SentencePieceJSONTokenizer
-from ..sentencepiece.model import SentencePieceTokenizer
+from app.engines import registry
+from app.engines.base import Tokenizer, check_text
+from app.engines.bpe.json_model import ByteLevelJSONTokenizer
+from app.engines.bpe.model import NativeOpenAITokenizer, RankTokenizer
+from app.engines.huggingface.added_tokens import trie_pattern
+from app.engines.huggingface.library import HuggingFaceTokenizer
+from app.engines.openai.encodings import ENCODINGS, TiktokenTokenizer
+from app.engines.result import Token, TokenizeResult
+from app.engines.sentencepiece.json_model import SentencePieceJSONTokenizer
+from app.engines.sentencepiece.model import SentencePieceTokenizer
+
 from .byte_level_plans import JSONPlan, RankPlan
 from .errors import NotExplainableError, TokenIndexError
 from .sentencepiece_plans import SentencePieceJSONPlan, SentencePiecePlan
@@ -144,7 +145,7 @@ def retracing_engine(tokenizer: Tokenizer) -> Tokenizer:
         if isinstance(tokenizer, TiktokenTokenizer) and tokenizer.name in ENCODINGS:
             found = NativeOpenAITokenizer(tokenizer.name)
         elif isinstance(tokenizer, HuggingFaceTokenizer):
-            from ..registry.loaders import tokenizer_from_json
+            from app.engines.registry.loaders import tokenizer_from_json
 
             found = tokenizer_from_json(tokenizer.library.to_str(), name=twin)
         else:
