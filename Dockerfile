@@ -16,7 +16,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
           node_modules/swagger-ui-dist/favicon-32x32.png node_modules/swagger-ui-dist/LICENSE \
           /out/node_modules/swagger-ui-dist/
 
-# The app as a wheel, the C twins of its hot loops (app/engines/*.c) compiled: the full image has gcc, the slim
+# The app as a wheel, the C twins of its hot loops (every _*.c under app/engines/) compiled: the full image has gcc, the slim
 # one below does not, and needs none.
 FROM python:3.11-bookworm AS wheel
 WORKDIR /build

@@ -1,5 +1,5 @@
-"""The compiled twins of the training core's loops (app/engines/_train.c) give exactly what the Python loops give:
-for app/engines/training/words.py the same pair index and counts, the same rewritten words, the same ``where``
+"""The compiled twins of the training core's loops (app/engines/training/_train.c) give exactly what the Python loops
+give: for app/engines/training/words.py the same pair index and counts, the same rewritten words, the same ``where``
 lists and the same changes, merge after merge, on random words of every string width; for
 app/engines/training/pair_counts.py the same counts, buckets, ranked list and entering pairs."""
 
@@ -18,13 +18,13 @@ from app.engines.training.words import index_pairs_python, merge_words_python
 
 
 def test_the_compiled_twin_is_built_where_a_c_compiler_is():
-    """``pip install`` builds app/engines/_train.c; only a machine without a C compiler runs without it."""
+    """``pip install`` builds app/engines/training/_train.c; only a machine without a C compiler runs without it."""
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler on this machine: the Python loops serve (slower)")
     assert (words.COMPILED and pair_counts.COMPILED) or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"
 
 
-compiled = pytest.mark.skipif(not words.COMPILED, reason="app/engines/_train.c is not built here")
+compiled = pytest.mark.skipif(not words.COMPILED, reason="app/engines/training/_train.c is not built here")
 
 #: Characters of every str width (ASCII, Latin-1, the BMP, beyond it), few enough that pairs repeat.
 ALPHABETS = st.sampled_from(["ab", "abc", "a\xe9", "ab\u65e5", "a\U0001f600b", "\u65e5\u672c\U0001f600"])

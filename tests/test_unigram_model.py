@@ -162,10 +162,11 @@ def test_nbest_segmentations_are_the_librarys(botchan):
         assert scores == sorted(scores, reverse=True)
 
 
-# -- the compiled twins (app/engines/_lattice.c) against the Python loops -----------------------------------------
+# -- the compiled twins (app/engines/sentencepiece/_lattice.c) against the Python loops -------------------------
 
 compiled = pytest.mark.skipif(
-    unigram._compiled is None or normalizer._compiled is None, reason="app/engines/_lattice.c is not built here"
+    unigram._compiled is None or normalizer._compiled is None,
+    reason="app/engines/sentencepiece/_lattice.c is not built here",
 )
 TWIN_TEXT = TRICKY | st.sampled_from(["  ", "foo bar", "<tag>", "日本", "ｶﾞ", "e\u0301", "\u200d", "ﬁ", "㍿", "(,)"])
 

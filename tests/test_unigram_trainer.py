@@ -1,6 +1,6 @@
 """Our unigram trainer: the same pruning order as a brute-force reference on tiny corpora, rounds as data, models
-that ``sentencepiece`` and our engine encode identically, and its compiled twin (app/engines/_unigram_train.c)
-giving the Python loops' numbers bit for bit."""
+that ``sentencepiece`` and our engine encode identically, and its compiled twin
+(app/engines/sentencepiece/_unigram_train.c) giving the Python loops' numbers bit for bit."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ COMPILED = twin("_unigram_train", "estep") is not None
 
 
 def test_the_compiled_twin_is_built_where_a_c_compiler_is():
-    """``pip install`` builds app/engines/_unigram_train.c; only a machine without a C compiler runs without it."""
+    """``pip install`` builds app/engines/sentencepiece/_unigram_train.c; only a machine without a C compiler runs
+    without it."""
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler on this machine: the Python loops serve (slower)")
     assert COMPILED or os.environ.get("TOKENPLAY_PURE_PYTHON") == "1"

@@ -154,7 +154,7 @@ def test_export_encodes_like_tokenizers():
             assert ours.encode(sample) == ref.encode(sample, add_special_tokens=False).ids
 
 
-@pytest.mark.skipif(not wordpiece_trainer.COMPILED, reason="app/engines/_train.c is not built here")
+@pytest.mark.skipif(not wordpiece_trainer.COMPILED, reason="app/engines/training/_train.c is not built here")
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(st.text("ab\xe9\u65e5\U0001f600", min_size=2, max_size=2),

@@ -11,12 +11,12 @@ A pair whose merged text is already a piece is never merged (a vocabulary holds 
 scores, compared as exact fractions would be: an equal fraction gives an equal float) are broken by the run's
 tie rule, as in BPE: ``first`` (the pair seen first in the corpus) or ``lexical``.
 
-The merging, counting and recording is the shared training core (:class:`app.engines.training.MergeState`); this
-module only swaps the count order for the score order. Scores of every pair that shares a part with the merged
-pair change at each step, so they are kept in a heap: each such pair is pushed again with its new score (a loop
-with a compiled twin in ``app/engines/_train.c``), each pair has one valid entry and the others are dropped when
-they come up, and the best entries wait off the heap between steps (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a ``MergeStep`` with
-the winner's ``score`` and the scored pair table (count, the two part counts, the score).
+The merging, counting and recording is the shared training core (:class:`app.engines.training.MergeState`); this module
+only swaps the count order for the score order. Scores of every pair that shares a part with the merged pair change at
+each step, so they are kept in a heap: each such pair is pushed again with its new score (a loop with a compiled twin in
+``app/engines/training/_train.c``), each pair has one valid entry and the others are dropped when they come up, and the
+best entries wait off the heap between steps (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a
+``MergeStep`` with the winner's ``score`` and the scored pair table (count, the two part counts, the score).
 
 Words are the BERT pipeline's (:mod:`..huggingface.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
 punctuation; case and accents kept), so the trained vocabulary exports as a ``tokenizer.json`` that Hugging Face
@@ -156,7 +156,7 @@ def rescore_python(
 
 
 _rescore = twin("_train", "rescore")
-#: Whether scoring runs compiled (``app/engines/_train.c``).
+#: Whether scoring runs compiled (``app/engines/training/_train.c``).
 COMPILED = _rescore is not None
 rescore = _rescore or rescore_python
 

@@ -19,8 +19,7 @@
  * bit-identical numbers; a piece whose logp is -inf is skipped, which is exactly what the Python arithmetic does
  * with it. tests/test_unigram_trainer.py holds the two equal.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "twins.h"
 #include <math.h>
 #include <stdint.h>
 
@@ -61,16 +60,7 @@ typedef struct {
 } Ints;
 
 static int ints_push(Ints *v, int32_t x) {
-    if (v->len == v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 1024;
-        int32_t *data = PyMem_Realloc(v->data, cap * sizeof(int32_t));
-        if (!data) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        v->data = data;
-        v->cap = cap;
-    }
+    if (GROW(v->data, v->cap, v->len + 1, 1024) < 0) return -1;
     v->data[v->len++] = x;
     return 0;
 }
@@ -83,8 +73,7 @@ static PyObject *ints_bytes(Ints *v) {
 static int all_str(PyObject *words) {
     for (Py_ssize_t w = 0; w < PyList_GET_SIZE(words); w++)
         if (!PyUnicode_Check(PyList_GET_ITEM(words, w))) {
-            PyErr_SetString(PyExc_TypeError, "words must be str");
-            return -1;
+            return raise_error(PyExc_TypeError, "words must be str");
         }
     return 0;
 }
@@ -118,15 +107,9 @@ static PyObject *count_substrings(PyObject *self, PyObject *args) {
                     continue;
                 }
                 Py_ssize_t k = PyList_GET_SIZE(found);
-                if (k == cap) {
-                    cap = cap ? 2 * cap : 4096;
-                    int64_t *grown = PyMem_Realloc(counts, cap * sizeof(int64_t));
-                    if (!grown) {
-                        Py_DECREF(sub);
-                        PyErr_NoMemory();
-                        goto done;
-                    }
-                    counts = grown;
+                if (GROW(counts, cap, k + 1, 4096) < 0) {
+                    Py_DECREF(sub);
+                    goto done;
                 }
                 PyObject *key = PyErr_Occurred() ? NULL : PyLong_FromSsize_t(k);
                 int failed = !key || PyDict_SetItem(where, sub, key) < 0 || PyList_Append(found, sub) < 0;
@@ -420,6 +403,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_unigram_train", NULL, -1, methods};
-
-PyMODINIT_FUNC PyInit__unigram_train(void) { return PyModule_Create(&module); }
+TWIN_MODULE(_unigram_train, NULL, methods)

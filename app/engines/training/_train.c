@@ -27,8 +27,7 @@
  * occurrence, only one per distinct pair. Frequencies are added as C integers while they fit, as Python numbers
  * after.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "twins.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -45,11 +44,7 @@ static int table_init(Table *t, size_t cap) { /* cap: a power of two */
     t->values = PyMem_Malloc(cap * sizeof(Py_ssize_t));
     t->mask = cap - 1;
     t->len = 0;
-    if (!t->keys || !t->values) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
+    return !t->keys || !t->values ? no_memory() : 0;
 }
 
 static void table_free(Table *t) {
@@ -151,16 +146,7 @@ static PyObject *word_at(PyObject *words, Py_ssize_t i) {
  * Py_UCS4 array run faster than reads that ask for the string's width at every character. */
 static Py_ssize_t read_word(PyObject *word, Py_UCS4 **buffer, Py_ssize_t *cap) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(word);
-    if (n > *cap) {
-        Py_ssize_t grown_cap = n > 2 * *cap ? n : 2 * *cap;
-        Py_UCS4 *grown = PyMem_Realloc(*buffer, grown_cap * sizeof(Py_UCS4));
-        if (!grown) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        *buffer = grown;
-        *cap = grown_cap;
-    }
+    if (grow_array(buffer, cap, n, sizeof(Py_UCS4), 0) < 0) return -1;
     return n && !PyUnicode_AsUCS4(word, *buffer, *cap, 0) ? -1 : n;
 }
 
@@ -215,15 +201,7 @@ static PyObject *index_pairs(PyObject *self, PyObject *args) {
             Py_ssize_t p = table_index(&table, (((uint64_t)a << 21) | b) + 1);
             if (p < 0) goto done;
             if (p == n_pairs) {
-                if (n_pairs == cap) {
-                    cap = cap ? 2 * cap : 1024;
-                    PairEntry *grown = PyMem_Realloc(pairs, cap * sizeof(PairEntry));
-                    if (!grown) {
-                        PyErr_NoMemory();
-                        goto done;
-                    }
-                    pairs = grown;
-                }
+                if (GROW(pairs, cap, n_pairs + 1, 1024) < 0) goto done;
                 pairs[n_pairs++] = (PairEntry){a, b, 0, {0, NULL}, NULL};
             }
             pairs[p].n++;
@@ -369,16 +347,7 @@ static Group *group_of(Groups *g, Py_UCS4 c) {
     Py_ssize_t i = table_index(&g->index, (uint64_t)c + 1);
     if (i < 0) return NULL;
     if (i == g->len) {
-        if (g->len == g->cap) {
-            Py_ssize_t cap = g->cap ? 2 * g->cap : 64;
-            Group *grown = PyMem_Realloc(g->items, cap * sizeof(Group));
-            if (!grown) {
-                PyErr_NoMemory();
-                return NULL;
-            }
-            g->items = grown;
-            g->cap = cap;
-        }
+        if (GROW(g->items, g->cap, g->len + 1, 64) < 0) return NULL;
         PyObject *list = PyList_New(0);
         if (!list) return NULL;
         g->items[g->len++] = (Group){c, {0, NULL}, list};
@@ -438,12 +407,7 @@ static PyObject *merge_words(PyObject *self, PyObject *args) {
         if (!word) goto done;
         Py_ssize_t n = PyUnicode_GET_LENGTH(word), len, first, found;
         if (n > buffer_len) {
-            Py_UCS4 *grown = PyMem_Realloc(buffer, 2 * n * sizeof(Py_UCS4));
-            if (!grown) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            buffer = grown;
+            if (resize_array(&buffer, 2 * n, sizeof(Py_UCS4)) < 0) goto done;
             buffer_len = 2 * n;
         }
         PyObject *merged = merged_word(word, a, b, x, buffer, &len, &first, &found);
@@ -785,7 +749,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_train", "The compiled twins of the training core's loops.",
-                                    -1, methods};
-
-PyMODINIT_FUNC PyInit__train(void) { return PyModule_Create(&module); }
+TWIN_MODULE(_train, "The compiled twins of the training core's loops.", methods)

@@ -23,8 +23,7 @@
  *
  * The tests hold every twin equal to its Python loop (tests/test_unigram_model.py).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "twins.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -229,14 +228,8 @@ typedef struct {
 static int grow(Normalized *out, Py_ssize_t extra) {
     if (out->len + extra <= out->cap) return 0;
     Py_ssize_t cap = (out->len + extra) * 2;
-    Py_UCS4 *chars = PyMem_Realloc(out->chars, cap * sizeof(Py_UCS4));
-    if (chars) out->chars = chars;
-    Py_ssize_t *from = chars ? PyMem_Realloc(out->from, cap * sizeof(Py_ssize_t)) : NULL;
-    if (!from) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    out->from = from;
+    if (resize_array(&out->chars, cap, sizeof(Py_UCS4)) < 0) return -1;
+    if (resize_array(&out->from, cap, sizeof(Py_ssize_t)) < 0) return -1;
     out->cap = cap;
     return 0;
 }
@@ -451,6 +444,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lattice", NULL, -1, methods};
-
-PyMODINIT_FUNC PyInit__lattice(void) { return PyModule_Create(&module); }
+TWIN_MODULE(_lattice, NULL, methods)
