@@ -395,32 +395,19 @@ class SentencePieceTrainerState(MergeState):
 
 
 def train_sentencepiece(
-    text: str,
-    vocab_size: int,
-    *,
-    byte_fallback: bool = True,
-    add_dummy_prefix: bool = True,
-    character_coverage: float = 1.0,
-    tie_break: str = "first",
-    top_k: int = 0,
-    max_piece_length: int = 16,
+    text: str, vocab_size: int, *, top_k: int = 0, **options
 ) -> tuple[TrainedSentencePiece, TrainResult]:
     """Train to ``vocab_size`` pieces (or until no pair occurs twice) and return the model and the steps.
+
+    ``options`` are :class:`SentencePieceTrainerState`'s (``byte_fallback``, ``add_dummy_prefix``,
+    ``character_coverage``, ``tie_break``, ``max_piece_length``); ``top_k`` pairs are recorded before each merge.
 
     >>> model, result = train_sentencepiece("the cat the hat the bat", 300, byte_fallback=False)
     >>> [s.token.decode() for s in result.steps][:3], result.stop_reason.split(":")[0]
     (['▁t', '▁th', '▁the'], 'no pair occurs twice')
     """
     with cycle_collector_paused():
-        state = SentencePieceTrainerState(
-            text,
-            vocab_size,
-            byte_fallback=byte_fallback,
-            add_dummy_prefix=add_dummy_prefix,
-            character_coverage=character_coverage,
-            tie_break=tie_break,
-            max_piece_length=max_piece_length,
-        )
+        state = SentencePieceTrainerState(text, vocab_size, **options)
         result = state.run(top_k=top_k)
         model = state.model()
         del state  # gone before the collector resumes: its passes would walk every list of the run once more
