@@ -14,7 +14,7 @@ tables found here code point by code point:
   from Python's, with the library's result.
 
 Run it after upgrading ``tokenizers`` or Python and paste its output into app/engines/huggingface/bert_text.py
-(tests/test_wordpiece.py fails until the tables match the installed libraries).
+(tests/engines/test_wordpiece.py fails until the tables match the installed libraries).
 """
 
 from __future__ import annotations

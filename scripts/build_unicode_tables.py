@@ -12,7 +12,7 @@ as those libraries see them. This script finds, code point by code point:
   compositions that only ``unicodedata`` performs (``NORMALIZER_UNKNOWN``).
 
 Run it after upgrading ``regex``, ``tokenizers`` or Python, and paste its output into app/engines/huggingface/unicode.py
-(tests/test_hf_unicode.py fails until the tables match the installed libraries). It needs ``tokenizers`` only.
+(tests/engines/test_hf_unicode.py fails until the tables match the installed libraries). It needs ``tokenizers`` only.
 """
 
 from __future__ import annotations

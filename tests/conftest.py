@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
-from serving import free_port
+from helpers.serving import free_port
 
 from app.settings import Settings
 from app.web.app import create_app

@@ -15,7 +15,7 @@
  *     id. A merge then builds no object until it answers: the string keys hash in O(length) each, so on a long
  *     run (a million "a") the dict lookups were most of the time.
  *
- * It gives exactly what merging.merge gives for the same input (tests/test_merging.py checks it on random
+ * It gives exactly what merging.merge gives for the same input (tests/engines/test_merging.py checks it on random
  * inputs; every engine test runs through it). Short inputs use a scan over an array of pair ranks, as
  * tiktoken does; longer ones a heap of candidate pairs over a linked list, O(n log n), as SentencePiece does.
  * Parts are known by their positions in the text, so no part is built until its rank is looked up.

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from chat_reference import reference_render, reference_tokenizer
-from oracles import tiktoken_encoding
+from helpers.chat_reference import reference_render, reference_tokenizer
+from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
 from app.features.chat import prompt as chat

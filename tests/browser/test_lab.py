@@ -197,7 +197,7 @@ def test_use_in_playground_and_presenter_mode(lab: Page, live_server: str):
 
 def test_training_progress_then_step_view(lab: Page):
     # a corpus big enough to be still running after the quick wait on a slow machine; either way it ends on the step view
-    from sample_text import english_text
+    from helpers.sample_text import english_text
 
     lab.locator("#corpus").evaluate("(el, v) => { el.value = v; }", english_text(300_000))
     lab.select_option("select[name=pattern]", "gpt2")

@@ -13,7 +13,7 @@ normalize differently. This module closes the gap:
   do not know: those stay as they are and nothing normalizes across them, as in ``tokenizers``.
 
 The tables were derived by asking ``tokenizers`` itself, code point by code point (scripts/build_unicode_tables.py);
-tests/test_hf_unicode.py checks them against the installed libraries. A split regex whose own literal ranges cover
+tests/engines/test_hf_unicode.py checks them against the installed libraries. A split regex whose own literal ranges cover
 characters first assigned in Unicode 17 is not handled (no shipped model has one).
 
 >>> regex_view("a\u0558b") == "a\U00040000b"

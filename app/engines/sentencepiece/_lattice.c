@@ -21,7 +21,7 @@
  *     (the NUL-terminated outputs), flags (add_dummy_prefix 1, remove_extra_whitespaces 2, escape_whitespaces 4,
  *     treat_whitespace_as_suffix 8). Same units, same whitespace rules, same offsets as the Python loop.
  *
- * The tests hold every twin equal to its Python loop (tests/test_unigram_model.py).
+ * The tests hold every twin equal to its Python loop (tests/engines/test_unigram_model.py).
  */
 #include "twins.h"
 #include <stdint.h>

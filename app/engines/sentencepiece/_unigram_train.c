@@ -17,7 +17,7 @@
  * logp, uses and words_using are float64 buffers (array('d')), freqs int64 (array('q')), candidates int32.
  * Operation for operation the Python loops (same order of float additions, the same exp/log1p/log), so both give
  * bit-identical numbers; a piece whose logp is -inf is skipped, which is exactly what the Python arithmetic does
- * with it. tests/test_unigram_trainer.py holds the two equal.
+ * with it. tests/engines/test_unigram_trainer.py holds the two equal.
  */
 #include "twins.h"
 #include <math.h>

@@ -21,7 +21,7 @@
  *     unless its entry in live has that score already; a pair without a count leaves live.
  *
  * Each gives exactly what its Python twin (index_pairs_python, merge_words_python, apply_counts_python,
- * rescore_python) gives for the same input: tests/test_training_c.py and tests/test_wordpiece_trainer.py check it
+ * rescore_python) gives for the same input: tests/engines/test_training_c.py and tests/engines/test_wordpiece_trainer.py check it
  * on random inputs, and every trainer test runs through them.
  * Pairs and neighbours are grouped in small hash tables keyed by code points, so no key string is built per
  * occurrence, only one per distinct pair. Frequencies are added as C integers while they fit, as Python numbers
