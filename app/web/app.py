@@ -145,7 +145,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def htmx_js():
         path = settings.vendor_dir / "htmx.min.js"
         if not path.is_file():
-            return PlainTextResponse("htmx is not installed: run `npm ci` in the repository", status_code=503)
+            return PlainTextResponse("htmx is not installed: run `make install` (or `python3 scripts/fetch_npm.py`) in the repository", status_code=503)
         return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
 
     swagger_dir = settings.npm_dir / "swagger-ui-dist"
@@ -172,7 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise NotFoundError(f"no file {name!r} here")
         path = swagger_dir / name
         if not path.is_file():
-            return PlainTextResponse("Swagger UI is not installed: run `npm ci` in the repository", status_code=503)
+            return PlainTextResponse("Swagger UI is not installed: run `make install` (or `python3 scripts/fetch_npm.py`) in the repository", status_code=503)
         return FileResponse(path, media_type=SWAGGER_FILES[name], headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", include_in_schema=False)

@@ -23,7 +23,7 @@ from app.features.chat import prompt as chat
 from app.engines.errors import TokenplayError
 from app.settings import Settings
 
-from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, run_cpu, text_area_value
+from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, run_cpu
 from .errors import status_for
 from .pickers import Tokenizers, picker_groups
 from .render import is_htmx, page_or_block
@@ -98,8 +98,8 @@ def _names(fields) -> list[str]:
 
 
 def _messages(form) -> list[chat.Message]:
-    """The message rows of a form; contents as their text areas hold them (browsers send CRLF)."""
-    return chat.parse_messages(form.getlist("role"), [text_area_value(str(c)) for c in form.getlist("content")])
+    """The message rows of a form (read by ``read_form``: contents as their text areas hold them, LF not CRLF)."""
+    return chat.parse_messages(form.getlist("role"), [str(c) for c in form.getlist("content")])
 
 
 def _apply_op(messages: list[chat.Message], op: str | None) -> list[chat.Message]:

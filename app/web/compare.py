@@ -2,7 +2,10 @@
 
 - ``GET /compare?t=..&t=..&text=&preset=&ref=&special=`` the page (block ``main`` for htmx: a preset chosen);
 - ``POST /compare/results`` the live part on every input: block ``results`` (stats table and panes), with an
-  ``HX-Replace-Url`` header carrying the choice and the text when it is short; the text area is never swapped;
+  ``HX-Replace-Url`` header carrying the choice and the text when it is short; the text area is never swapped.
+  Counts, stats and boundary differences cover the whole text; each pane draws one window of its tokens
+  (``settings.compare_pane_tokens``, from the form's ``start:NAME`` field, so typing keeps the window a pane shows);
+- ``POST /compare/pane`` block ``pane``: one pane's window from token ``start`` (its pager's buttons);
 - ``GET|POST /compare/export.{json,csv}`` the results as a download;
 - ``POST /compare/explain`` block ``explain_pair``: where two tokenizers cut differently (a pane's boundary mark,
   or any of its tokens, clicked), why each cut there: the explanations of the token covering character ``at`` in
@@ -31,6 +34,7 @@ from app.features.compare import (
     CompareError,
     Comparison,
     boundaries,
+    boundary_diff,
     check_selection,
     compare,
     mark_segments,
@@ -40,11 +44,11 @@ from app.engines.errors import TokenplayError
 from app.features.explain import Explainer
 from app.settings import Settings
 
-from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format
+from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format, text_area_value
 from .errors import status_for
 from .pickers import Tokenizers, picker_groups
 from .render import page_or_block
-from .tokenview import token_window, with_marks
+from .tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
@@ -95,10 +99,48 @@ def _classes_and_cuts(mark) -> tuple[str, tuple[int, ...]]:
     return " ".join(name for name, on in flags if on), tuple(mark.missing_cuts)
 
 
+def reference_of(chosen: list[str], reference: str | None) -> str:
+    """The reference the table and the panes use: the one the form names if it is ticked, else the first ticked
+    (the page moves its ◉ to it: static/compare.js)."""
+    return reference if reference in chosen else chosen[0]
+
+
+def pane_window(
+    result, start: int, limit: int, ref_bounds: set[int] | None, ordered: list[int] | None = None
+) -> TokenWindow:
+    """The tokens ``[start, start + limit)`` of ``result`` as coloured spans, marked against the reference's
+    boundaries (``None``: this is the reference; ``ordered``: them sorted, shared by the panes)."""
+    window = token_window(result, start, limit)
+    if ref_bounds is None:
+        return window
+    return with_marks(window, map(_classes_and_cuts, mark_segments(window.spans, ref_bounds, ordered)))
+
+
+def pane_context(result, label: str, window: TokenWindow, *, is_reference: bool, diff_count: int) -> dict:
+    """What the ``pane`` block draws: the pane's title, its count, its window of tokens and its pager."""
+    return {
+        "name": result.tokenizer,
+        "label": label,
+        "result": result,
+        "window": window,
+        "first_char": window.spans[0].start if window.spans else 0,
+        "is_reference": is_reference,
+        "diff_count": diff_count,
+    }
+
+
 def results_context(
-    tokenizers: Tokenizers, text: str, names: list[str], *, allow_special: bool, reference: str | None, settings
+    tokenizers: Tokenizers,
+    text: str,
+    names: list[str],
+    *,
+    allow_special: bool,
+    reference: str | None,
+    settings,
+    starts: dict[str, int] | None = None,
 ) -> dict:
-    """Everything the results block needs; a selection problem becomes a message in place of the results."""
+    """Everything the results block needs; a selection problem becomes a message in place of the results.
+    ``starts``: the first token of each pane's window (by tokenizer name; 0 when absent)."""
     context: dict = {"error": None, "status": 200, "comparison": None, "panes": [], "rows": []}
     try:
         # unknown names in a URL are dropped, not an error; one tokenizer shows its pane (and says why two)
@@ -106,9 +148,7 @@ def results_context(
     except CompareError as exc:
         context["error"] = str(exc)
         return context
-    reference = next(iter(tokenizers.known([reference] if reference else [])), None)
-    if reference not in chosen:
-        reference = chosen[0]
+    reference = reference_of(chosen, next(iter(tokenizers.known([reference] if reference else [])), None))
     try:
         comparison = run_compare(
             tokenizers, text, chosen, allow_special=allow_special, reference=reference, settings=settings, minimum=1
@@ -117,28 +157,19 @@ def results_context(
         context["error"] = str(exc)
         context["status"] = status_for(exc)
         return context
-    ref_result = next(r for r in comparison.results if r.tokenizer == comparison.reference)
-    ref_bounds = boundaries(ref_result)
     labels = {s.name: s.label for s in tokenizers.listed()}
+    starts = starts or {}
+    ordered = sorted(comparison.reference_boundaries)
     panes = []
     for result in comparison.results:
         is_ref = result.tokenizer == comparison.reference
-        window = token_window(result, 0, settings.render_tokens)
-        if not is_ref:
-            window = with_marks(window, map(_classes_and_cuts, mark_segments(window.spans, ref_bounds)))
+        ref_bounds = None if is_ref else comparison.reference_boundaries
+        start = starts.get(result.tokenizer, 0)
+        window = pane_window(result, start, settings.compare_pane_tokens, ref_bounds, ordered)
         diff = comparison.diffs.get(result.tokenizer)
-        panes.append(
-            {
-                "name": result.tokenizer,
-                "label": labels.get(result.tokenizer, result.tokenizer),
-                "result": result,
-                "window": window,
-                "hidden_tokens": result.count - window.token_stop,
-                "is_reference": is_ref,
-                "diff_count": len(diff.offsets) if diff else 0,
-                "stats": comparison.stats[result.tokenizer],
-            }
-        )
+        label = labels.get(result.tokenizer, result.tokenizer)
+        pane = pane_context(result, label, window, is_reference=is_ref, diff_count=len(diff.offsets) if diff else 0)
+        panes.append(pane | {"stats": comparison.stats[result.tokenizer]})
     n = len(comparison.results)
     rows = []
     for pane in panes:
@@ -150,7 +181,7 @@ def results_context(
                 {
                     "column": column,
                     "value": value,
-                    "shown": _fmt(value, column),
+                    "shown": _fmt(pane["stats"].exact(column), column),  # exact, then rounded once
                     # Marked only when it tells something: not when every tokenizer ties.
                     "best": pane["name"] in winners and len(winners) < n,
                 }
@@ -173,10 +204,18 @@ def page_url(names: list[str], text: str, *, reference: str | None, allow_specia
 
 
 def page_context(
-    tokenizers: Tokenizers, text: str, names: list[str], *, allow_special: bool, reference, preset_key, settings
+    tokenizers: Tokenizers,
+    text: str,
+    names: list[str],
+    *,
+    allow_special: bool,
+    reference,
+    preset_key,
+    settings,
+    starts: dict[str, int] | None = None,
 ) -> dict:
     context = results_context(
-        tokenizers, text, names, allow_special=allow_special, reference=reference, settings=settings
+        tokenizers, text, names, allow_special=allow_special, reference=reference, settings=settings, starts=starts
     )
     comparison = context["comparison"]
     chosen_names = tokenizers.known(names)
@@ -223,6 +262,8 @@ def compare_page(
     elif text is None:
         chosen_preset = presets.get_preset(DEFAULT_PRESET)
         text = chosen_preset.text
+    else:  # as the text area will hold it (a link made before the page read forms so, or a form sent by GET)
+        text = text_area_value(text)
     context = page_context(
         tokenizers,
         text,
@@ -236,14 +277,31 @@ def compare_page(
 
 
 def _fields(form) -> tuple[str, list[str], str | None, bool]:
-    """The compare form: text, the ticked tokenizers, the reference, the special-token switch."""
+    """The compare form (read by :func:`~app.web.deps.read_form`, so the text is the text area's): text, the
+    ticked tokenizers, the reference, the special-token switch."""
     return form.get("text") or "", form.getlist("t"), form.get("ref") or None, checked(form.get("special"))
+
+
+START_FIELD = "start:"  # + a tokenizer's name: the first token of its pane's window (sent only when not 0)
+
+
+def _token_index(raw: object) -> int:
+    """A token index or character offset from a form field (0 when empty or not a number)."""
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
+
+
+def _starts(form) -> dict[str, int]:
+    """Each pane's window start, from the ``start:NAME`` fields the panes put in the form."""
+    return {k[len(START_FIELD) :]: _token_index(v) for k, v in form.items() if k.startswith(START_FIELD)}
 
 
 @router.post("/compare/results")
 def compare_results(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
     text, t, ref, special = _fields(form)
-    context = page_context(tokenizers, text, t, allow_special=special, reference=ref, preset_key=None, settings=settings)
+    context = page_context(
+        tokenizers, text, t, allow_special=special, reference=ref, preset_key=None, settings=settings,
+        starts=_starts(form),
+    )
     headers = {}
     if context["comparison"] is not None:
         headers["HX-Replace-Url"] = page_url(
@@ -256,13 +314,36 @@ def compare_results(request: Request, settings: SettingsDep, tokenizers: Tokeniz
     return page_or_block(request, "compare.html", "results", context, status_code=context["status"], headers=headers)
 
 
+@router.post("/compare/pane")
+def compare_pane(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    """Fields: the compare form's, ``pane`` (a tokenizer) and ``start`` (the first token of the window to show).
+    Block ``pane``: that pane alone, its tokens marked against the reference the table uses."""
+    text, t, ref, special = _fields(form)
+    check_text_size(text, settings)
+    name = tokenizers.resolve(str(form.get("pane") or ""))
+    tokenizer = tokenizers.get(name)  # an unknown name: 404 with the valid ones
+    chosen = tokenizers.known(t) or [tokenizer.name]
+    reference = reference_of(chosen, next(iter(tokenizers.known([ref] if ref else [])), None))
+    result = tokenizer.tokenize(text, allow_special=special)
+    ref_bounds, diff_count = None, 0
+    if reference != tokenizer.name:
+        ref_bounds = boundaries(tokenizers.get(reference).tokenize(text, allow_special=special))
+        diff_count = len(boundary_diff(result, ref_bounds).offsets)
+    window = pane_window(result, _token_index(form.get("start")), settings.compare_pane_tokens, ref_bounds)
+    label = next((s.label for s in tokenizers.listed() if s.name == tokenizer.name), tokenizer.name)
+    pane = pane_context(result, label, window, is_reference=ref_bounds is None, diff_count=diff_count)
+    return page_or_block(request, "compare.html", "pane", {"pane": pane})
+
+
 @router.post("/compare/explain")
 def compare_explain(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
     """Fields: the compare form's, ``pane`` (the clicked pane's tokenizer) and ``at`` (a character offset)."""
-    text, _, ref, special = _fields(form)
+    text, t, ref, special = _fields(form)
     check_text_size(text, settings)
-    at = form.get("at") or "0"
-    offset = int(at) if at.isdigit() else 0
+    offset = _token_index(form.get("at"))
+    chosen = tokenizers.known(t)
+    if chosen:  # the reference the table uses
+        ref = reference_of(chosen, next(iter(tokenizers.known([ref] if ref else [])), None))
     names = tokenizers.known([n for n in (form.get("pane"), ref) if n])
     sides = []
     for name in dict.fromkeys(names):
@@ -356,7 +437,7 @@ def export_get(
     ref: str | None = None,
     special: bool = False,
 ):
-    return _export(fmt, tokenizers, text, t or [], ref, special, settings)
+    return _export(fmt, tokenizers, text_area_value(text), t or [], ref, special, settings)
 
 
 @router.post("/compare/export.{fmt}")

@@ -6,7 +6,8 @@ cannot (the error table of :mod:`app.web.errors` answers), so routes hold no loo
   ``UploadsDep``: the uploaded tokenizers' store (:class:`~app.web.uploads.Uploads`);
 - ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
   (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains);
-- ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400).
+- ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400),
+  its text fields as the page's text areas hold them (:func:`text_area_value`).
 
 Also the size checks made at the HTTP boundary and :func:`run_cpu`, the lane that CPU-heavy work runs in.
 """
@@ -97,6 +98,20 @@ def text_area_value(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def typed_fields(form: FormData) -> FormData:
+    r"""``form`` with every text field as the page's text area holds it (:func:`text_area_value`); files as sent.
+
+    Submitting a form, a browser writes each line break of every field as CRLF (the HTML standard's form
+    encoding), while the text area the user reads holds LF: every page reads its form through here (by
+    :func:`read_form`), so the playground, compare, chat and the lab count the text the user sees, as
+    ``/api/tokenize`` does for that text. Nothing else in a field changes.
+
+    >>> typed_fields(FormData([("text", "a\r\nb\rc"), ("t", "gpt2")])).multi_items()
+    [('text', 'a\nb\nc'), ('t', 'gpt2')]
+    """
+    return FormData([(k, text_area_value(v) if isinstance(v, str) else v) for k, v in form.multi_items()])
+
+
 def checked(value: object) -> bool:
     """A checkbox or flag field as sent by a form or a URL: ``1``, ``true``, ``on`` or ``yes`` is on."""
     return isinstance(value, str) and value.lower() in ("1", "true", "on", "yes")
@@ -114,7 +129,8 @@ _OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too
 
 
 async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> FormData:
-    """The posted form (multipart or url-encoded), allowing one field as long as ``max_chars`` characters.
+    """The posted form (multipart or url-encoded), allowing one field as long as ``max_chars`` characters, its
+    text fields as the text areas hold them (:func:`typed_fields`: line breaks sent as CRLF read as LF).
 
     Starlette caps a form field at 1 MB by default; a text of ``max_chars`` characters can be several times
     that once UTF-8- and percent-encoded (up to 12 bytes a character), so the cap follows the limit and the
@@ -129,7 +145,7 @@ async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> 
             raise
         limit = f"a text may have up to {max_chars:,} characters"
         raise TooLargeError(f"the form is over this page's limits ({message}); {limit}") from None
-    return form
+    return typed_fields(form)
 
 
 async def _form(request: Request, settings: SettingsDep) -> FormData:

@@ -1,7 +1,9 @@
 """The BPE lab's pages (``/lab``, htmx) over :mod:`app.lab`; its JSON API is :mod:`app.web.api.train`.
 
-- ``GET /lab[?example=]`` the setup form; ``POST /lab/train`` starts a training from it (a pasted corpus or an
-  uploaded file) and answers the run's page, or the form again with the message and the corpus kept;
+- ``GET /lab[?example=|?from=run id]`` the setup form: the sample corpus and settings that train word pieces,
+  an example's, or those of a run ("New run" keeps its corpus and settings); ``POST /lab/train`` starts a
+  training from it (a pasted corpus or an uploaded file) and answers the run's page, or the form again with the
+  message and the corpus kept;
 - ``GET /lab/runs/{id}[?step=k]`` a run: its progress while it trains, then step k (block ``step``);
   ``/progress`` and ``/cancel`` while it trains;
 - ``POST /lab/runs/{id}/merge`` manual mode (a new run with the chosen pair as the next merge),
@@ -27,14 +29,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.engines.errors import TokenplayError
 from app.lab import export as lab_export
 from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS, LabOptionsError, Options
-from app.lab.examples import EXAMPLES
+from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
 from app.lab.display import MAX_ENCODE_CHARS
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 
-from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value
+from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value, typed_fields
 from .errors import NotFoundError, TooLargeError, headers_for, status_for
 from .render import is_htmx, page_or_block
 from .tokenview import TokenWindow, token_window, with_marks
@@ -45,16 +47,9 @@ router = APIRouter(include_in_schema=False)
 QUICK_WAIT = 0.5
 #: Merges listed on the step view (the latest ones; the export has them all).
 MERGE_LIST = 100
-#: The setup form's fields and their defaults (an example fills in its own).
-DEFAULT_FORM = {
-    "corpus": "",
-    "algorithm": "byte",
-    "pattern": "none",
-    "size_kind": "merges",
-    "size": 3,
-    "tie_break": "first",
-    "end_of_word": False,
-}
+#: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
+#: :data:`app.lab.examples.DEFAULT_FORM`.
+POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10"}
 EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
 
 
@@ -110,12 +105,42 @@ def _context(request: Request, lab: Lab, **kw) -> dict:
 
 
 def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, status: int = 200, headers=None):
-    context = _context(request, lab, form=DEFAULT_FORM | form, error=error)
+    form = DEFAULT_FORM | form
+    # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
+    side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
+    form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
+    context = _context(request, lab, form=form, error=error)
     return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
 
 
+def form_of(run: Run) -> dict:
+    """The setup form that trains ``run`` again: its corpus and its options ("New run" starts from them)."""
+    o = run.options
+    by_vocab = o.vocab_size is not None
+    form = {
+        "corpus": run.corpus,
+        "algorithm": o.algorithm,
+        "pattern": o.pattern,
+        "size_kind": "vocab_size" if by_vocab else "merges",
+        "size": o.vocab_size if by_vocab else o.merges,
+        "tie_break": o.tie_break,
+        "end_of_word": o.end_of_word,
+        "from": run.id,
+    }
+    if by_vocab:
+        form["side_vocab"] = o.vocab_size
+    return form
+
+
 @router.get("/lab")
-def lab_page(request: Request, lab: LabDep, example: str | None = None):
+def lab_page(
+    request: Request, lab: LabDep, example: str | None = None, from_: Annotated[str | None, Query(alias="from")] = None
+):
+    if from_:
+        run = lab.get(from_)
+        if run is None:
+            return _setup(request, lab, {}, f"no lab run with id {from_!r}; here is the sample corpus", 404)
+        return _setup(request, lab, form_of(run))
     form = EXAMPLES[example]["form"] | {"example": example} if example in EXAMPLES else {}
     return _setup(request, lab, form)
 
@@ -135,15 +160,16 @@ async def lab_train(request: Request, lab: LabDep):
     if file is not None and not isinstance(file, str) and file.filename:
         filename = file.filename
         raw = await file.read(limit + 1)
-    fields = {k: v for k in DEFAULT_FORM if isinstance(v := data.get(k), str)}
+    # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
+    typed = typed_fields(data)
+    fields = {k: v for k in POSTED_DEFAULTS if isinstance(v := typed.get(k), str)}
     await data.close()  # the uploaded file's spooled temporary file
     return await run_in_threadpool(_start_from_form, request, lab, fields, raw, filename, limit)
 
 
 def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
-    form = DEFAULT_FORM | {"pattern": "gpt2", "size": "10"} | fields | {"end_of_word": bool(fields.get("end_of_word"))}
-    # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
-    text = form["corpus"] = text_area_value(form["corpus"])
+    form = POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
+    text = form["corpus"]
     try:
         if raw is not None:
             if len(raw) > limit:
@@ -156,7 +182,7 @@ def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None
         try:
             n = int(form["size"])
         except ValueError:
-            what = "merges" if form["size_kind"] == "merges" else "tokens"
+            what = "tokens" if form["size_kind"] != "merges" else "learned pieces" if form["algorithm"] == "unigram" else "merges"
             raise LabOptionsError(f"the number of {what} must be a whole number") from None
         by_vocab = form["size_kind"] == "vocab_size"
         opts = Options(
@@ -164,7 +190,7 @@ def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None
             form["pattern"],
             None if by_vocab else n,
             n if by_vocab else None,
-            form["tie_break"],
+            "first" if form["algorithm"] == "unigram" else form["tie_break"],  # the form hides ties for Unigram
             form["end_of_word"] and form["algorithm"] == "char",
         )
         run = lab.start(text, opts, wait=QUICK_WAIT)
@@ -220,6 +246,8 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         corpus=_corpus_window(replay, k),
         chart=lab_export.chart(run, k),
         merges=[] if run.unigram else list(enumerate(run.steps[first:k], start=first + 1)),
+        outcome=replay.outcome,
+        byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
         merges_hidden=first,
         url=lambda step: run_url(run, step),
         chip_of=replay.chip,
@@ -272,6 +300,7 @@ def lab_encode(
     step: Annotated[int | None, Form()] = None,
 ):
     k = check_step(run, run.n_steps if step is None else step)
+    text = text_area_value(text)  # as the box holds it, like every page's form text (app.web.deps.typed_fields)
     if len(text) > MAX_ENCODE_CHARS:
         raise TooLargeError(f"the text is {len(text):,} characters; encode traces take at most {MAX_ENCODE_CHARS:,}")
     return _part(request, lab, run, "trace", trace=replay_for(run).encode_trace(text, k), k=k)

@@ -10,8 +10,9 @@ are the same, by the name their browser chose, and never enter the process-wide 
 
 :func:`picker_groups` is what every picker shows (``templates/_picker.html``): one entry per model, grouped by
 maker, each with its vocabulary size and its engines (the registry's ``model`` relation: ``native-llama-3`` is the
-Tokenplay engine of the ``llama-3`` entry). The form still submits registry names, so URLs and the API are the
-same whichever engine a user chose.
+Tokenplay engine of the ``llama-3`` entry), and the model names it is known by (the registry's aliases: typing
+``gpt-4o`` or ``gpt-4o-2024-05-13`` finds ``o200k_base``). The form still submits registry names, so URLs and the
+API are the same whichever engine a user chose.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ class PickerEntry:
     maker: str
     n_vocab: int | None
     engines: tuple[PickerEngine, ...]
+    models: tuple[str, ...] = ()  # the other names it is known by (gpt-4o, gpt-4.1...: the registry's aliases)
+    prefixes: tuple[str, ...] = ()  # the beginnings of model names that resolve to it (gpt-4o- ...)
 
     @property
     def vocab(self) -> str:
@@ -136,6 +139,7 @@ class PickerGroup:
 
 def _entry(engines: list[TokenizerSpec]) -> PickerEntry:
     first = engines[0]
+    models, prefixes = registry.aliases_of(first.entry)
     return PickerEntry(
         name=first.entry,
         title=first.entry_title,
@@ -145,6 +149,8 @@ def _entry(engines: list[TokenizerSpec]) -> PickerEntry:
             PickerEngine(s.name, ENGINE_NAMES.get(s.engine, s.engine or s.family), s.label, s.description)
             for s in engines
         ),
+        models=tuple(models),
+        prefixes=tuple(prefixes),
     )
 
 

@@ -51,7 +51,10 @@ def render_block(env: Environment, template: str, block: str, context: dict[str,
 
 
 def is_htmx(request: Request) -> bool:
-    return request.headers.get("HX-Request") == "true"
+    """An htmx request for a block: not htmx restoring a page from history after a miss in its cache (it sends
+    ``HX-Request`` too, and swaps the answer in as the whole page)."""
+    headers = request.headers
+    return headers.get("HX-Request") == "true" and headers.get("HX-History-Restore-Request") != "true"
 
 
 def page_or_block(

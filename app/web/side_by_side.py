@@ -4,7 +4,9 @@ cuts a text the user types (``/lab/side-by-side``; its JSON twin is in :mod:`app
 ``POST /lab/side-by-side`` starts the three runs (SentencePiece-style BPE, so that BPE and Unigram share the same
 ``▁`` words and byte fallback; WordPiece with BERT's words) and answers the comparison page, which follows their
 training and then cuts the text with each trained tokenizer. A cut that not all three make is marked on every
-token that has it or misses it (the compare page's boundary marks). Nothing here trains on the event loop.
+token that has it or misses it (the compare page's boundary marks). Each side says what its vocabulary is made of
+(the three count different bases) and, when it ended away from the size asked for, why
+(:mod:`app.lab.outcome`). Nothing here trains on the event loop.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fastapi.responses import RedirectResponse
 
 from app.features.compare import boundaries, mark_segments
 from app.lab.options import Options
+from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import spec_for
@@ -71,7 +74,7 @@ def find_runs(lab: Lab, ids: dict[str, str | None]) -> dict[str, Run]:
 @router.post("/lab/side-by-side")
 async def side_by_side_train(request: Request, lab: LabDep):
     form = await read_form(request, lab.max_corpus_chars)
-    corpus = text_area_value(str(form.get("corpus", "")))
+    corpus = str(form.get("corpus", ""))  # read_form: as the text area holds it
     try:
         size = int(str(form.get("vocab_size", "")))
     except ValueError:
@@ -91,14 +94,18 @@ def side_by_side_page(
     text: Annotated[str, Query(max_length=MAX_TEXT)] = "lowest newer",
 ):
     runs = find_runs(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
+    text = text_area_value(text)  # a form sent by GET writes line breaks as CRLF too
     views = {}
     found, agreed = cuts(runs, text)
     for side, cut in found.items():
         window = token_window(cut["result"])
         marks = mark_segments(window.spans, agreed)
         views[side] = with_marks(window, [("cut-diff" if m.extra_cut or m.missing_cuts else "", ()) for m in marks])
+    outcomes = {side: replay_for(run).outcome for side, run in runs.items() if run.status == "done"}
     context = {
         "runs": runs,
+        "outcomes": outcomes,
+        "asked": next(iter(runs.values())).options.vocab_size,
         "labels": SIDE_LABELS,
         "views": views,
         "text": text,

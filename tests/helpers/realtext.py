@@ -103,3 +103,19 @@ def long_runs(chars: int = 20_000) -> dict[str, str]:
     require()
     runs = {f"{c!r} x {chars:,}": c * chars for c in ("a", "ア", "😀", "=", "\u200d")}
     return runs | {f"{name}.txt, no whitespace": unspaced(name, chars) for name in NAMES}
+
+
+def en_ja(chars: int = 7_500, seed: int = 0) -> str:
+    """Exactly ``chars`` characters of real prose: English, then Japanese (half each), whole lines of each corpus
+    from a position drawn with ``seed`` (the text ends wherever ``chars`` falls). The compare page's typing
+    benchmark (bench/bench_compare.py) and its fragment-size test use it."""
+    out = []
+    for name, want in (("en", chars // 2), ("ja", chars - chars // 2)):
+        lines = read(name).splitlines(keepends=True)
+        i = random.Random(f"{name}/en_ja/{seed}").randrange(len(lines) // 2)
+        piece = ""
+        while len(piece) < want:
+            piece += lines[i]
+            i += 1
+        out.append(piece[:want])
+    return "".join(out)

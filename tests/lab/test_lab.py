@@ -455,7 +455,7 @@ def test_run_page_step_block_for_htmx(lab):
     run = train(lab, **AAAB)
     r = lab.get(f"/lab/runs/{run['id']}?step=2", headers={"HX-Request": "true"})
     assert r.status_code == 200 and r.text.lstrip().startswith('<div id="step"')
-    assert 'data-step="2"' in r.text and "= tie" in r.text and "rule <em>first</em>" in r.text
+    assert 'data-step="2"' in r.text and '=<span class="mark-word"> tie</span>' in r.text and "rule <em>first</em>" in r.text
     corpus = r.text.split('id="corpus-tokens"')[1].split("</div>")[0]
     assert len(re.findall(r'<span class="?c\d', corpus)) == 7
     assert len(re.findall(r'<span class="c\d new"', corpus)) == 2

@@ -5,10 +5,13 @@ from __future__ import annotations
 from helpers.lab_helpers import wait_done
 
 import csv
+import html as html_lib
+import json
 import io
 import re
 from urllib.parse import parse_qs, urlsplit
 
+from helpers import realtext
 from helpers.chat_reference import reference_tokenizer
 from fastapi.testclient import TestClient
 
@@ -291,3 +294,141 @@ def test_a_paste_of_more_than_a_megabyte_is_compared_and_one_over_the_limit_is_4
     assert over.status_code == 413 and "the limit is 1,000,000" in over.text and "{" not in over.text[:20]
     export = client.post("/compare/export.csv", data={"text": text, "t": ["gpt2", "cl100k_base"]})
     assert export.status_code == 200 and export.text.startswith("tokenizer,")
+
+
+# -- one window of tokens per pane (issue 21, part 6) ----------------------------------------------------------
+
+TEN = ["gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "deepseek-v3", "gemma-3", "mistral-7b", "jurassic-2",
+       "bert-base-uncased"]
+_PANE = re.compile(r'<section class="pane( reference)?" data-tokenizer="([^"]+)" data-token-scope>(.*?)</section>', re.S)
+
+
+def panes(html: str) -> dict[str, dict]:
+    """Each pane of a results or pane answer: its count, its window (first token and character, the ids, the text
+    its spans join to), its boundary marks and its pager."""
+    out = {}
+    for ref, name, body in _PANE.findall(html):
+        tokens = re.search(r'<div class="tokens" data-first-token="(\d+)" data-first-char="(\d+)"[^>]*>(.*?)</div>',
+                           body, re.S)
+        ids = re.search(r"<span class=\"id-list\" data-id-list>([^<]*)</span>", body)[1]
+        start = re.search(rf'<input type="hidden" name="start:{re.escape(name)}" value="(\d+)"', body)
+        out[name] = {
+            "reference": bool(ref),
+            "count": int(re.search(r'class="pane-count" data-count="(\d+)"', body)[1]),
+            "first_token": int(tokens[1]),
+            "first_char": int(tokens[2]),
+            "text": html_lib.unescape(re.sub(r"<[^>]+>", "", tokens[3])),
+            "ids": [int(i) for i in ids.split()],
+            "extra": tokens[3].count("diff-extra"),
+            "cuts": tokens[3].count('class="cut"'),
+            "start_field": int(start[1]) if start else None,
+            "next": re.search(r"hx-vals='([^']*)'[^>]*>Next", body),
+            "html": body,
+        }
+    return out
+
+
+def _check_window(pane: dict, api: dict, text: str, limit: int) -> None:
+    """The pane's window is a run of the API's tokens, its spans are the text they cover, and its marks are the
+    API's boundary differences inside it."""
+    first, n = pane["first_token"], len(pane["ids"])
+    assert pane["count"] == api["count"]
+    assert pane["ids"] == api["ids"][first : first + n]
+    assert 0 < n <= limit + 3  # a character's byte tokens across the window's end stay whole
+    end = pane["first_char"] + len(pane["text"])
+    assert pane["text"] == text[pane["first_char"] : end]
+    assert pane["first_char"] == api["tokens"][first]["start"] or first == 0
+    detail = api["boundary_detail"][api["tokenizer"]]
+    assert pane["extra"] == sum(pane["first_char"] <= e < end for e in detail["extra"])
+    assert pane["cuts"] == sum(pane["first_char"] < m < end for m in detail["missing"])
+
+
+def _api_by_name(client, text: str, names: list[str], reference: str) -> dict:
+    body = client.post("/api/compare", json={"text": text, "tokenizers": names, "reference": reference}).json()
+    return {r["tokenizer"]: r | {"boundary_detail": body["boundary_detail"]} for r in body["results"]}
+
+
+def test_ten_tokenizers_on_7500_characters_send_a_window_per_pane_in_at_most_300_kb(client):
+    realtext.require()
+    text = realtext.en_ja(7_500)
+    fields = [("text", text)] + [("t", n) for n in TEN]
+    r = client.post("/compare/results", files=[(k, (None, v)) for k, v in fields], headers=HX)
+    assert r.status_code == 200
+    assert len(r.content) <= 300_000
+    api = _api_by_name(client, text, TEN, "gpt2")
+    limit = client.app.state.settings.compare_pane_tokens
+    shown = panes(r.text)
+    assert list(shown) == TEN
+    for name, pane in shown.items():
+        assert pane["first_token"] == 0 and pane["start_field"] is None
+        _check_window(pane, api[name], text, limit)
+        assert pane["count"] > len(pane["ids"])  # a window, not every token...
+        assert json.loads(pane["next"][1]) == {"pane": name, "start": limit}  # ...and the next one on demand
+        row = re.search(rf'<tr data-tokenizer="{name}">.*?</tr>', r.text, re.S)[0]  # stats: the whole text
+        assert f'<td data-col="tokens" data-value="{api[name]["count"]}"' in row
+        assert f'data-col="chars_per_token" data-value="{api[name]["stats"]["chars_per_token"]}"' in row
+        assert f'data-col="boundary_diffs" data-value="{len(api[name]["boundary_detail"][name]["offsets"])}"' in row
+
+
+def test_a_pane_pages_through_its_tokens_marked_against_the_reference(client):
+    text = ("Tokenizers cut text differently: 12345 🙂👍🏽 東京の天気は晴れです。 Über naïve café.\n" * 60)
+    names = ["gpt2", "cl100k_base", "mistral-7b", "bert-base-uncased", "jurassic-2"]
+    api = _api_by_name(client, text, names, "cl100k_base")
+    with TestClient(create_app(Settings(compare_pane_tokens=150))) as small:
+        form = [("text", text), ("ref", "cl100k_base")] + [("t", n) for n in names]
+        for name in names:
+            for start in (150, 300, 10**6):
+                r = small.post("/compare/pane", files=[(k, (None, str(v))) for k, v in
+                                                       form + [("pane", name), ("start", start)]], headers=HX)
+                assert r.status_code == 200, r.text[:300]
+                (pane,) = panes(r.text).values()
+                assert pane["reference"] == (name == "cl100k_base")
+                if start < api[name]["count"]:
+                    assert start <= pane["first_token"] <= start + 3 and pane["start_field"] == start
+                else:  # past the end (the text shrank): the last window
+                    assert pane["first_token"] + len(pane["ids"]) == api[name]["count"]
+                _check_window(pane, api[name], text, 150)
+                diff = 0 if name == "cl100k_base" else len(api[name]["boundary_detail"][name]["offsets"])
+                assert ("reference" if not diff else f"{diff} cuts differ") in r.text
+        # typing keeps each pane's window: the start:NAME field the pane put in the form
+        moved = form + [("start:mistral-7b", "300")]
+        r = small.post("/compare/results", files=[(k, (None, v)) for k, v in moved], headers=HX)
+        shown = panes(r.text)
+        assert shown["mistral-7b"]["first_token"] == 300 and shown["gpt2"]["first_token"] == 0
+        paged = small.post("/compare/pane", files=[(k, (None, str(v))) for k, v in
+                                                   form + [("pane", "mistral-7b"), ("start", 300)]], headers=HX)
+        assert panes(paged.text)["mistral-7b"]["html"] == shown["mistral-7b"]["html"]  # one pane, two routes
+
+
+def test_compare_pane_errors_are_words_with_a_status(client):
+    form = [("text", "hello"), ("t", "gpt2"), ("t", "cl100k_base")]
+    r = client.post("/compare/pane", files=[(k, (None, v)) for k, v in form + [("pane", "nope")]], headers=HX)
+    assert r.status_code == 404 and "nope" in r.text and "gpt2" in r.text
+    r = client.post("/compare/pane", files=[(k, (None, v)) for k, v in form + [("pane", "gpt2"), ("start", "x")]],
+                    headers=HX)
+    assert r.status_code == 200 and panes(r.text)["gpt2"]["first_token"] == 0
+
+
+def test_the_reference_is_a_ticked_tokenizer_and_the_answer_names_it(client):
+    """A reference that is not ticked (the user just unticked it) gives way to the first ticked tokenizer; the
+    table says which (static/compare.js moves the page's ◉ to it), and the panes and explanations use it."""
+    form = {"text": "Hello world 12345", "t": ["cl100k_base", "gpt2"], "ref": "o200k_base"}
+    r = client.post("/compare/results", data=form, headers=HX)
+    assert 'id="compare-stats" class="compare-table" data-reference="cl100k_base"' in r.text
+    assert panes(r.text)["cl100k_base"]["reference"] and not panes(r.text)["gpt2"]["reference"]
+    assert parse_qs(urlsplit(r.headers["HX-Replace-Url"]).query)["ref"] == ["cl100k_base"]
+    pane = client.post("/compare/pane", data=form | {"pane": "gpt2", "start": "0"}, headers=HX)
+    assert panes(pane.text)["gpt2"]["extra"] == 0 and "1 cut differ" in pane.text  # cl100k: " |123|45", gpt2 " 12345"
+    explained = client.post("/compare/explain", data=form | {"pane": "gpt2", "at": "12"}, headers=HX)
+    assert re.search(r'class="explain-side reference" data-tokenizer="cl100k_base"', explained.text)
+
+
+def test_htmx_restoring_history_gets_the_whole_page(client):
+    """The compare page keeps no history snapshot (hx-history="false": ten panes of tokens stored on every
+    keystroke); Back then asks the server for the page, with HX-Request set, and must get the whole page."""
+    page = client.get("/compare", params={"t": THREE, "text": "hi"})
+    assert 'hx-history="false"' in page.text
+    restore = client.get("/compare", params={"t": THREE, "text": "hi"},
+                         headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
+    assert "<html" in restore.text and 'id="compare-form"' in restore.text
+    assert "<html" not in client.get("/compare", params={"t": THREE, "preset": "japanese"}, headers=HX).text

@@ -68,3 +68,15 @@ def test_id_list_handed_out_by_data_hex_entries_gives_each_span_its_ids(text, na
         assert ids[at : at + n] == span.ids
         at += n
     assert at == len(ids) == len(window.result.ids)
+
+
+def test_a_window_keeps_uncovered_characters_at_either_end_as_gaps_like_the_whole_view():
+    """BERT covers no spaces: a window's first (last) span is the gap before (after) the first (last) token, as in
+    the whole view, never those characters folded into the token (compare marks a cut at the token's start)."""
+    result = registry.get("bert-base-uncased").tokenize("    Leading spaces, words  and trailing ones   ")
+    full = [(s.start, s.text, s.ids) for s in token_window(result).spans]
+    assert full[0] == (0, "    ", []) and full[-1][1:] == ("   ", [])
+    first = [(s.start, s.text, s.ids) for s in token_window(result, 0, 2).spans]
+    last = [(s.start, s.text, s.ids) for s in token_window(result, result.count - 2, 2).spans]
+    assert first == full[: len(first)] and len(first) == 4  # the gap, a token, a gap, a token
+    assert last == full[-len(last) :] and len(last) == 4

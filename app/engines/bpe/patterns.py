@@ -3,16 +3,21 @@
 A pre-tokenizer cuts text into *pre-tokens*; BPE merges never cross a pre-token boundary. ``none`` keeps the
 text whole (raw bytes, as in the classic lecture code). The pattern strings are OpenAI's, shared with
 :mod:`app.engines.openai` so there is one copy of each. This module only splits text; it does not encode.
+
+Text is split as tiktoken splits it, which reads Unicode as its own (older) tables say, not as the ``regex``
+module does: every split here classifies characters with tiktoken's tables (:mod:`app.engines.openai.unicode`),
+through :class:`ExactPattern` and the fast :class:`Splitter`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import regex
 
+from ..openai import unicode as tiktoken_unicode
 from ..openai.encodings import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 #: Pattern name -> split regex (``None``: no pre-tokenizer, the whole text is one pre-token).
@@ -50,8 +55,75 @@ def name_of_regex(pattern: str | None) -> str | None:
 
 @lru_cache(maxsize=32)
 def compiled(pattern: str) -> regex.Pattern:
-    """The compiled ``regex`` pattern (the ``regex`` module supports the possessive quantifiers OpenAI uses)."""
+    """The compiled ``regex`` pattern as written, with the ``regex`` module's own Unicode tables (it checks that a
+    pattern is valid; the ``regex`` module supports the possessive quantifiers OpenAI uses). To split text as
+    tiktoken does, use :func:`exact`."""
     return regex.compile(pattern)
+
+
+class ExactPattern:
+    """A split regex run by the ``regex`` module with tiktoken's character classes.
+
+    On a text whose every character the ``regex`` module classifies as tiktoken does (nearly every text:
+    :func:`~app.engines.openai.unicode.agrees`), the pattern as written; otherwise the pattern with its classes
+    spelled out as tiktoken's ranges (:func:`~app.engines.openai.unicode.spell_out`, compiled on first need),
+    which the ``regex`` module runs 10-30x slower. For a pattern that text may be cut in (``cut_safe``: the
+    shipped ones, see "a faster exact split" below), only a block around each character that needs it gets the
+    spelled-out pattern. Matches are of the text itself, with the pattern's groups.
+    """
+
+    def __init__(self, pattern: str, cut_safe: bool = False):
+        self.pattern = pattern
+        self.cut_safe = cut_safe
+        self.plain = compiled(pattern)
+        self._spelled: regex.Pattern | None = None
+
+    @property
+    def spelled(self) -> regex.Pattern:
+        if self._spelled is None:
+            try:
+                self._spelled = regex.compile(tiktoken_unicode.spell_out(self.pattern))
+            except regex.error:  # a custom pattern the spelling breaks (V1 set operations): the regex module's view
+                self._spelled = self.plain
+        return self._spelled
+
+    def finditer(self, text: str) -> Iterator[regex.Match]:
+        if tiktoken_unicode.agrees(text):
+            return self.plain.finditer(text)
+        if not self.cut_safe:
+            return self.spelled.finditer(text)
+        return self._blocks(text)
+
+    def findall(self, text: str) -> list[str]:
+        """The matched texts (the shipped patterns have no capturing groups; a custom one gets ``regex``'s
+        ``findall``, as before)."""
+        if tiktoken_unicode.agrees(text):
+            return self.plain.findall(text)
+        if not self.cut_safe:
+            return self.spelled.findall(text)
+        return [m.group() for m in self._blocks(text)]
+
+    def _blocks(self, text: str) -> Iterator[regex.Match]:
+        pos, n = 0, len(text)
+        for q in tiktoken_unicode.disagreements(text):
+            if q < pos:  # inside the block just spelled out
+                continue
+            cut = last_cut(text, pos, q)
+            if cut > pos:
+                yield from self.plain.finditer(text, pos, cut)
+            after = _CUT.search(text, q)
+            end = after.end() if after is not None else n
+            yield from self.spelled.finditer(text, cut, end)
+            pos = end
+        if pos < n:
+            yield from self.plain.finditer(text, pos, n)
+
+
+@lru_cache(maxsize=64)
+def exact(pattern: str, cut_safe: bool | None = None) -> ExactPattern:
+    """The shared :class:`ExactPattern` of a split regex (``cut_safe``: by default, whether it is a shipped one):
+    ``exact(GPT2_PATTERN).findall("a\u0558's")`` cuts ``\u0558'`` (unassigned for tiktoken) from ``s``."""
+    return ExactPattern(pattern, name_of_regex(pattern) is not None if cut_safe is None else cut_safe)
 
 
 def split_text(text: str, pattern: str | None) -> list[str]:
@@ -103,29 +175,21 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
 # --- a faster exact split -----------------------------------------------------------------------------------
 # Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. Each pattern has an exact *twin*
 # for ``re`` in which every \p{L}, \p{N}, \p{M}, \p{Lu}... and \s is spelled out as the ranges of code points
-# ``regex`` itself puts in that class, over the first 65,536 code points (``re`` runs a class of ranges above
-# them as a slow linear list). Above them, the twin sees every character as "something else", which is exact
-# for all but the letters, numbers and marks there (𝐀, 𠀀; emoji are symbols): around each of those, the text
-# is cut into a block that gets the original pattern. A text may be cut at any position just after an ASCII
-# letter followed by a space: no match of these patterns holds a letter followed by whitespace, none looks
-# behind, and a block never ends in whitespace, so every block is matched exactly as in the whole text.
+# tiktoken puts in that class (app.engines.openai.unicode), over the first 65,536 code points (``re`` runs a
+# class of ranges above them as a slow linear list). Above them, the twin sees every character as "something
+# else", which is exact for all but the letters, numbers and marks there (𝐀, 𠀀; emoji are symbols): around each
+# of those, the text is cut into a block that gets the exact pattern (:class:`ExactPattern`). A text may be cut at
+# any position just after an ASCII letter followed by a space: no match of these patterns holds a letter followed
+# by whitespace, none looks behind, and a block never ends in whitespace, so every block is matched exactly as in
+# the whole text.
 _CLASS_NAMES = ("L", "N", "M", "Lu", "Lt", "Lm", "Lo", "Ll")
 
 
 @lru_cache(maxsize=1)
 def _bmp_classes() -> dict[str, str]:
-    r"""``re`` class bodies (ranges) of the code points below U+10000 in each \p{X} class and in \s, as ``regex``
-    sees them. Built once per process (~40 ms)."""
-    chars = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
-
-    def ranges(klass: str) -> str:
-        out = []
-        for m in regex.finditer(f"{klass}+", chars):
-            first, last = (ord(c) for c in (chars[m.start()], chars[m.end() - 1]))
-            out.append(re.escape(chr(first)) + ("" if first == last else "-" + re.escape(chr(last))))
-        return "".join(out)
-
-    return {name: ranges(rf"\p{{{name}}}") for name in _CLASS_NAMES} | {"s": ranges(r"\s")}
+    r"""``re`` class bodies (ranges) of the code points below U+10000 in each \p{X} class and in \s, as tiktoken
+    sees them."""
+    return {name: tiktoken_unicode.char_class(name, below=0x10000) for name in (*_CLASS_NAMES, "s")}
 
 
 _CLASS_ESCAPE = regex.compile(r"\\(?:p\{(\w+)\}|([sS]))|\\.|(\[)|(\])|.", regex.S)
@@ -164,16 +228,16 @@ def bmp_twin(pattern: str) -> str:
 
 _CUT = re.compile(r"[A-Za-z](?= )")  # a match ends at a position where the text may be cut
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-_WORDY = regex.compile(r"[\p{L}\p{N}\p{M}]")  # what the twin may see differently above U+FFFF
 
 
 class _Wordy(dict):
-    """Character above U+FFFF -> whether it is a letter, number or mark (filled on first sight, bounded)."""
+    """Character above U+FFFF -> whether tiktoken sees a letter, number or mark in it: what the twin may see
+    differently (filled on first sight, bounded)."""
 
     def __missing__(self, ch: str) -> bool:
         if len(self) >= 65_536:
             self.clear()
-        wordy = self[ch] = _WORDY.match(ch) is not None
+        wordy = self[ch] = tiktoken_unicode.category(ch)[0] in "LNM"
         return wordy
 
 
@@ -213,11 +277,12 @@ def last_cut(text: str, start: int, end: int) -> int:
 
 
 class Splitter:
-    """``Splitter(pattern)(text)`` equals ``regex.findall(pattern, text)``, faster (see :func:`bmp_twin`)."""
+    """``Splitter(pattern)(text)`` equals ``exact(pattern).findall(text)`` (the text split as tiktoken splits it),
+    faster (see :func:`bmp_twin`)."""
 
     def __init__(self, pattern: str | None):
         self.pattern = pattern
-        self._findall = compiled(pattern).findall if pattern is not None else None
+        self._findall = exact(pattern).findall if pattern is not None else None
         self._twin_findall = None
         if pattern is not None and name_of_regex(pattern) is not None:  # the shipped patterns: cut-safe (above)
             try:

@@ -29,7 +29,7 @@ from ..base import Tokenizer, VocabFacts, check_text
 from ..result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
 from ..sentencepiece.model import piece_to_byte
 from ..sentencepiece.normalizer import SPACE_SYMBOL
-from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes
+from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
 
 
 class HuggingFaceTokenizer(VocabFacts, Tokenizer):
@@ -42,9 +42,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         except UnicodeDecodeError:
             raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
         except Exception as exc:  # the library raises a plain Exception for files it refuses
-            raise TokenizerFileError(
-                f"this is not a valid tokenizer.json file (broken or cut short?): Hugging Face tokenizers says {exc}"
-            ) from None
+            load_json(text)  # JSON that is not valid: say where, in words
+            raise TokenizerFileError(f"Hugging Face tokenizers cannot read this tokenizer.json file: {exc}") from None
         kind = type(self.library.model).__name__
         if kind not in MODEL_TYPES:
             raise UnsupportedTokenizerError(

@@ -119,16 +119,62 @@ def pipeline_steps(obj: dict | None, key: str) -> list[dict]:
     return [obj]
 
 
+#: What Python's JSON parser says, in words (the start of its message -> ours).
+_JSON_PROBLEMS = {
+    "Expecting value": "a value was expected",
+    "Expecting ',' delimiter": "a comma was expected",
+    "Expecting ':' delimiter": "a colon was expected",
+    "Expecting property name enclosed in double quotes": "a key in double quotes was expected",
+    "Invalid control character": "a string holds a raw control character (a tab or line break)",
+    "Invalid \\uXXXX escape": "a \\u escape is not four hex digits",
+    "Invalid \\escape": "a backslash escape is not valid",
+    "Extra data": "more text follows the end of the JSON",
+}
+
+
+def json_error(exc: json.JSONDecodeError, subject: str = "this tokenizer.json file") -> str:
+    r"""Why ``subject`` is not valid JSON, in words, with the line and column: a file cut short says so.
+
+    >>> def error(text):
+    ...     try:
+    ...         json.loads(text)
+    ...     except json.JSONDecodeError as exc:
+    ...         return json_error(exc)
+    >>> error('{"a": 1,\n  "b" 2}')
+    'this tokenizer.json file is not valid JSON: a colon was expected at line 2, column 7'
+    >>> error('{"model": {"vocab": {"a": 0')
+    'this tokenizer.json file is cut short: its JSON stops at line 1, column 28 before it is complete'
+    """
+    doc = exc.doc
+    if exc.msg.startswith("Unterminated string") or exc.pos >= len(doc.rstrip()):
+        line = doc.count("\n") + 1
+        column = len(doc) - doc.rfind("\n")
+        return f"{subject} is cut short: its JSON stops at line {line}, column {column} before it is complete"
+    what = next((words for start, words in _JSON_PROBLEMS.items() if exc.msg.startswith(start)), exc.msg.lower())
+    return f"{subject} is not valid JSON: {what} at line {exc.lineno}, column {exc.colno}"
+
+
+def load_json(data: bytes | str, subject: str = "this tokenizer.json file"):
+    """``data`` parsed as JSON, or :class:`TokenizerFileError` saying, in words, where and why it is not JSON (a
+    file cut inside a character is cut short, not a file of another encoding)."""
+    try:
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                if exc.end != len(data) or exc.reason != "unexpected end of data":
+                    raise
+                data = data[: exc.start].decode("utf-8-sig")
+        return json.loads(data)
+    except UnicodeDecodeError:
+        raise TokenizerFileError(f"{subject} is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise TokenizerFileError(json_error(exc, subject)) from None
+
+
 def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
     """Parse and check a ``tokenizer.json``; raise :class:`TokenizerFileError` saying what is wrong."""
-    try:
-        obj = json.loads(data)
-    except UnicodeDecodeError:
-        raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise TokenizerFileError(
-            f"this is not a valid tokenizer.json file: the JSON is broken or cut short ({exc})"
-        ) from None
+    obj = load_json(data)
     if not isinstance(obj, dict) or not isinstance(obj.get("model"), dict):
         raise TokenizerFileError('this is not a Hugging Face tokenizer.json file: it has no "model" object')
     model = obj["model"]

@@ -1,4 +1,4 @@
-"""OpenAI's encodings (gpt2, p50k_base, cl100k_base, o200k_base, o200k_harmony) as data, run by tiktoken.
+"""OpenAI's encodings (gpt2, p50k_base, p50k_edit, cl100k_base, o200k_base, o200k_harmony) as data, run by tiktoken.
 
 An encoding is its name, split pattern, ranks file and special tokens; the ranks come from ``tokenizers/openai``
 with their sha256 checked, so nothing is downloaded. :data:`ENCODINGS` is shared with our own engine,
@@ -78,6 +78,13 @@ ENCODINGS: dict[str, EncodingSpec] = {
         EncodingSpec("gpt2", "openai/gpt2.tiktoken", GPT2_PATTERN, {ENDOFTEXT: 50256}, "GPT-2 (same ranks as r50k_base)"),
         EncodingSpec(
             "p50k_base", "openai/p50k_base.tiktoken", GPT2_PATTERN, {ENDOFTEXT: 50256}, "text-davinci-003, Codex"
+        ),
+        EncodingSpec(
+            "p50k_edit",
+            "openai/p50k_base.tiktoken",
+            GPT2_PATTERN,
+            {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+            "text-davinci-edit-001, code-davinci-edit-001 (p50k ranks with fill-in-the-middle tokens)",
         ),
         EncodingSpec(
             "cl100k_base",

@@ -4,7 +4,7 @@
 the shipped entries are registered the first time anything is looked up, and the lab and uploads add theirs
 with :func:`register`.
 
-- :mod:`.table` — the table itself: :class:`TokenizerSpec`, :func:`register`, the aliases;
+- :mod:`.table` — the table itself: :class:`TokenizerSpec`, :func:`register`, the aliases (OpenAI's model names);
 - :mod:`.builtin` — the shipped entries (one per model and engine), registered on first use;
 - :mod:`.files` — tokenizer files on disk used by name (``tokenplay serve --tokenizer``);
 - :mod:`.loaders` — a tokenizer from the bytes of any file format (uploads, files, the lab's exports);
@@ -17,12 +17,26 @@ from __future__ import annotations
 import threading
 
 from . import table
-from .table import ALIASES, TokenizerSpec, entries, register, unregister
+from .table import (
+    ALIAS_PREFIXES,
+    ALIASES,
+    ENCODING_ENTRIES,
+    TokenizerSpec,
+    alias_target,
+    aliases_of,
+    entries,
+    register,
+    unregister,
+)
 from ..base import Tokenizer
 
 __all__ = [
+    "ALIAS_PREFIXES",
     "ALIASES",
+    "ENCODING_ENTRIES",
     "TokenizerSpec",
+    "alias_target",
+    "aliases_of",
     "entries",
     "get",
     "names",

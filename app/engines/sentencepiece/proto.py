@@ -32,7 +32,13 @@ UNIGRAM, BPE, WORD, CHAR = 1, 2, 3, 4
 
 
 class ModelFormatError(ValueError):
-    """Bytes that are not a SentencePiece model (truncated, corrupt, or another kind of file)."""
+    """Bytes that are not a SentencePiece model (truncated, corrupt, or another kind of file). The message says
+    what is wrong in plain words ("it holds a record of an unknown kind"), for the caller to put after what the
+    file is."""
+
+
+class ModelTruncatedError(ModelFormatError):
+    """Bytes that end in the middle of a model: the file is cut short."""
 
 
 # -- wire primitives -----------------------------------------------------------------------------------------
@@ -47,7 +53,7 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     n = len(data)
     while True:
         if pos >= n:
-            raise ModelFormatError("truncated varint; the model file is cut short or is not a .model file")
+            raise ModelTruncatedError("the data ends in the middle of a number")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -55,7 +61,7 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
             return result, pos
         shift += 7
         if shift > 70:
-            raise ModelFormatError("varint longer than 10 bytes; the file is not a SentencePiece .model file")
+            raise ModelFormatError("it holds a number longer than any model writes")
 
 
 def write_varint(value: int) -> bytes:
@@ -87,7 +93,7 @@ def iter_fields(data: bytes):
         key, pos = read_varint(data, pos)
         number, wire = key >> 3, key & 7
         if number == 0:
-            raise ModelFormatError("field number 0; the file is not a SentencePiece .model file")
+            raise ModelFormatError("it holds a record numbered 0, which no model has")
         if wire == VARINT:
             value, pos = read_varint(data, pos)
         elif wire == FIXED32:
@@ -98,10 +104,40 @@ def iter_fields(data: bytes):
             length, pos = read_varint(data, pos)
             value, pos = data[pos : pos + length], pos + length
         else:
-            raise ModelFormatError(f"unsupported wire type {wire}; the file is not a SentencePiece .model file")
+            raise ModelFormatError("it holds a record of an unknown kind")
         if pos > n:
-            raise ModelFormatError("field runs past the end of the data; the model file is truncated")
+            raise ModelTruncatedError("the data ends in the middle of a record")
         yield number, wire, value, data[start:pos]
+
+
+def looks_like_model(data: bytes) -> bool:
+    """Whether ``data`` begins as a SentencePiece ``.model`` does: its first piece (field 1, length-delimited) whose
+    own first field is the piece's UTF-8 text (every writer puts the pieces first). A file cut short after its
+    first piece's text still does; a text file or random bytes almost never do.
+
+    >>> model = bytes([0x0A, 0x09, 0x0A, 0x05]) + b"<unk>" + bytes([0x18, 0x02])
+    >>> looks_like_model(model), looks_like_model(model[:9]), looks_like_model(b"# README"), looks_like_model(b"")
+    (True, True, False, False)
+    """
+    if len(data) < 3 or data[0] != 0x0A:
+        return False
+    try:
+        length, pos = read_varint(data, 1)
+        piece = data[pos : pos + length]
+        if not piece or piece[0] != 0x0A:
+            return False
+        text_length, start = read_varint(piece, 1)
+        if start + text_length > length:
+            return False
+        text = piece[start : start + text_length]
+        if len(text) == text_length:
+            text.decode("utf-8")
+        if len(piece) == length:
+            for _ in iter_fields(piece):
+                pass
+    except (ModelFormatError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _key(number: int, wire: int) -> bytes:
@@ -133,6 +169,7 @@ class ProtoMessage:
 
     SCHEMA: ClassVar[dict[str, F]] = {}
     SUBMESSAGES: ClassVar[dict[str, type[ProtoMessage]]] = {}
+    WHAT: ClassVar[str] = "settings"  # what its messages call it ("its trainer settings hold ...")
 
     def __init__(self, **values: Any):
         object.__setattr__(self, "_values", {})
@@ -207,11 +244,11 @@ class ProtoMessage:
         kind = field.kind
         if kind in cls.SUBMESSAGES:
             if wire != LEN:
-                raise ModelFormatError(f"{cls.__name__}.{kind}: expected a sub-message")
+                raise ModelFormatError(f"its {cls.WHAT} hold a value of the wrong kind")
             return cls.SUBMESSAGES[kind].parse(raw)
         if kind == "string":
             if wire != LEN:
-                raise ModelFormatError(f"{cls.__name__}: expected a string field")
+                raise ModelFormatError(f"its {cls.WHAT} hold a value of the wrong kind")
             return raw.decode("utf-8", "surrogateescape")
         if kind == "bytes":
             return bytes(raw)
@@ -219,7 +256,7 @@ class ProtoMessage:
             if wire == LEN:  # packed
                 return list(struct.unpack(f"<{len(raw) // 4}f", raw))
             if wire != FIXED32:
-                raise ModelFormatError(f"{cls.__name__}: expected a float (fixed32) field")
+                raise ModelFormatError(f"its {cls.WHAT} hold a value of the wrong kind")
             return struct.unpack("<f", raw)[0]
         if wire == LEN:  # packed varints
             out, pos = [], 0
@@ -228,7 +265,7 @@ class ProtoMessage:
                 out.append(cls._scalar(kind, v))
             return out
         if wire != VARINT:
-            raise ModelFormatError(f"{cls.__name__}: expected a varint field")
+            raise ModelFormatError(f"its {cls.WHAT} hold a value of the wrong kind")
         return cls._scalar(kind, raw)
 
     @staticmethod
@@ -271,6 +308,7 @@ class ProtoMessage:
 
 
 class TrainerSpec(ProtoMessage):
+    WHAT: ClassVar[str] = "trainer settings"
     SCHEMA: ClassVar[dict[str, F]] = {
         "input": F(1, "string", repeated=True),
         "input_format": F(7, "string", ""),
@@ -322,6 +360,7 @@ class TrainerSpec(ProtoMessage):
 
 
 class NormalizerSpec(ProtoMessage):
+    WHAT: ClassVar[str] = "normalizer settings"
     SCHEMA: ClassVar[dict[str, F]] = {
         "name": F(1, "string", ""),
         "precompiled_charsmap": F(2, "bytes", b""),
@@ -333,10 +372,12 @@ class NormalizerSpec(ProtoMessage):
 
 
 class SelfTestSample(ProtoMessage):
+    WHAT: ClassVar[str] = "self-test samples"
     SCHEMA: ClassVar[dict[str, F]] = {"input": F(1, "string", ""), "expected": F(2, "string", "")}
 
 
 class SelfTestData(ProtoMessage):
+    WHAT: ClassVar[str] = "self-test data"
     SCHEMA: ClassVar[dict[str, F]] = {"samples": F(1, "Sample", repeated=True)}
     SUBMESSAGES: ClassVar[dict[str, type[ProtoMessage]]] = {"Sample": SelfTestSample}
 
@@ -422,7 +463,7 @@ class ModelProto:
             else:
                 unknown.append(whole)
         if not pieces:
-            raise ModelFormatError("the model has no pieces; is this a SentencePiece .model file?")
+            raise ModelFormatError("it has no pieces")
         return cls(pieces, trainer or TrainerSpec(), normalizer or NormalizerSpec(), denormalizer, selftest,
                    tuple(unknown))
 

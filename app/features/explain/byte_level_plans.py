@@ -2,10 +2,11 @@
 ``tokenizer.json`` models such as Llama 3, Qwen3 and DeepSeek V3 (:class:`JSONPlan`).
 
 Pre-tokens are cut as the engines cut them: special-token text first (when allowed), then the split regex, whose
-named alternatives say which rule made each pre-token (:mod:`.split_rules`); for a tokenizer.json, added tokens,
-the normalizer and each ``Split`` step of the pre-tokenizer in turn. A pre-token's ids come from the engine's own
-encoder, so the units are exactly its tokens. Merges rank as the engine ranks them: tiktoken's rule ranks a pair
-by the rank of its joined bytes, a merges list by the pair's place in the list.
+named alternatives say which rule made each pre-token (:mod:`.split_rules`), with the character classes of the
+engine's reference (tiktoken's for ranks + pattern, Oniguruma's for a tokenizer.json); for a tokenizer.json, added
+tokens, the normalizer and each ``Split`` step of the pre-tokenizer in turn. A pre-token's ids come from the
+engine's own encoder, so the units are exactly its tokens. Merges rank as the engine ranks them: tiktoken's rule
+ranks a pair by the rank of its joined bytes, a merges list by the pair's place in the list.
 
 It does not encode anything itself and does not decide how a pre-token is merged.
 """
@@ -17,10 +18,9 @@ from itertools import islice
 
 from app.engines.bpe.json_model import ByteLevelJSONTokenizer
 from app.engines.bpe.model import RankTokenizer
-from app.engines.bpe.patterns import split_specials
+from app.engines.bpe.patterns import exact, name_of_regex, split_specials
 from app.engines.huggingface.unicode import regex_view
 from app.engines.merging import Ranking, pair
-
 from .split_rules import Rule, named
 from .units import Plan, Unit, added_token_units
 
@@ -72,6 +72,9 @@ class RankPlan(_BytePlan):
         super().__init__(tokenizer, tokenizer.encoder)
         pattern = self.encoder.pattern
         self.named = named(pattern) if pattern is not None else None
+        # the named alternatives, run with tiktoken's character classes as the encoder's split is
+        if self.named is not None:
+            self.finder = exact(self.named.regex.pattern, cut_safe=name_of_regex(pattern) is not None)
 
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         specials = self.tokenizer.special_tokens
@@ -85,7 +88,7 @@ class RankPlan(_BytePlan):
                 if self.named is None:
                     spans = iter([(pos, pos + len(segment), segment, None)])
                 else:
-                    spans = ((pos + m.start(), pos + m.end(), m.group(), m) for m in self.named.regex.finditer(segment))
+                    spans = ((pos + m.start(), pos + m.end(), m.group(), m) for m in self.finder.finditer(segment))
                 for unit in self._units(spans, first):
                     yield unit
                     first = unit.first + len(unit.ids)

@@ -64,7 +64,10 @@ class TokenizerInfo(BaseModel):
 
 class TokenizerList(BaseModel):
     tokenizers: list[TokenizerInfo]
-    aliases: dict[str, str]
+    aliases: dict[str, str] = Field(description="other names of the tokenizers: every OpenAI model name tiktoken maps")
+    prefixes: dict[str, str] = Field(
+        description="model name beginnings (gpt-4o- for gpt-4o-2024-05-13), tried in this order as tiktoken does"
+    )
 
 
 @router.get("/tokenizers", response_model=TokenizerList)
@@ -73,6 +76,7 @@ def list_tokenizers(tokenizers: TokenizersDep) -> dict:
     return {
         "tokenizers": [s.to_dict() for s in tokenizers.listed()],
         "aliases": {alias: target for alias, target in registry.ALIASES.items() if target in valid},
+        "prefixes": {prefix: target for prefix, target in registry.ALIAS_PREFIXES.items() if target in valid},
     }
 
 

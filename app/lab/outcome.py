@@ -1,0 +1,120 @@
+"""What a finished run's vocabulary is made of, and, when it ended short of the size asked for, why.
+
+Each trainer stops for its own reason, and the pages say it in the algorithm's words, from the run's records:
+
+- BPE (byte-level, character-level, SentencePiece-style) merges only a pair that occurs at least twice: it stops
+  when none does (often because every word of a small corpus is one token already);
+- WordPiece merges any pair that occurs, even once, unless its text is a piece already: it stops when no pair is
+  left (every word is one piece);
+- Unigram never merges: each round's EM step drops the pieces the corpus would use less than half a time (as
+  SentencePiece does), then pruning removes pieces by loss down to the size asked for. When the EM step alone
+  takes the vocabulary below that size, pruning removes nothing and the run ends below it.
+
+Nothing here trains; the numbers come from the run (its base vocabulary, its steps, its options).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engines.sentencepiece.unigram_trainer import N_SPECIAL
+
+from .algorithms import Encoder
+from .runs import Run
+
+ALGORITHM_NAMES = {"byte": "BPE", "char": "BPE", "sentencepiece": "BPE", "wordpiece": "WordPiece", "unigram": "Unigram"}
+
+
+def _n(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished run's vocabulary: ``reached`` tokens of the ``asked`` (``parts`` says what they are), and
+    ``reason`` when the two differ."""
+
+    asked: int
+    reached: int
+    parts: tuple[tuple[int, str], ...]
+    reason: str | None
+
+    @property
+    def short(self) -> bool:
+        return self.reached != self.asked
+
+    @property
+    def breakdown(self) -> str:
+        """``3 special + 256 bytes + 11 characters + 20 merges``."""
+        return " + ".join(f"{n:,} {what}" for n, what in self.parts if n or what.endswith(("merges", "merge")))
+
+
+def outcome(run: Run) -> Outcome:
+    """The vocabulary of a finished run and, when it ended away from the size asked for, why (see the module)."""
+    algorithm = run.options.algorithm
+    n = run.n_steps
+    if algorithm == "unigram":
+        return _unigram(run)
+    base = len(run.base)
+    asked = base + run.target_merges
+    reached = base + n
+    if algorithm == "byte":
+        parts = ((256, "bytes"),)
+    elif algorithm == "char":
+        eow = run.options.end_of_word
+        parts = ((base - eow, "characters"),) + (((1, "end-of-word marker"),) if eow else ())
+    elif algorithm == "sentencepiece":
+        parts = ((3, "special"), (256, "byte pieces"), (base - N_SPECIAL, "characters"))
+    else:
+        texts = [b.decode() for i, b in run.base.items() if i]
+        inner = sum(t.startswith("##") for t in texts)
+        parts = ((1, "[UNK]"), (len(texts) - inner, "characters"), (inner, "##characters"))
+    parts += ((n, "merge" if n == 1 else "merges"),)
+    return Outcome(asked, reached, parts, _merge_reason(run, asked, reached) if reached != asked else None)
+
+
+def _words(run: Run) -> int:
+    """How many words the trainer saw (the tokens of a corpus whose every word is one token)."""
+    encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
+    return len(encoder.spans(run.corpus))
+
+
+def _merge_reason(run: Run, asked: int, reached: int) -> str:
+    name = ALGORITHM_NAMES[run.options.algorithm]
+    n = run.n_steps
+    if run.options.vocab_size is not None:
+        where = f"{name} stopped at {reached:,} of the {asked:,} tokens asked for, after {_n(n, 'merge')}"
+    else:
+        where = f"{name} stopped after {n:,} of the {_n(run.target_merges, 'merge')} asked for"
+    one_each = run.tokens_at(n) <= _words(run)
+    if run.options.algorithm == "wordpiece":
+        if one_each:
+            return f"{where}: no pair left to merge, every word of the corpus is one piece"
+        return f"{where}: no pair left to merge, the pairs left would only make pieces it already has"
+    if one_each:
+        return f"{where}: every word of the corpus is one token already (no pair left to merge)"
+    return f"{where}: no pair of neighbouring tokens occurs twice in the corpus any more (BPE merges only pairs that repeat)"
+
+
+def _unigram(run: Run) -> Outcome:
+    n = run.n_steps
+    pieces = [b.decode("utf-8") for i, b in sorted(run.base.items()) if i >= N_SPECIAL]
+    chars = sum(len(p) == 1 for p in pieces)
+    reached = run.vocab_size_at(n)
+    asked = run.options.vocab_size if run.options.vocab_size is not None else N_SPECIAL + chars + (run.options.merges or 0)
+    learned = reached - N_SPECIAL - chars
+    parts = ((3, "special"), (256, "byte pieces"), (chars, "characters"), (learned, "longer piece" if learned == 1 else "longer pieces"))
+    reason = None
+    if reached < asked and n:
+        before = run.vocab_size_at(n - 1)
+        reason = (
+            f"Unigram ended at {reached:,} of the {asked:,} pieces asked for: round {n} started from {before:,} "
+            f"and its EM step dropped {_n(before - reached, 'piece')} the corpus would use less than half a time "
+            "(SentencePiece drops them too), so no piece was left to prune by loss"
+        )
+    elif reached > asked:
+        reason = (
+            f"Unigram ended at {_n(reached, 'piece')}, above the {asked:,} asked for: its last round removed nothing "
+            "more (characters always stay)"
+        )
+    return Outcome(asked, reached, parts, reason)
