@@ -78,17 +78,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     if args.tokenizer:
-        _share_tokenizer_files(args.tokenizer)
+        _share_tokenizer_files(args.tokenizer, here=args.workers == 1)
     uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
     return 0
 
 
-def _share_tokenizer_files(paths: list[str]) -> None:
+def _share_tokenizer_files(paths: list[str], *, here: bool) -> None:
     """Check each file here (a bad one stops the server before it starts), then hand the list to the worker
-    processes, which register the files themselves (app.engines.registry.files)."""
+    processes, which register the files themselves (app.engines.registry.files). ``here``: this process serves
+    too (one worker), and its shipped tokenizers are registered already (the check read them): register the
+    files now."""
     from pathlib import Path
 
-    from app.engines.registry.files import ENV, entry_name, load_file
+    from app.engines.registry.files import ENV, entry_name, load_file, register_from_environment
 
     resolved = [str(Path(p).resolve()) for p in paths]
     taken = set(registry.names()) | set(registry.ALIASES)
@@ -99,6 +101,8 @@ def _share_tokenizer_files(paths: list[str]) -> None:
         taken.add(name)
         load_file(path)
     os.environ[ENV] = json.dumps(resolved)
+    if here:
+        register_from_environment()
 
 
 def _read_text(args: argparse.Namespace) -> str:

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: Chromium for the browser tests, CJK and emoji fonts so Japanese and
 # emoji render in screenshots,
-# redis-server for the multi-worker store tests. Installs only what is missing; needs root (or sudo).
+# redis-server for the multi-worker store tests, curl for the README's examples. Installs only what is missing;
+# needs root (or sudo).
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need+=(fonts-noto-cjk)
 dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || need+=(fonts-noto-color-emoji)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -10,20 +10,34 @@ from collections.abc import Iterator
 
 import pytest
 import uvicorn
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
+from helpers.lab_helpers import QUICK_WAIT, Hold
 from helpers.serving import free_port
 
 from app.settings import Settings
 from app.web.app import create_app
 
 
+# Hypothesis judges no test by the machine's speed: no deadline per example, and slow data generation is no
+# failure (its default 200 ms deadline and "too slow" check fail on a busy machine). Tests that set their own
+# settings inherit these unless they name them.
+hypothesis_settings.register_profile("tokenplay", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("tokenplay")
+
+
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:
     # Lab runs and uploaded tokenizers go to temporary directories, never into the working tree; threads keep the
-    # suite light.
+    # suite light. The hold file does not exist unless a test puts it there (``live_lab_hold``).
     return Settings(
-        lab_runs_dir=tmp_path_factory.mktemp("runs"), uploads_dir=tmp_path_factory.mktemp("uploads"), lab_pool="thread"
+        lab_runs_dir=tmp_path_factory.mktemp("runs"),
+        uploads_dir=tmp_path_factory.mktemp("uploads"),
+        lab_pool="thread",
+        lab_quick_wait_seconds=QUICK_WAIT,
+        lab_hold_file=tmp_path_factory.mktemp("hold") / "hold",
     )
 
 
@@ -56,6 +70,29 @@ def live_server(app) -> Iterator[str]:
 
 
 @pytest.fixture()
+def lab_hold(tmp_path) -> Iterator[Hold]:
+    """The lab's test hold, on: trainings of an app given ``lab_hold_file=lab_hold.path`` pause after their first
+    step until the test releases them (released at the end of the test)."""
+    hold = Hold(tmp_path / "hold")
+    yield hold
+    hold.release()
+
+
+@pytest.fixture()
+def live_lab_hold(app, live_server) -> Iterator[Hold]:
+    """The test hold of the shared app (and its live server), on: its trainings pause after their first step, and
+    starting one answers at once with its progress. Released at the end of the test."""
+    lab = app.state.lab
+    hold = Hold(app.state.settings.lab_hold_file)
+    lab.quick_wait = 0.0
+    try:
+        yield hold
+    finally:
+        hold.release()
+        lab.quick_wait = QUICK_WAIT
+
+
+@pytest.fixture()
 def no_dialogs(page):
     """Playwright's ``page``, failing the test if any dialog (alert) opens: user text must never run."""
 
@@ -68,9 +105,10 @@ def no_dialogs(page):
     return page
 
 
-# Playwright's expect() waits up to 5 s by default; a busy CI machine gets 10 s. A check that would fail still
-# fails, only later.
-expect.set_options(timeout=10_000)
+# Playwright's expect() waits up to 5 s by default. Its wait is a deadline against hanging, not a speed
+# requirement: on a busy shared machine a model's first load alone can take 15 s, so it gets 30 s. A check that
+# would fail still fails, only later; one that passes does not wait longer.
+expect.set_options(timeout=30_000)
 
 CHROMIUM = os.environ.get("TOKENPLAY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 

@@ -8,17 +8,28 @@ The run object in the store is the job's live view: status, progress, and at the
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from app.engines.errors import TokenplayError
 from app.engines.training.steps import MergeStep
 
 from .algorithms import Cancelled, train
+from .hold import held_after_first_step
 from .runs import Run
 
+
+log = logging.getLogger(__name__)
+
+#: What a run says when its training failed for a reason the lab did not foresee (the log has the exception; a
+#: user never reads an exception's name).
+UNEXPECTED = (
+    "training failed unexpectedly (the server's log has the details); train again, and report it if it happens again"
+)
 
 #: Seconds between heartbeats of a process's queued and running jobs (at most a quarter of the store's
 #: ``stale_after``).
@@ -50,13 +61,15 @@ class BoundedJobs:
     the whole app (every process sharing the run store: ``store.admit``), and heartbeats of this process's
     unfinished jobs, so that another process can tell them alive.
 
-    Subclasses hand an admitted job to their executor.
+    Subclasses hand an admitted job to their executor. ``hold`` is the tests' hold file (:mod:`.hold`; ``None``
+    in production).
     """
 
-    def __init__(self, store, workers: int, queue: int):
+    def __init__(self, store, workers: int, queue: int, *, hold: Path | None = None):
         self.store = store
         self.workers = workers
         self.capacity = workers + queue
+        self.hold = hold
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -95,8 +108,8 @@ class BoundedJobs:
 
 
 class JobPool(BoundedJobs):
-    def __init__(self, store, workers: int = 2, queue: int = 8):
-        super().__init__(store, workers, queue)
+    def __init__(self, store, workers: int = 2, queue: int = 8, *, hold: Path | None = None):
+        super().__init__(store, workers, queue, hold=hold)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-train")
 
     def submit(self, job: Job) -> Job:
@@ -132,6 +145,8 @@ class JobPool(BoundedJobs):
                     last_save[0] = now
                     self.store.save(run)
 
+            if self.hold is not None:
+                progress = held_after_first_step(self.hold, progress, job.cancel.is_set)
             trained = train(
                 run.corpus,
                 run.options,
@@ -150,9 +165,10 @@ class JobPool(BoundedJobs):
         except TokenplayError as exc:
             run.status = "error"
             run.error = str(exc)
-        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
+        except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
+            log.exception("lab run %s: training failed", run.id)
             run.status = "error"
-            run.error = f"training failed: {type(exc).__name__}: {exc}"
+            run.error = UNEXPECTED
         finally:
             try:
                 self.store.put(run)

@@ -32,11 +32,15 @@ class Lab:
     """Runs in a shared store (a directory or Redis: :mod:`.stores`), trained by a worker pool (processes or
     threads: :mod:`.workers`, :mod:`.jobs`), so several server processes can serve one lab."""
 
-    def __init__(self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192):
+    def __init__(
+        self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192, quick_wait: float = 0.5
+    ):
         self.store = store
         self.pool = pool
         self.max_corpus_chars = max_corpus_chars
         self.max_merges = max_merges
+        #: Seconds a request that starts a run waits for it to finish before answering with its progress.
+        self.quick_wait = quick_wait
 
     @classmethod
     def from_settings(cls, settings) -> Lab:
@@ -50,6 +54,7 @@ class Lab:
             make_pool(store, settings),
             max_corpus_chars=settings.lab_max_corpus_chars,
             max_merges=settings.lab_max_merges,
+            quick_wait=settings.lab_quick_wait_seconds,
         )
 
     def check_corpus(self, corpus: str) -> None:

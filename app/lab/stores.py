@@ -28,6 +28,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,12 +42,20 @@ STALE_MESSAGE = "the worker process training this run stopped before it finished
 
 
 class MemoryLRU:
-    """Records (runs) by id, most recent last, bounded by count, estimated bytes and age."""
+    """Records (runs) by id, most recent last, bounded by count, estimated bytes and age (``clock``: seconds, as
+    ``time.time``; tests pass a clock they move)."""
 
-    def __init__(self, max_runs: int = 64, max_bytes: int = 256 << 20, ttl: float = 7 * 86400):
+    def __init__(
+        self,
+        max_runs: int = 64,
+        max_bytes: int = 256 << 20,
+        ttl: float = 7 * 86400,
+        clock: Callable[[], float] = time.time,
+    ):
         self.max_runs = max_runs
         self.max_bytes = max_bytes
         self.ttl = ttl
+        self.clock = clock
         self._mem: OrderedDict[str, tuple[Run, int, float]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -64,12 +73,12 @@ class MemoryLRU:
             old = self._mem.pop(run.id, None)
             if old is not None:
                 self._bytes -= old[1]
-            self._mem[run.id] = (run, size, time.time())
+            self._mem[run.id] = (run, size, self.clock())
             self._bytes += size
             self._evict()
 
     def _evict(self) -> None:
-        now = time.time()
+        now = self.clock()
         for run_id, (run, size, added) in list(self._mem.items()):
             if run.finished and now - added > self.ttl:
                 del self._mem[run_id]
@@ -87,7 +96,7 @@ class MemoryLRU:
             if hit is None:
                 return None
             run, size, added = hit
-            if run.finished and time.time() - added > self.ttl:
+            if run.finished and self.clock() - added > self.ttl:
                 del self._mem[run_id]
                 self._bytes -= size
                 return None

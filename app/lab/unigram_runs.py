@@ -43,13 +43,6 @@ def train_unigram_run(
         trainer = UnigramTrainer(corpus, size if size is not None else 1_000_000)
         if size is None:
             trainer.vocab_size = trainer.n_special + len(trainer.chars) + options.merges
-        if trainer.vocab_size > trainer.n_special + len(trainer.pieces):
-            raise LabOptionsError(
-                f"vocab_size {trainer.vocab_size:,} is more than this corpus offers: its seed has "
-                f"{len(trainer.pieces):,} pieces (+{trainer.n_special} special and byte pieces); choose fewer"
-            )
-    except LabOptionsError:
-        raise
     except TokenplayError as exc:
         raise LabOptionsError(str(exc)) from None
     expected = max(1, math.ceil(math.log(max(trainer.size, 2) / trainer.vocab_size) / math.log(1 / trainer.shrinking_factor)))
@@ -57,6 +50,12 @@ def train_unigram_run(
     trained = trainer.train(progress=report, should_stop=should_stop)
     model = ModelProto.parse(trained.model)
     final = [p.piece for p in model.pieces]
+    reason = trained.stop_reason
+    if len(final) < trainer.vocab_size:  # a small corpus: EM dropped the pieces it would hardly use
+        reason = (
+            f"ended at {len(final):,} of the {trainer.vocab_size:,} pieces asked for: the EM step dropped the pieces "
+            "the corpus would use less than half a time, and a corpus with few distinct pieces of text has no more"
+        )
     removed = [piece for r in trained.rounds for piece, _ in r.removed]
     ids = {piece: i for i, piece in enumerate(final + removed)}
     seed_ids = [ids[p] for p in trained.pieces]
@@ -76,7 +75,7 @@ def train_unigram_run(
         initial_tokens=tokens[0],
         base_units=base_units,
         target_merges=len(trained.rounds),
-        stop_reason=trained.stop_reason,
+        stop_reason=reason,
         model=trained.model,
         extra={"tokens": tokens, "scores": scores, "n_final": len(final)},
     )

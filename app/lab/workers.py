@@ -28,12 +28,14 @@ import queue as queue_mod
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled
 from .options import Options
-from .jobs import BoundedJobs, Job
+from .hold import held_after_first_step
+from .jobs import UNEXPECTED, BoundedJobs, Job, log
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
 PRELOAD = ["app.lab.algorithms"]
@@ -59,8 +61,9 @@ def _context():
         return _CTX
 
 
-def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force) -> None:
-    """Train one job in a worker process: ``("progress", done, total)`` now and then, then one final message."""
+def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force, hold=None) -> None:
+    """Train one job in a worker process: ``("progress", done, total)`` now and then, then one final message.
+    ``hold``: the tests' hold file (:mod:`.hold`), or ``None``."""
     from .algorithms import train
 
     last = [0.0]
@@ -71,6 +74,8 @@ def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_t
             last[0] = now
             conn.send(("progress", done, total))
 
+    if hold is not None:
+        progress = held_after_first_step(hold, progress, conn.poll)
     try:
         trained = train(
             corpus,
@@ -89,8 +94,9 @@ def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_t
         conn.send(("error", str(exc)))
     except MemoryError:
         conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges", "replace"))
-    except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; say what happened
-        conn.send(("error", f"training failed: {type(exc).__name__}: {exc}"))
+    except Exception:  # noqa: BLE001  # pragma: no cover - a bug: the exception to the log, words to the user
+        log.exception("lab training failed")
+        conn.send(("error", UNEXPECTED))
 
 
 def _worker_main(conn, memory_limit_mb: int = 0) -> None:
@@ -194,11 +200,14 @@ class ProcessJobPool(BoundedJobs):
         *,
         time_limit: float = 300.0,
         memory_limit_mb: int = 2048,
+        cancel_grace: float = CANCEL_GRACE,
         warm: bool = True,
+        hold: Path | None = None,
     ):
-        super().__init__(store, workers, queue)
+        super().__init__(store, workers, queue, hold=hold)
         self.memory_limit_mb = memory_limit_mb
         self.time_limit = time_limit
+        self.cancel_grace = cancel_grace
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-supervise")
         self._idle: queue_mod.SimpleQueue = queue_mod.SimpleQueue()
         self._all: list[_Worker] = []
@@ -285,19 +294,22 @@ class ProcessJobPool(BoundedJobs):
             if worker is None or not worker.alive():
                 worker = self._spawn()
             if not worker.wait_ready():
-                raise RuntimeError("the training process did not start")
+                run.status, run.error = "error", "the training process did not start; train again in a moment"
+                return  # the worker is replaced below
             run.status = "running"
             self.store.save(run)
             worker.jobs += 1
+            hold = None if self.hold is None else str(self.hold)
             worker.conn.send(
-                ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties, job.force)
+                ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties, job.force, hold)
             )
             keep = self._follow(job, worker)
         except Cancelled:
             run.status, run.error = "cancelled", "training was cancelled"
             keep = True
-        except Exception as exc:  # noqa: BLE001  # pragma: no cover - a bug; keep the pool alive and say what happened
-            run.status, run.error = "error", f"training failed: {type(exc).__name__}: {exc}"
+        except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the pool alive and say what happened
+            log.exception("lab run %s: supervising its training failed", run.id)
+            run.status, run.error = "error", UNEXPECTED
         finally:
             try:
                 self.store.put(run)
@@ -329,13 +341,14 @@ class ProcessJobPool(BoundedJobs):
                 if self._remote_cancel(run.id):
                     job.cancel.set()
                     continue
-            if cancel_sent is not None and now - cancel_sent > CANCEL_GRACE:
+            if cancel_sent is not None and now - cancel_sent > self.cancel_grace:
                 run.status, run.error = "cancelled", "training was cancelled"
                 return False
             if now - started > self.time_limit:
                 run.status = "error"
                 run.error = (
-                    f"training took longer than the lab's limit of {self.time_limit:g} seconds and was stopped; "
+                    f"training took longer than the lab's limit of {self.time_limit:g} "
+                    f"second{'' if self.time_limit == 1 else 's'} and was stopped; "
                     "try a smaller corpus or fewer merges"
                 )
                 return False
@@ -376,11 +389,12 @@ def make_pool(store, settings):
     if getattr(settings, "lab_pool", "process") == "thread":
         from .jobs import JobPool
 
-        return JobPool(store, workers, queue)
+        return JobPool(store, workers, queue, hold=getattr(settings, "lab_hold_file", None))
     return ProcessJobPool(
         store,
         workers,
         queue,
         time_limit=getattr(settings, "lab_time_limit_seconds", 300.0),
         memory_limit_mb=getattr(settings, "lab_trainer_memory_mb", 2048),
+        hold=getattr(settings, "lab_hold_file", None),
     )

@@ -120,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Tokenplay",
         version=__version__,
         description="See how language models cut text into tokens.",
+        openapi_tags=api.TAGS,
         docs_url=None,  # served below from our own copy of Swagger UI: the default page loads it from a CDN
         redoc_url=None,
     )

@@ -43,8 +43,6 @@ from .tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
-#: How long the form waits for a small run to finish before answering with its progress page.
-QUICK_WAIT = 0.5
 #: Merges listed on the step view (the latest ones; the export has them all).
 MERGE_LIST = 100
 #: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
@@ -193,7 +191,7 @@ def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None
             "first" if form["algorithm"] == "unigram" else form["tie_break"],  # the form hides ties for Unigram
             form["end_of_word"] and form["algorithm"] == "char",
         )
-        run = lab.start(text, opts, wait=QUICK_WAIT)
+        run = lab.start(text, opts, wait=lab.quick_wait)
         if run.status == "error":
             raise LabOptionsError(run.error or "training failed")
     except TokenplayError as exc:
@@ -280,7 +278,7 @@ def lab_merge(
     right: Annotated[int, Form()],
 ):
     check_step(run, after)
-    new = lab.continue_with(run, after, pair_ids(run, after, [left, right]), wait=QUICK_WAIT)
+    new = lab.continue_with(run, after, pair_ids(run, after, [left, right]), wait=lab.quick_wait)
     if new.status == "error":
         raise LabOptionsError(new.error or "training failed")
     return _to_run(request, lab, new, after + 1)

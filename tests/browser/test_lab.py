@@ -195,16 +195,31 @@ def test_use_in_playground_and_presenter_mode(lab: Page, live_server: str):
     expect(lab.locator("#lab")).not_to_have_class(re.compile(r"\bpresent\b"))
 
 
-def test_training_progress_then_step_view(lab: Page):
-    # a corpus big enough to be still running after the quick wait on a slow machine; either way it ends on the step view
-    from helpers.sample_text import english_text
-
-    lab.locator("#corpus").evaluate("(el, v) => { el.value = v; }", english_text(300_000))
-    lab.select_option("select[name=pattern]", "gpt2")
-    lab.locator("input[name=size]").fill("200")
+def test_training_progress_then_step_view(lab: Page, live_lab_hold):
+    lab.locator("#corpus").fill("aaabdaaabac")
+    lab.select_option("select[name=pattern]", "none")
+    lab.locator("input[name=size]").fill("3")
     lab.get_by_role("button", name="Train").click()
-    expect(lab.locator("#step")).to_have_attribute("data-steps", "200", timeout=60_000)
+    live_lab_hold.wait_held(1)  # the training paused after its first merge: the page shows its progress
+    progress = lab.locator("#progress")
+    expect(progress).to_contain_text("Training… running")
+    expect(progress).to_contain_text("1 of 3 merges")
+    expect(progress.locator("progress")).to_have_attribute("value", "1")
+    expect(progress.get_by_role("button", name="Cancel")).to_be_visible()
+    live_lab_hold.release()  # it goes on, and the page moves to the step view by itself
+    expect(lab.locator("#step")).to_have_attribute("data-steps", "3")
     expect(lab.locator("#step")).to_have_attribute("data-step", "0")
+
+
+def test_cancel_a_training_from_its_progress(lab: Page, live_lab_hold):
+    lab.locator("#corpus").fill("aaabdaaabac")
+    lab.select_option("select[name=pattern]", "none")
+    lab.locator("input[name=size]").fill("3")
+    lab.get_by_role("button", name="Train").click()
+    live_lab_hold.wait_held(1)
+    lab.locator("#progress").get_by_role("button", name="Cancel").click()
+    expect(lab.locator("#progress h2")).to_have_text("Cancelled")
+    expect(lab.locator("#progress")).to_contain_text("Training was cancelled")
 
 
 def test_bad_input_shows_the_message_and_keeps_the_corpus(lab: Page):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 import regex
@@ -66,14 +65,11 @@ def test_ids_equal_tiktoken_on_large_texts(pair):
 
 
 @pytest.mark.slow
-def test_long_run_of_one_letter_is_not_quadratic(pair):
+def test_long_run_of_one_letter_equals_tiktoken(pair):
+    # How long it takes is measured against tiktoken by bench/bench_api.py (1 MB of one letter), not here.
     native, ref = pair
     text = "a" * 100_000
-    started = time.perf_counter()
-    ids = native.encode(text)
-    elapsed = time.perf_counter() - started
-    assert ids == ref.encode(text)
-    assert elapsed < 20  # quadratic would be ~10^10 steps; n log n is well under a second
+    assert native.encode(text) == ref.encode(text)
 
 
 ALPHABET = list("aZk sS'tdlLvVrReEmM09 \t\n\r\x0b\x0c\x1c\x85\u00a0é日本ſK/.,!?-ー") + [

@@ -22,6 +22,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from app.cli import main
+from app.engines import registry
 from app.engines.registry import datafiles
 from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
@@ -211,9 +212,11 @@ def test_serve_registers_tokenizer_files_for_the_worker_processes(tmp_path, monk
     model.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
     started = []
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
-    monkeypatch.delenv(ENV, raising=False)
-    assert main(["serve", "--tokenizer", str(folder / "tokenizer.json"), "--tokenizer", str(model)]) == 0
+    monkeypatch.setenv(ENV, "[]")  # restored afterwards
+    files = ["--tokenizer", str(folder / "tokenizer.json"), "--tokenizer", str(model)]
+    assert main(["serve", "--workers", "2", *files]) == 0
     assert started and json.loads(os.environ[ENV]) == [str(folder / "tokenizer.json"), str(model)]
+    assert "mine" not in registry.names(), "with worker processes, they register the files, not this one"
     script = (
         "import json; from app.engines import registry;"
         "print(json.dumps({n: registry.get(n).encode('Hello world') for n in ('tiny-hf', 'native-tiny-hf', 'mine')}),"
@@ -226,6 +229,22 @@ def test_serve_registers_tokenizer_files_for_the_worker_processes(tmp_path, monk
     assert ids["tiny-hf"] == ids["native-tiny-hf"] == HFTokenizer.from_str(trained_byte_level_json()).encode("Hello world").ids
     assert ids["mine"] == spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world")
     assert maker.strip() == "yours"
+
+
+def test_serve_with_one_worker_registers_the_files_in_its_own_process(tmp_path, monkeypatch):
+    """One worker: uvicorn serves from this process, whose shipped tokenizers were registered before the files
+    were named, so the files are registered here."""
+    model = tmp_path / "mine-alone.model"
+    model.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: None)
+    monkeypatch.setenv(ENV, "[]")  # restored afterwards
+    try:
+        assert main(["serve", "--workers", "1", "--tokenizer", str(model)]) == 0
+        assert registry.spec("mine-alone").maker == "yours"
+        want = spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world")
+        assert registry.get("mine-alone").encode("Hello world") == want
+    finally:
+        registry.unregister("mine-alone")
 
 
 def test_serve_refuses_a_bad_file_or_a_taken_name_before_starting(tmp_path, monkeypatch, capsys):

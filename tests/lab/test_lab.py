@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import base64
 import re
-import threading
-import time
 
 import pytest
 import tiktoken
 from fastapi.testclient import TestClient
-from helpers.lab_helpers import wait_done
+from helpers.lab_helpers import QUICK_WAIT, wait_done
 from helpers.lab_training import LOW, train
 
 from app.engines import registry
-from app.lab import jobs as lab_jobs
 from app.lab.tokenizers import user_tokenizers
-from app.lab.algorithms import Cancelled
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -25,9 +21,15 @@ AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges
 
 def make_client(tmp_path, **overrides) -> TestClient:
     """An app with its own runs directory; trainings in threads (the process pool has its own tests, and one
-    here) so that a test can stand in a slow trainer."""
-    settings = Settings(lab_runs_dir=tmp_path / "runs", **({"lab_pool": "thread"} | overrides))
+    here); starting a small run answers when it is done (a test that needs one still training holds it)."""
+    defaults = {"lab_pool": "thread", "lab_quick_wait_seconds": QUICK_WAIT}
+    settings = Settings(lab_runs_dir=tmp_path / "runs", **(defaults | overrides))
     return TestClient(create_app(settings))
+
+
+def held_client(tmp_path, hold, **overrides) -> TestClient:
+    """An app whose trainings pause at ``hold``; starting one answers at once."""
+    return make_client(tmp_path, lab_hold_file=hold.path, lab_quick_wait_seconds=0, **overrides)
 
 
 @pytest.fixture()
@@ -105,45 +107,29 @@ def test_train_unknown_run_is_404(lab):
 # -- queue, progress, cancel --------------------------------------------------------------------------------------
 
 
-def slow_train(release: threading.Event):
-    def fake(corpus, options, *, progress=None, should_stop=None, **kw):
-        for i in range(2000):
-            if should_stop and should_stop():
-                raise Cancelled()
-            if progress:
-                progress(i, 2000)
-            if release.wait(0.01):
-                break
-        raise Cancelled()
-
-    return fake
-
-
-def test_train_queue_full_answers_429_with_retry_after(tmp_path, monkeypatch):
-    release = threading.Event()
-    monkeypatch.setattr(lab_jobs, "train", slow_train(release))
-    with make_client(tmp_path, lab_workers=1, lab_queue=1) as c:
-        try:
-            first = c.post("/api/train", json=AAAB)
-            second = c.post("/api/train", json=AAAB)
-            third = c.post("/api/train", json=AAAB)
-            assert first.status_code == 202 and first.json()["status"] == "running"
-            assert second.status_code == 202 and second.json()["status"] == "queued"
-            assert third.status_code == 429
-            assert int(third.headers["Retry-After"]) > 0 and "busy" in third.json()["detail"]
-        finally:
-            release.set()
+def test_train_queue_full_answers_429_with_retry_after(tmp_path, lab_hold):
+    with held_client(tmp_path, lab_hold, lab_workers=1, lab_queue=1) as c:
+        first = c.post("/api/train", json=AAAB)
+        assert first.status_code == 202, first.text
+        lab_hold.wait_held(1)  # the one worker is busy with the first
+        assert c.get(f"/api/train/{first.json()['id']}").json()["status"] == "running"
+        second = c.post("/api/train", json=AAAB)
+        third = c.post("/api/train", json=AAAB)
+        assert second.status_code == 202 and second.json()["status"] == "queued"
+        assert third.status_code == 429
+        assert int(third.headers["Retry-After"]) > 0 and "busy" in third.json()["detail"]
+        lab_hold.release()
+        assert wait_done(c, second.json()["id"])["status"] == "done"
 
 
-def test_cancel_stops_a_running_training(tmp_path, monkeypatch):
-    release = threading.Event()
-    monkeypatch.setattr(lab_jobs, "train", slow_train(release))
-    with make_client(tmp_path) as c:
+def test_cancel_stops_a_running_training(tmp_path, lab_hold):
+    with held_client(tmp_path, lab_hold) as c:
         run = c.post("/api/train", json=AAAB).json()
-        assert run["status"] == "running" and run["progress"]["total"] == 2000
+        lab_hold.wait_held(1)
+        assert c.get(f"/api/train/{run['id']}").json()["progress"] == {"done": 1, "total": 3}
         r = c.post(f"/api/train/{run['id']}/cancel")
         assert r.status_code == 200 and r.json()["cancel_requested"] is True
-        assert c.get(f"/api/train/{run['id']}").json()["status"] == "cancelled"
+        assert wait_done(c, run["id"])["status"] == "cancelled"
         r = c.get(f"/api/train/{run['id']}/steps/0")
         assert r.status_code == 409 and "cancelled" in r.json()["detail"]
 
@@ -155,20 +141,18 @@ def test_cancel_and_summary_of_unknown_or_finished_runs(lab, tmp_path, monkeypat
     assert r.status_code == 200 and r.json()["cancel_requested"] is False and r.json()["status"] == "done"
 
 
-def test_summary_of_a_running_run_has_progress_and_no_steps(tmp_path, monkeypatch):
-    release = threading.Event()
-    monkeypatch.setattr(lab_jobs, "train", slow_train(release))
-    with make_client(tmp_path) as c:
+def test_summary_of_a_running_run_has_progress_and_no_steps(tmp_path, lab_hold):
+    with held_client(tmp_path, lab_hold) as c:
         run = c.post("/api/train", json=AAAB).json()
-        try:
-            time.sleep(0.1)
-            now = c.get(f"/api/train/{run['id']}").json()
-            assert now["status"] == "running" and "steps" not in now and now["progress"]["total"] == 2000
-            page = c.get(f"/lab/runs/{run['id']}")
-            assert 'hx-trigger="every 500ms"' in page.text and "Cancel" in page.text
-            assert c.get(f"/api/train/{run['id']}/steps/0").status_code == 409
-        finally:
-            release.set()
+        lab_hold.wait_held(1)
+        now = c.get(f"/api/train/{run['id']}").json()
+        assert now["status"] == "running" and "steps" not in now and now["progress"] == {"done": 1, "total": 3}
+        page = c.get(f"/lab/runs/{run['id']}")
+        assert 'hx-trigger="every 500ms"' in page.text and "Cancel" in page.text
+        assert c.get(f"/api/train/{run['id']}/steps/0").status_code == 409
+        lab_hold.release()
+        assert wait_done(c, run["id"])["status"] == "done"
+        assert c.get(f"/api/train/{run['id']}/steps/0").status_code == 200
 
 
 def test_progress_page_polls_until_done_then_redirects(lab):
@@ -383,11 +367,9 @@ def test_train_in_worker_processes_steps_and_manual_mode(tmp_path):
         run = train(c, **AAAB)
         assert c.get(f"/api/train/{run['id']}/steps/2").json()["ties"] == [["a", "b"]]
         r = c.post(f"/api/train/{run['id']}/steps/1/merge", json={"pair": ["a", "b"]})
-        new = r.json()
-        deadline = time.monotonic() + 30
-        while new["status"] != "done" and time.monotonic() < deadline:
-            time.sleep(0.05)
-            new = c.get(f"/api/train/{new['id']}").json()
+        assert r.status_code in (200, 202), r.text
+        new = wait_done(c, r.json()["id"])
+        assert new["status"] == "done", new
         assert c.get(f"/api/train/{new['id']}/steps/2").json()["forced"] is True
 
 

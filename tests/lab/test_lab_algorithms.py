@@ -9,7 +9,7 @@ import pytest
 from helpers import realtext
 import sentencepiece as spm
 from fastapi.testclient import TestClient
-from helpers.lab_helpers import wait_done
+from helpers.lab_helpers import QUICK_WAIT, wait_done
 from helpers.lab_training import LOW, train
 from tokenizers import Tokenizer
 
@@ -21,7 +21,8 @@ TEXTS = ["lowest newer", "the widest low", "Héllo, wörld! 東京", "unknown �
 
 @pytest.fixture()
 def lab(tmp_path):
-    with TestClient(create_app(Settings(lab_runs_dir=tmp_path, lab_pool="thread"))) as client:
+    settings = Settings(lab_runs_dir=tmp_path, lab_pool="thread", lab_quick_wait_seconds=QUICK_WAIT)
+    with TestClient(create_app(settings)) as client:
         yield client
 
 
@@ -136,3 +137,31 @@ def test_runs_survive_their_json_form(lab, algorithm):
     again = Run.from_json(json.loads(json.dumps(stored.to_json())))
     assert [s.to_dict() for s in again.steps] == [s.to_dict() for s in stored.steps]
     assert again.vocab() == stored.vocab() and again.extra == stored.extra
+
+
+@pytest.mark.parametrize("corpus", ["low lower newest widest", LOW])
+def test_a_unigram_size_out_of_reach_ends_short_and_says_why(lab, corpus):
+    """Training drops the pieces a small corpus would hardly use, so it cannot reach every size (SentencePiece
+    refuses such sizes): the run ends at the size it reached, says so in words, and every id it has stays one
+    piece (280 on the four words answered 422 'KeyError: low': pieces dropped by the last EM pass were in no
+    round). The export is the size the run says, in sentencepiece too."""
+    import re
+
+    reached = set()
+    for size in (270, 272, 273, 275, 280, 281, 300):
+        r = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram", "vocab_size": size})
+        assert r.status_code == 200, r.text
+        run = r.json()
+        assert run["status"] == "done" and run["vocab_size"] <= size, run
+        full = lab.get(f"/api/train/{run['id']}").json()
+        seed = lab.get(f"/api/train/{run['id']}/steps/0").json()["vocab_size"]
+        assert seed - sum(len(s["removed"]) for s in full["steps"]) == run["vocab_size"] == full["steps"][-1]["vocab_size"]
+        model = lab.get(f"/api/train/{run['id']}/export", params={"format": "model"}).content
+        assert spm.SentencePieceProcessor(model_proto=model).get_piece_size() == run["vocab_size"]
+        if run["vocab_size"] < size:
+            assert run["stop_reason"].startswith(f"ended at {run['vocab_size']:,} of the {size:,} pieces asked for: ")
+            assert not re.search(r"[A-Z]\w*Error|Traceback", run["stop_reason"])
+            reached.add(run["vocab_size"])
+        else:
+            assert run["stop_reason"] == "vocab_size reached"
+    assert len(reached) == 1, "every size out of reach ends at the same, largest size"

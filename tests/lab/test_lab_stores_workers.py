@@ -25,9 +25,8 @@ from app.web.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from helpers.slow_corpus import LONG_TRAINING as BIG  # noqa: E402
-from helpers.slow_corpus import slow_corpus  # noqa: E402
-from helpers.lab_helpers import wait_done  # noqa: E402
+from helpers.lab_helpers import QUICK_WAIT, wait_done  # noqa: E402
+from helpers.word_corpus import random_words  # noqa: E402
 
 
 def done_run(corpus: str = "low low low lower lower newest newest widest", merges: int = 5) -> Run:
@@ -59,12 +58,16 @@ def test_lru_is_capped_by_count_and_bytes_and_keeps_running_runs():
 
 
 def test_lru_forgets_runs_older_than_the_ttl():
-    lru = MemoryLRU(ttl=0.3)
-    r = done_run()
+    now = [1000.0]
+    lru = MemoryLRU(ttl=60, clock=lambda: now[0])
+    r, live = done_run(), Run(new_id(), "corpus", Options("byte", "gpt2", 5), status="running")
     lru.put(r)
-    assert lru.get(r.id) is r
-    time.sleep(0.4)
+    lru.put(live)
+    now[0] += 60
+    assert lru.get(r.id) is r, "kept for ttl seconds"
+    now[0] += 1
     assert lru.get(r.id) is None and lru.total_bytes == 0
+    assert lru.get(live.id) is live, "a run still training does not expire"
 
 
 # -- directory store --------------------------------------------------------------------------------------------------
@@ -99,13 +102,13 @@ def test_directory_store_expires_and_caps(tmp_path):
 
 
 def test_a_running_run_without_heartbeat_reads_as_failed(tmp_path):
-    store = DirectoryStore(tmp_path, stale_after=1)
+    store = DirectoryStore(tmp_path, stale_after=60)
     run = Run(new_id(), "corpus", Options("byte", "gpt2", 5), status="running")
     store.save(run)
-    assert DirectoryStore(tmp_path, stale_after=1).get(run.id).status == "running"
-    old = time.time() - 5
+    assert DirectoryStore(tmp_path, stale_after=60).get(run.id).status == "running"
+    old = time.time() - 120
     os.utime(tmp_path / f"{run.id}.beat", (old, old))
-    got = DirectoryStore(tmp_path, stale_after=1).get(run.id)
+    got = DirectoryStore(tmp_path, stale_after=60).get(run.id)
     assert got.status == "error" and got.error == STALE_MESSAGE
 
 
@@ -147,83 +150,91 @@ def test_process_pool_trains_like_the_thread_pool(tmp_path):
         pool.shutdown()
 
 
-def test_queue_full_then_cancel_then_time_limit(tmp_path):
-    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, time_limit=2)
-    corpus = slow_corpus()
+AAAB = Options("byte", "none", 3)
+
+
+def submit(pool, corpus: str = "aaabdaaabac", options: Options = AAAB) -> Run:
+    return pool.submit(Job(Run(new_id(), corpus, options), 100)).run
+
+
+def test_queue_full_then_cancel_then_time_limit(tmp_path, lab_hold):
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, time_limit=0.5, hold=lab_hold.path)
     try:
-        first = pool.submit(Job(Run(new_id(), corpus, Options(**BIG)), 8192)).run
-        second = pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run
+        first = submit(pool)  # held after its first merge: it can only end by the time limit
+        second = submit(pool)
         with pytest.raises(QueueFull) as exc:
-            pool.submit(Job(Run(new_id(), "x", Options("byte", "none", 1)), 100))
+            submit(pool)
         assert exc.value.retry_after >= 1 and "busy" in str(exc.value)
         assert pool.cancel(second.id)  # queued: cancelled before it starts
         wait(pool, first)
-        assert first.status == "error" and "limit of 2 seconds" in first.error, (first.status, first.error)
+        assert first.status == "error" and "limit of 0.5 seconds" in first.error, (first.status, first.error)
         wait(pool, second)
-        assert second.status == "cancelled"
-        again = wait(pool, pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run)
+        assert second.status == "cancelled" and second.steps == []
+        lab_hold.release()
+        again = wait(pool, submit(pool))
         assert again.status == "done", "the pool still works after a killed trainer"
+        assert [s.pair for s in again.steps] == [s.pair for s in train("aaabdaaabac", AAAB, max_merges=100).steps]
     finally:
         pool.shutdown()
 
 
-def test_cancel_a_running_training_and_through_the_store(tmp_path):
-    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 2)
+def test_cancel_a_running_training_and_through_the_store(tmp_path, lab_hold):
+    # A generous grace: a trainer that did not stop by itself would be killed and replaced, which the test sees.
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 2, cancel_grace=60, hold=lab_hold.path)
     other = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, warm=False)  # another web process
-    corpus = slow_corpus()
     try:
-        run = pool.submit(Job(Run(new_id(), corpus, Options(**BIG)), 8192)).run
-        deadline = time.monotonic() + 30
-        while run.status != "running":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        t = time.monotonic()
+        run = submit(pool)
+        [pid] = lab_hold.wait_held(1)
+        assert run.status == "running" and pid in pool.worker_pids()
         assert pool.cancel(run.id)
-        wait(pool, run, 10)
-        assert run.status == "cancelled" and time.monotonic() - t < 5
-        run2 = pool.submit(Job(Run(new_id(), corpus, Options(**BIG)), 8192)).run
-        while run2.status != "running":
-            time.sleep(0.05)
+        wait(pool, run)
+        assert run.status == "cancelled" and run.error == "training was cancelled"
+        assert pool.worker_pids() == [pid], "the trainer stopped by itself and takes the next job"
+        run2 = submit(pool)
+        assert lab_hold.wait_held(2) == [pid, pid]
         assert other.cancel(run2.id), "a run held by another process is cancelled through the store"
-        assert other.wait(run2.id, 15)
+        assert other.wait(run2.id, 60)
         assert run2.status == "cancelled"
+        stored = DirectoryStore(tmp_path).get(run2.id)
+        assert stored.status == "cancelled"
     finally:
         pool.shutdown()
         other.shutdown()
 
 
-def test_a_killed_trainer_process_fails_its_run_and_is_replaced(tmp_path):
-    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1)
+def test_a_killed_trainer_process_fails_its_run_and_is_replaced(tmp_path, lab_hold):
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, hold=lab_hold.path)
     try:
-        run = pool.submit(Job(Run(new_id(), slow_corpus(), Options(**BIG)), 8192)).run
-        while run.status != "running":
-            time.sleep(0.05)
-        time.sleep(0.3)
-        for pid in pool.worker_pids():
-            os.kill(pid, signal.SIGKILL)
-        wait(pool, run, 20)
-        assert run.status == "error" and "stopped unexpectedly" in run.error
-        ok = wait(pool, pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run)
+        run = submit(pool)
+        [pid] = lab_hold.wait_held(1)  # mid-training
+        os.kill(pid, signal.SIGKILL)
+        wait(pool, run)
+        assert run.status == "error" and "stopped unexpectedly" in run.error, (run.status, run.error)
+        lab_hold.release()
+        ok = wait(pool, submit(pool))
         assert ok.status == "done"
+        assert pid not in pool.worker_pids()
     finally:
         pool.shutdown()
 
 
-def test_the_lab_api_on_the_process_pool(tmp_path):
-    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=0)
+def test_the_lab_api_on_the_process_pool(tmp_path, lab_hold):
+    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=0, lab_hold_file=lab_hold.path)
     with TestClient(create_app(settings)) as c:  # the app's lifespan owns the lab (a process pool here)
-        big = c.post("/api/train", json={"corpus": slow_corpus()} | BIG)
-        assert big.status_code == 202
+        held = c.post("/api/train", json={"corpus": "aaabdaaabac", "pattern": "none", "merges": 3})
+        assert held.status_code == 202 and held.json()["status"] in ("queued", "running"), held.text
+        run_id = held.json()["id"]
+        lab_hold.wait_held(1)
+        assert c.get(f"/api/train/{run_id}").json()["status"] == "running"
         busy = c.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
         assert busy.status_code == 429 and int(busy.headers["Retry-After"]) > 0, busy.text
-        cancel = c.post(f"/api/train/{big.json()['id']}/cancel")
+        cancel = c.post(f"/api/train/{run_id}/cancel")
         assert cancel.status_code == 200 and cancel.json()["cancel_requested"] is True
-        deadline = time.monotonic() + 10
-        while c.get(f"/api/train/{big.json()['id']}").json()["status"] != "cancelled":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        assert wait_done(c, run_id)["status"] == "cancelled"
+        lab_hold.release()
         r = c.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
         assert r.status_code in (200, 202)
+        assert wait_done(c, r.json()["id"])["status"] == "done"
 
 
 def test_registry_first_use_is_safe_from_many_threads():
@@ -259,7 +270,7 @@ def test_registry_first_use_is_safe_from_many_threads():
 def test_lab_tokenizers_in_the_registry_stay_bounded(tmp_path):
     from app.engines import registry
 
-    settings = Settings(lab_runs_dir=tmp_path, lab_pool="thread", lab_max_runs=4)
+    settings = Settings(lab_runs_dir=tmp_path, lab_pool="thread", lab_max_runs=4, lab_quick_wait_seconds=QUICK_WAIT)
     before = {n for n in registry.names() if n.startswith("lab-")}
     with TestClient(create_app(settings)) as c:
         for i in range(12):
@@ -275,8 +286,8 @@ def test_lab_tokenizers_in_the_registry_stay_bounded(tmp_path):
 def test_a_training_over_the_memory_limit_fails_cleanly(tmp_path):
     pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, memory_limit_mb=250)
     try:
-        big = slow_corpus(4_000_000)  # the trainer's own needs grow with the corpus: twice the usual one
-        run = wait(pool, pool.submit(Job(Run(new_id(), big, Options(**BIG)), 8192)).run)
+        big = random_words(4_000_000)  # pairs keep occurring: the trainer's needs grow with the corpus and merges
+        run = wait(pool, pool.submit(Job(Run(new_id(), big, Options("byte", "gpt2", 8192)), 8192)).run)
         assert run.status == "error" and "memory" in run.error, (run.status, run.error)
         ok = wait(pool, pool.submit(Job(Run(new_id(), "aaabdaaabac", Options("byte", "none", 3)), 100)).run)
         assert ok.status == "done", "a fresh training process takes the next job"
@@ -285,20 +296,25 @@ def test_a_training_over_the_memory_limit_fails_cleanly(tmp_path):
 
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
-def test_the_queue_limit_holds_for_the_whole_app(tmp_path, pool):
+def test_the_queue_limit_holds_for_the_whole_app(tmp_path, pool, lab_hold):
     """Two processes' apps (here: two app objects) share one run store: the limit of trainings running or
     waiting is the lab's, not each process's (workers 1 + queue 1 = 2 in all)."""
-    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1, lab_pool=pool)
+    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1, lab_pool=pool, lab_hold_file=lab_hold.path)
+    body = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
     with TestClient(create_app(settings)) as one, TestClient(create_app(settings)) as two:
-        first = one.post("/api/train", json={"corpus": slow_corpus()} | BIG)
-        second = two.post("/api/train", json={"corpus": slow_corpus()} | BIG)
+        first = one.post("/api/train", json=body)
+        second = two.post("/api/train", json=body)
         assert first.status_code == 202 and second.status_code == 202, (first.text, second.text)
+        lab_hold.wait_held(2)  # one in each app: both are training
         for client in (one, two):
-            refused = client.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
+            refused = client.post("/api/train", json=body)
             assert refused.status_code == 429 and "the limit is 2" in refused.json()["detail"]
         one.post(f"/api/train/{first.json()['id']}/cancel")
         assert wait_done(one, first.json()["id"])["status"] == "cancelled"
         # the place it held is free again, for either process
-        third = two.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
-        assert third.status_code in (200, 202), third.text
-        two.post(f"/api/train/{second.json()['id']}/cancel")
+        third = two.post("/api/train", json=body)
+        assert third.status_code == 202, third.text
+        assert two.post("/api/train", json=body).status_code == 429
+        lab_hold.release()
+        assert wait_done(two, second.json()["id"])["status"] == "done"
+        assert wait_done(two, third.json()["id"])["status"] == "done"

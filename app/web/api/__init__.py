@@ -5,6 +5,7 @@
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
 - :mod:`.train` — ``/api/train/...`` (the BPE lab).
 
+Each operation has one tag (:data:`TAGS`, the sections of ``/docs``), a written summary and a one-line description.
 Errors come from the one table of :mod:`app.web.errors`; CPU-heavy work runs in the CPU lane or a thread pool,
 never on the event loop.
 """
@@ -13,6 +14,14 @@ from fastapi import APIRouter
 
 from . import chat, compare, explain, tokenize, train
 
-router = APIRouter(prefix="/api", tags=["api"])
+#: The sections of ``/docs``, in order: each operation is in exactly one.
+TAGS = [
+    {"name": "tokens", "description": "Cut a text into tokens, turn ids back into text, see why a token was cut, "
+     "compare tokenizers, tokenize a chat prompt."},
+    {"name": "tokenizers", "description": "The tokenizers you can use, and adding your own file."},
+    {"name": "lab", "description": "Train BPE, WordPiece or Unigram on your corpus and step through the training."},
+]
+
+router = APIRouter(prefix="/api")
 for _module in (tokenize, explain, compare, chat, train):
     router.include_router(_module.router)

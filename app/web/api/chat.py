@@ -71,7 +71,9 @@ def _result_json(
     return result_json(result)[:-1] + b"," + extra[1:], prompt.text
 
 
-@router.post("/chat", response_model=ChatResponse)
+@router.post(
+    "/chat", response_model=ChatResponse, tags=["tokens"], summary="Render a chat prompt and cut it into tokens"
+)
 async def api_chat(body: ChatRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request) -> Response:
     """The prompt the chosen tokenizer's model reads for the messages, and its tokens (markup tokens special)."""
     messages = chat.check_messages(chat.Message(m.role, m.content) for m in body.messages)

@@ -20,7 +20,7 @@ class CompareRequest(BaseModel):
     reference: str | None = Field(None, description="boundaries are compared to this one (default: the first)")
 
 
-@router.post("/compare")
+@router.post("/compare", tags=["tokens"], summary="Compare tokenizers on one text")
 def api_compare(body: CompareRequest, settings: SettingsDep, tokenizers: TokenizersDep) -> Response:
     """Every chosen tokenizer's result and stats, the best value per column and boundary differences."""
     comparison = run_compare(

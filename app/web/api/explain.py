@@ -78,7 +78,14 @@ class ExplainResponse(BaseModel):
     notes: list[str]
 
 
-@router.post("/explain", response_model=ExplainResponse)
+@router.post(
+    "/explain",
+    response_model=ExplainResponse,
+    tags=["tokens"],
+    summary="Explain why a token was cut where it is",
+    description="For a BPE tokenizer: the token's pre-token and the split rule that cut it, the merges that built "
+    "it with the pairs they beat, and its merge tree. An index out of range or a tokenizer that is not BPE is a 422.",
+)
 async def explain(body: ExplainRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
     check_text_size(body.text, settings)
 

@@ -70,7 +70,14 @@ class TokenizerList(BaseModel):
     )
 
 
-@router.get("/tokenizers", response_model=TokenizerList)
+@router.get(
+    "/tokenizers",
+    response_model=TokenizerList,
+    tags=["tokenizers"],
+    summary="List the tokenizers you can use",
+    description="Every shipped tokenizer, its `native-*` twin, and those this client added or chose in the lab, "
+    "with the model aliases: the names the other operations take.",
+)
 def list_tokenizers(tokenizers: TokenizersDep) -> dict:
     valid = set(registry.names())
     return {
@@ -87,7 +94,9 @@ class AddedTokenizer(BaseModel):
     n_vocab: int
 
 
-@router.post("/tokenizers", status_code=201, response_model=AddedTokenizer)
+@router.post(
+    "/tokenizers", status_code=201, response_model=AddedTokenizer, tags=["tokenizers"], summary="Add a tokenizer file"
+)
 async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: UploadsDep):
     """Multipart: ``file`` (a tokenizer.json, a .tiktoken file, a SentencePiece .model or a Tokenplay BPE model),
     optional ``name`` (default: from the file name), optional ``pattern`` (.tiktoken files: a pattern name such as
@@ -102,7 +111,13 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     return remember(response, request, upload)
 
 
-@router.post("/tokenize", response_model=TokenizeResponse)
+@router.post(
+    "/tokenize",
+    response_model=TokenizeResponse,
+    tags=["tokens"],
+    summary="Cut a text into tokens",
+    description="The ids, and per token its bytes, its place in the text (character offsets) and its flags.",
+)
 async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
     check_text_size(body.text, settings)
 
@@ -115,7 +130,13 @@ async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: Tok
     return await run_cpu(request, work)
 
 
-@router.post("/decode", response_model=DecodeResponse)
+@router.post(
+    "/decode",
+    response_model=DecodeResponse,
+    tags=["tokens"],
+    summary="Turn token ids back into text",
+    description="Bytes that are not valid UTF-8 on their own come back as U+FFFD; an id the tokenizer lacks is a 422.",
+)
 def decode(body: DecodeRequest, settings: SettingsDep, tokenizers: TokenizersDep) -> dict:
     if len(body.ids) > settings.max_ids:
         raise TooLargeError(f"{len(body.ids):,} ids; the limit is {settings.max_ids:,}")

@@ -16,7 +16,7 @@ from app.lab.runs import Run
 from app.lab.tokenizers import register_run
 
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
-from ..lab import QUICK_WAIT, check_step, export_response, pair_ids, remember_in_cookie
+from ..lab import check_step, export_response, pair_ids, remember_in_cookie
 from ..side_by_side import MAX_TEXT, cuts, start_three
 from ..side_by_side import find_runs as side_runs
 
@@ -67,18 +67,31 @@ def _started(run: Run, **extra) -> JSONResponse:
     return JSONResponse(_summary(run) | extra, status_code=200 if run.finished else 202)
 
 
-@router.post("", summary="Start training a lab run (answers at once: status running or done)")
+@router.post(
+    "",
+    summary="Start training a lab run",
+    description="Answers 200 with the run when it finished at once, else 202 while it trains (follow it with "
+    "GET /api/train/{run_id}); 429 with Retry-After when the lab is busy, 422 for options it cannot train.",
+)
 def api_train(body: TrainRequest, lab: LabDep):
-    return _started(lab.start(body.corpus, body.options(), wait=QUICK_WAIT))
+    return _started(lab.start(body.corpus, body.options(), wait=lab.quick_wait))
 
 
-@router.post("/side-by-side", summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size")
+@router.post(
+    "/side-by-side",
+    summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size",
+    description="Starts three runs (SentencePiece-style BPE, WordPiece, Unigram) and answers 202 with them.",
+)
 def api_side_by_side(body: SideBySideRequest, lab: LabDep):
     runs = start_three(lab, body.corpus, body.vocab_size)
     return JSONResponse({"runs": {side: _summary(run) for side, run in runs.items()}}, status_code=202)
 
 
-@router.get("/side-by-side/cuts", summary="How the three runs of a side-by-side cut a text")
+@router.get(
+    "/side-by-side/cuts",
+    summary="How the three runs of a side-by-side cut a text",
+    description="Each finished run's tokens and ids for `text`, the cuts only some of them make, and those all make.",
+)
 def api_side_cuts(lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str = Query(max_length=MAX_TEXT)):
     runs = side_runs(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
     found, agreed = cuts(runs, text)
@@ -90,7 +103,11 @@ def api_side_cuts(lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str
     }
 
 
-@router.get("/{run_id}", summary="A run's summary and its merge records")
+@router.get(
+    "/{run_id}",
+    summary="A run's summary and its merge records",
+    description="Status, progress and numbers; once done, every step too (a merge, or a unigram round).",
+)
 def api_run(run: RunDep):
     out = _summary(run)
     if run.status == "done":
@@ -102,24 +119,41 @@ def api_run(run: RunDep):
     return out
 
 
-@router.get("/{run_id}/steps/{k}", summary="The state after merge k")
+@router.get(
+    "/{run_id}/steps/{k}",
+    summary="The state after merge k",
+    description="The merge made at step k, the pair table it was chosen from with its ties, and the corpus's "
+    "numbers then (409 while the run trains).",
+)
 def api_step(run: DoneRunDep, k: int):
     return replay_for(run).state(check_step(run, k)) | {"id": run.id}
 
 
-@router.post("/{run_id}/steps/{k}/merge", summary="Manual mode: keep merges 1..k, force a pair as merge k+1, go on")
+@router.post(
+    "/{run_id}/steps/{k}/merge",
+    summary="Manual mode: keep merges 1..k, force a pair as merge k+1, go on",
+    description="A new run that keeps the first k merges, merges `pair` next and then trains on by itself.",
+)
 def api_merge(run: DoneRunDep, lab: LabDep, k: int, body: MergeRequest):
     check_step(run, k)
-    return _started(lab.continue_with(run, k, pair_ids(run, k, body.pair), wait=QUICK_WAIT), step=k + 1)
+    return _started(lab.continue_with(run, k, pair_ids(run, k, body.pair), wait=lab.quick_wait), step=k + 1)
 
 
-@router.post("/{run_id}/encode", summary="Apply the merges up to a step to a new text, merge by merge")
+@router.post(
+    "/{run_id}/encode",
+    summary="Apply the merges up to a step to a new text, merge by merge",
+    description="The text's words after each merge up to `step` (default: all), then its ids and tokens.",
+)
 def api_encode(run: DoneRunDep, body: EncodeRequest):
     k = check_step(run, run.n_steps if body.step is None else body.step)
     return replay_for(run).encode_trace(body.text, k)
 
 
-@router.post("/{run_id}/cancel", summary="Cancel a queued or running training")
+@router.post(
+    "/{run_id}/cancel",
+    summary="Cancel a queued or running training",
+    description="Stops it within one step, whichever worker trains it; answers the run and whether a stop was asked.",
+)
 def api_cancel(run: RunDep, lab: LabDep):
     cancelled = lab.cancel(run.id)
     if cancelled:
@@ -129,13 +163,19 @@ def api_cancel(run: RunDep, lab: LabDep):
 
 @router.get(
     "/{run_id}/export",
-    summary="Download the run: json, tiktoken (byte-level), model (SentencePiece-style, unigram), tokenizer.json (WordPiece)",
+    summary="Download a run",
+    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `model`: a SentencePiece-style or "
+    "unigram run's .model; `tokenizer.json`: a WordPiece run's.",
 )
 def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):
     return export_response(run, format)
 
 
-@router.post("/{run_id}/use", summary="Use the trained tokenizer in the playground (for this browser)")
+@router.post(
+    "/{run_id}/use",
+    summary="Use the trained tokenizer in the playground (for this browser)",
+    description="Registers it as lab-<id> for this client (cookie tp_lab) and answers its name and playground link.",
+)
 def api_use(request: Request, run: DoneRunDep, settings: SettingsDep):
     spec = register_run(run, settings.lab_max_runs)
     response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": f"/?tokenizer={spec.name}"})
