@@ -1,10 +1,10 @@
 """A finished lab run replayed from its stored records: what its pages show at step k, never by training again.
 
 The corpus view is the first :data:`~.display.WINDOW_CHARS` characters of the corpus, encoded with the merges of rank
-below k by the merge loop every engine shares (:mod:`app.engines.merging`); the occurrences
-made by merge k are flagged. Applying merges by rank gives exactly the corpus the trainer had after k merges:
-a token made by merge r only takes part in merges after r, and equal pairs merge left to right in both.
-Counts, compression and vocab size come from the step records.
+below k by the merge loop every engine shares (:mod:`app.engines.merging`); the occurrences made by merge k are flagged.
+Applying merges by rank gives exactly the corpus the trainer had after k merges: a token made by merge r only takes part
+in merges after r, and equal pairs merge left to right in both. Counts, compression and vocab size come from the step
+records.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import cached_property
 
 from app.engines.merging import merge
 from app.engines.merging import pair as _pair  # "pair" names the loop variables below
@@ -26,8 +25,7 @@ from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
-from .display import UNKNOWN, WINDOW_CHARS, Chip, chip_of, display_text
-from .outcome import Outcome, outcome
+from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, display_text
 from .runs import Run
 
 MAX_TRACE_STAGES = 400
@@ -63,14 +61,11 @@ def _surface(token: bytes, algorithm: str) -> bytes:
     return token.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ")
 
 
-class RunReplay:
+class RunReplay(ReplayView):
     """A finished run replayed from its stored records: what its pages show at any step (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
-        self.run = run
-        self.vocab = run.vocab()
-        self.text = {i: display_text(b) for i, b in self.vocab.items()}
-        self.chips = {i: chip_of(i, b, self.text[i]) for i, b in self.vocab.items()}
+        super().__init__(run, window_chars)
         self.merges = Merges(run.steps)
         self.algorithm = run.options.algorithm
         # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space, ``##`` for nothing
@@ -79,26 +74,12 @@ class RunReplay:
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
-        self.window = run.corpus[:window_chars]
-        self.truncated = len(run.corpus) > window_chars
         self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
         self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._wordpiece: dict[int, object] = {}
         self._hints: dict[bytes, ByteHint | None] = {}
         self._corpus_bytes: CorpusBytes | None = None
-        self._lock = threading.Lock()
-
-    def token_text(self, tid: int) -> str:
-        return self.chip(tid).text
-
-    @cached_property
-    def outcome(self) -> Outcome:
-        """What the run's vocabulary is made of, and why it ended away from the size asked for (if it did)."""
-        return outcome(self.run)
-
-    def pair_text(self, pair) -> list[str]:
-        return [self.token_text(pair[0]), self.token_text(pair[1])]
 
     def chip(self, tid: int) -> Chip:
         """Token ``tid`` as a chip; a piece of a character knows which characters of the corpus it is part of."""
