@@ -35,7 +35,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 from tokenizers.implementations import BertWordPieceTokenizer  # noqa: E402
 
 from app.engines import registry  # noqa: E402
-from app.engines.registry.datafiles import data_path  # noqa: E402
+from app.engines.datafiles import data_path  # noqa: E402
 from app.engines.sentencepiece.unigram_trainer import train_unigram  # noqa: E402
 from app.engines.wordpiece.trainer import train_wordpiece  # noqa: E402
 from app.lab.algorithms import MAX_TIES as LAB_MAX_TIES  # noqa: E402

@@ -30,7 +30,7 @@ from tokenizers import Tokenizer as HFTokenizer  # noqa: E402
 
 from app.engines import registry  # noqa: E402
 from app.features.chat import prompt as chat  # noqa: E402
-from app.engines.registry import datafiles  # noqa: E402
+from app.engines import datafiles  # noqa: E402
 from app.engines.huggingface.npm_models import NPM_MODELS  # noqa: E402
 from app.web.app import create_app  # noqa: E402
 

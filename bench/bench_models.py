@@ -115,7 +115,7 @@ def table_first_use() -> None:
 
 def reference(model: str):
     """The reference library's own encode function for a model (special-token text as plain text)."""
-    from app.engines.registry import datafiles
+    from app.engines import datafiles
     from app.engines.huggingface.npm_models import NPM_MODELS
 
     if model in NPM_MODELS:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # realtext: where the real-text corpora
 
 import sentencepiece as spm  # noqa: E402
 
-from app.engines.registry.datafiles import data_path  # noqa: E402
+from app.engines.datafiles import data_path  # noqa: E402
 from app.engines.sentencepiece import SentencePieceTokenizer  # noqa: E402
 from app.engines.sentencepiece.trainer import train_sentencepiece  # noqa: E402
 

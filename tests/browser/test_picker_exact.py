@@ -14,7 +14,7 @@ from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
 from app.engines import registry
-from app.engines.registry.datafiles import data_path
+from app.engines.datafiles import data_path
 from app.web.pickers import picker_groups
 
 pytestmark = pytest.mark.browser

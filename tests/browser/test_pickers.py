@@ -14,7 +14,7 @@ from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Browser, Page, expect
 from tokenizers import Tokenizer as HFTokenizer
 
-from app.engines.registry.datafiles import data_path
+from app.engines.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
 from app.web.pickers import picker_groups
 

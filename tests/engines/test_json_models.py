@@ -18,7 +18,7 @@ from helpers.samples import ALL
 from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines import registry
-from app.engines.registry import datafiles
+from app.engines import datafiles
 from app.engines.huggingface.npm_models import NPM_MODELS
 
 MODELS = list(NPM_MODELS)

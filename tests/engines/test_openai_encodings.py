@@ -14,7 +14,7 @@ import tiktoken
 from helpers.oracles import CONSTRUCTORS, tiktoken_reference
 
 from app.engines import registry
-from app.engines.registry import datafiles
+from app.engines import datafiles
 from app.engines.errors import DataFileError
 
 from helpers.samples import ALL

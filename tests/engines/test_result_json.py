@@ -12,7 +12,7 @@ from helpers.oracles import tiktoken_encoding
 
 from app.engines import registry
 from app.engines.result import TokenizeResult
-from app.engines.result_json import result_json
+from app.engines.result import result_json
 
 HOSTILE = [
     "",

@@ -11,7 +11,7 @@ from helpers.samples import ALL
 from helpers.sentencepiece_referee import check_same, varied_text
 
 from app.engines import registry
-from app.engines.registry.datafiles import data_path
+from app.engines.datafiles import data_path
 from app.engines.errors import InvalidIdsError, InvalidTextError
 from app.engines.sentencepiece import SentencePieceTokenizer
 from app.engines.sentencepiece.model import ModelLoadError, decode_utf8_like_sentencepiece

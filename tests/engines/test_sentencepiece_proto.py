@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.engines.registry.datafiles import verified_bytes
+from app.engines.datafiles import verified_bytes
 from app.engines.sentencepiece.proto import (
     BYTE,
     CONTROL,

@@ -23,7 +23,7 @@ from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from app.cli import main
 from app.engines import registry
-from app.engines.registry import datafiles
+from app.engines import datafiles
 from app.engines.bpe.model import custom_bpe
 from app.engines.bpe.patterns import pattern_regex
 from app.engines.registry.loaders import MAX_FILE_BYTES, FileTooLargeError, LoaderError, load_tokenizer

@@ -22,7 +22,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as HFTokenizer
 
-from app.engines.registry import datafiles
+from app.engines import datafiles
 from app.features.chat.prompt import Message
 from app.engines.huggingface.npm_models import NPM_MODELS
 

@@ -19,7 +19,7 @@ import tiktoken
 from helpers.oracles import tiktoken_encoding
 from tokenizers import Tokenizer as HFTokenizer
 
-from app.engines.registry import datafiles
+from app.engines import datafiles
 from app.engines.base import Tokenizer
 from app.engines.huggingface.npm_models import NPM_MODELS
 

@@ -8,7 +8,7 @@ import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 
-from app.engines.registry import datafiles
+from app.engines import datafiles
 from app.engines.openai.encodings import ENCODINGS, mergeable_ranks
 
 

@@ -212,7 +212,7 @@ def test_the_queue_limit_holds_across_machines(redis_url, tmp_path, lab_hold):
 
 
 def test_an_uploaded_tokenizer_is_kept_in_redis_for_every_machine(redis_url, tmp_path):
-    from app.engines.registry.datafiles import data_path
+    from app.engines.datafiles import data_path
 
     a, b = _app(redis_url, tmp_path, "a"), _app(redis_url, tmp_path, "b")  # no shared directory: only Redis
     with TestClient(a) as ca, TestClient(b) as cb:

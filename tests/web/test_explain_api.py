@@ -107,7 +107,7 @@ def test_an_uploaded_tokenizer_is_explained_for_its_browser(tmp_path):
     from fastapi.testclient import TestClient
     from helpers.oracles import tiktoken_encoding
 
-    from app.engines.registry.datafiles import data_path
+    from app.engines.datafiles import data_path
     from app.settings import Settings
     from app.web.app import create_app
 
@@ -142,7 +142,7 @@ def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path
     from fastapi.testclient import TestClient
     from helpers.lab_helpers import QUICK_WAIT, wait_done
 
-    from app.engines.registry.datafiles import data_path
+    from app.engines.datafiles import data_path
     from app.settings import Settings
     from app.web.app import create_app
 

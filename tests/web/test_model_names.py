@@ -152,7 +152,7 @@ def test_the_pickers_carry_each_entrys_model_names(client):
 
 
 def test_a_model_name_is_not_a_name_for_an_upload(client):
-    from app.engines.registry.datafiles import data_path
+    from app.engines.datafiles import data_path
 
     for name in ("gpt-4o", "gpt-4o-mine", "gpt-oss-mine", "davinci"):
         r = client.post(
@@ -167,7 +167,7 @@ def test_a_model_name_is_not_a_name_for_an_upload(client):
 def test_an_upload_named_after_a_model_gets_a_free_name(make_client, filename, name):
     """A file named like a model, uploaded without a name, gets a name that resolves to nothing else (numbering
     gpt-4o-mini would never end: gpt-4o-mini-2 names a model too)."""
-    from app.engines.registry.datafiles import data_path
+    from app.engines.datafiles import data_path
 
     r = make_client.post("/api/tokenizers", files={"file": (filename, data_path("openai/gpt2.tiktoken").read_bytes())},
                          data={"pattern": "gpt2"})
@@ -189,7 +189,7 @@ def make_client(tmp_path):
 
 
 def test_a_served_file_may_not_be_named_after_a_model(tmp_path, monkeypatch, capsys):
-    from app.engines.registry.datafiles import data_path
+    from app.engines.datafiles import data_path
     from app.engines.errors import TokenplayError
     from app.engines.registry.files import ENV, register_file
 

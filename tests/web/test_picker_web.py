@@ -17,7 +17,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines import registry
 from app.engines.bpe.patterns import pattern_name, pattern_regex
-from app.engines.registry.datafiles import data_path
+from app.engines.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
 from app.engines.openai.encodings import ENCODINGS
 from app.engines.registry import TokenizerSpec

@@ -38,7 +38,7 @@ import pytest
 import sentencepiece as spm
 from helpers.serving import UvicornProcess, free_port
 
-from app.engines.registry.datafiles import data_path
+from app.engines.datafiles import data_path
 from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

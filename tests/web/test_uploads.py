@@ -16,7 +16,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
 
 from app.engines import registry
-from app.engines.registry.datafiles import data_path
+from app.engines.datafiles import data_path
 from app.settings import Settings
 from app.web.app import create_app
 

@@ -254,6 +254,6 @@ CUSTOM_BPE_FILE = "custom-bpe/model.json"
 
 def custom_bpe() -> BPETokenizer:
     """The shipped ``custom-bpe`` model from ``tokenizers/custom-bpe/model.json``, checked against the manifest."""
-    from ..registry.datafiles import verified_bytes
+    from ..datafiles import verified_bytes
 
     return BPETokenizer.from_json(verified_bytes(CUSTOM_BPE_FILE).decode("utf-8"), name="custom-bpe")

@@ -17,7 +17,7 @@ from functools import cache
 import tiktoken
 
 from ..base import Tokenizer, check_text
-from ..registry.datafiles import verified_bytes
+from ..datafiles import verified_bytes
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"

@@ -8,7 +8,6 @@ with :func:`register`.
 - :mod:`.builtin` — the shipped entries (one per model and engine), registered on first use;
 - :mod:`.files` — tokenizer files on disk used by name (``tokenplay serve --tokenizer``);
 - :mod:`.loaders` — a tokenizer from the bytes of any file format (uploads, files, the lab's exports);
-- :mod:`.datafiles` — the shipped data files, checked against ``tokenizers/manifest.json``;
 - :mod:`.memory` — memory freed after loading a big model, given back to the operating system.
 """
 

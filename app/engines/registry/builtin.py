@@ -40,7 +40,7 @@ def _custom_bpe():
 
 
 def _npm_model(name: str, engine: str):
-    from .datafiles import verified_bytes
+    from ..datafiles import verified_bytes
     from .loaders import tokenizer_from_json
 
     return tokenizer_from_json(verified_bytes(NPM_MODELS[name].tokenizer_file), engine=engine)
@@ -50,7 +50,7 @@ def _bert_base_uncased():
     import hashlib
     import json
 
-    from .datafiles import verified_bytes
+    from ..datafiles import verified_bytes
     from ..errors import DataFileError
     from ..wordpiece.model import WordPieceTokenizer, vocab_from_word_starts
 

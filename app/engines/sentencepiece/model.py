@@ -33,7 +33,7 @@ from operator import add
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
-from ..registry.datafiles import verified_bytes
+from ..datafiles import verified_bytes
 from ..errors import TokenplayError
 from ..merging import Ranking, StrMerges, merge, merge_table, pair
 from ..result import Token, TokenizeResult

@@ -117,7 +117,7 @@ def _entry(tokenizer) -> str:
 @cache
 def model_chat_config(entry: str) -> dict:
     """The hash-checked ``tokenizer_config.json`` of a shipped model (its ``chat_template`` and special tokens)."""
-    from app.engines.registry.datafiles import verified_bytes
+    from app.engines.datafiles import verified_bytes
 
     return json.loads(verified_bytes(NPM_MODELS[entry].config_file))
 

@@ -18,7 +18,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from app.features.chat import prompt as chat
-from app.engines.result_json import result_json
+from app.engines.result import result_json
 from app.settings import Settings
 
 from ..chat import DEFAULT_TOKENIZER

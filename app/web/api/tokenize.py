@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.engines import registry
-from app.engines.result_json import result_json
+from app.engines.result import result_json
 
 from ..add_tokenizer import keep_upload, read_upload, remember
 from ..deps import SettingsDep, TokenizersDep, UploadsDep, check_text_size, run_cpu

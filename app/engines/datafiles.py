@@ -15,9 +15,9 @@ import os
 from functools import cache
 from pathlib import Path
 
-from ..errors import DataFileError
+from .errors import DataFileError
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NPM_PREFIX = "node_modules/"
 
 
