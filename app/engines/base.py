@@ -52,6 +52,11 @@ class Tokenizer(ABC):
     def special_tokens(self) -> dict[str, int]:
         return {}
 
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
+        """``encode`` of each text. Engines whose library encodes several texts at once outside the GIL (tiktoken,
+        Hugging Face ``tokenizers``) override this to use every core; the ids are the same."""
+        return [self.encode(text, allow_special=allow_special) for text in texts]
+
     # -- shared behaviour --------------------------------------------------------------------------------
     @property
     def special_ids(self) -> frozenset[int]:

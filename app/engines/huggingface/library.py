@@ -86,6 +86,22 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         return self._encoding(text, allow_special).ids
 
+    #: Texts encoded per hold of the lock in :meth:`encode_batch`, so a long batch lets other requests in between.
+    BATCH = 32
+
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
+        """The library's batch encoder without offsets (``encode_batch_fast``): the texts spread over every core
+        outside the GIL, the same ids as :meth:`encode`."""
+        for text in texts:
+            check_text(text)
+        out: list[list[int]] = []
+        for start in range(0, len(texts), self.BATCH):
+            with self._lock:
+                self.library.encode_special_tokens = not allow_special
+                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
+            out.extend(encoding.ids for encoding in chunk)
+        return out
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
         return self.library.decode(self.check_ids(ids), skip_special_tokens=False)

@@ -3,7 +3,8 @@
 - :mod:`.tokenize` — ``GET /api/tokenizers``, ``POST /api/tokenize``, ``POST /api/decode`` (the playground);
 - :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
-- :mod:`.train` — ``/api/train/...`` (the BPE lab).
+- :mod:`.train` — ``/api/train/...`` (the BPE lab);
+- :mod:`.languages` — ``/api/languages`` (the token tax of every language).
 
 Each operation has one tag (:data:`TAGS`, the sections of ``/docs``), a written summary and a one-line description.
 Errors come from the one table of :mod:`app.web.errors`; CPU-heavy work runs in the CPU lane or a thread pool,
@@ -12,7 +13,7 @@ never on the event loop.
 
 from fastapi import APIRouter
 
-from . import chat, compare, explain, tokenize, train
+from . import chat, compare, explain, languages, tokenize, train
 
 #: The sections of ``/docs``, in order: each operation is in exactly one.
 TAGS = [
@@ -23,5 +24,5 @@ TAGS = [
 ]
 
 router = APIRouter(prefix="/api")
-for _module in (tokenize, explain, compare, chat, train):
+for _module in (tokenize, explain, compare, chat, train, languages):
     router.include_router(_module.router)

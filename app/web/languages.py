@@ -1,0 +1,366 @@
+"""The languages page (``/languages``): the token tax of every language, for the tokenizers a user picks.
+
+- ``GET /languages?t=..&t=..&q=&script=&sort=&order=`` the page (block ``results`` for htmx: the table, the chart,
+  the worst and best languages; the picker and the filters are never swapped);
+- ``GET /languages/export.{csv,json}`` with the same parameters: the languages the table shows, in its order
+  (JSON: the shape of ``POST /api/languages``);
+- ``GET /languages/{code}`` one language's counted text, with its ``lang`` and ``dir``, and where it leads.
+
+The counting is :mod:`app.features.languages`; this module resolves names through the request's
+:class:`~app.web.pickers.Tokenizers` (uploaded and lab tokenizers belong to the browser's cookies, like on every
+other page) and says what each tokenizer *is* for the count cache (:func:`identity`). ``/compare?lang=CODE`` (in
+:mod:`app.web.compare`) opens a language's text in compare, loaded here by :func:`language_or_404`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from app.engines.errors import TokenplayError
+from app.features import languages as feature
+from app.features.udhr import Declaration, corpus
+from app.lab.tokenizers import PREFIX, is_lab_name
+
+from .deps import TokenizersDep, export_format, run_cpu
+from .errors import NotFoundError, TooLargeError, status_for
+from .pickers import Tokenizers, picker_groups
+from .render import page_or_block
+
+router = APIRouter(include_in_schema=False)
+
+#: What /languages opens with: OpenAI's three generations, each counted in a fraction of a second.
+PREFERRED_DEFAULTS = ("gpt2", "cl100k_base", "o200k_base")
+#: Tokenizers one request may count (each new one reads all 532 texts).
+MAX_TOKENIZERS = 32
+EXPORT_FORMATS = ("csv", "json")
+#: Worst and best languages shown per tokenizer.
+EXTREMES = 5
+
+
+# -- names, identities, counts ----------------------------------------------------------------------------------
+
+_UPLOAD_DIGESTS: OrderedDict[str, str] = OrderedDict()
+
+
+def identity(tokenizers: Tokenizers, name: str) -> str:
+    """What the tokenizer named ``name`` is, for the count cache: an uploaded file's content digest (its bytes,
+    format, split pattern and special tokens), a lab run's id, or a shipped tokenizer's registry name (its files are
+    pinned by sha256 and never replaced while the process runs). A name given to another file or run later names
+    another identity, so counts never outlive what they counted."""
+    canonical = tokenizers.resolve(name)
+    upload = tokenizers.uploaded.get(canonical) if tokenizers.upload_cookie else None
+    if upload is not None:
+        digest = _UPLOAD_DIGESTS.get(upload.id)
+        if digest is None:
+            h = hashlib.sha256(json.dumps([upload.format, upload.pattern, upload.special_tokens]).encode())
+            h.update(upload.data)
+            digest = _UPLOAD_DIGESTS[upload.id] = h.hexdigest()
+            while len(_UPLOAD_DIGESTS) > 1024:
+                _UPLOAD_DIGESTS.popitem(last=False)
+        return "upload:" + digest
+    if is_lab_name(canonical):
+        return "lab:" + canonical[len(PREFIX) :]
+    return "registry:" + canonical
+
+
+def chosen_names(tokenizers: Tokenizers, names: list[str]) -> list[str]:
+    """``names`` resolved (aliases counted once, in order); an unknown name raises (404 with the valid ones)."""
+    chosen = list(dict.fromkeys(tokenizers.resolve(n) for n in names))
+    if not chosen:
+        raise TokenplayError("pick at least one tokenizer")
+    if len(chosen) > MAX_TOKENIZERS:
+        raise TooLargeError(f"{len(chosen)} tokenizers asked for; one request counts up to {MAX_TOKENIZERS}")
+    return chosen
+
+
+def count_table(tokenizers: Tokenizers, names: list[str], codes: list[str] | None = None) -> feature.LanguageTable:
+    """Every language of ``codes`` (None: all) through every tokenizer of ``names``, counted or from the cache."""
+    try:
+        selected = [d.code for d in feature.select(corpus(), codes)] if codes is not None else None
+    except feature.UnknownLanguageError as exc:
+        raise NotFoundError(str(exc)) from None
+    counts = {}
+    for name in chosen_names(tokenizers, names):
+        counts[name] = feature.token_counts(tokenizers.get(name), identity(tokenizers, name))
+    return feature.language_table(counts, selected)
+
+
+def language_or_404(code: str) -> Declaration:
+    """The declaration of ``code``, or a 404 saying which codes exist."""
+    declaration = corpus().get(code)
+    if declaration is None:
+        raise NotFoundError(
+            f"no UDHR translation has the code {code!r}; use the udhr package's codes (eng, jpn, cmn_hans, arb...), "
+            "listed by GET /api/languages"
+        )
+    return declaration
+
+
+def default_selection(tokenizers: Tokenizers) -> list[str]:
+    chosen = tokenizers.known(PREFERRED_DEFAULTS)
+    return chosen or [s.name for s in tokenizers.listed()[:1]]
+
+
+# -- the page -----------------------------------------------------------------------------------------------------
+
+
+def _order(order: str | None, sort: str) -> bool:
+    """Descending? An explicit ``order`` wins; numbers go down by default (the costliest first), names up."""
+    if order in ("asc", "desc"):
+        return order == "desc"
+    return sort not in ("name", "code", "script")
+
+
+def page_url(path: str, names: list[str], *, q: str = "", script: str = "", sort: str = "", descending: bool | None = None) -> str:
+    params: list[tuple[str, str]] = [("t", n) for n in names]
+    if q:
+        params.append(("q", q))
+    if script:
+        params.append(("script", script))
+    if sort:
+        params.append(("sort", sort))
+    if descending is not None:
+        params.append(("order", "desc" if descending else "asc"))
+    return f"{path}?{urlencode(params)}"
+
+
+def _times(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _tier(premium: float | None) -> int:
+    """How dear a premium is, for its cell's shade: 0 under 1.5×, then 1.5×, 2×, 4×, 8× and up.
+
+    >>> [_tier(p) for p in (None, 1.0, 1.5, 3.9, 4.0, 20.5)]
+    [0, 0, 1, 2, 3, 4]
+    """
+    if premium is None:
+        return 0
+    return sum(premium >= bound for bound in (1.5, 2, 4, 8))
+
+
+def _cpt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+# The premium chart: an SVG drawn in these units (its viewBox), the plot inside the margins.
+CHART_W, CHART_H = 1000, 320
+CHART_LEFT, CHART_RIGHT, CHART_TOP, CHART_BOTTOM = 56, 12, 14, 34
+
+
+def chart(rows: list[feature.Row], names: list[str], labels: dict[str, str]) -> dict | None:
+    """The premium of every row (in the table's order) for every tokenizer: one polyline each on a log scale, a
+    line at 1× (English), and per language a column whose tooltip names the language and its premiums."""
+    values = [r.results[n].premium for r in rows for n in names if r.results[n].premium]
+    if not values:
+        return None
+    lo = 2.0 ** math.floor(math.log2(min(values)))
+    hi = 2.0 ** math.ceil(math.log2(max(values)))
+    if hi <= lo:
+        hi = lo * 2
+    plot_w = CHART_W - CHART_LEFT - CHART_RIGHT
+    plot_h = CHART_H - CHART_TOP - CHART_BOTTOM
+    step = plot_w / len(rows)
+
+    def y(premium: float) -> float:
+        return CHART_TOP + plot_h * (1 - (math.log2(premium) - math.log2(lo)) / (math.log2(hi) - math.log2(lo)))
+
+    series = []
+    for k, name in enumerate(names):
+        points = [
+            f"{CHART_LEFT + (i + 0.5) * step:.1f},{y(r.results[name].premium):.1f}"
+            for i, r in enumerate(rows)
+            if r.results[name].premium
+        ]
+        series.append({"name": name, "label": labels.get(name, name), "points": " ".join(points), "index": k})
+    ticks = []
+    tick = lo
+    while tick <= hi * 1.0001:
+        ticks.append({"y": round(y(tick), 1), "label": f"{tick:g}×", "english": tick == 1})
+        tick *= 2
+    columns = [
+        {
+            "x": round(CHART_LEFT + i * step, 2),
+            "code": r.declaration.code,
+            "title": f"{r.declaration.name}: " + ", ".join(f"{n} {_times(r.results[n].premium)}" for n in names),
+        }
+        for i, r in enumerate(rows)
+    ]
+    return {
+        "width": CHART_W,
+        "height": CHART_H,
+        "left": CHART_LEFT,
+        "right": CHART_W - CHART_RIGHT,
+        "top": CHART_TOP,
+        "bottom": CHART_H - CHART_BOTTOM,
+        "plot_height": plot_h,
+        "step": round(step, 3),
+        "series": series,
+        "ticks": ticks,
+        "columns": columns,
+        "english_y": round(y(1.0), 1) if lo <= 1 <= hi else None,
+    }
+
+
+def results_context(tokenizers: Tokenizers, names: list[str], *, q: str, script: str, sort: str, order: str | None) -> dict:
+    """Everything the results block shows; a problem (no tokenizer, one that fails) becomes its message."""
+    context: dict = {"error": None, "status": 200, "table": None}
+    chosen = tokenizers.known(names)  # unknown names in a shared URL are dropped, as on compare
+    if not chosen:
+        context["error"] = "Pick at least one tokenizer to count the 527 translations with."
+        return context
+    try:
+        table = count_table(tokenizers, chosen)
+    except TokenplayError as exc:
+        context.update(error=str(exc), status=status_for(exc))
+        return context
+    chosen = list(table.tokenizers)
+    sort = feature.sort_key(sort, chosen)
+    desc = _order(order, sort)
+    rows = feature.view(table.rows, q=q, script=script, sort=sort, descending=desc)
+    incomplete = feature.view(table.incomplete, q=q, script=script, sort="name")
+    labels = {s.name: s.label for s in tokenizers.listed()}
+
+    def sort_href(key: str) -> str:
+        """The table sorted by ``key``: the other way round when it is already sorted by it."""
+        flip = (not desc) if key == sort else _order(None, key)
+        return page_url("/languages", chosen, q=q, script=script, sort=key, descending=flip)
+
+    def aria_sort(key: str) -> str:
+        return ("descending" if desc else "ascending") if key == sort else "none"
+
+    body = []
+    tail = urlencode([("t", n) for n in chosen])  # the codes are letters, digits and "_": nothing to quote
+    for row in rows:
+        cells = []
+        for name in chosen:
+            r = row.results[name]
+            cells.append(
+                {
+                    "name": name,
+                    "tokens": r.tokens,
+                    "premium": r.premium,
+                    "premium_shown": _times(r.premium),
+                    "cpt": r.chars_per_token,
+                    "cpt_shown": _cpt(r.chars_per_token),
+                    "tier": _tier(r.premium),
+                }
+            )
+        body.append({"d": row.declaration, "cells": cells, "compare": f"/compare?lang={row.declaration.code}&{tail}"})
+    extremes = []
+    for name in chosen:
+        worst, best = feature.extremes(rows, name, EXTREMES)
+        extremes.append({"name": name, "label": labels.get(name, name), "worst": worst, "best": best})
+    params = {"q": q, "script": script, "sort": sort, "descending": desc}
+    context.update(
+        table=table,
+        chosen=chosen,
+        labels=labels,
+        rows=body,
+        shown=len(rows),
+        total=len(table.rows),
+        incomplete=incomplete,
+        sort=sort,
+        sort_label=_sort_label(sort, labels),
+        descending=desc,
+        sort_href=sort_href,
+        aria_sort=aria_sort,
+        chart=chart(rows, chosen, labels),
+        extremes=extremes,
+        english=table.english,
+        export_csv=page_url("/languages/export.csv", chosen, **params),
+        export_json=page_url("/languages/export.json", chosen, **params),
+        compare_href=_compare_href,
+        url=page_url("/languages", chosen, **params),
+    )
+    return context
+
+
+def _sort_label(sort: str, labels: dict[str, str]) -> str:
+    """``premium:gpt2`` -> ``GPT-2's premium`` (the caption's words for a sort key)."""
+    measure, _, name = sort.partition(":")
+    words = {"tokens": "tokens", "premium": "premium", "cpt": "characters per token", "name": "language", "code": "code"}
+    what = words.get(measure, measure)
+    return f"{labels.get(name, name)}'s {what}" if name else what
+
+
+def _compare_href(code: str, names: list[str]) -> str:
+    return "/compare?" + urlencode([("lang", code), *(("t", n) for n in names)])
+
+
+@router.get("/languages")
+async def languages_page(
+    request: Request,
+    tokenizers: TokenizersDep,
+    t: Annotated[list[str] | None, Query()] = None,
+    q: str = "",
+    script: str = "",
+    sort: str = "",
+    order: str | None = None,
+):
+    names = t if t is not None else default_selection(tokenizers)
+    context = await run_cpu(
+        request, results_context, tokenizers, names, q=q, script=script, sort=sort, order=order
+    )
+    context |= {
+        "picker_groups": picker_groups(tokenizers.listed(), missing=names),
+        "picked": set(tokenizers.known(names)),
+        "q": q,
+        "script": script,
+        "scripts": feature.scripts(corpus().complete),
+        "complete": len(corpus().complete),
+        "active_nav": "languages",
+    }
+    headers = {"HX-Push-Url": context["url"]} if context.get("url") else {}
+    return page_or_block(request, "languages.html", "results", context, status_code=context["status"], headers=headers)
+
+
+@router.get("/languages/export.{fmt}")
+async def languages_export(
+    request: Request,
+    fmt: str,
+    tokenizers: TokenizersDep,
+    t: Annotated[list[str] | None, Query()] = None,
+    q: str = "",
+    script: str = "",
+    sort: str = "",
+    order: str | None = None,
+):
+    export_format(fmt, EXPORT_FORMATS)
+    names = t if t is not None else default_selection(tokenizers)
+
+    def work():
+        table = count_table(tokenizers, names)
+        key = feature.sort_key(sort, list(table.tokenizers))
+        desc = _order(order, key)
+        rows = feature.view(table.rows, q=q, script=script, sort=key, descending=desc)
+        incomplete = feature.view(table.incomplete, q=q, script=script, sort="name")
+        if fmt == "csv":
+            return feature.csv_text([*rows, *incomplete]), "text/csv; charset=utf-8"
+        shown = feature.LanguageTable(table.tokenizers, tuple(rows), tuple(incomplete), table.english, table.digest)
+        return json.dumps(shown.to_dict(), ensure_ascii=False, indent=1), "application/json"
+
+    body, media = await run_cpu(request, work)
+    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="tokenplay-languages.{fmt}"'})
+
+
+@router.get("/languages/{code}")
+def language_page(request: Request, code: str, tokenizers: TokenizersDep, t: Annotated[list[str] | None, Query()] = None):
+    declaration = language_or_404(code)
+    names = tokenizers.known(t) if t is not None else default_selection(tokenizers)
+    context = {
+        "d": declaration,
+        "paragraphs": declaration.text.split("\n"),
+        "compare": _compare_href(declaration.code, names),
+        "back": page_url("/languages", names),
+        "active_nav": "languages",
+    }
+    return page_or_block(request, "language.html", "content", context)
