@@ -10,7 +10,7 @@ COPY package.json package-lock.json ./
 COPY scripts/fetch_npm.py ./scripts/
 RUN python scripts/fetch_npm.py --dest /out/node_modules
 
-# The app as a wheel, the C twins of its hot loops (app/engines/*.c) compiled: the full image has gcc, the slim
+# The app as a wheel, the C twins of its hot loops (every _*.c under app/engines/) compiled: the full image has gcc, the slim
 # one below does not, and needs none.
 FROM python:3.11-bookworm AS wheel
 WORKDIR /build

@@ -22,16 +22,18 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --upgrade pip
 
-# Re-install only when a lock file, the build files or the C source change. The project itself goes in without
+# Re-install only when a lock file, the build files or the C sources change. The project itself goes in without
 # its dependencies (they all came from the lock, each checked against its hash); installing it compiles the C
-# twins of hot loops (C_SOURCES, every app/engines/*.c; setup.py builds the same list) with the system's C compiler.
-C_SOURCES = $(wildcard app/engines/*.c)
-$(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) | $(VENV)/bin/python
+# twins of hot loops (C_SOURCES, every _*.c under app/engines/; setup.py builds the same list) with the system's C
+# compiler. They share the header(s) in C_HEADERS (app/engines/twins.h): a change to one rebuilds them all.
+C_SOURCES = $(wildcard app/engines/_*.c app/engines/*/_*.c)
+C_HEADERS = $(wildcard app/engines/*.h)
+$(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) $(C_HEADERS) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(LOCK)
 	$(PY) -m pip install -qq --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml setup.py $(C_SOURCES) | $(VENV)/bin/python
+$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml setup.py $(C_SOURCES) $(C_HEADERS) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(DEV_LOCK)
 	$(PY) -m pip install -qq --no-deps -e .
 	touch $@ $(VENV)/.installed

@@ -1,20 +1,32 @@
-"""Build configuration beyond pyproject.toml: the optional C extensions in app/engines/ (``*.c``).
+"""Build configuration beyond pyproject.toml: the optional C extensions, the compiled twins of hot loops.
 
-The compiled twins of the merge loop (app/engines/merging.py), of the unigram Viterbi pass and normalizer
-(app/engines/sentencepiece/unigram.py, normalizer.py), of the training core's hot loops
-(app/engines/training/words.py and pair_counts.py) and of the unigram trainer's E-step and pruning losses
-(app/engines/sentencepiece/unigram_trainer.py). ``optional=True``: where no C compiler is found the install goes on
-without them, and the Python loops do the same work, slower.
+Every ``_*.c`` under app/engines/ is one extension, named after its path and built beside the Python loops it is
+the twin of (app.engines.compiled.TWINS): ``_merge.c``, the merge loop (app/engines/merging.py);
+``sentencepiece/_lattice.c``, the unigram Viterbi pass and normalizer (sentencepiece/unigram.py, normalizer.py);
+``sentencepiece/_unigram_train.c``, the unigram trainer's E-step and pruning losses (sentencepiece/unigram_trainer.py);
+``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py). They share
+``app/engines/twins.h`` (every extension ``depends`` on it, so a change to it rebuilds them all). ``optional=True``:
+where no C compiler is found the install goes on without them, and the Python loops do the same work, slower.
 """
 
 from pathlib import Path
 
 from setuptools import Extension, setup
 
+ENGINES = Path("app/engines")
+HEADERS = sorted(h.as_posix() for h in ENGINES.glob("*.h"))
+
 # One extension per C file, as the Makefile's C_SOURCES finds them: a new twin needs no second list.
 setup(
     ext_modules=[
-        Extension(f"app.engines.{src.stem}", [src.as_posix()], optional=True, extra_compile_args=["-O2"])
-        for src in sorted(Path("app/engines").glob("*.c"))
+        Extension(
+            ".".join(src.with_suffix("").parts),
+            [src.as_posix()],
+            include_dirs=[ENGINES.as_posix()],
+            depends=HEADERS,
+            optional=True,
+            extra_compile_args=["-O2"],
+        )
+        for src in sorted(ENGINES.rglob("_*.c"))
     ]
 )

@@ -41,7 +41,7 @@ def _tokenizer_name(name: str, engine: str) -> str:
 
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
     """The tokenizer of ``encode``/``decode``: ``--file``, a registered name, or a path given to ``-t``."""
-    from app.engines.tokenizer_files import load_file
+    from app.engines.registry.files import load_file
 
     path = args.file
     if path is None:
@@ -87,12 +87,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _share_tokenizer_files(paths: list[str], *, here: bool) -> None:
     """Check each file here (a bad one stops the server before it starts), then hand the list to the worker
-    processes, which register the files themselves (app.engines.tokenizer_files). ``here``: this process serves
+    processes, which register the files themselves (app.engines.registry.files). ``here``: this process serves
     too (one worker), and its shipped tokenizers are registered already (the check read them): register the
     files now."""
     from pathlib import Path
 
-    from app.engines.tokenizer_files import ENV, entry_name, load_file, register_from_environment
+    from app.engines.registry.files import ENV, entry_name, load_file, register_from_environment
 
     resolved = [str(Path(p).resolve()) for p in paths]
     taken = set(registry.names()) | set(registry.ALIASES)
@@ -122,7 +122,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from app.engines.explain import explain
+    from app.features.explain import explain
 
     explanation = explain(_tokenizer(args), _read_text(args), args.index, allow_special=args.allow_special)
     if args.tree:
@@ -139,7 +139,7 @@ SHOWN_CANDIDATES = 4
 
 def explanation_lines(explanation) -> list[str]:
     """``tokenplay explain --tree``: the explanation as text, the merge tree indented under its token."""
-    from app.engines.explain.trace import shown
+    from app.features.explain.trace import shown
 
     e, pre = explanation, explanation.pretoken
     lines = [
@@ -239,7 +239,7 @@ def cmd_languages(args: argparse.Namespace) -> int:
     """The UDHR in every language through each tokenizer: tokens and premium (tokens / English's)."""
     import hashlib
 
-    from app.engines.tokenizer_files import load_file
+    from app.engines.registry.files import load_file
     from app.features import languages
 
     counts = {}

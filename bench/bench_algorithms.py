@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_algorithms.py [--quick] [--repeat N] [--chars N]
 
-Training on ``en.txt`` of the real-text corpora (``tests/realtext.py``) to 4,096 pieces:
+Training on ``en.txt`` of the real-text corpora (``tests/helpers/realtext.py``) to 4,096 pieces:
 
 - our WordPiece trainer (score-based merges on the shared core) beside Hugging Face's ``WordPieceTrainer``;
 - our Unigram trainer beside Hugging Face's ``UnigramTrainer`` and ``sentencepiece`` (unigram, ``num_threads=1``).
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import realtext  # noqa: E402
+from helpers import realtext  # noqa: E402
 import sentencepiece as spm  # noqa: E402
 from bench_sentencepiece import best_of  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
@@ -37,7 +37,7 @@ from tokenizers.implementations import BertWordPieceTokenizer  # noqa: E402
 from app.engines import registry  # noqa: E402
 from app.engines.datafiles import data_path  # noqa: E402
 from app.engines.sentencepiece.unigram_trainer import train_unigram  # noqa: E402
-from app.engines.wordpiece_trainer import train_wordpiece  # noqa: E402
+from app.engines.wordpiece.trainer import train_wordpiece  # noqa: E402
 from app.lab.algorithms import MAX_TIES as LAB_MAX_TIES  # noqa: E402
 from app.lab.algorithms import TOP_K as LAB_TOP_K  # noqa: E402
 

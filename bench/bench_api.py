@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers shared with the tests
 
-import realtext  # noqa: E402
-from mixed_text import mixed_text  # noqa: E402
+from helpers import realtext  # noqa: E402
+from helpers.mixed_text import mixed_text  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from app.engines import registry  # noqa: E402

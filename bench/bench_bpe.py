@@ -4,13 +4,13 @@
 
 Prints a markdown table: task | ours (s) | peer (s) | ratio | target | peak MB (ours / peer).
 
-- Training on the real-text corpora (``tests/realtext.py``: en, es, ja, zh, c, 1 MB each) to vocab 4096, the
+- Training on the real-text corpora (``tests/helpers/realtext.py``: en, es, ja, zh, c, 1 MB each) to vocab 4096, the
   full step trace included (records built and serialised to JSON), against Hugging Face ``tokenizers``
   ``BpeTrainer`` with ``RAYON_NUM_THREADS=1``, ratio = ours / peer:
   with the GPT-4 split (the peer: a ``Split`` pre-tokenizer with the cl100k regex + ``ByteLevel(use_regex=False)``,
   the same pre-tokens as ours), and with pattern ``none`` (the whole text one word; the peer: no split, each line
   one sequence, which is as close as it gets). One more row holds ours against the recount-everything reference
-  trainer (``tests/bpe_reference.py``) on en, ratio = reference / ours: a full reference run would take hours, so
+  trainer (``tests/helpers/bpe_reference.py``) on en, ratio = reference / ours: a full reference run would take hours, so
   one reference step is timed on the real corpus state at the start, middle and end of training (states taken
   from our trainer, which the tests prove equal to the reference) and the total is extrapolated with the
   trapezoid rule; the table says "est.". Without the corpora the training rows are skipped, and the table says so.
@@ -50,7 +50,7 @@ def _peak_mb() -> float:
 
 def _real_text(name: str, size: int) -> str:
     """Corpus ``name`` cut to at most ``size`` characters at a line end (the whole file for 1 MB)."""
-    import realtext
+    from helpers import realtext
 
     text = realtext.read(name)
     return text if len(text) <= size else text[: text.rfind("\n", 0, size) + 1]
@@ -72,7 +72,7 @@ def work_train_ours(name: str, pattern: str, size: int, vocab: int, repeat: int)
 
 def work_train_hf(name: str, pattern: str, size: int, vocab: int, repeat: int) -> dict:
     os.environ["RAYON_NUM_THREADS"] = "1"
-    from app.engines.openai import CL100K_PATTERN
+    from app.engines.openai.encodings import CL100K_PATTERN
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     text = _real_text(name, size)
@@ -96,7 +96,7 @@ def work_train_hf(name: str, pattern: str, size: int, vocab: int, repeat: int) -
 
 
 def work_train_reference(name: str, size: int, vocab: int) -> dict:
-    from bpe_reference import reference_step
+    from helpers.bpe_reference import reference_step
 
     from app.engines.bpe.patterns import pattern_regex, pretokenize
     from app.engines.bpe.trainer import BPETrainerState
@@ -122,7 +122,7 @@ def work_train_reference(name: str, size: int, vocab: int) -> dict:
 
 def work_encode(name: str, size: int, engine: str, repeat: int) -> dict:
     from app.engines.bpe.model import NativeOpenAITokenizer
-    from app.engines.openai import TiktokenTokenizer
+    from app.engines.openai.encodings import TiktokenTokenizer
 
     text = _real_text(name, size)
     ref = TiktokenTokenizer("cl100k_base").encoding
@@ -172,7 +172,7 @@ TRAIN_TARGETS = {
 
 def training_rows(size: int, vocab: int, repeat: int) -> list[tuple]:
     """Training on every real-text corpus against HF, and against the reference on en (none when absent)."""
-    import realtext
+    from helpers import realtext
 
     if not realtext.available():
         print(f"Real-text corpora not found in {realtext.CORPORA_DIR} (set TOKENPLAY_CORPORA): training rows skipped.\n")
@@ -212,7 +212,7 @@ def training_rows(size: int, vocab: int, repeat: int) -> list[tuple]:
 
 def encoding_rows(size: int, repeat: int) -> list[tuple]:
     """Encoding every real-text corpus, a fresh tokenizer each run, against tiktoken (none when absent)."""
-    import realtext
+    from helpers import realtext
 
     if not realtext.available():
         print(f"Real-text corpora not found in {realtext.CORPORA_DIR} (set TOKENPLAY_CORPORA): encoding rows skipped.\n")

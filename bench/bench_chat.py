@@ -22,14 +22,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers shared with the tests
 
-import realtext  # noqa: E402
+from helpers import realtext  # noqa: E402
 from bench_api import server_ms  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
-from mixed_text import mixed_text  # noqa: E402
+from helpers.mixed_text import mixed_text  # noqa: E402
 from tokenizers import Tokenizer as HFTokenizer  # noqa: E402
 
-from app.engines import chat, datafiles, registry  # noqa: E402
-from app.engines.npm_models import NPM_MODELS  # noqa: E402
+from app.engines import registry  # noqa: E402
+from app.features.chat import prompt as chat  # noqa: E402
+from app.engines import datafiles  # noqa: E402
+from app.engines.huggingface.npm_models import NPM_MODELS  # noqa: E402
 from app.web.app import create_app  # noqa: E402
 
 DEFAULT = "cl100k_base,o200k_harmony,llama-3,qwen3,deepseek-v3,gemma-3,native-llama-3,native-gemma-3"

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers shared with the tests
 
 import httpx  # noqa: E402
-import realtext  # noqa: E402
-from serving import UvicornProcess  # noqa: E402
+from helpers import realtext  # noqa: E402
+from helpers.serving import UvicornProcess  # noqa: E402
 
 TOKENIZERS = ["gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "deepseek-v3", "gemma-3", "mistral-7b",
               "jurassic-2", "bert-base-uncased"]

@@ -1,6 +1,6 @@
 """Server time of ``POST /api/explain`` (issue 15): any token of a 10 KB text explained within 50 ms.
 
-For each model and each real-text corpus (``tests/realtext.py`` finds them; 10 KB from the middle of en.txt,
+For each model and each real-text corpus (``tests/helpers/realtext.py`` finds them; 10 KB from the middle of en.txt,
 ja.txt and c.txt), ``--tokens`` token indexes spread over the text are explained through the ASGI app, each
 ``--repeat`` times; the app's own time comes from its ``Server-Timing`` header. Printed per row: p50, p95 and
 the worst of the per-token best times (the best of the repeats per token, so that a pause of the shared machine
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import realtext  # noqa: E402
+from helpers import realtext  # noqa: E402
 from bench_api import percentile, server_ms  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 

@@ -29,7 +29,7 @@ from bench_api import server_ms  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from app.engines import datafiles, registry  # noqa: E402
-from app.engines.npm_models import NPM_MODELS  # noqa: E402
+from app.engines.huggingface.npm_models import NPM_MODELS  # noqa: E402
 from app.features import languages, udhr  # noqa: E402
 from app.web.app import create_app  # noqa: E402
 

@@ -7,7 +7,7 @@ Prints four markdown tables:
 1. first use per registry entry, each in a fresh process: seconds from nothing loaded to the first answer (load
    the hash-checked file, build the tokenizer, encode one sentence), and the memory (RSS) that adds to the
    process. Target: under 5 s.
-2. encoding the real-text corpora en.txt and ja.txt (about 1 MB each, ``tests/realtext.py`` finds them): CPU
+2. encoding the real-text corpora en.txt and ja.txt (about 1 MB each, ``tests/helpers/realtext.py`` finds them): CPU
    seconds of the reference library called directly (Hugging Face ``tokenizers`` / tiktoken), of the entry the
    library serves, and of our engine (``native-*``) cold (first encode) and warm (best of ``--repeat``), and the
    ratio of our warm time to the reference. Without the corpora this table is skipped, and the output says so.
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # realtext: where the real-text corpora are
 
-import realtext  # noqa: E402
+from helpers import realtext  # noqa: E402
 
 MODELS = ["llama-3", "qwen3", "deepseek-v3", "gemma-3", "o200k_harmony"]
 SENTENCE = "Tokenizers cut text into tokens: 東京スカイツリー, 🙂, and code like f(x) = 42."
@@ -116,7 +116,7 @@ def table_first_use() -> None:
 def reference(model: str):
     """The reference library's own encode function for a model (special-token text as plain text)."""
     from app.engines import datafiles
-    from app.engines.npm_models import NPM_MODELS
+    from app.engines.huggingface.npm_models import NPM_MODELS
 
     if model in NPM_MODELS:
         from tokenizers import Tokenizer
@@ -124,7 +124,7 @@ def reference(model: str):
         tok = Tokenizer.from_file(str(datafiles.data_path(NPM_MODELS[model].tokenizer_file)))
         tok.encode_special_tokens = True
         return lambda text: tok.encode(text, add_special_tokens=False).ids
-    from oracles import tiktoken_reference
+    from helpers.oracles import tiktoken_reference
 
     return tiktoken_reference(model).encode_ordinary
 

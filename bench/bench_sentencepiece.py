@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_sentencepiece.py [--quick] [--repeat N]
 
 Prints a markdown table: task | ours (s) | sentencepiece (s) | ratio | target, where ratio is our time over the
-library's (lower is better). Targets from issue 16, on the real-text corpora (``tests/realtext.py``: en, es, ja, zh,
+library's (lower is better). Targets from issue 16, on the real-text corpora (``tests/helpers/realtext.py``: en, es, ja, zh,
 c, 1 MB each; without them nothing is measured, and the output says so):
 
 - encoding each corpus with Mistral 7B v0.1, the whole text at once, a fresh tokenizer each run (empty chunk
@@ -50,7 +50,7 @@ def best_of(repeat: int, fn):
 
 def corpora(size: int) -> list[tuple[str, str]]:
     """Each real-text corpus cut to ``size`` characters at a line end (none, saying so, when they are absent)."""
-    import realtext
+    from helpers import realtext
 
     if not realtext.available():
         print(f"Real-text corpora not found in {realtext.CORPORA_DIR} (set TOKENPLAY_CORPORA): rows skipped.\n")

@@ -4,7 +4,7 @@ Starts its own server (``uvicorn app.main:app`` on a free 127.0.0.1 port, ``--wo
 default as ``serve --workers auto``, runs in a temporary directory) or uses ``--url`` (loopback addresses only);
 the client runs on the same CPUs. Bounded: ``--duration`` seconds (default 20) and at most ``--max-requests``
 requests. Each typist types its own real text: ``--text-kb``/2 KB of ``en.txt`` and as much of ``ja.txt`` (the
-shared corpora, read through ``tests/realtext.py``), each from the typist's own offset, so no two typists send
+shared corpora, read through ``tests/helpers/realtext.py``), each from the typist's own offset, so no two typists send
 the same text and no answer is a cache hit of another typist's. It starts with most of the text typed, and every
 150–300 ms sends what the page sends for its next keystrokes: the htmx fragment (``POST /render``, its form as
 multipart, 4 in 5) or ``POST /api/tokenize`` (1 in 5). Each trainer starts a run through ``/api/train``, polls its
@@ -40,9 +40,9 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # helpers shared with the tests
 
-import realtext  # noqa: E402
-from mixed_text import mixed_text  # noqa: E402
-from serving import UvicornProcess  # noqa: E402
+from helpers import realtext  # noqa: E402
+from helpers.mixed_text import mixed_text  # noqa: E402
+from helpers.serving import UvicornProcess  # noqa: E402
 
 from app.cli import worker_count  # noqa: E402
 

@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # helpers shared with the tests
 sys.path.insert(0, str(ROOT / "bench"))
 
-import realtext  # noqa: E402
+from helpers import realtext  # noqa: E402
 from load import RawClient, check_loopback, percentile  # noqa: E402
-from serving import UvicornProcess  # noqa: E402
+from helpers.serving import UvicornProcess  # noqa: E402
 
 from app.cli import worker_count  # noqa: E402
 
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tokenplay-class-")))
             env = {"TOKENPLAY_LAB_RUNS_DIR": str(tmp / "runs"), "TOKENPLAY_LAB_POOL": "thread"}
             if args.store == "redis":
-                from redis_server import running_redis
+                from helpers.redis_server import running_redis
 
                 env["REDIS_URL"] = stack.enter_context(running_redis(tmp))
             try:

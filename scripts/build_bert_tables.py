@@ -1,4 +1,5 @@
-"""Print the character tables of app/engines/bert_text.py, derived by asking Hugging Face ``tokenizers`` itself.
+"""Print the character tables of app/engines/huggingface/bert_text.py, derived by asking Hugging Face
+``tokenizers`` itself.
 
 BERT's normalizer and pre-tokenizer in ``tokenizers`` classify characters with Rust's ``char`` methods and the
 ``unicode_categories`` crate (an older Unicode than Python's ``unicodedata``), and strip accents with the
@@ -12,8 +13,8 @@ tables found here code point by code point:
 - ``STRIPPED`` / ``LOWERED``: the characters whose accent stripping (NFD, then no ``Mn``) or lower-casing differs
   from Python's, with the library's result.
 
-Run it after upgrading ``tokenizers`` or Python and paste its output into app/engines/bert_text.py
-(tests/test_wordpiece.py fails until the tables match the installed libraries).
+Run it after upgrading ``tokenizers`` or Python and paste its output into app/engines/huggingface/bert_text.py
+(tests/engines/test_wordpiece.py fails until the tables match the installed libraries).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Write the Unicode tables of app/engines/tiktoken_unicode.py, read out of tiktoken itself.
+"""Write the Unicode tables of app/engines/openai/unicode.py, read out of tiktoken itself.
 
 tiktoken splits text with the regex engine compiled into it (Rust's ``fancy-regex`` on the ``regex`` crate), whose
 Unicode tables are older than those of the ``regex`` module our engine uses. To split exactly as tiktoken does, our
@@ -6,10 +6,10 @@ patterns spell their classes out as the code points tiktoken puts in them. This 
 class: an encoding of the 256 single-byte ranks whose split pattern is one class (``\\p{Lu}``) encodes only the
 text its pattern matches, so encoding a string of every code point (surrogates excluded) and decoding the bytes
 gives exactly the characters of that class. It reads every general category and ``\\s``, checks that the
-categories do not overlap, and writes them as hex ranges between the markers of app/engines/tiktoken_unicode.py,
+categories do not overlap, and writes them as hex ranges between the markers of app/engines/openai/unicode.py,
 with the tiktoken version they came from.
 
-Run it after upgrading tiktoken (tests/test_tiktoken_unicode.py fails until the tables match the installed one):
+Run it after upgrading tiktoken (tests/engines/test_tiktoken_unicode.py fails until the tables match the installed one):
 
     .venv/bin/python scripts/build_tiktoken_tables.py          # rewrite the tables
     .venv/bin/python scripts/build_tiktoken_tables.py --check  # exit 1 when they differ from tiktoken's

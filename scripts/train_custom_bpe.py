@@ -7,7 +7,7 @@
 The corpus (``tokenizers/custom-bpe/corpus.txt``) is committed so training is reproducible anywhere. It was
 built by :func:`build_corpus` from the Python Language Reference topics in the stdlib of CPython 3.11.7
 (``pydoc_data.topics``, PSF licence) and stdlib docstrings, then generated Japanese text (our own seeded
-grammar, ``tests/sample_text.py``), with ``<|endoftext|>`` between the parts. Rebuilding on another
+grammar, ``tests/helpers/sample_text.py``), with ``<|endoftext|>`` between the parts. Rebuilding on another
 Python version gives a slightly different English part; the script says so.
 """
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the corpus generator is test data
 
-from sample_text import english_text, japanese_text  # noqa: E402
+from helpers.sample_text import english_text, japanese_text  # noqa: E402
 
 from app.engines.bpe.model import BPETokenizer  # noqa: E402
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
-from lab_helpers import QUICK_WAIT, Hold
-from serving import free_port
+from helpers.lab_helpers import QUICK_WAIT, Hold
+from helpers.serving import free_port
 
 from app.settings import Settings
 from app.web.app import create_app

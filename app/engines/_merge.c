@@ -15,13 +15,12 @@
  *     id. A merge then builds no object until it answers: the string keys hash in O(length) each, so on a long
  *     run (a million "a") the dict lookups were most of the time.
  *
- * It gives exactly what merging.merge gives for the same input (tests/test_merging.py checks it on random
+ * It gives exactly what merging.merge gives for the same input (tests/engines/test_merging.py checks it on random
  * inputs; every engine test runs through it). Short inputs use a scan over an array of pair ranks, as
  * tiktoken does; longer ones a heap of candidate pairs over a linked list, O(n log n), as SentencePiece does.
  * Parts are known by their positions in the text, so no part is built until its rank is looked up.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "twins.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,10 +59,7 @@ static const Slot *table_find(const Table *t, uint64_t key) {
 
 static int table_alloc(Table *t, int bits) {
     t->slots = PyMem_Malloc(sizeof(Slot) << bits);
-    if (!t->slots) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (!t->slots) return no_memory();
     for (uint64_t i = 0; i < (uint64_t)1 << bits; i++) t->slots[i].key = EMPTY;
     t->mask = ((uint64_t)1 << bits) - 1;
     t->shift = 64 - bits;
@@ -237,16 +233,7 @@ typedef struct {
 } Heap;
 
 static int heap_push(Heap *h, Candidate c) {
-    if (h->len == h->cap) {
-        Py_ssize_t cap = h->cap ? 2 * h->cap : 64;
-        Candidate *items = PyMem_Realloc(h->items, cap * sizeof(Candidate));
-        if (!items) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        h->items = items;
-        h->cap = cap;
-    }
+    if (GROW(h->items, h->cap, h->len + 1, 64) < 0) return -1;
     Py_ssize_t i = h->len++;
     while (i > 0) {
         Py_ssize_t parent = (i - 1) / ARITY;
@@ -409,10 +396,7 @@ static uint32_t rank_place(const Build *b, PyObject *value) {
     return (uint32_t)lo;
 }
 
-static int bad_id(void) {
-    PyErr_SetString(PyExc_ValueError, "PairTable(): ids must be ints from 0 to 2**31 - 2");
-    return -1;
-}
+static int bad_id(void) { return raise_error(PyExc_ValueError, "PairTable(): ids must be ints from 0 to 2**31 - 2"); }
 
 /* The id of part: ids[part], else the new one it was given before, else a new one. -1 on error. A one-character part
  * is noted in t->chars: a merge starts from the characters' ids. */

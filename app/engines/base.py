@@ -5,6 +5,7 @@ Subclasses provide ``encode``, ``token_bytes`` and the vocabulary facts; ``token
 tokens' bytes join up to the input's UTF-8; SentencePiece-style tokenizers, whose pieces are not the input
 bytes, override it to place their pieces in the text themselves. What a tokenizer shows in a picker (label,
 description, maker) is registry data (:mod:`app.engines.registry`), not part of the tokenizer.
+:class:`VocabFacts` answers the vocabulary facts for a tokenizer that knows them once it is built.
 """
 
 from __future__ import annotations
@@ -96,3 +97,26 @@ class Tokenizer(ABC):
         """Every id of ``text``; Token records are placed from the ids when first asked for."""
         ids = self.encode(text, allow_special=allow_special)
         return byte_level_result(self.name, text, ids, byte_table(self))
+
+
+class VocabFacts:
+    """The vocabulary facts of a tokenizer that knows them once it is built: its size, special tokens, unused ids.
+
+    A mixin for :class:`Tokenizer` subclasses: put it first among the bases and set ``_n_vocab``, ``_special``
+    and ``_holes`` in ``__init__``.
+    """
+
+    _n_vocab: int
+    _special: dict[str, int]
+    _holes: bool  # some ids below n_vocab stand for no token
+
+    @property
+    def n_vocab(self) -> int:
+        return self._n_vocab
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._special)
+
+    def _has_gaps(self) -> bool:
+        return self._holes

@@ -1,5 +1,6 @@
 """Which compiled twins of hot loops this process runs: the C extensions setup.py builds next to their Python loops
-(``app/engines/_merge.c``, ``_lattice.c``, ``_train.c``, ``_unigram_train.c``).
+(:data:`TWINS`: ``app/engines/_merge.c``, ``sentencepiece/_lattice.c``, ``sentencepiece/_unigram_train.c``,
+``training/_train.c``, sharing ``app/engines/twins.h``).
 
 Each twin is optional: a machine without a C compiler installs without it, and ``TOKENPLAY_PURE_PYTHON=1`` turns
 them all off (the tests run both ways). This module only finds them; the modules that own the loops choose between
@@ -13,10 +14,19 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+#: Each twin by its name, and the module it is built as: the C file of the same path under app/engines/, beside the
+#: Python loops it is the twin of (setup.py builds every ``_*.c`` there; the tests hold this table to the files).
+TWINS = {
+    "_merge": "app.engines._merge",  # merging.py
+    "_lattice": "app.engines.sentencepiece._lattice",  # sentencepiece/unigram.py and normalizer.py
+    "_unigram_train": "app.engines.sentencepiece._unigram_train",  # sentencepiece/unigram_trainer.py
+    "_train": "app.engines.training._train",  # training/words.py and pair_counts.py, wordpiece/trainer.py
+}
+
 
 def twin(module: str, name: str) -> Callable[..., Any] | None:
-    """The function ``name`` of the compiled module ``app.engines.<module>``, or None when that was not built or
-    ``TOKENPLAY_PURE_PYTHON=1``.
+    """The function ``name`` of the compiled twin ``module`` (a name in :data:`TWINS`), or None when that was not
+    built or ``TOKENPLAY_PURE_PYTHON=1``.
 
     >>> twin("_no_such_module", "merge") is None
     True
@@ -24,6 +34,6 @@ def twin(module: str, name: str) -> Callable[..., Any] | None:
     if os.environ.get("TOKENPLAY_PURE_PYTHON") == "1":
         return None
     try:
-        return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        return getattr(importlib.import_module(TWINS.get(module, f"{__package__}.{module}")), name)
     except ImportError:  # built without a C compiler: the Python loop does the same, slower
         return None

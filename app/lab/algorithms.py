@@ -2,7 +2,7 @@
 
 Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
 *words* (id sequences with counts, in first-seen order) and the shared merge loop of
-:mod:`app.engines.training`, which emits one :class:`~app.engines.steps.MergeStep` per merge and is run by
+:mod:`app.engines.training`, which emits one :class:`~app.engines.training.steps.MergeStep` per merge and is run by
 its one driver (:func:`~app.engines.training.run_merges`, as ``tokenplay train`` is). Byte- and
 character-level BPE both use ``BPETrainerState``; they differ only in how text becomes base ids (UTF-8 bytes, or
 one id per code point plus an optional end-of-word marker ``</w>``). SentencePiece-style runs use
@@ -10,14 +10,15 @@ one id per code point plus an optional end-of-word marker ``</w>``). SentencePie
 whitespace split: the ``pattern`` option does not apply) and keep the trained ``.model`` file.
 
 :class:`Encoder` turns text into base-id words the same way for training, the step views and "encode a new
-text", so the three can never disagree.
+text", so the three can never disagree. What a run is asked for and what training returns are
+:mod:`app.lab.options`' (:class:`~app.lab.options.Options`, :class:`~app.lab.options.Trained`); unigram runs
+train in :mod:`app.lab.unigram_runs`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import regex
 
@@ -26,11 +27,11 @@ from app.engines.bpe.patterns import exact, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
-from app.engines.steps import TIE_BREAKS, MergeStep
+from app.engines.training.steps import MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
-from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
-from app.engines.wordpiece_trainer import (
+from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
+from app.engines.wordpiece.trainer import (
     WordPieceTrainerState,
     corpus_words,
     normalize_word,
@@ -38,21 +39,9 @@ from app.engines.wordpiece_trainer import (
     word_spans,
 )
 
-ALGORITHMS = ("byte", "char", "sentencepiece", "wordpiece", "unigram")
-ALGORITHM_LABELS = {
-    "byte": "byte-level BPE",
-    "char": "character-level BPE",
-    "sentencepiece": "SentencePiece-style BPE",
-    "wordpiece": "WordPiece (merge by score)",
-    "unigram": "Unigram (SentencePiece)",
-}
-PATTERNS = ("none", "whitespace", "gpt2", "gpt4")
-PATTERN_LABELS = {
-    "none": "none (the whole text is one word)",
-    "whitespace": "whitespace (words; spaces are not tokens)",
-    "gpt2": "GPT-2 regex",
-    "gpt4": "GPT-4 regex (cl100k)",
-}
+from .options import LabOptionsError, Options, Trained
+from .unigram_runs import train_unigram_run
+
 END_OF_WORD = "</w>"
 SP_SPACE = "\u2581"  # ▁, SentencePiece's visible space
 
@@ -60,90 +49,6 @@ SP_SPACE = "\u2581"  # ▁, SentencePiece's visible space
 TOP_K = 10
 #: Tie lists longer than this are cut when stored (the total is kept in ``n_ties``).
 MAX_TIES = 24
-
-
-class LabOptionsError(TokenplayError):
-    """Training options the lab cannot run (unknown algorithm, bad merge count, ...)."""
-
-
-#: More base tokens than any corpus can have (one per Unicode code point, plus bytes and markers): a vocab_size
-#: above this plus the merge limit is refused before the corpus is looked at.
-MAX_BASE_TOKENS = 0x110000 + 1024
-
-
-@dataclass(slots=True)
-class Options:
-    algorithm: str = "byte"
-    pattern: str = "gpt2"
-    merges: int | None = None  # number of merges, or
-    vocab_size: int | None = None  # a target vocabulary size (base vocabulary + merges)
-    tie_break: str = "first"
-    end_of_word: bool = False
-
-    def check(self, max_merges: int) -> Options:
-        if self.algorithm not in ALGORITHMS:
-            raise LabOptionsError(f"unknown algorithm {self.algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
-        if self.pattern not in PATTERNS:
-            raise LabOptionsError(f"unknown pattern {self.pattern!r}; choose one of: {', '.join(PATTERNS)}")
-        if self.tie_break not in TIE_BREAKS:
-            raise LabOptionsError(f"unknown tie_break {self.tie_break!r}; choose one of: {', '.join(TIE_BREAKS)}")
-        if self.algorithm == "unigram" and self.tie_break != "first":
-            raise LabOptionsError("tie_break applies to merge-based algorithms; unigram runs prune by loss (use 'first')")
-        if self.end_of_word and self.algorithm != "char":
-            raise LabOptionsError("end_of_word (the </w> marker) applies to character-level BPE only (algorithm 'char')")
-        if (self.merges is None) == (self.vocab_size is None):
-            raise LabOptionsError("give exactly one of 'merges' or 'vocab_size'")
-        if self.merges is not None and not 0 <= self.merges <= max_merges:
-            raise LabOptionsError(f"merges must be between 0 and {max_merges:,} (the lab's limit); got {self.merges:,}")
-        if self.vocab_size is not None and self.vocab_size < 1:
-            raise LabOptionsError(f"vocab_size must be positive; got {self.vocab_size}")
-        if self.vocab_size is not None and self.vocab_size > MAX_BASE_TOKENS + max_merges:
-            # refused here, before the run is stored: the exact limit needs the corpus's base vocabulary
-            raise LabOptionsError(
-                f"vocab_size {self.vocab_size:,} is more than the lab can reach: it learns at most {max_merges:,} "
-                "merges on top of the corpus's base tokens"
-            )
-        return self
-
-    def n_merges(self, base_size: int, max_merges: int) -> int:
-        if self.merges is not None:
-            return self.merges
-        n = self.vocab_size - base_size
-        if n < 0:
-            raise LabOptionsError(
-                f"vocab_size {self.vocab_size:,} is below the {base_size:,} base tokens of this corpus; "
-                f"choose at least {base_size:,}"
-            )
-        if n > max_merges:
-            raise LabOptionsError(
-                f"vocab_size {self.vocab_size:,} needs {n:,} merges; the lab's limit is {max_merges:,} merges "
-                f"(a vocab_size of at most {base_size + max_merges:,} here)"
-            )
-        return n
-
-    def to_dict(self) -> dict:
-        return {
-            "algorithm": self.algorithm,
-            "pattern": self.pattern,
-            "merges": self.merges,
-            "vocab_size": self.vocab_size,
-            "tie_break": self.tie_break,
-            "end_of_word": self.end_of_word,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Options:
-        return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word")})
-
-    def describe(self) -> str:
-        if self.algorithm == "sentencepiece":
-            return f"{ALGORITHM_LABELS[self.algorithm]} (▁ marks spaces, byte fallback), ties: {self.tie_break}"
-        if self.algorithm == "wordpiece":
-            return f"{ALGORITHM_LABELS[self.algorithm]}: score = count(ab) / (count(a) · count(b)), ## inside words, ties: {self.tie_break}"
-        if self.algorithm == "unigram":
-            return f"{ALGORITHM_LABELS[self.algorithm]}: EM rounds, pruning by likelihood loss (▁ marks spaces, byte fallback)"
-        eow = " with </w>" if self.end_of_word else ""
-        return f"{ALGORITHM_LABELS[self.algorithm]}{eow}, pre-tokenizer {self.pattern}, ties: {self.tie_break}"
 
 
 # -- pre-tokenizing ------------------------------------------------------------------------------------------
@@ -264,20 +169,6 @@ def _model_file(state: MergeState) -> bytes | None:
     return None
 
 
-@dataclass(slots=True)
-class Trained:
-    base: dict[int, bytes]
-    steps: list[MergeStep]
-    n_ties: list[int]
-    initial_tokens: int
-    base_units: int
-    target_merges: int
-    stop_reason: str
-    top0: list = field(default_factory=list)  # pair table before the first merge (same as steps[0].top_pairs)
-    model: bytes | None = None  # SentencePiece: the trained ``.model`` file; WordPiece: its ``tokenizer.json``
-    extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores
-
-
 ProgressFn = Callable[[int, int], None]
 
 #: Why a WordPiece run ends early: unlike BPE it merges a pair seen once, so it runs out of pairs, not of repeats.
@@ -330,9 +221,14 @@ def train(
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
     if options.algorithm == "unigram":
-        from .unigram_runs import train_unigram_run
-
-        return train_unigram_run(corpus, options, max_merges=max_merges, progress=progress, should_stop=should_stop)
+        return train_unigram_run(
+            corpus,
+            options,
+            max_merges=max_merges,
+            base_units=base_units(corpus, "unigram", options.pattern),
+            progress=progress,
+            should_stop=should_stop,
+        )
     with cycle_collector_paused():
         state, base = start(corpus, options)
         total = options.n_merges(len(base), max_merges)

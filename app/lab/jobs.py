@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.engines.errors import TokenplayError
-from app.engines.steps import MergeStep
+from app.engines.training.steps import MergeStep
 
 from .algorithms import Cancelled, train
 from .hold import held_after_first_step

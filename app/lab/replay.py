@@ -1,10 +1,10 @@
 """A finished lab run replayed from its stored records: what its pages show at step k, never by training again.
 
-The corpus view is the first :data:`WINDOW_CHARS` characters of the corpus, encoded with the merges of rank
-below k by the merge loop every engine shares (:mod:`app.engines.merging`); the occurrences
-made by merge k are flagged. Applying merges by rank gives exactly the corpus the trainer had after k merges:
-a token made by merge r only takes part in merges after r, and equal pairs merge left to right in both.
-Counts, compression and vocab size come from the step records.
+The corpus view is the first :data:`~.display.WINDOW_CHARS` characters of the corpus, encoded with the merges of rank
+below k by the merge loop every engine shares (:mod:`app.engines.merging`); the occurrences made by merge k are flagged.
+Applying merges by rank gives exactly the corpus the trainer had after k merges: a token made by merge r only takes part
+in merges after r, and equal pairs merge left to right in both. Counts, compression and vocab size come from the step
+records.
 """
 
 from __future__ import annotations
@@ -12,26 +12,22 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
 
 from app.engines.merging import merge
 from app.engines.merging import pair as _pair  # "pair" names the loop variables below
-from app.engines.result import ByteTable, Token, TokenizeResult, escape_bytes, hex_bytes, tokens_after
-from app.engines.steps import MergeStep
+from app.engines.result import ByteTable, Token, TokenizeResult, tokens_after
+from app.engines.training.steps import MergeStep
 
-from app.engines.loaders import load_tokenizer
-from app.engines.wordpiece import wordpiece_walk
-from app.engines.wordpiece_trainer import PREFIX as WP_PREFIX
-from app.engines.wordpiece_trainer import normalize_word, tokenizer_json
+from app.engines.registry.loaders import load_tokenizer
+from app.engines.wordpiece.model import wordpiece_walk
+from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
+from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
-from .outcome import Outcome, outcome
+from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, display_text
 from .runs import Run
 
-WINDOW_CHARS = 2_000
-MAX_ENCODE_CHARS = 1_000
 MAX_TRACE_STAGES = 400
 
 
@@ -59,60 +55,17 @@ class Merges:
         return merge(list(ids), ranks.get, key=_pair, join=lambda a, b: self.new_id[(a, b)], steps=steps)
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127] if chr(c) not in "\n\t"}
-
-
-def _chip(tid: int, data: bytes, text: str) -> Chip:
-    try:
-        data.decode("utf-8")
-        partial = False
-    except UnicodeDecodeError:
-        partial = True
-    return Chip(tid, text, partial, hex_bytes(data))
-
-
 def _surface(token: bytes, algorithm: str) -> bytes:
     if algorithm == "wordpiece":
         return token[2:] if token.startswith(b"##") and len(token) > 2 else token
     return token.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ")
 
 
-def display_text(data: bytes) -> str:
-    r"""A token as text: its UTF-8, or ``\xNN`` escapes when it is not valid UTF-8 on its own; control
-    characters other than newline and tab are escaped too (``b"\x00"`` shows as ``\x00``, not as nothing)."""
-    return escape_bytes(data).translate(_CONTROL)
-
-
-@dataclass(frozen=True, slots=True)
-class Chip:
-    """A token as the lab's chips show it: its text, or, for a piece of a character (a byte-level token that is
-    not valid UTF-8 on its own), its bytes in hex."""
-
-    id: int
-    text: str  # the token's text, ``\xNN`` escapes for bytes that are no text on their own
-    partial: bool
-    hex: str  # its bytes in hex, ``E3 81``
-    hint: ByteHint | None = None  # a partial token: which characters' bytes it is (RunReplay.chip fills it in)
-
-    @property
-    def label(self) -> str:
-        """What a screen reader says for it."""
-        if self.partial and self.hint is not None:
-            return f"bytes {self.hex}, {self.hint.sentence}"
-        return f"bytes {self.hex}" if self.partial else self.text
-
-
-UNKNOWN = Chip(-1, "?", False, "")
-
-
-class RunReplay:
+class RunReplay(ReplayView):
     """A finished run replayed from its stored records: what its pages show at any step (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
-        self.run = run
-        self.vocab = run.vocab()
-        self.text = {i: display_text(b) for i, b in self.vocab.items()}
-        self.chips = {i: _chip(i, b, self.text[i]) for i, b in self.vocab.items()}
+        super().__init__(run, window_chars)
         self.merges = Merges(run.steps)
         self.algorithm = run.options.algorithm
         # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space, ``##`` for nothing
@@ -121,26 +74,12 @@ class RunReplay:
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
-        self.window = run.corpus[:window_chars]
-        self.truncated = len(run.corpus) > window_chars
         self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
         self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._wordpiece: dict[int, object] = {}
         self._hints: dict[bytes, ByteHint | None] = {}
         self._corpus_bytes: CorpusBytes | None = None
-        self._lock = threading.Lock()
-
-    def token_text(self, tid: int) -> str:
-        return self.chip(tid).text
-
-    @cached_property
-    def outcome(self) -> Outcome:
-        """What the run's vocabulary is made of, and why it ended away from the size asked for (if it did)."""
-        return outcome(self.run)
-
-    def pair_text(self, pair) -> list[str]:
-        return [self.token_text(pair[0]), self.token_text(pair[1])]
 
     def chip(self, tid: int) -> Chip:
         """Token ``tid`` as a chip; a piece of a character knows which characters of the corpus it is part of."""

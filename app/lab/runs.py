@@ -10,10 +10,10 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from app.engines.steps import MergeStep
-from app.engines.wordpiece_trainer import WordPieceStep
+from app.engines.training.steps import MergeStep
+from app.engines.wordpiece.trainer import WordPieceStep
 
-from .algorithms import ALGORITHM_LABELS, Options, Trained
+from .options import ALGORITHM_LABELS, Options, Trained
 
 
 def new_id() -> str:

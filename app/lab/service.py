@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.engines.base import check_text
 from app.engines.errors import TokenplayError
 
-from .algorithms import LabOptionsError, Options
+from .options import LabOptionsError, Options
 from .jobs import Job
 from .runs import Run, new_id
 

@@ -9,16 +9,13 @@ where the pages share it (chips, token texts, the vocabulary list, ``state``).
 from __future__ import annotations
 
 import math
-import threading
 from collections import OrderedDict
-from functools import cached_property
 
 from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
-from .outcome import Outcome, outcome
-from .replay import MAX_ENCODE_CHARS, UNKNOWN, WINDOW_CHARS, Chip, _chip, display_text
+from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
 from .runs import Run
 from .unigram_runs import round_model
 
@@ -26,34 +23,14 @@ NBEST = 5
 LATTICE_CHARS = 40  # "encoding a word": the lattice of the first this many characters
 
 
-class UnigramReplay:
+class UnigramReplay(ReplayView):
     """A finished unigram run replayed from its records (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
-        self.run = run
+        super().__init__(run, window_chars)
         self.algorithm = "unigram"
-        self.vocab = run.vocab()
-        self.text = {i: display_text(b) for i, b in self.vocab.items()}
-        self.chips = {i: _chip(i, b, self.text[i]) for i, b in self.vocab.items()}
         self.removed_at = {piece: r.round for r in run.steps for piece, _ in r.removed}
-        self.window = run.corpus[:window_chars]
-        self.truncated = len(run.corpus) > window_chars
         self._models: OrderedDict[int, UnigramTokenizer] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def chip(self, tid: int) -> Chip:
-        return self.chips.get(tid, UNKNOWN)
-
-    def token_text(self, tid: int) -> str:
-        return self.chip(tid).text
-
-    @cached_property
-    def outcome(self) -> Outcome:
-        """What the run's vocabulary is made of, and why it ended away from the size asked for (if it did)."""
-        return outcome(self.run)
-
-    def pair_text(self, pair) -> list[str]:
-        return [self.token_text(pair[0]), self.token_text(pair[1])]
 
     def model(self, k: int) -> UnigramTokenizer:
         with self._lock:

@@ -24,7 +24,7 @@ from app.engines.sentencepiece.proto import NORMAL, UNUSED, ModelProto, Piece
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 from app.engines.sentencepiece.unigram_trainer import N_SPECIAL, UnigramRound, UnigramTrainer
 
-from .algorithms import LabOptionsError, Options, Trained, base_units
+from .options import LabOptionsError, Options, Trained
 
 
 def train_unigram_run(
@@ -32,10 +32,12 @@ def train_unigram_run(
     options: Options,
     *,
     max_merges: int,
+    base_units: int,
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> Trained:
-    """Train a unigram run; ``progress(done rounds, expected rounds)`` after each round."""
+    """Train a unigram run; ``progress(done rounds, expected rounds)`` after each round. ``base_units`` is what its
+    compression is measured against (:func:`app.lab.algorithms.base_units`)."""
     try:
         size = options.vocab_size
         trainer = UnigramTrainer(corpus, size if size is not None else 1_000_000)
@@ -71,7 +73,7 @@ def train_unigram_run(
         steps=trained.rounds,
         n_ties=[],
         initial_tokens=tokens[0],
-        base_units=base_units(corpus, "unigram", options.pattern),
+        base_units=base_units,
         target_merges=len(trained.rounds),
         stop_reason=reason,
         model=trained.model,

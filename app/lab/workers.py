@@ -32,7 +32,8 @@ from pathlib import Path
 
 from app.engines.errors import TokenplayError
 
-from .algorithms import Cancelled, Options
+from .algorithms import Cancelled
+from .options import Options
 from .hold import held_after_first_step
 from .jobs import UNEXPECTED, BoundedJobs, Job, log
 

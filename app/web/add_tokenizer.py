@@ -22,7 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
-from app.engines.loaders import MAX_FILE_BYTES, check_size, detect_format
+from app.engines.registry.loaders import MAX_FILE_BYTES, check_size, detect_format
 from app.lab.tokenizers import cookie_with
 
 from .compare import default_selection

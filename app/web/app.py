@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import __version__
-from app.engines.loaders import MAX_FILE_BYTES
+from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.lab.sessions import Classroom
 from app.settings import Settings

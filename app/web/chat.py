@@ -7,7 +7,7 @@
 - ``POST /chat/result`` the live part while typing or when a picker changes: block ``result``, one pane per
   chosen tokenizer, with an ``HX-Replace-Url`` header carrying the choice (the messages stay out of the URL).
 
-Each tokenizer renders its own prompt (:mod:`app.engines.chat`: the model's chat template, harmony or ChatML).
+Each tokenizer renders its own prompt (:mod:`app.features.chat.prompt`: the model's chat template, harmony or ChatML).
 What stops a pane (a tokenizer without a chat format, a template refusing the messages, a prompt over the size
 limit, an unknown name) shows its message in that pane; the messages stay as typed. The page's status is that of
 the first pane's error, if any. Only the chosen tokenizers are built.
@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 
-from app.engines import chat
+from app.features.chat import prompt as chat
 from app.engines.errors import TokenplayError
 from app.settings import Settings
 

@@ -26,8 +26,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from app.engines import presets
-from app.engines.compare import (
+from app.features import presets
+from app.features.compare import (
     COLUMN_LABELS,
     COLUMNS,
     MIN_TOKENIZERS,
@@ -41,7 +41,7 @@ from app.engines.compare import (
     unk_id_of,
 )
 from app.engines.errors import TokenplayError
-from app.engines.explain import Explainer
+from app.features.explain import Explainer
 from app.settings import Settings
 
 from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format, text_area_value

@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerError
-from app.engines.loaders import FileTooLargeError
+from app.engines.registry.loaders import FileTooLargeError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
 from app.lab.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused

@@ -28,9 +28,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
 from app.lab import export as lab_export
-from app.lab.algorithms import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS, LabOptionsError, Options
+from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS, LabOptionsError, Options
 from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
-from app.lab.replay import MAX_ENCODE_CHARS, replay_for
+from app.lab.display import MAX_ENCODE_CHARS
+from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run

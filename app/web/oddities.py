@@ -1,10 +1,10 @@
 """The oddities gallery (``/oddities``): the tokenization surprises people learn from, each computed live.
 
-Each entry of :func:`app.engines.oddities.oddities` shows its rows (a text in a model) as coloured tokens with
-their count, explains one row's focus token (:mod:`app.engines.explain`), and links every row to the playground
+Each entry of :func:`app.features.oddities.oddities` shows its rows (a text in a model) as coloured tokens with
+their count, explains one row's focus token (:mod:`app.features.explain`), and links every row to the playground
 with that text, tokenizer and explained token open. Nothing on the page is fixed but the input texts: counts,
 cuts, explanations and the prefix examples come from the engines when the page is built. The entries themselves
-(texts, models) are engine data (:mod:`app.engines.oddities`); this module only lays them out.
+(texts, models) are engine data (:mod:`app.features.oddities`); this module only lays them out.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from app.engines.errors import TokenplayError
-from app.engines.explain import Explainer
-from app.engines.oddities import Oddity, Row, oddities
+from app.features.explain import Explainer
+from app.features.oddities import Oddity, Row, oddities
 
 from .deps import SettingsDep, TokenizersDep, run_cpu
 from .pickers import Tokenizers

@@ -8,7 +8,7 @@
   Without JavaScript (the form's submit button) the whole page.
 - ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
 - ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
-- ``POST /explain`` block ``explain``: why token ``explain`` of the text is what it is (:mod:`app.engines.explain`),
+- ``POST /explain`` block ``explain``: why token ``explain`` of the text is what it is (:mod:`app.features.explain`),
   asked for when a token is clicked (or focused and Enter pressed); the same block is part of ``result``, so the
   explanation follows the text while typing and survives a reload (the URL keeps ``explain``).
 
@@ -29,7 +29,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
 from app.engines.errors import InvalidIdsError, TokenplayError
-from app.engines.explain import Explainer, NotExplainableError
+from app.features.explain import Explainer, NotExplainableError
 from app.settings import Settings
 
 from .deps import SettingsDep, TokenizersDep, check_text_size, checked, read_form, run_cpu, text_area_value

@@ -14,7 +14,7 @@ import orjson
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from app.engines.explain.trace import shown
+from app.features.explain.trace import shown
 
 
 def make_environment(templates_dir, auto_reload: bool = False) -> Environment:

@@ -17,8 +17,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse
 
-from app.engines.compare import boundaries, mark_segments
-from app.lab.algorithms import Options
+from app.features.compare import boundaries, mark_segments
+from app.lab.options import Options
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab

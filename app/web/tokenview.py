@@ -28,7 +28,7 @@ from operator import attrgetter, gt, not_, sub
 from jinja2 import Environment
 from markupsafe import Markup
 
-from app.engines.compare import cut_at
+from app.features.compare import cut_at
 from app.engines.result import ByteTable, Segment, Token, TokenizeResult, group_segments, hex_bytes, tokens_after
 from app.palette import colour_chain
 

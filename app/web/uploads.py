@@ -1,12 +1,12 @@
 """Tokenizers a user brings ("Add a tokenizer…" in the pickers, ``POST /api/tokenizers``).
 
-A file is checked by building its tokenizer (:func:`app.engines.loaders.load_tokenizer`: a ``tokenizer.json``, a
-``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.model``, a Tokenplay BPE model): a file
-that does not build is refused with the loader's message and nothing is stored. A file that builds is kept as an
-:class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory, or Redis; bounded in count and
-bytes; expiring), so every worker process and machine can serve it, and the browser that brought it gets its id
-in a cookie (``tp_tok``). Only that browser sees it listed and may use it, by the name it chose: nothing enters the
-process-wide registry, so nobody else's pickers or API see it.
+A file is checked by building its tokenizer (:func:`app.engines.registry.loaders.load_tokenizer`: a ``tokenizer.json``,
+a ``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.model``, a Tokenplay BPE model): a file that
+does not build is refused with the loader's message and nothing is stored. A file that builds is kept as an
+:class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory, or Redis; bounded in count and bytes;
+expiring), so every worker process and machine can serve it, and the browser that brought it gets its id in a cookie
+(``tp_tok``). Only that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
+registry, so nobody else's pickers or API see it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from app.engines import registry
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
-from app.engines.loaders import detect_format, load_tokenizer
+from app.engines.registry.loaders import detect_format, load_tokenizer
 from app.engines.registry import TokenizerSpec
 from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
 

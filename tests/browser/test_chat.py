@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from chat_reference import reference_render, reference_tokenizer
-from oracles import tiktoken_encoding
+from helpers.chat_reference import reference_render, reference_tokenizer
+from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
-from app.engines import chat
+from app.features.chat import prompt as chat
 
 pytestmark = pytest.mark.browser
 

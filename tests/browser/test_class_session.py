@@ -12,8 +12,8 @@ import re
 
 import httpx
 import pytest
-from class_helpers import ENGLISH
-from lab_helpers import wait_done
+from helpers.class_helpers import ENGLISH
+from helpers.lab_helpers import wait_done
 from playwright.sync_api import Browser, Page, expect
 
 pytestmark = pytest.mark.browser

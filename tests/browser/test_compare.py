@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from app.engines import registry
-from app.engines.presets import BY_KEY
+from app.features.presets import BY_KEY
 
 pytestmark = pytest.mark.browser
 
@@ -264,4 +264,4 @@ def test_a_pane_answer_older_than_a_keystroke_never_overwrites_it(page: Page, li
             pass
     page.wait_for_load_state("networkidle")
     expect(pane.locator(".pane-count")).to_have_text(f"{count:,} tokens")
-    expect(pane.locator(".window-info")).to_contain_text(f"tokens 1–")
+    expect(pane.locator(".window-info")).to_contain_text("tokens 1–")

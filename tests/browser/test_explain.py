@@ -10,7 +10,7 @@ import re
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
-from oracles import tiktoken_encoding
+from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.browser

@@ -2,7 +2,7 @@
 corpus and settings, each algorithm speaks its own words, byte pieces name their character, nothing sticky covers
 the step view, every table fits its card at 1280 px, in presenter mode and at 390 px, the unigram lattice's
 numbers are readable, and side by side reaches its size or says why not. Runs train on real English and Japanese
-(a few KB of tests/realtext.py's corpora). ``TOKENPLAY_SCREENSHOT_DIR=dir`` saves a screenshot of each view
+(a few KB of tests/helpers/realtext.py's corpora). ``TOKENPLAY_SCREENSHOT_DIR=dir`` saves a screenshot of each view
 checked, light and dark."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-import realtext
-from lab_helpers import wait_done
+from helpers import realtext
+from helpers.lab_helpers import wait_done
 from playwright.sync_api import Page, expect
 
 from app.lab.examples import SAMPLE_CORPUS, SIDE_VOCAB_SIZE

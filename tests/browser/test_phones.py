@@ -4,7 +4,7 @@ own box), and the top navigation shows every link whole."""
 from __future__ import annotations
 
 import pytest
-from lab_helpers import wait_done
+from helpers.lab_helpers import wait_done
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.browser

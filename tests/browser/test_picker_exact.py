@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from oracles import tiktoken_encoding
+from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
 from app.engines import registry

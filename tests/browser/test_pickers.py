@@ -10,12 +10,12 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from oracles import tiktoken_encoding
+from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Browser, Page, expect
 from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines.datafiles import data_path
-from app.engines.npm_models import NPM_MODELS
+from app.engines.huggingface.npm_models import NPM_MODELS
 from app.web.pickers import picker_groups
 
 pytestmark = pytest.mark.browser

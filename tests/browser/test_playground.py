@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from oracles import tiktoken_encoding
+from helpers.oracles import tiktoken_encoding
 from playwright.sync_api import Page, expect
 
 

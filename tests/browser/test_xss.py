@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import Page, expect
-from xss_payloads import ALL, PAYLOADS
+from helpers.xss_payloads import ALL, PAYLOADS
 
 from app.engines import registry
 

@@ -90,7 +90,7 @@ class RankEncoder:
         if missing:
             raise TokenplayError(f"ranks lack single-byte tokens (e.g. byte {missing[0]}); every byte needs a rank")
         self.ranks = ranks
-        self.pairs = pairs  # the merge rule, kept for the explain view (app.engines.explain) to retrace merges
+        self.pairs = pairs  # the merge rule, kept for the explain view (app.features.explain) to retrace merges
         self.whole = whole
         self.pattern = pattern
         self.special_tokens = dict(special_tokens)
@@ -107,7 +107,7 @@ class RankEncoder:
         return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
 
     def pretoken_ids(self, pieces: Iterable[str]) -> list[tuple[int, ...]]:
-        """Each pre-token's ids, one tuple per pre-token (the explain view, app.engines.explain, needs them apart)."""
+        """Each pre-token's ids, one tuple per pre-token (the explain view, app.features.explain, needs them apart)."""
         return list(map(self._cache.__getitem__, pieces))
 
     def special_regex(self, allowed: Collection[str]):

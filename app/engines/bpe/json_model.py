@@ -1,36 +1,35 @@
 """Byte-level BPE ``tokenizer.json`` models (Llama 3, Qwen3, DeepSeek V3, ...) run by Tokenplay's own BPE engine.
 
-Every step is the one Hugging Face ``tokenizers`` takes, so the ids are the library's: added tokens are cut out
-first (:mod:`..added_tokens`), each piece between them is normalized (:mod:`..hf_normalizers`) and cut into
-pre-tokens (:mod:`..hf_pretokenizers`), and each pre-token is merged by the file's ``merges`` list, lowest rank
-first, by :class:`~.encoder.RankEncoder` with Hugging Face's rule (a pre-token that is a token is taken whole only
+Every step is the one Hugging Face ``tokenizers`` takes, so the ids are the library's: added tokens are cut out first
+(:mod:`..huggingface.added_tokens`), each piece between them is normalized (:mod:`..huggingface.normalizers`) and cut
+into pre-tokens (:mod:`..huggingface.pretokenizers`), and each pre-token is merged by the file's ``merges`` list, lowest
+rank first, by :class:`~.encoder.RankEncoder` with Hugging Face's rule (a pre-token that is a token is taken whole only
 with ``ignore_merges``). No beginning-of-text token is added.
 
 Tokens are placed in the text as for every byte-level tokenizer: their bytes join up to the text's UTF-8, and a
 token cut inside a character shares that character's span. Where normalization changed the text (Qwen3's NFC on
 decomposed accents), a token gets the span of the input characters its normalized characters came from.
 
-This module does not read files; :func:`~..tokenizer_json.parse_tokenizer_json` does.
+This module does not read files; :func:`~..huggingface.tokenizer_json.parse_tokenizer_json` does.
 """
 
 from __future__ import annotations
 
 from functools import partial
 
-from ..added_tokens import AddedVocabulary, Piece
-from ..base import Tokenizer, check_text
+from ..huggingface.added_tokens import AddedVocabulary, Piece
+from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
-from ..hf_normalizers import TextNormalizer
-from ..hf_pretokenizers import PreTokenizer
+from ..huggingface.normalizers import TextNormalizer
+from ..huggingface.pretokenizers import PreTokenizer
 from ..result import Token, TokenizeResult, byte_level_result, byte_table, tokens_after
-from ..tokenizer_json import (
+from ..huggingface.tokenizer_json import (
     TokenizerFileError,
     TokenizerJSON,
     UnsupportedTokenizerError,
     byte_level_bytes,
     pipeline_steps,
 )
-from ..vocab_facts import VocabFacts
 from .encoder import RankEncoder
 
 

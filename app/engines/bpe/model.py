@@ -23,12 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
-from ..base import Tokenizer, check_text
+from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
-from ..openai import ENCODINGS, mergeable_ranks
-from ..steps import TrainResult
+from ..openai.encodings import ENCODINGS, mergeable_ranks
+from ..training.steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, ProgressFn
-from ..vocab_facts import VocabFacts
 from .encoder import RankEncoder
 from .patterns import name_of_regex, pattern_name, pattern_regex
 from .trainer import train, vocab_from_merges

@@ -5,7 +5,7 @@ text whole (raw bytes, as in the classic lecture code). The pattern strings are 
 :mod:`app.engines.openai` so there is one copy of each. This module only splits text; it does not encode.
 
 Text is split as tiktoken splits it, which reads Unicode as its own (older) tables say, not as the ``regex``
-module does: every split here classifies characters with tiktoken's tables (:mod:`app.engines.tiktoken_unicode`),
+module does: every split here classifies characters with tiktoken's tables (:mod:`app.engines.openai.unicode`),
 through :class:`ExactPattern` and the fast :class:`Splitter`.
 """
 
@@ -17,8 +17,8 @@ from functools import lru_cache
 
 import regex
 
-from .. import tiktoken_unicode
-from ..openai import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
+from ..openai import unicode as tiktoken_unicode
+from ..openai.encodings import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
 #: Pattern name -> split regex (``None``: no pre-tokenizer, the whole text is one pre-token).
 PATTERNS: dict[str, str | None] = {
@@ -65,8 +65,8 @@ class ExactPattern:
     """A split regex run by the ``regex`` module with tiktoken's character classes.
 
     On a text whose every character the ``regex`` module classifies as tiktoken does (nearly every text:
-    :func:`~app.engines.tiktoken_unicode.agrees`), the pattern as written; otherwise the pattern with its classes
-    spelled out as tiktoken's ranges (:func:`~app.engines.tiktoken_unicode.spell_out`, compiled on first need),
+    :func:`~app.engines.openai.unicode.agrees`), the pattern as written; otherwise the pattern with its classes
+    spelled out as tiktoken's ranges (:func:`~app.engines.openai.unicode.spell_out`, compiled on first need),
     which the ``regex`` module runs 10-30x slower. For a pattern that text may be cut in (``cut_safe``: the
     shipped ones, see "a faster exact split" below), only a block around each character that needs it gets the
     spelled-out pattern. Matches are of the text itself, with the pattern's groups.
@@ -175,7 +175,7 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
 # --- a faster exact split -----------------------------------------------------------------------------------
 # Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. Each pattern has an exact *twin*
 # for ``re`` in which every \p{L}, \p{N}, \p{M}, \p{Lu}... and \s is spelled out as the ranges of code points
-# tiktoken puts in that class (app.engines.tiktoken_unicode), over the first 65,536 code points (``re`` runs a
+# tiktoken puts in that class (app.engines.openai.unicode), over the first 65,536 code points (``re`` runs a
 # class of ranges above them as a slow linear list). Above them, the twin sees every character as "something
 # else", which is exact for all but the letters, numbers and marks there (𝐀, 𠀀; emoji are symbols): around each
 # of those, the text is cut into a block that gets the exact pattern (:class:`ExactPattern`). A text may be cut at

@@ -14,7 +14,7 @@ each occur twice. ``first`` merges ``(b, a)`` (it starts the text); ``lexical`` 
 :class:`BPETrainerState` is the incremental trainer (the BPE lab's manual mode uses it directly, one
 ``step()`` at a time, possibly forcing a pair); :func:`train` runs it to a vocabulary size. A character-level
 variant only needs other base ids: :func:`train_words`. Nothing here prints or encodes new text; the reference
-implementation the tests hold this to is ``tests/bpe_reference.py``.
+implementation the tests hold this to is ``tests/helpers/bpe_reference.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..base import check_text
-from ..steps import TrainResult
+from ..training.steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, MergeState, ProgressFn, TrainingError, cycle_collector_paused, run_merges
 from ..training.words import LONG_WORD, MAX_ID
 from .patterns import pattern_regex, pretokenize

@@ -1,14 +1,14 @@
 """SentencePiece-style BPE ``tokenizer.json`` models (Gemma 3; Llama 2 / Mistral files) run by our SentencePiece engine.
 
-These files describe a SentencePiece model in Hugging Face's terms: pieces written with ``▁`` for a space, a
-``merges`` list, byte fallback to ``<0xNN>`` pieces, and a pipeline around the model. Every step is the one
-Hugging Face ``tokenizers`` takes, so the ids are the library's: added tokens are cut out first
-(:mod:`..added_tokens`; Gemma's newline and tab runs among them), each piece between them is normalized
-(:mod:`..hf_normalizers`: ``Replace(" ", "▁")``, ``Prepend("▁")``) and split by the pre-tokenizer if any, and each
-word is merged by :class:`.model.SentencePieceTokenizer` with the file's merges as pair ranks (only listed pairs
-merge, the lowest rank first). A character that is no piece becomes its ``<0xNN>`` byte pieces, or ``<unk>``
-(``fuse_unk``: one for a run). No beginning-of-text token is added. ``decode`` runs the file's decoder
-(``Replace``, ``ByteFallback``, ``Fuse``, ``Strip``), as the library does with ``skip_special_tokens=False``.
+These files describe a SentencePiece model in Hugging Face's terms: pieces written with ``▁`` for a space, a ``merges``
+list, byte fallback to ``<0xNN>`` pieces, and a pipeline around the model. Every step is the one Hugging Face
+``tokenizers`` takes, so the ids are the library's: added tokens are cut out first (:mod:`..huggingface.added_tokens`;
+Gemma's newline and tab runs among them), each piece between them is normalized (:mod:`..huggingface.normalizers`:
+``Replace(" ", "▁")``, ``Prepend("▁")``) and split by the pre-tokenizer if any, and each word is merged by
+:class:`.model.SentencePieceTokenizer` with the file's merges as pair ranks (only listed pairs merge, the lowest rank
+first). A character that is no piece becomes its ``<0xNN>`` byte pieces, or ``<unk>`` (``fuse_unk``: one for a run). No
+beginning-of-text token is added. ``decode`` runs the file's decoder (``Replace``, ``ByteFallback``, ``Fuse``,
+``Strip``), as the library does with ``skip_special_tokens=False``.
 
 It does not run ``Metaspace`` pre-tokenizers or decoders yet (they are refused, named).
 """
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..added_tokens import AddedVocabulary, Piece
+from ..huggingface.added_tokens import AddedVocabulary, Piece
 from ..base import check_text
-from ..hf_normalizers import TextNormalizer
-from ..hf_pretokenizers import PreTokenizer
+from ..huggingface.normalizers import TextNormalizer
+from ..huggingface.pretokenizers import PreTokenizer
 from ..result import Token, TokenizeResult
-from ..tokenizer_json import TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
+from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
 from .model import ModelLoadError, SentencePieceTokenizer, piece_to_byte
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BYTE, CONTROL, NORMAL, UNKNOWN, NormalizerSpec

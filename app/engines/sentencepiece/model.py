@@ -396,7 +396,7 @@ class SentencePieceTokenizer(Tokenizer):
             out.extend(self._chunk_pieces(chunk))
         return out
 
-    # -- hooks of the explain view (app.engines.explain): how a normalized text is merged ---------------------------
+    # -- hooks of the explain view (app.features.explain): how a normalized text is merged ---------------------------
     def merge_chunks(self, normalized: str) -> Iterator[tuple[str, tuple[str, ...]]]:
         """The stretches of ``normalized`` that merge on their own, in order, each with its merged pieces (before
         byte fallback): :meth:`_chunks`, each cut further between two characters that are neighbours in no piece

@@ -6,8 +6,9 @@ optional removal of extra spaces, the dummy prefix ``▁`` and spaces escaped as
 string it returns, for every normalized character, the index of the input character it came from (plus one
 final entry for the end), so pieces can be placed in the original text.
 
-Text with a charsmap or user-defined symbols is normalized by the compiled twin in ``app/engines/_lattice.c`` when
-it is built (the Python loop here does the same, step for step; the tests hold them equal).
+Text with a charsmap or user-defined symbols is normalized by the compiled twin in
+``app/engines/sentencepiece/_lattice.c`` when it is built (the Python loop here does the same, step for step; the tests
+hold them equal).
 
 It works on Python strings (code points), not bytes; offsets are character offsets. It does not do the
 denormalization some models carry for decoding, and it does not run BPE (``model.py`` does).

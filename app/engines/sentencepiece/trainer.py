@@ -11,7 +11,7 @@ What it does, in the order SentencePiece does it:
    character occurrences is covered. Rarer characters (and NUL, which a ``.model`` cannot hold) stay out: they
    never merge, and at encoding time they become byte pieces (byte fallback) or ``<unk>``.
 3. Each step merges the most frequent adjacent pair of pieces (counted over distinct words times their
-   frequency, overlaps counted) everywhere, left to right, and records a :class:`~app.engines.steps.MergeStep`
+   frequency, overlaps counted) everywhere, left to right, and records a :class:`~app.engines.training.steps.MergeStep`
    (``left``/``right`` are the UTF-8 of the two pieces). Ties follow the same rules as the byte-level trainer:
    ``first`` (the pair held by the earliest word of the corpus, then leftmost there) or ``lexical``. Pieces are
    at most ``max_piece_length`` characters, and a pair whose text is already a piece is never merged again
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base import check_text
-from ..steps import MergeStep, TrainResult
+from ..training.steps import MergeStep, TrainResult
 from ..training import MAX_VOCAB_SIZE, STOP_NO_PAIR, STOP_VOCAB_SIZE, MergeState, TrainingError, check_tie_break
 from ..training import cycle_collector_paused, run_merges
 from .model import SentencePieceTokenizer, byte_piece
@@ -395,32 +395,19 @@ class SentencePieceTrainerState(MergeState):
 
 
 def train_sentencepiece(
-    text: str,
-    vocab_size: int,
-    *,
-    byte_fallback: bool = True,
-    add_dummy_prefix: bool = True,
-    character_coverage: float = 1.0,
-    tie_break: str = "first",
-    top_k: int = 0,
-    max_piece_length: int = 16,
+    text: str, vocab_size: int, *, top_k: int = 0, **options
 ) -> tuple[TrainedSentencePiece, TrainResult]:
     """Train to ``vocab_size`` pieces (or until no pair occurs twice) and return the model and the steps.
+
+    ``options`` are :class:`SentencePieceTrainerState`'s (``byte_fallback``, ``add_dummy_prefix``,
+    ``character_coverage``, ``tie_break``, ``max_piece_length``); ``top_k`` pairs are recorded before each merge.
 
     >>> model, result = train_sentencepiece("the cat the hat the bat", 300, byte_fallback=False)
     >>> [s.token.decode() for s in result.steps][:3], result.stop_reason.split(":")[0]
     (['▁t', '▁th', '▁the'], 'no pair occurs twice')
     """
     with cycle_collector_paused():
-        state = SentencePieceTrainerState(
-            text,
-            vocab_size,
-            byte_fallback=byte_fallback,
-            add_dummy_prefix=add_dummy_prefix,
-            character_coverage=character_coverage,
-            tie_break=tie_break,
-            max_piece_length=max_piece_length,
-        )
+        state = SentencePieceTrainerState(text, vocab_size, **options)
         result = state.run(top_k=top_k)
         model = state.model()
         del state  # gone before the collector resumes: its passes would walk every list of the run once more

@@ -186,8 +186,8 @@ class UnigramTokenizer(SentencePieceTokenizer):
     # -- the Viterbi pass -------------------------------------------------------------------------------------
     def _segments(self, normalized: str) -> list[tuple[int, int, int]]:
         """The best segmentation of a normalized string: ``(start, end, id)`` per piece, ``<unk>`` included (run by
-        ``app/engines/_lattice.c`` when it is built, walking a character trie of the usable pieces that finds the
-        pieces the Python loop's table finds; else by :meth:`_segments_python`, step for step the same)."""
+        ``app/engines/sentencepiece/_lattice.c`` when it is built, walking a character trie of the usable pieces that
+        finds the pieces the Python loop's table finds; else by :meth:`_segments_python`, step for step the same)."""
         if not normalized:
             return []
         if _compiled is not None:

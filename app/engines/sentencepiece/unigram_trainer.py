@@ -24,8 +24,8 @@ straight to ``vocab_size`` by loss (SentencePiece keeps 10% more, then cuts by s
 substrings rather than a suffix array. Nothing here prints.
 
 The seed's substring counts, the E-step, the Viterbi counts and the pruning losses run in the compiled twin
-app/engines/_unigram_train.c where it is built (:func:`..compiled.twin`); the Python loops here give the same
-numbers, bit for bit.
+app/engines/sentencepiece/_unigram_train.c where it is built (:func:`..compiled.twin`); the Python loops here give the
+same numbers, bit for bit.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def substring_counts(words: Counter, max_len: int) -> Iterable[tuple[str, int]]:
 
 
 class _Twin(NamedTuple):
-    """The compiled twin's loops (app/engines/_unigram_train.c) over its flat lattices."""
+    """The compiled twin's loops (app/engines/sentencepiece/_unigram_train.c) over its flat lattices."""
 
     build: Callable
     estep: Callable

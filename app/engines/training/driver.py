@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from ..steps import MergeStep
+from .steps import MergeStep
 
 Pair = tuple[int, int]
 

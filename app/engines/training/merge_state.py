@@ -35,7 +35,7 @@ from operator import mul
 from typing import Protocol
 
 from ..errors import TokenplayError
-from ..steps import TIE_BREAKS, MergeStep, TrainResult
+from .steps import TIE_BREAKS, MergeStep, TrainResult
 from .driver import cycle_collector_paused
 from .pair_counts import PairCounts
 from .words import LONG_WORD, MAX_ID, LongWords, ShortWords, as_string, key_pair, pair_key

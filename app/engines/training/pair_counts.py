@@ -122,7 +122,7 @@ def apply_counts_python(
 
 
 _apply_counts = twin("_train", "apply_counts")
-#: Whether :meth:`PairCounts.apply` runs its loop compiled (``app/engines/_train.c``).
+#: Whether :meth:`PairCounts.apply` runs its loop compiled (``app/engines/training/_train.c``).
 COMPILED = _apply_counts is not None
 apply_counts = _apply_counts or apply_counts_python
 

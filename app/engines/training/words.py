@@ -17,7 +17,7 @@ string keeps its hash, which a tuple recomputes at every look-up.
   C (``str.partition`` and ``str.replace`` go left to right without overlaps, as BPE does) and Python only visits
   the words that hold the pair. Rewriting a word costs its length, which is nothing for pre-tokens. Its two loops
   over words, the first index (:func:`index_pairs`) and a merge (:func:`merge_words`), run in
-  ``app/engines/_train.c`` when that was built (``pip install`` builds it), else in Python;
+  ``app/engines/training/_train.c`` when that was built (``pip install`` builds it), else in Python;
   ``TOKENPLAY_PURE_PYTHON=1`` forces Python. The tests hold the two equal.
 - :class:`LongWords`: one linked list over the ids of long words (pattern ``none``: the whole text is one word),
   with ``where`` holding positions. A merge touches only its occurrences and never rescans the word.
@@ -145,7 +145,7 @@ def merge_words_python(
 
 
 _index_pairs, _merge_words = twin("_train", "index_pairs"), twin("_train", "merge_words")
-#: Whether :class:`ShortWords` runs its word loops compiled (``app/engines/_train.c``).
+#: Whether :class:`ShortWords` runs its word loops compiled (``app/engines/training/_train.c``).
 COMPILED = _merge_words is not None
 index_pairs = _index_pairs or index_pairs_python
 merge_words = _merge_words or merge_words_python

@@ -1,9 +1,9 @@
 """The chat markup page's API: ``POST /api/chat``.
 
-The messages are rendered in the chosen tokenizer's chat format (its model's own chat template, harmony, or
-ChatML: :mod:`app.engines.chat`) and tokenized, the markup as special tokens and the messages as text. A tokenizer
-without a chat format (gpt2, p50k_base, mistral-7b, an uploaded file without ChatML markup tokens) answers 422 with
-the reason, as does a template that refuses the messages (its own ``raise_exception`` message).
+The messages are rendered in the chosen tokenizer's chat format (its model's own chat template, harmony, or ChatML:
+:mod:`app.features.chat.prompt`) and tokenized, the markup as special tokens and the messages as text. A tokenizer
+without a chat format (gpt2, p50k_base, mistral-7b, an uploaded file without ChatML markup tokens) answers 422 with the
+reason, as does a template that refuses the messages (its own ``raise_exception`` message).
 
 The answer is the chosen tokenizer's result at the top level, written as ready JSON like ``POST /api/tokenize``'s
 (column-wise, no dict per token), plus ``rendered`` and ``results`` kept from the earlier API, which answered
@@ -17,7 +17,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.engines import chat
+from app.features.chat import prompt as chat
+from app.engines.result import result_json
 from app.settings import Settings
 
 from ..chat import DEFAULT_TOKENIZER
@@ -67,7 +68,7 @@ def _result_json(
     check_text_size(prompt.text, settings)
     result = chat.tokenize_prompt(tok, prompt, content_special=body.content_special)
     extra = orjson.dumps({"format": prompt.format, "text": prompt.text, "special": chat.count_special(tok, result.ids)})
-    return result.to_json()[:-1] + b"," + extra[1:], prompt.text
+    return result_json(result)[:-1] + b"," + extra[1:], prompt.text
 
 
 @router.post(

@@ -1,9 +1,9 @@
-"""``POST /api/explain``: why one token of a text is what it is (:mod:`app.engines.explain`).
+"""``POST /api/explain``: why one token of a text is what it is (:mod:`app.features.explain`).
 
-The answer is :meth:`~app.engines.explain.Explanation.to_dict`: the token record of ``/api/tokenize``, the
+The answer is :meth:`~app.features.explain.Explanation.to_dict`: the token record of ``/api/tokenize``, the
 pre-token and its rule, the merge steps with their candidates, the token's merge tree, and notes. A token index
 out of range, or a tokenizer whose cuts are not BPE merges, answers 422 saying so. The explaining is the
-engine's (:mod:`app.engines.explain`); this module only validates, resolves the tokenizer and answers.
+engine's (:mod:`app.features.explain`); this module only validates, resolves the tokenizer and answers.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.engines.explain import explain as explain_token
+from app.features.explain import explain as explain_token
 
 from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
 from ..render import FastJSON

@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from app.engines import registry
+from app.engines.result import result_json
 
 from ..add_tokenizer import keep_upload, read_upload, remember
 from ..deps import SettingsDep, TokenizersDep, UploadsDep, check_text_size, run_cpu
@@ -124,7 +125,7 @@ async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: Tok
         result = tokenizers.get(body.tokenizer).tokenize(body.text, allow_special=body.allow_special)
         # Returned as ready JSON, written without a dict per token: a 1 MB text can have a million tokens, and
         # building (or re-validating through the model) a dict for each would dominate the time.
-        return Response(result.to_json(), media_type="application/json")
+        return Response(result_json(result), media_type="application/json")
 
     return await run_cpu(request, work)
 

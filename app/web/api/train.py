@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
-from app.lab.algorithms import LabOptionsError, Options
-from app.lab.replay import MAX_ENCODE_CHARS, replay_for
+from app.lab.options import LabOptionsError, Options
+from app.lab.display import MAX_ENCODE_CHARS
+from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.tokenizers import register_run
 

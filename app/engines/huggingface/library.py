@@ -1,0 +1,158 @@
+"""``tokenizer.json`` models served by Hugging Face ``tokenizers`` itself: the reference our own engines are held to.
+
+:class:`HuggingFaceTokenizer` wraps one ``tokenizers.Tokenizer`` behind Tokenplay's contract:
+
+- ``encode`` is ``encode(text, add_special_tokens=False)`` (no beginning-of-text token, as for every other
+  tokenizer here), with truncation and padding off whatever the file says;
+- ``allow_special=False`` sets the library's ``encode_special_tokens``: the text of tokens marked *special* is
+  encoded as plain text, but non-special added tokens (Qwen3's ``<think>``, Gemma's ``<unusedN>`` and whitespace
+  runs, DeepSeek's tool tokens) still match, exactly as the model sees them; ``allow_special=True`` parses special
+  tokens too. The flag lives on the shared library object, so each encode sets it under a lock;
+- ``decode`` is ``decode(ids, skip_special_tokens=False)``;
+- tokens are placed like any byte-level tokenizer's when their bytes join up to the text, otherwise from the
+  library's character offsets (normalized text, SentencePiece-style pieces).
+
+The library reads and checks the file itself (nothing is parsed twice: Gemma's file is 33 MB); a file it refuses,
+or a model other than BPE or WordPiece, raises :class:`~.tokenizer_json.TokenizerFileError` saying so.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+from operator import attrgetter
+from collections.abc import Sequence
+
+import tokenizers
+
+from ..base import Tokenizer, VocabFacts, check_text
+from ..result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
+from ..sentencepiece.model import piece_to_byte
+from ..sentencepiece.normalizer import SPACE_SYMBOL
+from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
+
+
+class HuggingFaceTokenizer(VocabFacts, Tokenizer):
+    """A ``tokenizer.json`` run by Hugging Face ``tokenizers``."""
+
+    def __init__(self, data: bytes | str, *, name: str = ""):
+        try:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            self.library = tokenizers.Tokenizer.from_str(text)
+        except UnicodeDecodeError:
+            raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
+        except Exception as exc:  # the library raises a plain Exception for files it refuses
+            load_json(text)  # JSON that is not valid: say where, in words
+            raise TokenizerFileError(f"Hugging Face tokenizers cannot read this tokenizer.json file: {exc}") from None
+        kind = type(self.library.model).__name__
+        if kind not in MODEL_TYPES:
+            raise UnsupportedTokenizerError(
+                f"{kind} tokenizers are not supported yet; Tokenplay runs BPE and WordPiece tokenizer.json files"
+            )
+        self.library.no_truncation()
+        self.library.no_padding()
+        self.name = name
+        pre = self.library.pre_tokenizer
+        self.byte_level = pre is not None and '"ByteLevel"' in pre.__getstate__().decode()
+        added = self.library.get_added_tokens_decoder()
+        self._special = {t.content: i for i, t in added.items() if t.special}
+        self._added = {i: t.content for i, t in added.items()}
+        ids = self.library.get_vocab(with_added_tokens=True).values()
+        self._n_vocab = max(ids) + 1
+        self._holes = len(ids) != self._n_vocab
+        self._lock = threading.Lock()
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte
+        piece's byte, an added token's text."""
+        if not isinstance(token_id, int) or not 0 <= token_id < self._n_vocab:
+            raise KeyError(token_id)
+        piece = self.library.id_to_token(token_id)
+        if piece is None:
+            raise KeyError(token_id)
+        if token_id in self._added:
+            return piece.encode("utf-8")
+        if self.byte_level:
+            return byte_level_bytes(piece)
+        b = piece_to_byte(piece)
+        return bytes([b]) if b >= 0 else piece.replace(SPACE_SYMBOL, " ").encode("utf-8")
+
+    def _encoding(self, text: str, allow_special: bool):
+        check_text(text)
+        with self._lock:
+            self.library.encode_special_tokens = not allow_special
+            return self.library.encode(text, add_special_tokens=False)
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        return self._encoding(text, allow_special).ids
+
+    #: Texts encoded per hold of the lock in :meth:`encode_batch`, so a long batch lets other requests in between.
+    BATCH = 32
+
+    def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
+        """The library's batch encoder without offsets (``encode_batch_fast``): the texts spread over every core
+        outside the GIL, the same ids as :meth:`encode`."""
+        for text in texts:
+            check_text(text)
+        out: list[list[int]] = []
+        for start in range(0, len(texts), self.BATCH):
+            with self._lock:
+                self.library.encode_special_tokens = not allow_special
+                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
+            out.extend(encoding.ids for encoding in chunk)
+        return out
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
+        return self.library.decode(self.check_ids(ids), skip_special_tokens=False)
+
+    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
+        table = byte_table(self)
+        check_text(text)
+        # the ids alone, without the library's offsets and token strings (they cost as much again on long inputs);
+        # when the tokens' bytes join up to the text (no prefix space, no normalizer change) they place the tokens
+        with self._lock:
+            self.library.encode_special_tokens = not allow_special
+            ids = self.library.encode_batch_fast([text], add_special_tokens=False)[0].ids
+        if b"".join(map(_DATA, map(table.__getitem__, ids))) == text.encode("utf-8"):
+            if self.byte_level:
+                return byte_level_result(self.name, text, ids, table)
+            return TokenizeResult(self.name, text, ids, place=partial(self._place_pieces, ids, table))
+        encoding = self._encoding(text, allow_special)
+        ids = encoding.ids
+
+        def place(offset: int, limit: int | None) -> list[Token]:
+            stop = len(ids) if limit is None else min(len(ids), offset + limit)
+            if stop - offset > 10_000:  # many tokens: the library's whole lists
+                offsets, pieces = encoding.offsets, encoding.tokens
+            else:  # a window: ask for its tokens only (the lists cost a tenth of a second per 300,000 tokens)
+                offsets = {k: encoding.token_to_chars(k) for k in range(offset, stop)}
+                pieces = {k: self.library.id_to_token(ids[k]) for k in range(offset, stop)}
+            out = []
+            for k in range(offset, stop):
+                tid = ids[k]
+                start, end = offsets[k]
+                if tid in self._added:  # its text as written (valid: check_text let no lone surrogate in)
+                    data, shown, valid = text[start:end].encode(), text[start:end], True
+                else:
+                    info = table[tid]
+                    data, valid = info.data, info.valid
+                    shown = pieces[k] if not self.byte_level else info.text
+                fallback = not self.byte_level and piece_to_byte(pieces[k]) >= 0
+                out.append(Token(tid, data, start, end, shown, tid in table.special_ids, valid, fallback))
+            return out
+
+        return TokenizeResult(self.name, text, ids, place=place)
+
+    def _place_pieces(self, ids: list[int], table, offset: int, limit: int | None) -> list[Token]:
+        """Tokens of a piece vocabulary (``▁`` for a space, ``<0xNN>`` byte pieces) whose bytes join up to the text:
+        placed by their bytes, shown as their pieces."""
+        tokens = place_byte_tokens(ids, table, offset, limit)
+        for token in tokens:
+            if token.id not in self._added:
+                token.text = self.library.id_to_token(token.id)
+                token.byte_fallback = piece_to_byte(token.text) >= 0
+        return tokens
+
+
+_DATA = attrgetter("data")

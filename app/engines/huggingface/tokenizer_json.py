@@ -1,0 +1,286 @@
+"""Read a Hugging Face ``tokenizer.json`` into plain data, refusing files Tokenplay cannot run exactly.
+
+A ``tokenizer.json`` holds a whole tokenization pipeline: added tokens, a normalizer, a pre-tokenizer, the model
+(vocabulary and merges) and a decoder. :func:`parse_tokenizer_json` checks the parts every engine relies on (a
+model whose merges and added tokens are consistent with its vocabulary) and keeps the pipeline steps as the
+JSON objects they are; the engines that build them (:mod:`.normalizers`, :mod:`.pretokenizers`) refuse the
+step types they do not support, naming them. WordPiece models are read too (vocabulary, unknown token, the
+``##`` prefix, the word-length limit); other model types (Unigram, WordLevel) are refused with
+:class:`UnsupportedTokenizerError`.
+
+This module only reads; it does not tokenize, and it never imports Hugging Face ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from operator import add
+
+from ..errors import TokenplayError
+
+
+MODEL_TYPES = ("BPE", "WordPiece")
+
+
+class TokenizerFileError(TokenplayError):
+    """A file that is not a tokenizer file Tokenplay can read: broken, truncated, or inconsistent."""
+
+
+class UnsupportedTokenizerError(TokenizerFileError):
+    """A valid tokenizer file that uses something Tokenplay does not run yet (a model type, a pipeline step)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AddedToken:
+    """An entry of ``added_tokens``: text matched before the model runs (see :mod:`.added_tokens`)."""
+
+    id: int
+    content: str
+    special: bool = False
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = False
+
+
+@dataclass
+class TokenizerJSON:
+    """The parts of a BPE or WordPiece ``tokenizer.json`` the engines use. ``merges`` are in rank order (first
+    merges first)."""
+
+    vocab: dict[str, int]
+    merges: list[tuple[str, str]]
+    added_tokens: list[AddedToken] = field(default_factory=list)
+    normalizer: dict | None = None
+    pre_tokenizer: dict | None = None
+    decoder: dict | None = None
+    unk_token: str | None = None
+    byte_fallback: bool = False
+    fuse_unk: bool = False
+    ignore_merges: bool = False
+    model_type: str = "BPE"  # or "WordPiece" (then ``merges`` is empty)
+    continuing_subword_prefix: str = ""  # WordPiece: what marks a piece inside a word ("##")
+    max_input_chars_per_word: int = 100  # WordPiece: longer words are one unknown token
+
+    @property
+    def byte_level(self) -> bool:
+        """Whether the vocabulary is written in the byte-level alphabet (a ``ByteLevel`` pre-tokenizer step)."""
+        return any(step.get("type") == "ByteLevel" for step in pipeline_steps(self.pre_tokenizer, "pretokenizers"))
+
+    @property
+    def n_vocab(self) -> int:
+        ids = list(self.vocab.values()) + [t.id for t in self.added_tokens]
+        return max(ids) + 1 if ids else 0
+
+
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: the printable character that stands for each byte in a vocabulary string.
+
+    Printable Latin-1 bytes stand for themselves; the others get the characters from U+0100 on, in byte order.
+    """
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    return {**{chr(b): b for b in printable}, **{chr(0x100 + i): b for i, b in enumerate(others)}}
+
+
+#: Byte-level vocabulary character -> the byte it stands for (``"Ġ"`` -> 32).
+BYTE_OF_CHAR = _byte_alphabet()
+
+
+def byte_level_bytes(token: str) -> bytes:
+    """The bytes a byte-level vocabulary string stands for; a string with any character outside the alphabet
+    (an added token such as ``<｜User｜>``) stands for its own UTF-8, as the ``ByteLevel`` decoder has it.
+
+    >>> byte_level_bytes("Ġhello"), byte_level_bytes("<｜User｜>")
+    (b' hello', b'<\xef\xbd\x9cUser\xef\xbd\x9c>')
+    """
+    try:
+        return bytes(map(BYTE_OF_CHAR.__getitem__, token))
+    except KeyError:
+        return token.encode("utf-8")
+
+
+def pipeline_steps(obj: dict | None, key: str) -> list[dict]:
+    """The steps of a pipeline part: ``[]`` for none, the items of a ``Sequence`` (flattened), else ``[obj]``.
+
+    >>> pipeline_steps({"type": "Sequence", "normalizers": [{"type": "NFC"}]}, "normalizers")
+    [{'type': 'NFC'}]
+    """
+    if obj is None:
+        return []
+    if not isinstance(obj, dict):
+        raise TokenizerFileError(f"a pipeline step must be an object, not {obj!r}")
+    if obj.get("type") == "Sequence":
+        items = obj.get(key) or []
+        if not isinstance(items, list):
+            raise TokenizerFileError(f'a Sequence needs a list of "{key}"')
+        return [step for item in items for step in pipeline_steps(item, key)]
+    return [obj]
+
+
+#: What Python's JSON parser says, in words (the start of its message -> ours).
+_JSON_PROBLEMS = {
+    "Expecting value": "a value was expected",
+    "Expecting ',' delimiter": "a comma was expected",
+    "Expecting ':' delimiter": "a colon was expected",
+    "Expecting property name enclosed in double quotes": "a key in double quotes was expected",
+    "Invalid control character": "a string holds a raw control character (a tab or line break)",
+    "Invalid \\uXXXX escape": "a \\u escape is not four hex digits",
+    "Invalid \\escape": "a backslash escape is not valid",
+    "Extra data": "more text follows the end of the JSON",
+}
+
+
+def json_error(exc: json.JSONDecodeError, subject: str = "this tokenizer.json file") -> str:
+    r"""Why ``subject`` is not valid JSON, in words, with the line and column: a file cut short says so.
+
+    >>> def error(text):
+    ...     try:
+    ...         json.loads(text)
+    ...     except json.JSONDecodeError as exc:
+    ...         return json_error(exc)
+    >>> error('{"a": 1,\n  "b" 2}')
+    'this tokenizer.json file is not valid JSON: a colon was expected at line 2, column 7'
+    >>> error('{"model": {"vocab": {"a": 0')
+    'this tokenizer.json file is cut short: its JSON stops at line 1, column 28 before it is complete'
+    """
+    doc = exc.doc
+    if exc.msg.startswith("Unterminated string") or exc.pos >= len(doc.rstrip()):
+        line = doc.count("\n") + 1
+        column = len(doc) - doc.rfind("\n")
+        return f"{subject} is cut short: its JSON stops at line {line}, column {column} before it is complete"
+    what = next((words for start, words in _JSON_PROBLEMS.items() if exc.msg.startswith(start)), exc.msg.lower())
+    return f"{subject} is not valid JSON: {what} at line {exc.lineno}, column {exc.colno}"
+
+
+def load_json(data: bytes | str, subject: str = "this tokenizer.json file"):
+    """``data`` parsed as JSON, or :class:`TokenizerFileError` saying, in words, where and why it is not JSON (a
+    file cut inside a character is cut short, not a file of another encoding)."""
+    try:
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                if exc.end != len(data) or exc.reason != "unexpected end of data":
+                    raise
+                data = data[: exc.start].decode("utf-8-sig")
+        return json.loads(data)
+    except UnicodeDecodeError:
+        raise TokenizerFileError(f"{subject} is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise TokenizerFileError(json_error(exc, subject)) from None
+
+
+def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
+    """Parse and check a ``tokenizer.json``; raise :class:`TokenizerFileError` saying what is wrong."""
+    obj = load_json(data)
+    if not isinstance(obj, dict) or not isinstance(obj.get("model"), dict):
+        raise TokenizerFileError('this is not a Hugging Face tokenizer.json file: it has no "model" object')
+    model = obj["model"]
+    kind = model.get("type") or ("BPE" if "merges" in model else "WordPiece" if "max_input_chars_per_word" in model else "unknown")
+    if kind not in MODEL_TYPES:
+        raise UnsupportedTokenizerError(
+            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE and WordPiece tokenizer.json files"
+        )
+    if kind == "BPE":
+        for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+            if model.get(option):
+                raise UnsupportedTokenizerError(f"BPE models with a {option} are not supported yet")
+        if model.get("dropout"):
+            raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
+    vocab = _vocab(model.get("vocab"))
+    merges = _merges(model.get("merges"), vocab) if kind == "BPE" else []
+    added = _added_tokens(obj.get("added_tokens") or [], vocab)
+    unk = model.get("unk_token")
+    if unk is not None and unk not in vocab:
+        raise TokenizerFileError(f"the unknown token {unk!r} is not in the vocabulary")
+    if kind == "WordPiece" and unk is None:
+        raise TokenizerFileError("a WordPiece model needs an unk_token (the token of a word it cannot cut)")
+    max_chars = model.get("max_input_chars_per_word", 100)
+    if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 0:
+        raise TokenizerFileError(f"max_input_chars_per_word must be a whole number, not {max_chars!r}")
+    for part in ("normalizer", "pre_tokenizer", "decoder"):
+        if obj.get(part) is not None and not isinstance(obj[part], dict):
+            raise TokenizerFileError(f'"{part}" must be an object or null')
+    return TokenizerJSON(
+        vocab=vocab,
+        merges=merges,
+        added_tokens=added,
+        normalizer=obj.get("normalizer"),
+        pre_tokenizer=obj.get("pre_tokenizer"),
+        decoder=obj.get("decoder"),
+        unk_token=unk,
+        byte_fallback=bool(model.get("byte_fallback")),
+        fuse_unk=bool(model.get("fuse_unk")),
+        ignore_merges=bool(model.get("ignore_merges")),
+        model_type=kind,
+        continuing_subword_prefix=(model.get("continuing_subword_prefix", "##") or "") if kind == "WordPiece" else "",
+        max_input_chars_per_word=max_chars,
+    )
+
+
+def _vocab(vocab) -> dict[str, int]:
+    if not isinstance(vocab, dict) or not vocab:
+        raise TokenizerFileError('the model has no "vocab" object of token -> id')
+    seen: dict[int, str] = {}
+    for token, tid in vocab.items():
+        if not isinstance(tid, int) or isinstance(tid, bool) or tid < 0:
+            raise TokenizerFileError(f"vocabulary entry {token!r} has id {tid!r}; ids are whole numbers from 0")
+        if tid in seen:
+            raise TokenizerFileError(f"ids collide: {seen[tid]!r} and {token!r} both have id {tid}")
+        seen[tid] = token
+    return vocab
+
+
+def _merges(merges, vocab: dict[str, int]) -> list[tuple[str, str]]:
+    if merges is None:
+        return []
+    if not isinstance(merges, list):
+        raise TokenizerFileError('"merges" must be a list')
+    try:  # the whole list at C speed; the slow loop below runs only to say what is wrong
+        pairs = merges if all(map(list.__instancecheck__, merges)) else [m.split(" ") for m in merges]
+        if set(map(len, pairs)) <= {2}:
+            lefts, rights = zip(*pairs) if pairs else ((), ())
+            if vocab.keys() >= {*lefts, *rights, *map(add, lefts, rights)}:
+                return list(zip(lefts, rights))
+    except (TypeError, ValueError, AttributeError):
+        pass
+    for rank, merge in enumerate(merges):
+        parts = merge.split(" ") if isinstance(merge, str) else merge if isinstance(merge, list) else []
+        if len(parts) != 2 or not all(isinstance(part, str) for part in parts):
+            raise TokenizerFileError(f"merge {rank} is {merge!r}; a merge is two tokens ('a b' or [a, b])")
+        a, b = parts
+        for token in (a, b, a + b):
+            if token not in vocab:
+                raise TokenizerFileError(f"merge {rank} ({a!r}, {b!r}) uses {token!r}, which is not in the vocabulary")
+    raise TokenizerFileError('"merges" is not a list of token pairs')
+
+
+def _added_tokens(entries, vocab: dict[str, int]) -> list[AddedToken]:
+    if not isinstance(entries, list):
+        raise TokenizerFileError('"added_tokens" must be a list')
+    by_id = {tid: token for token, tid in vocab.items()}
+    added: list[AddedToken] = []
+    seen: dict[int, str] = {}
+    for entry in entries:
+        try:
+            token = AddedToken(
+                id=entry["id"],
+                content=entry["content"],
+                **{k: bool(entry.get(k, False)) for k in ("special", "single_word", "lstrip", "rstrip", "normalized")},
+            )
+        except (KeyError, TypeError):
+            raise TokenizerFileError(f"added token {entry!r} needs an integer id and a text content") from None
+        if not isinstance(token.id, int) or token.id < 0 or not isinstance(token.content, str) or not token.content:
+            raise TokenizerFileError(f"added token {entry!r} needs an integer id and a non-empty text content")
+        if token.id in seen and seen[token.id] != token.content:
+            raise TokenizerFileError(f"ids collide: added tokens {seen[token.id]!r} and {token.content!r} share id {token.id}")
+        if by_id.get(token.id, token.content) != token.content:
+            raise TokenizerFileError(
+                f"ids collide: added token {token.content!r} has id {token.id}, "
+                f"which the vocabulary gives to {by_id[token.id]!r}"
+            )
+        seen[token.id] = token.content
+        added.append(token)
+    return added

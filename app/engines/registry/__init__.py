@@ -1,0 +1,94 @@
+"""Every tokenizer the app knows, by name: one table of what to show about it and how to build it.
+
+``registry.get("gpt-4o")`` is the tokenizer (built on first use), ``registry.specs()`` what the pickers list;
+the shipped entries are registered the first time anything is looked up, and the lab and uploads add theirs
+with :func:`register`.
+
+- :mod:`.table` — the table itself: :class:`TokenizerSpec`, :func:`register`, the aliases (OpenAI's model names);
+- :mod:`.builtin` — the shipped entries (one per model and engine), registered on first use;
+- :mod:`.files` — tokenizer files on disk used by name (``tokenplay serve --tokenizer``);
+- :mod:`.loaders` — a tokenizer from the bytes of any file format (uploads, files, the lab's exports);
+- :mod:`.memory` — memory freed after loading a big model, given back to the operating system.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from . import table
+from .table import (
+    ALIAS_PREFIXES,
+    ALIASES,
+    ENCODING_ENTRIES,
+    TokenizerSpec,
+    alias_target,
+    aliases_of,
+    entries,
+    register,
+    unregister,
+)
+from ..base import Tokenizer
+
+__all__ = [
+    "ALIAS_PREFIXES",
+    "ALIASES",
+    "ENCODING_ENTRIES",
+    "TokenizerSpec",
+    "alias_target",
+    "aliases_of",
+    "entries",
+    "get",
+    "names",
+    "register",
+    "resolve",
+    "spec",
+    "specs",
+    "unregister",
+]
+
+
+def names() -> list[str]:
+    _ensure_builtins()
+    return table.names()
+
+
+def specs() -> list[TokenizerSpec]:
+    _ensure_builtins()
+    return table.specs()
+
+
+def resolve(name: str) -> str:
+    """The registered name for ``name`` or an alias of it."""
+    _ensure_builtins()
+    return table.resolve(name)
+
+
+def spec(name: str) -> TokenizerSpec:
+    _ensure_builtins()
+    return table.spec(name)
+
+
+def get(name: str) -> Tokenizer:
+    _ensure_builtins()
+    return table.get(name)
+
+
+_builtins_loaded = False
+_BUILTINS_LOCK = threading.Lock()  # not the table's lock: registering the built-ins takes that one
+
+
+def _ensure_builtins() -> None:
+    """Register the shipped tokenizers once (imports are local so that importing this module stays cheap).
+
+    The flag is set only after every built-in is registered, so a thread arriving meanwhile waits on the lock
+    instead of seeing a half-filled registry.
+    """
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    with _BUILTINS_LOCK:
+        if _builtins_loaded:
+            return
+        from . import builtin  # noqa: F401  (registers on import)
+
+        _builtins_loaded = True

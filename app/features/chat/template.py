@@ -1,0 +1,216 @@
+"""Render a conversation the way a model's authors do: its own Jinja chat template, or OpenAI's harmony format.
+
+A ``tokenizer_config.json`` carries the model's ``chat_template``. :func:`render_template` runs it as Hugging Face
+``transformers`` does (``apply_chat_template``): Jinja2 in an ``ImmutableSandboxedEnvironment`` (a template cannot
+touch anything outside its data) with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, the
+``raise_exception`` and ``strftime_now`` functions, a ``tojson`` filter that keeps non-ASCII text as it is, and the
+variables ``messages``, ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``unk_token``, ``pad_token``.
+
+:func:`render_harmony` writes the harmony format of gpt-oss (``o200k_harmony``): the default system message
+(identity, knowledge cutoff, date, reasoning effort, channels), the conversation's system prompts as the developer
+message's instructions, user messages, earlier assistant answers on the ``final`` channel, and
+``<|start|>assistant`` for the model to answer. It returns the text as (piece, is_markup) pairs, so the caller can
+encode markup as special tokens and contents as text.
+
+:func:`template_pieces` renders a template the same way but returns (piece, is_markup) pairs too: the special
+tokens the template itself writes are markup, and special-token text a message merely contains is not (the
+contents go through the template shielded, see its docstring). Counting the tokens of a rendered prompt is
+:mod:`.prompt`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from datetime import date, datetime
+from functools import cache
+from typing import Any
+
+from jinja2 import TemplateError
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from app.engines.errors import TokenplayError
+from app.engines.huggingface.added_tokens import trie_pattern
+
+
+class ChatTemplateError(TokenplayError):
+    """A chat template that cannot be compiled, or that refuses the messages (its own ``raise_exception``)."""
+
+
+class _Refusal(TemplateError):
+    """What a template's own ``raise_exception`` raises: the template refuses the messages, with its reason."""
+
+
+def _raise_exception(message: str) -> None:
+    raise _Refusal(message)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators=None,
+            sort_keys: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+@cache
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    return env
+
+
+def token_text(value: Any) -> str | None:
+    """A special token of a tokenizer_config.json: a string, or an AddedToken object with its ``content``.
+
+    >>> token_text({"__type": "AddedToken", "content": "<s>"}), token_text("</s>"), token_text(None)
+    ('<s>', '</s>', None)
+    """
+    if isinstance(value, dict):
+        return value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def render_template(
+    template: str,
+    messages: Sequence[dict],
+    *,
+    config: dict | None = None,
+    add_generation_prompt: bool = True,
+) -> str:
+    """The prompt ``template`` renders for ``messages`` (dicts with ``role`` and ``content``); the special tokens
+    come from ``config`` (a tokenizer_config.json)."""
+    config = config or {}
+    messages = list(messages)
+    try:
+        compiled = _environment().from_string(template)
+        return compiled.render(
+            messages=messages,
+            add_generation_prompt=add_generation_prompt,
+            tools=None,
+            documents=None,
+            **{key: token_text(config.get(key)) for key in ("bos_token", "eos_token", "unk_token", "pad_token")},
+        )
+    except _Refusal as exc:
+        raise ChatTemplateError(f"the model's chat template refused the messages: {exc}") from None
+    except (TemplateError, TypeError, ValueError, LookupError, ArithmeticError) as exc:
+        # A template written for other input (no message at all, say) fails inside Jinja: still the input's fault.
+        hint = "; add a message" if not messages else ""
+        raise ChatTemplateError(f"the model's chat template cannot render these messages: {exc}{hint}") from None
+
+
+def _free_mark(texts: Sequence[str]) -> str:
+    """A private-use character that none of ``texts`` contains (a placeholder's delimiter)."""
+    for code in range(0xE000, 0xF900):
+        mark = chr(code)
+        if not any(mark in text for text in texts):
+            return mark
+    raise ChatTemplateError("the messages use every private-use character; remove some of them")
+
+
+@cache
+def _special_finder(special_tokens: frozenset[str]) -> re.Pattern:
+    """Leftmost-longest matches of any of the special tokens."""
+    return re.compile(trie_pattern(special_tokens))
+
+
+def template_pieces(
+    template: str,
+    messages: Sequence[dict],
+    *,
+    special_tokens: Collection[str],
+    config: dict | None = None,
+    add_generation_prompt: bool = True,
+) -> list[tuple[str, bool]]:
+    """The prompt :func:`render_template` gives, as (piece, is_markup) pairs: each special token the template writes
+    is a markup piece; the text between them (message contents included) is not.
+
+    Special-token text inside a message must stay text, so the template never sees it: each occurrence becomes a
+    placeholder (private-use characters and a number) that string filters such as ``trim`` leave alone, and is put
+    back once the template has rendered. Any special token left in the output is then the template's own markup.
+    Added tokens that are not special (Qwen3's ``<think>``, DeepSeek V3's ``<｜User｜>``) are text here: the
+    tokenizer matches them wherever they appear, in a message too, as the model's own tokenizer does.
+
+    >>> pieces = template_pieces("{% for m in messages %}<s>{{ m.content | trim }}</s>{% endfor %}",
+    ...                          [{"role": "user", "content": " a</s>b "}], special_tokens={"<s>", "</s>"})
+    >>> pieces
+    [('<s>', True), ('a</s>b', False), ('</s>', True)]
+    """
+    specials = frozenset(t for t in special_tokens if t)
+    if not specials:
+        text = render_template(template, messages, config=config, add_generation_prompt=add_generation_prompt)
+        return [(text, False)] if text else []
+    finder = _special_finder(specials)
+    mark = _free_mark([template, *(m["content"] for m in messages)])
+    hidden: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        hidden.append(match.group())
+        return f"{mark}{len(hidden) - 1}{mark}"
+
+    shielded = [m | {"content": finder.sub(hide, m["content"])} for m in messages]
+    rendered = render_template(template, shielded, config=config, add_generation_prompt=add_generation_prompt)
+    pieces: list[tuple[str, bool]] = []
+    text = ""
+    end = 0
+    for match in re.finditer(f"{mark}(\\d+){mark}|{finder.pattern}", rendered):
+        text += rendered[end : match.start()]
+        end = match.end()
+        if match.group(1) is not None:  # a message's special-token text: back in place, as text
+            text += hidden[int(match.group(1))]
+            continue
+        if text:
+            pieces.append((text, False))
+        pieces.append((match.group(), True))
+        text = ""
+    text += rendered[end:]
+    if text:
+        pieces.append((text, False))
+    return pieces
+
+
+# -- harmony (gpt-oss) ---------------------------------------------------------------------------------------------
+MODEL_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
+KNOWLEDGE_CUTOFF = "2024-06"
+CHANNELS_NOTE = "# Valid channels: analysis, commentary, final. Channel must be included for every message."
+
+
+def render_harmony(
+    messages: Sequence[dict],
+    *,
+    add_generation_prompt: bool = True,
+    today: date | None = None,
+    reasoning: str = "medium",
+) -> list[tuple[str, bool]]:
+    """The harmony prompt as (piece, is_markup) pairs; ``"".join`` of the pieces is the text.
+
+    >>> text = "".join(p for p, _ in render_harmony([{"role": "user", "content": "Hi"}], today=date(2025, 6, 28)))
+    >>> text.endswith("<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant")
+    True
+    """
+    today = today or date.today()
+    system = (
+        f"{MODEL_IDENTITY}\nKnowledge cutoff: {KNOWLEDGE_CUTOFF}\nCurrent date: {today.isoformat()}\n\n"
+        f"Reasoning: {reasoning}\n\n{CHANNELS_NOTE}"
+    )
+    pieces: list[tuple[str, bool]] = [("<|start|>", True), ("system", False), ("<|message|>", True),
+                                      (system, False), ("<|end|>", True)]
+    instructions = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    if instructions:
+        pieces += [("<|start|>", True), ("developer", False), ("<|message|>", True),
+                   (f"# Instructions\n\n{instructions}", False), ("<|end|>", True)]
+    for m in messages:
+        if m["role"] == "user":
+            pieces += [("<|start|>", True), ("user", False), ("<|message|>", True), (m["content"], False),
+                       ("<|end|>", True)]
+        elif m["role"] == "assistant":
+            pieces += [("<|start|>", True), ("assistant", False), ("<|channel|>", True), ("final", False),
+                       ("<|message|>", True), (m["content"], False), ("<|end|>", True)]
+    if add_generation_prompt:
+        pieces += [("<|start|>", True), ("assistant", False)]
+    return pieces

@@ -1,0 +1,136 @@
+"""What a tokenizer family tells the explainer: the stretches of a text it merges on their own (:class:`Unit`), and
+how to retrace and name them (:class:`Plan`).
+
+A unit is a pre-token (byte-level BPE), a stretch of normalized text that merges on its own (SentencePiece), or
+something that was never merged: a special or added token, text a lab tokenizer leaves between words. Units
+tile the token ids in order, so the unit of token ``i`` is found by its first index. Each family has its plan
+(:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`; the lab's tokenizers bring their own): it cuts a text into units
+exactly as its engine does, gives the symbols a unit's merge starts from, the ranking the engine merges them
+with, and the rule that cut the unit. This module holds no family's logic.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from app.engines.base import Tokenizer
+from app.engines.merging import Ranking
+
+from .split_rules import Rule
+from .trace import Tree, split_tree
+
+#: Unit kinds: merged by BPE, a special token, an added token (a tokenizer.json's non-special one), text that is
+#: never merged (a lab tokenizer's text between words).
+KINDS = ("merge", "special", "added", "plain")
+
+
+@dataclass(slots=True)
+class Unit:
+    """A stretch of the input and its tokens. ``text`` is what the model merges (after normalization);
+    ``parts`` its final parts (one per id unless ``per_part`` says how many ids each became); ``context`` is
+    what the plan needs to name the unit's rule later."""
+
+    start: int  # character offsets into the input
+    end: int
+    text: str
+    first: int  # index of its first token in the whole text
+    ids: Sequence[int]
+    kind: str = "merge"
+    parts: Sequence[Any] = ()
+    per_part: Sequence[int] | None = None
+    whole: bool = False  # taken whole, without merging (tiktoken's rule, tokenizer.json's ignore_merges)
+    context: Any = None
+
+    def part_of(self, k: int) -> tuple[int, int]:
+        """``(part index, index within the part's ids)`` of the unit's ``k``-th token."""
+        if self.per_part is None:
+            return k, 0
+        for p, n in enumerate(self.per_part):
+            if k < n:
+                return p, k
+            k -= n
+        raise IndexError(k)
+
+
+class Plan(ABC):
+    """How one tokenizer family is explained. The defaults are byte-level BPE's: symbols are bytes, ranks are
+    whole numbers already."""
+
+    #: What the symbols are called in a note.
+    symbol_name: ClassVar[str] = "bytes"
+    #: Why special-token text inside a unit was not parsed as special.
+    special_off: ClassVar[str] = "special tokens were not allowed here, so its text was encoded as ordinary text"
+    #: Which rule takes a pre-token that is a token whole ("" when none does).
+    whole_rule: ClassVar[str] = ""
+
+    def __init__(self, tokenizer: Tokenizer, ranking: Ranking):
+        self.tokenizer = tokenizer
+        self.ranking = ranking
+
+    @abstractmethod
+    def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
+        """The units of ``text``, in order, their ids exactly the engine's; cut as they are asked for."""
+
+    @abstractmethod
+    def rule(self, unit: Unit) -> Rule:
+        """The rule that cut ``unit`` out of the text."""
+
+    def complete(self, unit: Unit) -> None:
+        """Fill in what only the explained unit needs (its final parts, whether it was taken whole), when
+        :meth:`units` left it out to stay fast."""
+
+    def notes(self, unit: Unit) -> list[str]:
+        """What else is worth telling about a unit of this family (the dummy prefix, ...)."""
+        return []
+
+    def symbols(self, unit: Unit) -> list[Any]:
+        """The symbols the merge of ``unit`` starts from."""
+        return [bytes([b]) for b in unit.text.encode("utf-8")]
+
+    def data(self, symbol: Any) -> bytes:
+        """The bytes a symbol or part stands for (as the steps and the tree show it)."""
+        return symbol
+
+    def rank(self, raw: Any) -> int:
+        """A merge's rank as the model numbers it."""
+        return raw
+
+    def size(self, part: Any) -> int:
+        """How many symbols a final part spans."""
+        return len(part)
+
+    def pair_rank(self, left: bytes, right: bytes) -> int | None:
+        """The rank of the merge of two parts, ``None`` when they do not merge (the tree of a token taken whole)."""
+        return None
+
+    def unknown(self, unit: Unit, part: int) -> str | None:
+        """``"byte_fallback"`` or ``"unknown"`` when part ``part`` of ``unit`` is no token of the model."""
+        return None
+
+    def whole_tree(self, data: bytes) -> Tree:
+        """The tree of a token taken whole whose own bytes do not merge into it: its oldest pieces."""
+        return split_tree(data, self.pair_rank)
+
+
+PlanFactory = Callable[[Tokenizer], Plan]
+
+
+def added_token_units(
+    added, text: str, allow_special: bool, plain: Callable[[Any, int], Iterator[Unit]]
+) -> Iterator[Unit]:
+    """The units of a text for a tokenizer.json model: each added token a unit of its own (found first, as
+    ``tokenizers`` finds them: :class:`~app.engines.huggingface.added_tokens.AddedVocabulary`), and
+    ``plain(piece, first)`` the units of the normalized text between them, from token ``first`` on."""
+    first = 0
+    for piece in added.split(text, allow_special):
+        if piece.token is not None:
+            kind = "special" if piece.token.special else "added"
+            yield Unit(piece.start, piece.end, piece.token.content, first, [piece.token.id], kind)
+            first += 1
+            continue
+        for unit in plain(piece, first):
+            yield unit
+            first = unit.first + len(unit.ids)

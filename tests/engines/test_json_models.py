@@ -1,0 +1,189 @@
+"""Llama 3, Qwen3, DeepSeek V3 and Gemma 3, served by both engines, against Hugging Face ``tokenizers``.
+
+The referee is a ``tokenizers.Tokenizer`` loaded here from the same hash-checked file, encoding with
+``add_special_tokens=False`` and, for special-token text as plain text, ``encode_special_tokens = True``. Both
+registry entries of each model (the library-served one and ``native-*``, our engine) must give its ids, on slices
+of every real-text corpus, on hard strings and on any text; decode must give its text.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from helpers import realtext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from helpers.samples import ALL
+from tokenizers import Tokenizer as HFTokenizer
+
+from app.engines import registry
+from app.engines import datafiles
+from app.engines.huggingface.npm_models import NPM_MODELS
+
+MODELS = list(NPM_MODELS)
+HARD = {
+    "zwj": "👨‍👩‍👧‍👦 👩🏽‍💻 🏳️‍🌈 🧑‍🤝‍🧑" * 3,
+    "flags_keycaps": "🇯🇵🇫🇷🇺🇸 1️⃣#️⃣ ☺︎☺️",
+    "cjk": "東京スカイツリーは634メートルです。我能吞下玻璃而不伤身体。한국어 텍스트",
+    "combining": "e\u0301 n\u0303 a\u0308\u0304 Z\u0351\u0352\u0353 \u1100\u1161\u11a8 o\u0328\u0304 \u0915\u094d\u0937",
+    "nfd_text": "Cafe\u0301 na\u0308ive re\u0301sume\u0301 A\u030a Å",
+    "unicode17": "new \u0558 letters \U00016ea0 and \u0295 old",
+    "whitespace": "a  b\t\tc\n\n\n d \r\n\u3000e\u00a0f \u2003 ",
+    "digits": "1234567890 ١٢٣ 一二三 ①② 3.14159",
+    "markup_lookalikes": "<|im_start|> <think> </think> <start_of_turn> <unused0> <｜User｜> <|eot_id|> ▁▁",
+    "bytes": "\x00\x01\x7f \ufeff \U0010fffd \ue000",
+}
+
+
+def reference(name: str) -> HFTokenizer:
+    tok = HFTokenizer.from_file(str(datafiles.data_path(NPM_MODELS[name].tokenizer_file)))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def model(request):
+    name = request.param
+    return name, reference(name), [registry.get(name), registry.get(f"native-{name}")]
+
+
+def ref_ids(ref: HFTokenizer, text: str, allow_special: bool = False) -> list[int]:
+    ref.encode_special_tokens = not allow_special
+    return ref.encode(text, add_special_tokens=False).ids
+
+
+def corpus_slices() -> list[str]:
+    realtext.require()
+    return [piece for name in realtext.NAMES for piece in realtext.slices(name, 6, 3_000)]
+
+
+def test_ids_equal_the_reference_on_slices_of_every_corpus(model):
+    name, ref, ours = model
+    for text in corpus_slices():
+        want = ref_ids(ref, text)
+        for tok in ours:
+            assert tok.encode(text) == want, (tok.name, text[:80])
+
+
+def test_ids_equal_the_reference_on_long_single_chunks(model):
+    """One character 20,000 times and corpus slices without whitespace: a single long pre-token, merged whole."""
+    name, ref, ours = model
+    for label, text in realtext.long_runs().items():
+        want = ref_ids(ref, text)
+        for tok in ours:
+            assert tok.encode(text) == want, (tok.name, label)
+        result = ours[1].tokenize(text)
+        assert result.ids == want, label
+        assert "".join(s.text for s in result.segments()) == text, label
+
+
+@pytest.mark.parametrize("label", list(HARD) + list(ALL))
+def test_ids_equal_the_reference_on_hard_strings(model, label):
+    name, ref, ours = model
+    text = HARD.get(label) or ALL[label]
+    for allow in (False, True):
+        want = ref_ids(ref, text, allow)
+        for tok in ours:
+            assert tok.encode(text, allow_special=allow) == want, (tok.name, allow)
+
+
+def test_special_tokens_are_text_unless_allowed_and_match_when_allowed(model):
+    name, ref, ours = model
+    specials = ours[0].special_tokens
+    assert specials and specials == ours[1].special_tokens
+    picked = random.Random(name).sample(sorted(specials), min(40, len(specials)))
+    text = " x".join(picked) + "y"
+    for allow in (False, True):
+        want = ref_ids(ref, text, allow)
+        for tok in ours:
+            assert tok.encode(text, allow_special=allow) == want, (tok.name, allow)
+    assert all(specials[s] in want for s in picked)
+
+
+def test_vocabulary_size_and_specials_match_the_reference(model):
+    name, ref, ours = model
+    for tok in ours:
+        assert tok.n_vocab == ref.get_vocab_size(with_added_tokens=True) == registry.spec(tok.name).n_vocab
+    added = ref.get_added_tokens_decoder()
+    assert ours[1].special_tokens == {t.content: i for i, t in added.items() if t.special}
+
+
+def test_decode_equals_the_reference(model):
+    name, ref, ours = model
+    rng = random.Random(7)
+    text = " ".join(HARD.values())
+    id_lists = [ref_ids(ref, text, True), [rng.randrange(ours[0].n_vocab) for _ in range(300)]]
+    id_lists += [ids[a:b] for ids in id_lists[:1] for a, b in ((0, 7), (3, 11), (5, 6))]  # cut inside characters
+    for ids in id_lists:
+        want = ref.decode(ids, skip_special_tokens=False)
+        for tok in ours:
+            assert tok.decode(ids) == want, tok.name
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.characters(blacklist_categories=("Cs",)), max_size=120))
+def test_ids_equal_the_reference_on_any_text(model, text):
+    name, ref, ours = model
+    want = ref_ids(ref, text)
+    for tok in ours:
+        assert tok.encode(text) == want, tok.name
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(ids=st.lists(st.integers(0, 128_000), max_size=40))
+def test_decode_equals_the_reference_on_any_ids(model, ids):
+    name, ref, ours = model
+    want = ref.decode(ids, skip_special_tokens=False)
+    for tok in ours:
+        assert tok.decode(ids) == want, tok.name
+
+
+@pytest.mark.parametrize("label", ["nfd_text", "combining", "zwj", "markup_lookalikes", "whitespace"])
+def test_tokens_are_placed_in_the_text(model, label):
+    """Segments join back to the text; byte-level tokens' bytes join to its UTF-8 unless normalization changed
+    it; each token's span holds the text it came from (for a piece that is the input itself)."""
+    name, ref, ours = model
+    text = HARD[label]
+    for tok in ours:
+        result = tok.tokenize(text, allow_special=True)
+        assert result.ids == ref_ids(ref, text, True)
+        assert [t.id for t in result.tokens] == result.ids
+        assert "".join(s.text for s in result.segments()) == text
+        assert all(0 <= t.start < t.end <= len(text) for t in result.tokens), tok.name
+        assert [t.start for t in result.tokens] == sorted(t.start for t in result.tokens)
+        if result.byte_table is not None:
+            assert b"".join(t.bytes for t in result.tokens) == text.encode()
+        for t in result.tokens:
+            if t.valid_utf8 and not t.byte_fallback and t.text == text[t.start : t.end]:
+                assert t.bytes == text[t.start : t.end].encode()
+
+
+def test_normalized_text_places_tokens_on_the_input_characters():
+    """Qwen3 normalizes to NFC: a decomposed é is one character for the model, two in the input."""
+    text = "Cafe\u0301 au lait"
+    for name in ("qwen3", "native-qwen3"):
+        result = registry.get(name).tokenize(text)
+        assert result.byte_table is None  # the tokens' bytes are those of the NFC text, not of the input
+        accent = next(t for t in result.tokens if t.bytes == "é".encode())
+        assert accent.start == 3  # the library's offsets cover the e; ours the e and its accent
+        assert "".join(s.text for s in result.segments()) == text
+    accent = next(t for t in registry.get("native-qwen3").tokenize(text).tokens if t.bytes == "é".encode())
+    assert (accent.start, accent.end) == (3, 5)
+
+
+def test_windows_of_tokens_equal_slices_of_all_of_them():
+    text = "Cafe\u0301 👨‍👩‍👧 <start_of_turn>日本語\n\n\tx " * 30
+    for name in ("qwen3", "native-qwen3", "gemma-3", "native-gemma-3"):
+        full = registry.get(name).tokenize(text, allow_special=True)
+        for offset, limit in ((0, 5), (17, 40), (len(full.ids) - 3, 10)):
+            fresh = registry.get(name).tokenize(text, allow_special=True)
+            assert fresh.window(offset, limit) == full.tokens[offset : offset + limit], name
+
+
+def test_gemma_byte_fallback_pieces_are_marked_and_share_their_character():
+    result = registry.get("native-gemma-3").tokenize("ok \U000E0100")
+    fallback = [t for t in result.tokens if t.byte_fallback]
+    assert len(fallback) == 4 and {(t.start, t.end) for t in fallback} == {(3, 4)}
+    assert [t.text for t in fallback] == ["<0xF3>", "<0xA0>", "<0x84>", "<0x80>"]

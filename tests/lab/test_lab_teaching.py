@@ -1,0 +1,239 @@
+"""The lab as a teacher meets it (issue 21, part 7), through HTTP: defaults that train word pieces, "New run" that
+keeps the corpus and settings, each algorithm's own words and plurals, the characters a byte-level piece belongs
+to, and why a run (or a side of "side by side") ends short of the size asked for, checked against the reference
+libraries (``tokenizers``, ``sentencepiece``) that load the runs' exports. The same views in Chromium:
+tests/browser/test_lab_exact.py."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from helpers import realtext
+import sentencepiece as spm
+from fastapi.testclient import TestClient
+from helpers.lab_helpers import wait_done
+from helpers.lab_training import LOW, train
+from tokenizers import Tokenizer
+
+from app.lab.byte_hints import CorpusBytes, byte_hint
+from app.lab.examples import SAMPLE_CORPUS, SIDE_VOCAB_SIZE
+from app.settings import Settings
+from app.web.app import create_app
+
+
+@pytest.fixture()
+def lab(tmp_path):
+    with TestClient(create_app(Settings(lab_runs_dir=tmp_path, lab_pool="thread"))) as client:
+        yield client
+
+
+def selected(page: str, name: str) -> str:
+    """The selected option of the <select name=...> of a page."""
+    select = re.search(rf'<select name="{name}".*?</select>', page, re.S).group(0)
+    return re.search(r'<option value="([^"]*)"[^>]*selected', select).group(1)
+
+
+def textarea(page: str, ident: str) -> str:
+    return html.unescape(re.search(rf'<textarea id="{ident}"[^>]*>(.*?)</textarea>', page, re.S).group(1))
+
+
+def size_box(page: str) -> str:
+    return re.search(r'<input type="number" name="size" value="([^"]*)"', page).group(1)
+
+
+# -- defaults -------------------------------------------------------------------------------------------------
+
+
+def test_fresh_lab_holds_a_sample_corpus_that_trains_pieces_of_words(lab):
+    page = lab.get("/lab").text
+    corpus = textarea(page, "corpus")
+    assert corpus == SAMPLE_CORPUS and len(corpus) > 1000
+    form = {"corpus": corpus, "algorithm": selected(page, "algorithm"), "pattern": selected(page, "pattern"),
+            "size": size_box(page), "size_kind": selected(page, "size_kind"), "tie_break": selected(page, "tie_break")}
+    assert form["pattern"] != "none"  # the whole text as one word makes pairs across spaces
+    r = lab.post("/lab/train", data=form, follow_redirects=False)
+    assert r.status_code == 303
+    run = wait_done(lab, r.headers["location"].rsplit("/", 1)[1].split("?")[0])
+    full = lab.get(f"/api/train/{run['id']}").json()
+    tokens = [s["token"] for s in full["steps"]]
+    assert len(tokens) == int(form["size"]) >= 30 and full["stop_reason"] == "merge count reached"
+    assert not [t for t in tokens if any(c.isspace() for c in t)], "every merge stays inside a word"
+    words = set(re.findall(r"\w+", SAMPLE_CORPUS))
+    assert {"the", "token", "pieces"} <= set(tokens) & words  # whole words of the corpus, learned as tokens
+
+
+def test_side_by_side_defaults_reach_their_size_with_all_three(lab):
+    page = lab.get("/lab").text
+    assert textarea(page, "side-corpus") == SAMPLE_CORPUS
+    assert f'name="vocab_size" value="{SIDE_VOCAB_SIZE}"' in page
+    runs = lab.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "vocab_size": SIDE_VOCAB_SIZE}).json()["runs"]
+    ids = {side: wait_done(lab, r["id"])["id"] for side, r in runs.items()}
+    wp = Tokenizer.from_str(lab.get(f"/api/train/{ids['wordpiece']}/export", params={"format": "tokenizer.json"}).text)
+    assert wp.get_vocab_size() == SIDE_VOCAB_SIZE
+    for side in ("bpe", "unigram"):
+        model = spm.SentencePieceProcessor(model_proto=lab.get(f"/api/train/{ids[side]}/export", params={"format": "model"}).content)
+        assert model.get_piece_size() == SIDE_VOCAB_SIZE, side
+    view = lab.get("/lab/side-by-side", params=ids).text
+    assert f"All three have the {SIDE_VOCAB_SIZE} tokens asked for." in view
+    assert "side-why" not in view
+
+
+# -- "New run" ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"corpus": LOW + "\n<b>&amp;</b>", "algorithm": "unigram", "merges": 7},
+        {"corpus": LOW, "algorithm": "char", "pattern": "whitespace", "vocab_size": 20, "tie_break": "lexical", "end_of_word": True},
+    ],
+)
+def test_new_run_starts_from_the_corpus_and_settings_of_the_run(lab, body):
+    run = train(lab, **body)
+    step = lab.get(f"/lab/runs/{run['id']}").text
+    assert f'href="/lab?from={run["id"]}"' in step
+    page = lab.get(f"/lab?from={run['id']}").text
+    assert textarea(page, "corpus") == body["corpus"]  # HTML in the corpus stays text
+    assert selected(page, "algorithm") == body["algorithm"]
+    assert selected(page, "size_kind") == ("vocab_size" if "vocab_size" in body else "merges")
+    assert size_box(page) == str(body.get("vocab_size", body.get("merges")))
+    assert selected(page, "tie_break") == body.get("tie_break", "first")
+    assert ('name="end_of_word" value="1" checked' in page) == body.get("end_of_word", False)
+    if body["algorithm"] == "char":
+        assert selected(page, "pattern") == "whitespace"
+    again = lab.post("/lab/train", data={"corpus": textarea(page, "corpus"), "algorithm": selected(page, "algorithm"),
+                                          "pattern": selected(page, "pattern"), "size": size_box(page),
+                                          "size_kind": selected(page, "size_kind"), "tie_break": selected(page, "tie_break"),
+                                          **({"end_of_word": "1"} if body.get("end_of_word") else {})},
+                     follow_redirects=False)
+    twin = wait_done(lab, again.headers["location"].rsplit("/", 1)[1].split("?")[0])
+    assert twin["options"] == run["options"] and twin["vocab_size"] == run["vocab_size"]
+
+
+def test_new_run_of_an_unknown_run_says_so(lab):
+    r = lab.get("/lab?from=abcdef0123")
+    assert r.status_code == 404 and "no lab run with id" in r.text and textarea(r.text, "corpus") == SAMPLE_CORPUS
+
+
+# -- each algorithm's words ------------------------------------------------------------------------------------
+
+
+def test_unigram_form_and_rounds_speak_of_pieces_and_rounds(lab):
+    run = train(lab, corpus=LOW, algorithm="unigram", merges=5)
+    page = lab.get(f"/lab?from={run['id']}").text
+    option = re.search(r'<option value="merges"[^>]*>([^<]*)</option>', page)
+    assert option.group(1) == "learned pieces" and 'data-byte="merges"' in option.group(0)
+    # 5 learned pieces: the smallest vocabulary (3 special, 256 bytes, the 11 characters of LOW) plus 5
+    step0 = lab.get(f"/lab/runs/{run['id']}?step=0").text
+    assert "down to the 275 asked for" in step0 and f"this run takes <strong>{run['merges']}</strong> round" in step0
+    last = lab.get(f"/lab/runs/{run['id']}?step={run['merges']}").text
+    assert f"Round {run['merges']} of {run['merges']}" in last and "merge" not in re.sub(r"<[^>]+>", "", last.split('id="step"')[1].split("Pieces removed")[0])
+
+
+def test_counts_are_in_the_singular_for_one_and_step_zero_has_no_merge_range(lab):
+    run = train(lab, corpus="hug pug pun bun hugs", algorithm="wordpiece", merges=8)
+    steps = lab.get(f"/api/train/{run['id']}").json()["steps"]
+    ones = [s["step"] for s in steps if s["count"] == 1]
+    assert ones, "a WordPiece run merges pairs seen once"
+    page = lab.get(f"/lab/runs/{run['id']}?step={ones[0]}").text
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page))
+    assert "1 occurrence of the pair" in text and "1 occurrences" not in text
+    zero = re.sub(r"<[^>]+>", "", lab.get(f"/lab/runs/{train(lab, corpus='abab', algorithm='byte', pattern='none', merges=1)['id']}?step=0").text)
+    assert "1–0" not in zero and "(no merge yet: bytes only)" in zero
+
+
+def test_wordpiece_stop_reason_says_no_pair_is_left(lab):
+    run = train(lab, corpus=LOW, algorithm="wordpiece", merges=50)
+    assert run["stop_reason"] == "no pair left to merge" and run["merges"] < 50
+
+
+# -- bytes of characters ---------------------------------------------------------------------------------------
+
+
+def test_byte_pieces_name_the_characters_they_belong_to():
+    realtext.require()
+    corpus = realtext.excerpt("ja", 40_000, 6_000)
+    data = corpus.encode()
+    chars = CorpusBytes(corpus)
+    pieces = {data[i : i + n] for i in range(0, 3000) for n in (1, 2, 3, 4)}
+    checked = 0
+    for token in pieces:
+        try:
+            token.decode()
+            continue
+        except UnicodeDecodeError:
+            pass
+        hint = byte_hint(token, chars)
+        # the first occurrence's characters hold exactly the token's bytes, at the places the hint names
+        assert b"".join(p.char.encode()[p.first : p.end] for p in hint.parts) == token
+        if len(hint.parts) == 1:
+            # every character of the corpus around an occurrence of the token, counted one occurrence at a time
+            around = set()
+            for m in re.finditer(re.escape(token), data):
+                a, b = m.start(), m.end()
+                while a and 0x80 <= data[a] < 0xC0:
+                    a -= 1
+                while b < len(data) and 0x80 <= data[b] < 0xC0:
+                    b += 1
+                around.add(data[a:b].decode())
+            singles = {c for c in around if len(c) == 1}
+            assert hint.total == len(singles) and set(hint.chars) <= singles
+            assert hint.chars[0] == hint.parts[0].char
+        checked += 1
+    assert checked > 500
+
+
+def test_byte_level_merge_card_and_pair_table_name_the_character(lab):
+    corpus = "東京は日本の首都です。京都は古い都です。東京と京都は日本の大きな都市です。日本の都市はきれいです。"
+    run = train(lab, corpus=corpus, algorithm="byte", pattern="none", merges=20)
+    steps = lab.get(f"/api/train/{run['id']}").json()["steps"]
+    partial = next(s for s in steps if s["token"].startswith("\\x"))
+    page = html.unescape(lab.get(f"/lab/runs/{run['id']}?step={partial['step']}").text)
+    note = re.search(r'<p class="byte-note">.*?</p>', page, re.S).group(0)
+    token = bytes.fromhex("".join(re.findall(r"\\x([0-9a-f]{2})", partial["token"])))
+    named = re.findall(r"「(.)」", re.sub(r"<[^>]+>", "", note))
+    assert named and all(token in c.encode() for c in named)
+    assert f"{len(token)} of the 3 UTF-8 bytes of 「{named[0]}」" in note
+    assert 'class="pair-hint"' in page
+
+
+# -- why a run is short of its size ---------------------------------------------------------------------------
+
+
+def test_side_by_side_says_why_each_algorithm_stopped_short(lab):
+    runs = lab.post("/api/train/side-by-side", json={"corpus": LOW, "vocab_size": 290}).json()["runs"]
+    done = {side: wait_done(lab, r["id"]) for side, r in runs.items()}
+    ids = {side: r["id"] for side, r in done.items()}
+    words = len(LOW.split())
+    # the reference libraries load each export: its size, and each word of the corpus as one token
+    wp = Tokenizer.from_str(lab.get(f"/api/train/{ids['wordpiece']}/export", params={"format": "tokenizer.json"}).text)
+    bpe = spm.SentencePieceProcessor(model_proto=lab.get(f"/api/train/{ids['bpe']}/export", params={"format": "model"}).content)
+    uni = spm.SentencePieceProcessor(model_proto=lab.get(f"/api/train/{ids['unigram']}/export", params={"format": "model"}).content)
+    assert (wp.get_vocab_size(), bpe.get_piece_size(), uni.get_piece_size()) == (25, 285, 274)
+    assert len(wp.encode(LOW, add_special_tokens=False).ids) == words == len(bpe.encode(LOW))
+    seed = lab.get(f"/api/train/{ids['unigram']}/steps/0").json()["vocab_size"]
+    dropped = lab.get(f"/api/train/{ids['unigram']}").json()["steps"][-1]["removed"]
+    assert seed - len(dropped) == 274 and all(r["loss"] == 0 for r in dropped)
+
+    view = re.sub(r"\s+", " ", html.unescape(lab.get("/lab/side-by-side", params=ids).text))
+    assert "Not at the 290 tokens asked for: BPE (285), WordPiece (25), Unigram (274)." in view
+    assert (f"BPE stopped at 285 of the 290 tokens asked for, after {done['bpe']['merges']} merges: every word of the "
+            "corpus is one token already") in view
+    assert (f"WordPiece stopped at 25 of the 290 tokens asked for, after {done['wordpiece']['merges']} merges: no pair "
+            "left to merge, every word of the corpus is one piece") in view
+    assert (f"Unigram ended at 274 of the 290 pieces asked for: round 1 started from {seed} and its EM step dropped "
+            f"{len(dropped)} pieces the corpus would use less than half a time") in view
+    assert "= 3 special + 256 byte pieces + 11 characters + 15 merges" in view
+    assert "= 1 [UNK] + 3 characters + 8 ##characters + 13 merges" in view
+    # each run's own page says it too
+    assert "every word of the corpus is one piece" in html.unescape(lab.get(f"/lab/runs/{ids['wordpiece']}").text)
+
+
+def test_a_bpe_run_short_of_its_merges_says_no_pair_repeats(lab):
+    run = train(lab, corpus="abcabd xyz", algorithm="byte", pattern="none", merges=10)
+    page = html.unescape(lab.get(f"/lab/runs/{run['id']}").text)
+    assert run["merges"] == 1
+    assert ("BPE stopped after 1 of the 10 merges asked for: no pair of neighbouring tokens occurs twice in the "
+            "corpus any more") in page
