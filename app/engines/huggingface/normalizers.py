@@ -2,7 +2,8 @@
 
 Supported steps (and ``Sequence`` of them): ``NFC``, ``NFD``, ``NFKC``, ``NFKD`` (with ``tokenizers``' Unicode
 tables, see :mod:`.unicode`), ``Replace`` with a string pattern, ``Prepend``, and BERT's ``BertNormalizer`` and
-``Lowercase`` (:mod:`.bert_text`). Any other step type raises
+``Lowercase`` (:mod:`.bert_text`); ``Strip``, ``StripAccents``, ``Nmt``, ``Precompiled``, ``Replace`` with a regex
+and ``ByteLevel`` are built by :mod:`.normalizer_steps`. Any other step type raises
 :class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 :class:`TextNormalizer` returns the normalized text and, when it is not a character-for-character rewrite of the
@@ -17,7 +18,7 @@ from collections.abc import Callable
 
 from . import unicode as hf_unicode
 from .bert_text import bert_normalizer
-from .tokenizer_json import UnsupportedTokenizerError, pipeline_steps
+from .tokenizer_json import pipeline_steps
 
 #: ``spans[i]``: the input span of output character ``i``; ``None`` means output character ``i`` came from input
 #: character ``i`` (same length, one for one).
@@ -128,18 +129,17 @@ def _step(obj: dict) -> Step:
     kind = obj.get("type")
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
         return _unicode_form(kind)
-    if kind == "Replace":
-        pattern = obj.get("pattern") or {}
-        if "String" not in pattern:
-            raise UnsupportedTokenizerError("Replace normalizers with a regex pattern are not supported yet")
-        return _replace(pattern["String"], obj.get("content", ""))
+    if kind == "Replace" and "String" in (obj.get("pattern") or {}):
+        return _replace(obj["pattern"]["String"], obj.get("content", ""))
     if kind == "Prepend":
         return _prepend(obj.get("prepend", ""))
     if kind == "BertNormalizer":
         return _bert(obj)
     if kind == "Lowercase":
         return _bert({"clean_text": False, "handle_chinese_chars": False, "strip_accents": False, "lowercase": True})
-    raise UnsupportedTokenizerError(f"the {kind} normalizer is not supported yet")
+    from . import normalizer_steps  # the other step types (Strip, Precompiled, a regex Replace...), or the refusal
+
+    return normalizer_steps.step(obj)
 
 
 class TextNormalizer:

@@ -2,9 +2,10 @@
 
 Supported steps (and ``Sequence`` of them, each step cutting the pieces of the one before): ``Split`` with a
 regex or string pattern and any of its behaviours (``Isolated``, ``Removed``, ``MergedWithPrevious``,
-``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, ``ByteLevel`` (its GPT-2 regex when
-``use_regex``; the byte mapping itself is the model's business), and the WordPiece models' ``BertPreTokenizer``,
-``Whitespace`` and ``WhitespaceSplit`` (characters classified as :mod:`.bert_text` says). Any other step raises
+``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, ``Punctuation``, ``CharDelimiterSplit``, ``FixedLength``,
+the WordPiece models' ``BertPreTokenizer``, ``Whitespace`` and ``WhitespaceSplit`` (characters classified as
+:mod:`.bert_text` says), and the steps that rewrite what they cut (:mod:`.pretokenizer_steps`): ``ByteLevel`` (its
+prefix space, its GPT-2 regex when ``use_regex``, its byte alphabet) and ``Metaspace``. Any other step raises
 :class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 Regexes are written for Oniguruma; they run here on the ``regex`` module, against :func:`.unicode.regex_view`
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterator
 import regex
 
 from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
+from .onig_matches import spans as onig_spans
+from .pretokenizer_steps import ByteAlphabet, Metaspace, Origin, Piece, Prefix
 from .unicode import regex_view
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, pipeline_steps
 
@@ -36,8 +39,7 @@ def _regex_finder(pattern: regex.Pattern, invert: bool) -> Finder:
         # Each piece is matched on its own, as tokenizers does: a slice, so that no lookaround sees past it.
         piece = view[start:end] if start or end < len(view) else view
         pos = 0
-        for m in pattern.finditer(piece):
-            a, b = m.span()
+        for a, b in onig_spans(pattern, piece):
             if a > pos:
                 yield start + pos, start + a, invert
             yield start + a, start + b, not invert
@@ -92,15 +94,39 @@ def _compile(pattern: str) -> regex.Pattern:
         raise TokenizerFileError(f"the split regex {pattern!r} cannot be compiled: {exc}") from None
 
 
-def _steps(obj: dict) -> list[_Split]:
-    """The splits one pipeline step makes, in order (none for a ``ByteLevel`` step without its regex)."""
+def _steps(obj: dict) -> list:
+    """The steps one pipeline step makes, in order: cuts (:class:`_Split`) and, for ``ByteLevel`` and
+    ``Metaspace``, the steps that rewrite pieces (:mod:`.pretokenizer_steps`)."""
     kind = obj.get("type")
     if kind == "BertPreTokenizer":  # cut at whitespace, then each punctuation mark alone
         return [_whitespace_split(), _Split(_regex_finder(_compile(f"[{char_class(PUNCTUATION)}]"), False), "Isolated")]
     if kind == "WhitespaceSplit":
         return [_whitespace_split()]
-    step = _step(obj)
-    return [] if step is None else [step]
+    if kind == "ByteLevel":
+        steps: list = [Prefix()] if obj.get("add_prefix_space") else []
+        if obj.get("use_regex", True):
+            compiled = _compile(BYTE_LEVEL_PATTERN)
+            steps.append(_Split(_regex_finder(compiled, False), "Isolated", kind, compiled))
+        return steps + [ByteAlphabet()]
+    if kind == "Metaspace":
+        return _metaspace(obj)
+    return [_step(obj)]
+
+
+def _metaspace(obj: dict) -> list:
+    replacement = obj.get("replacement", "\u2581")
+    if not isinstance(replacement, str) or len(replacement) != 1:
+        raise TokenizerFileError(f"a Metaspace replacement is one character, not {replacement!r}")
+    scheme = obj.get("prepend_scheme", "always")
+    if obj.get("add_prefix_space") is False:
+        scheme = "never"
+    if scheme not in ("always", "first", "never"):
+        raise TokenizerFileError(f"the Metaspace prepend_scheme {scheme!r} is none of always, first, never")
+    steps: list = [Metaspace(replacement, scheme)]
+    if obj.get("split", True):
+        compiled = regex.compile(regex.escape(replacement))
+        steps.append(_Split(_regex_finder(compiled, False), "MergedWithNext", "Metaspace", compiled))
+    return steps
 
 
 def _whitespace_split() -> _Split:
@@ -108,7 +134,15 @@ def _whitespace_split() -> _Split:
     return _Split(_regex_finder(_compile(f"[{char_class(SPLIT_SPACE)}]"), False), "Removed")
 
 
-def _step(obj: dict) -> _Split | None:
+def _fixed_length(length: int) -> Finder:
+    def find(view: str, start: int, end: int) -> Iterator[tuple[int, int, bool]]:
+        for a in range(start, end, length):
+            yield a, min(a + length, end), True
+
+    return find
+
+
+def _step(obj: dict) -> _Split:
     kind = obj.get("type")
     if kind == "Split":
         pattern = obj.get("pattern") or {}
@@ -120,18 +154,27 @@ def _step(obj: dict) -> _Split | None:
             raise TokenizerFileError(f"Split pre-tokenizer without a pattern: {obj!r}")
         invert = bool(obj.get("invert"))
         return _Split(_regex_finder(compiled, invert), obj.get("behavior", "Isolated"), kind, None if invert else compiled)
-    if kind == "ByteLevel":
-        if obj.get("add_prefix_space"):
-            raise UnsupportedTokenizerError("ByteLevel pre-tokenizers with add_prefix_space are not supported yet")
-        if obj.get("use_regex", True):
-            compiled = _compile(BYTE_LEVEL_PATTERN)
-            return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
-        return None
     if kind == "Whitespace":
         return _Split(_regex_finder(_compile(r"\w+|[^\w\s]+"), True), "Removed")
     if kind == "Digits":
         compiled = _compile(r"\p{N}" if obj.get("individual_digits") else r"\p{N}+")
         return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
+    if kind == "Punctuation":
+        compiled = _compile(f"[{char_class(PUNCTUATION)}]")
+        return _Split(_regex_finder(compiled, False), obj.get("behavior", "Isolated"), kind, compiled)
+    if kind == "CharDelimiterSplit":
+        delimiter = obj.get("delimiter")
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise TokenizerFileError(f"a CharDelimiterSplit delimiter is one character, not {delimiter!r}")
+        compiled = regex.compile(regex.escape(delimiter))
+        return _Split(_regex_finder(compiled, False), "Removed", kind, compiled)
+    if kind == "FixedLength":
+        length = obj.get("length", 5)
+        if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+            raise UnsupportedTokenizerError(
+                f"a FixedLength pre-tokenizer of length {length!r} cannot cut text (the library fails on it)"
+            )
+        return _Split(_fixed_length(length), "Isolated", kind)
     raise UnsupportedTokenizerError(f"the {kind} pre-tokenizer is not supported yet")
 
 
@@ -141,19 +184,61 @@ class PreTokenizer:
     >>> pre = PreTokenizer({"type": "Split", "pattern": {"Regex": "\\\\p{N}{1,3}"}, "behavior": "Isolated"})
     >>> [("a12345b"[a:b]) for a, b in pre("a12345b")]
     ['a', '123', '45', 'b']
+
+    A pipeline with a step that rewrites pieces (``Metaspace``, ``ByteLevel``: :attr:`transforms`) gives its
+    pre-tokens with :meth:`pieces`, their text as the model sees it; its spans (``pre(text)``) are then the stretches
+    of the text each pre-token stands for. ``map_bytes=False`` leaves a final ``ByteLevel`` step's byte alphabet out
+    (the byte-level BPE engine encodes the text's own UTF-8, which is the same).
+
+    >>> pre = PreTokenizer({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True})
+    >>> pre.pieces("Hi  you")
+    [('▁Hi', [0, 0, 1]), ('▁', [2]), ('▁you', [3, 4, 5, 6])]
     """
 
-    def __init__(self, spec: dict | None):
-        self.steps = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
-        #: Whether the pre-tokens always cover the whole text (no ``Removed`` split drops any of it).
-        self.keeps_text = all(step.behavior != "Removed" for step in self.steps)
+    def __init__(self, spec: dict | None, *, map_bytes: bool = True):
+        stages = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
+        if not map_bytes and stages and isinstance(stages[-1], ByteAlphabet):
+            stages.pop()
+        self.stages = stages
+        #: Whether some step rewrites the pieces it cuts (then :meth:`pieces` gives the pre-tokens' text).
+        self.transforms = any(not isinstance(stage, _Split) for stage in stages)
+        #: Whether the pre-tokens are written in the byte alphabet (a ``ByteLevel`` step's, kept).
+        self.byte_alphabet = any(isinstance(stage, ByteAlphabet) for stage in stages)
+        self.steps = [stage for stage in stages if isinstance(stage, _Split)]
+        #: Whether the pre-tokens always cover the whole text as it is (nothing dropped, nothing rewritten).
+        self.keeps_text = not self.transforms and all(step.behavior != "Removed" for step in self.steps)
 
     def __call__(self, text: str) -> list[Span]:
         if not text:
             return []
+        if self.transforms:
+            return [(pos[0], pos[-1] + 1) for _, pos in self.pieces(text)]
         spans = [(0, len(text))]
         if self.steps:
             view = regex_view(text)
             for step in self.steps:
                 spans = step(view, spans)
         return spans
+
+    def pieces(self, text: str, origin: Origin | None = None) -> list[Piece]:
+        """The pre-tokens of ``text`` as the model sees them, each with the position in ``text`` of each of its
+        characters; ``origin(position)`` is the input offset a position of ``text`` came from (``Metaspace``'s
+        ``first`` scheme asks; default: ``text`` is the input)."""
+        if not text:
+            return []
+        if origin is None:
+            origin = _same
+        pieces: list[Piece] = [(text, list(range(len(text))))]
+        for stage in self.stages:
+            if isinstance(stage, _Split):
+                out: list[Piece] = []
+                for piece, pos in pieces:
+                    out.extend((piece[a:b], pos[a:b]) for a, b in stage(regex_view(piece), [(0, len(piece))]))
+                pieces = out
+            else:
+                pieces = stage.apply(pieces, origin)
+        return pieces
+
+
+def _same(position: int) -> int:
+    return position
