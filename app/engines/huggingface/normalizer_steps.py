@@ -139,7 +139,7 @@ def replace_regex(pattern: str, content: str) -> Step:
     """``Replace`` with a regex pattern: every match (empty ones too) replaced by ``content``.
 
     >>> replace_regex(r"\\s+", "_")("a  b c", None)
-    ('a_b_c', [(0, 1), (1, 3), (3, 4), (4, 5), (5, 6)])
+    ('a_b_c', [(0, 1), (2, 3), (3, 4), (4, 5), (5, 6)])
     """
     try:
         compiled = regex.compile(pattern)
@@ -159,10 +159,9 @@ def replace_regex(pattern: str, content: str) -> Step:
         for a, b in found:
             out.append(text[pos:a])
             out_spans.extend(source[pos:a])
-            if a < b:
-                span = (source[a][0], source[b - 1][1])
-            else:  # an empty match: what it inserts belongs to the character before it
-                span = source[a - 1] if a else (source[0][0], source[0][0])
+            # what it puts in is aligned as the library aligns it: to the last character it replaces, or for an
+            # empty match to the character before it
+            span = source[b - 1] if b else (source[0][0], source[0][0])
             out.append(content)
             out_spans.extend([span] * len(content))
             pos = b
@@ -215,37 +214,63 @@ _GRAPHEME = regex.compile(r"\X", regex.DOTALL)
 
 def precompiled(blob: bytes) -> Step:
     """``Precompiled``: SentencePiece's character map, applied cluster by cluster as ``tokenizers`` applies it (see
-    the module docstring)."""
+    the module docstring); characters are aligned to the input as the library aligns them (a character removed at the
+    very start shifts the alignment of the ones after it, which ``Metaspace``'s ``first`` scheme then sees)."""
     charsmap = _Charsmap(blob)
     may_start = charsmap.map.may_start
 
     def apply(text: str, spans: Spans) -> tuple[str, Spans]:
         if not any(map(may_start, set(text))):
             return text, spans
-        source = _positions(text, spans)
-        out: list[str] = []
-        out_spans: list[tuple[int, int]] = []
-        for m in _GRAPHEME.finditer(text):
+        changes: list[list] = []  # [character, change], as the library's transformations
+        for m in _GRAPHEME.finditer(regex_view(text)):
             a, b = m.span()
-            grapheme = m.group()
+            grapheme = text[a:b]
             if may_start(grapheme[0]) and len(grapheme.encode("utf-8")) < 6:
                 rule = charsmap.first(grapheme)
                 if rule is not None:
-                    out.append(rule)
-                    out_spans.extend([(source[a][0], source[b - 1][1])] * len(rule))
+                    _replaced(changes, b - a, rule)
                     continue
-            for i in range(a, b):
-                ch = text[i]
+            for ch in grapheme:
                 rule = charsmap.first(ch) if may_start(ch) else None
                 if rule is None:
-                    out.append(ch)
-                    out_spans.append(source[i])
+                    changes.append([ch, 0])
                 else:
-                    out.append(rule)
-                    out_spans.extend([source[i]] * len(rule))
-        return "".join(out), out_spans
+                    _replaced(changes, 1, rule)
+        return "".join(ch for ch, _ in changes), aligned(changes, _positions(text, spans))
 
     return apply
+
+
+def _replaced(changes: list[list], old_count: int, new: str) -> None:
+    """The library's changes for ``old_count`` characters replaced by ``new``: added characters are the last ones,
+    removed ones are counted on the last change made so far (which may be an earlier character's, or none)."""
+    changes.extend([ch, 0] for ch in new)
+    diff = len(new) - old_count
+    if diff > 0:
+        for change in changes[-diff:]:
+            change[1] = 1
+    elif diff < 0 and changes:
+        changes[-1][1] += diff
+
+
+def aligned(changes, source: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The input span of each output character of a transformation given as (character, change), as the library's
+    ``NormalizedString.transform`` aligns them: a change of 0 replaces the next input character, -n replaces it
+    and removes n more, +1 is inserted after the last one replaced (sharing its span).
+
+    >>> aligned([("x", 0), ("y", 1), ("z", -1)], [(0, 1), (1, 2), (2, 3)])
+    [(0, 1), (0, 1), (1, 2)]
+    """
+    out: list[tuple[int, int]] = []
+    consumed, last = 0, len(source) - 1
+    for _, change in changes:
+        if change > 0:
+            out.append(source[min(consumed, last + 1) - 1] if consumed else (source[0][0], source[0][0]))
+        else:
+            out.append(source[min(consumed, last)])
+            consumed += 1 - change
+    return out
 
 
 def step(obj: dict) -> Step:

@@ -23,6 +23,7 @@ import regex
 from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
 from .onig_matches import spans as onig_spans
 from .pretokenizer_steps import ByteAlphabet, Metaspace, Origin, Piece, Prefix
+from .step_tables import NUMERIC
 from .unicode import regex_view
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, pipeline_steps
 
@@ -72,9 +73,14 @@ def _merge(runs: list[tuple[int, int, bool]], behavior: str) -> list[Span]:
 
 
 class _Split:
-    def __init__(self, find: Finder, behavior: str, kind: str = "Split", pattern: regex.Pattern | None = None):
+    def __init__(
+        self, find: Finder, behavior: str, kind: str = "Split", pattern: regex.Pattern | None = None, raw: bool = False
+    ):
         if behavior not in ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"):
             raise UnsupportedTokenizerError(f"the Split behavior {behavior!r} is not supported")
+        #: Whether it looks at the text itself rather than :func:`.unicode.regex_view`'s (a table of the library's own,
+        #: not Oniguruma's classes).
+        self.raw = raw
         self.find = find
         self.behavior = behavior
         self.kind = kind  # the step's type and regex, for the explain view to name the rule that cut a pre-token
@@ -99,7 +105,8 @@ def _steps(obj: dict) -> list:
     ``Metaspace``, the steps that rewrite pieces (:mod:`.pretokenizer_steps`)."""
     kind = obj.get("type")
     if kind == "BertPreTokenizer":  # cut at whitespace, then each punctuation mark alone
-        return [_whitespace_split(), _Split(_regex_finder(_compile(f"[{char_class(PUNCTUATION)}]"), False), "Isolated")]
+        punctuation = _compile(f"[{char_class(PUNCTUATION)}]")
+        return [_whitespace_split(), _Split(_regex_finder(punctuation, False), "Isolated", raw=True)]
     if kind == "WhitespaceSplit":
         return [_whitespace_split()]
     if kind == "ByteLevel":
@@ -125,13 +132,13 @@ def _metaspace(obj: dict) -> list:
     steps: list = [Metaspace(replacement, scheme)]
     if obj.get("split", True):
         compiled = regex.compile(regex.escape(replacement))
-        steps.append(_Split(_regex_finder(compiled, False), "MergedWithNext", "Metaspace", compiled))
+        steps.append(_Split(_regex_finder(compiled, False), "MergedWithNext", "Metaspace", compiled, raw=True))
     return steps
 
 
 def _whitespace_split() -> _Split:
     """Cut at every whitespace character (Rust's ``char::is_whitespace``) and drop it."""
-    return _Split(_regex_finder(_compile(f"[{char_class(SPLIT_SPACE)}]"), False), "Removed")
+    return _Split(_regex_finder(_compile(f"[{char_class(SPLIT_SPACE)}]"), False), "Removed", raw=True)
 
 
 def _fixed_length(length: int) -> Finder:
@@ -153,21 +160,25 @@ def _step(obj: dict) -> _Split:
         else:
             raise TokenizerFileError(f"Split pre-tokenizer without a pattern: {obj!r}")
         invert = bool(obj.get("invert"))
-        return _Split(_regex_finder(compiled, invert), obj.get("behavior", "Isolated"), kind, None if invert else compiled)
+        behavior = obj.get("behavior", "Isolated")
+        # a String pattern matches its characters themselves, whatever Oniguruma's tables say of them
+        raw = "Regex" not in pattern
+        return _Split(_regex_finder(compiled, invert), behavior, kind, None if invert else compiled, raw=raw)
     if kind == "Whitespace":
         return _Split(_regex_finder(_compile(r"\w+|[^\w\s]+"), True), "Removed")
-    if kind == "Digits":
-        compiled = _compile(r"\p{N}" if obj.get("individual_digits") else r"\p{N}+")
-        return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
+    if kind == "Digits":  # Rust's char::is_numeric, in the library's Unicode version (not Oniguruma's \p{N})
+        numbers = f"[{char_class(NUMERIC)}]"
+        compiled = _compile(numbers if obj.get("individual_digits") else numbers + "+")
+        return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled, raw=True)
     if kind == "Punctuation":
         compiled = _compile(f"[{char_class(PUNCTUATION)}]")
-        return _Split(_regex_finder(compiled, False), obj.get("behavior", "Isolated"), kind, compiled)
+        return _Split(_regex_finder(compiled, False), obj.get("behavior", "Isolated"), kind, compiled, raw=True)
     if kind == "CharDelimiterSplit":
         delimiter = obj.get("delimiter")
         if not isinstance(delimiter, str) or len(delimiter) != 1:
             raise TokenizerFileError(f"a CharDelimiterSplit delimiter is one character, not {delimiter!r}")
         compiled = regex.compile(regex.escape(delimiter))
-        return _Split(_regex_finder(compiled, False), "Removed", kind, compiled)
+        return _Split(_regex_finder(compiled, False), "Removed", kind, compiled, raw=True)
     if kind == "FixedLength":
         length = obj.get("length", 5)
         if not isinstance(length, int) or isinstance(length, bool) or length < 1:
@@ -217,7 +228,7 @@ class PreTokenizer:
         if self.steps:
             view = regex_view(text)
             for step in self.steps:
-                spans = step(view, spans)
+                spans = step(text if step.raw else view, spans)
         return spans
 
     def pieces(self, text: str, origin: Origin | None = None) -> list[Piece]:
@@ -233,7 +244,8 @@ class PreTokenizer:
             if isinstance(stage, _Split):
                 out: list[Piece] = []
                 for piece, pos in pieces:
-                    out.extend((piece[a:b], pos[a:b]) for a, b in stage(regex_view(piece), [(0, len(piece))]))
+                    seen = piece if stage.raw else regex_view(piece)
+                    out.extend((piece[a:b], pos[a:b]) for a, b in stage(seen, [(0, len(piece))]))
                 pieces = out
             else:
                 pieces = stage.apply(pieces, origin)
