@@ -106,11 +106,12 @@ def corpus(size: int = 6_000) -> tuple[str, ...]:
     return tuple(realtext.excerpt(name, 4_321, size) for name in realtext.NAMES)
 
 
-def _model_and_trainer(model: str, vocab_size: int, **options):
+def _model_and_trainer(model: str, vocab_size: int, byte_alphabet: bool = False, **options):
     specials = list(SPECIALS)
-    if model == "BPE":
+    if model == "BPE":  # byte_alphabet: every byte a token from the start (as ByteLevelBPETokenizer trains)
+        alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_alphabet else []
         return models.BPE(unk_token="<unk>", **options), trainers.BpeTrainer(
-            vocab_size=vocab_size, special_tokens=specials, show_progress=False
+            vocab_size=vocab_size, special_tokens=specials, show_progress=False, initial_alphabet=alphabet
         )
     if model == "WordPiece":
         return models.WordPiece(unk_token="<unk>"), trainers.WordPieceTrainer(
@@ -137,10 +138,12 @@ def train(
     vocab_size: int = 1_200,
     post_processor: bool = False,
     size: int = 6_000,
+    byte_alphabet: bool = False,
     **options,
 ) -> Tokenizer:
-    """A tokenizer of ``model`` with the named pipeline, trained by the model's own trainer on :func:`corpus`."""
-    core, trainer = _model_and_trainer(model, vocab_size, **options)
+    """A tokenizer of ``model`` with the named pipeline, trained by the model's own trainer on :func:`corpus`
+    (``byte_alphabet``: a BPE that starts from all 256 bytes of GPT-2's alphabet; ``options`` go to the model)."""
+    core, trainer = _model_and_trainer(model, vocab_size, byte_alphabet, **options)
     tok = Tokenizer(core)
     if (n := NORMALIZERS[normalizer]()) is not None:
         tok.normalizer = n

@@ -133,7 +133,7 @@ def test_an_uploaded_tokenizer_is_explained_for_its_browser(tmp_path):
 #: What a message in words never holds: a Python exception's name, a traceback, an attribute error's phrase.
 PYTHON_JARGON = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|Traceback|has no attribute|object is not|NoneType")
 #: Tokenizers that cut without BPE merges: refused with 422 in words until they get explanations of their own.
-NOT_BPE = {"bert-base-uncased", "jurassic-2", "up-bert-json", "up-bert-vocab", "up-unigram"}
+NOT_BPE = {"bert-base-uncased", "jurassic-2", "up-bert-json", "native-up-bert-json", "up-bert-vocab", "up-unigram"}
 
 
 def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path):

@@ -41,11 +41,12 @@ from .encoder import RankEncoder, merge_piece
 
 
 def runs_byte_level(spec: TokenizerJSON) -> bool:
-    """Whether this engine runs ``spec`` as the library does: a BPE whose one ``ByteLevel`` pre-tokenizer step (and no
-    ``Metaspace``) writes text in the byte alphabet, every byte of which is a token, and whose whole-word lookup
-    (``ignore_merges``) can find only tokens written in that alphabet (this engine looks words up by their bytes)."""
+    """Whether this engine runs ``spec`` as the library does: a BPE whose last pre-tokenizer step, and its only
+    ``ByteLevel`` one (no ``Metaspace``), writes text in the byte alphabet, every byte of which is a token, and whose
+    whole-word lookup (``ignore_merges``) can find only tokens written in that alphabet (this engine looks words up
+    by their bytes). Another BPE runs on :mod:`app.engines.sentencepiece.json_model`, over characters."""
     kinds = [step.get("type") for step in pipeline_steps(spec.pre_tokenizer, "pretokenizers")]
-    if spec.model_type != "BPE" or kinds.count("ByteLevel") != 1 or "Metaspace" in kinds:
+    if spec.model_type != "BPE" or kinds.count("ByteLevel") != 1 or kinds[-1] != "ByteLevel" or "Metaspace" in kinds:
         return False
     if not all(ch in spec.vocab for ch in BYTE_OF_CHAR):
         return False
@@ -119,8 +120,7 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
         return ids
 
     def _pretoken_bytes(self, piece: Piece) -> list[bytes]:
-        """The bytes of a piece's pre-tokens, when the pre-tokenizer rewrites them (a prefix space, ``Metaspace``;
-        a step after ``ByteLevel`` sees its byte alphabet, which stands for the bytes)."""
+        """The bytes of a piece's pre-tokens, when the pre-tokenizer rewrites them (``ByteLevel``'s prefix space)."""
         return [data for data, _ in self._pretokens(piece)]
 
     def _pretokens(self, piece: Piece) -> list[tuple[bytes, list[int]]]:
@@ -128,10 +128,7 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
         spans = piece.spans
         origin = (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
         out = []
-        for text, pos in self.pre.pieces(piece.text, origin):
-            if self.pre.byte_alphabet:
-                out.append((byte_level_bytes(text), pos))  # one character per byte: pos is per byte already
-                continue
+        for text, pos in self.pre.pieces(piece.text, origin):  # the text itself: ByteLevel is the last step
             data = text.encode("utf-8")
             if len(data) != len(text):
                 pos = [p for ch, p in zip(text, pos) for _ in range(len(ch.encode("utf-8")))]

@@ -17,6 +17,7 @@ kept as pieces of its own (as ``tokenizers`` keeps it), unlike ``findall``. The 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import regex
 
@@ -235,21 +236,41 @@ class PreTokenizer:
         """The pre-tokens of ``text`` as the model sees them, each with the position in ``text`` of each of its
         characters; ``origin(position)`` is the input offset a position of ``text`` came from (``Metaspace``'s
         ``first`` scheme asks; default: ``text`` is the input)."""
+        return [(piece, pos) for piece, pos, _ in self.cut_pieces(text, origin)]
+
+    def cut_pieces(self, text: str, origin: Origin | None = None) -> list[tuple[str, list[int], Cut | None]]:
+        """:meth:`pieces`, each with the last cut that made it (None: no step cut it out of a larger piece), for
+        the explain view to name that step's rule."""
         if not text:
             return []
         if origin is None:
             origin = _same
-        pieces: list[Piece] = [(text, list(range(len(text))))]
-        for stage in self.stages:
+        pieces: list[tuple[str, list[int], Cut | None]] = [(text, list(range(len(text))), None)]
+        for k, stage in enumerate(self.stages):
             if isinstance(stage, _Split):
-                out: list[Piece] = []
-                for piece, pos in pieces:
+                out: list[tuple[str, list[int], Cut | None]] = []
+                for piece, pos, cut in pieces:
                     seen = piece if stage.raw else regex_view(piece)
-                    out.extend((piece[a:b], pos[a:b]) for a, b in stage(seen, [(0, len(piece))]))
+                    parts = stage(seen, [(0, len(piece))])
+                    if parts == [(0, len(piece))]:
+                        out.append((piece, pos, cut))
+                    else:
+                        out.extend((piece[a:b], pos[a:b], Cut(k, seen, a, b)) for a, b in parts)
                 pieces = out
             else:
-                pieces = stage.apply(pieces, origin)
+                cuts = [cut for _, _, cut in pieces]
+                pieces = [(piece, pos, cut) for (piece, pos), cut in zip(stage.apply([p[:2] for p in pieces], origin), cuts)]
         return pieces
+
+
+class Cut(NamedTuple):
+    """Where a step cut a pre-token: the step's index in :attr:`PreTokenizer.stages`, the piece it cut (as that
+    step saw it) and the pre-token's span in it."""
+
+    stage: int
+    parent: str
+    start: int
+    end: int
 
 
 def _same(position: int) -> int:

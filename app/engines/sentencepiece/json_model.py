@@ -127,7 +127,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             ids.extend(self._piece_ids_of(piece))
         return ids
 
-    def _pretoken_texts(self, piece: Piece) -> list[tuple[str, Where]]:
+    def pretoken_texts(self, piece: Piece) -> list[tuple[str, Where]]:
         """The pre-tokens of a plain added-vocabulary piece: their text as the model merges it, and where their
         characters are in the piece's text."""
         text = piece.text
@@ -141,7 +141,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         if piece.token is not None:
             return [piece.token.id]
         ids: list[int] = []
-        for word, _ in self._pretoken_texts(piece):
+        for word, _ in self.pretoken_texts(piece):
             ids.extend(self._encode_normalized(word))
         return ids
 
@@ -198,7 +198,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
     def _pre_tokens(self, piece: Piece) -> list[tuple[str, Where, list[str], list[int]]]:
         """A piece's pre-tokens as (text, where its characters are in the piece's text, merged pieces, ids)."""
         out = []
-        for word, where in self._pretoken_texts(piece):
+        for word, where in self.pretoken_texts(piece):
             merged = self._pieces(word)
             out.append((word, where, merged, self._piece_ids(merged)))
         return out

@@ -141,9 +141,13 @@ _TWINS: WeakKeyDictionary = WeakKeyDictionary()
 
 def retracing_engine(tokenizer: Tokenizer) -> Tokenizer:
     """The engine that retraces ``tokenizer``'s merges: itself, or for a model served by a reference library our
-    engine on the same data (its registered ``native-*`` twin, else one built from the same file)."""
+    engine on the same data (the twin its owner gave it, ``native_twin``, as uploads do; its registered ``native-*``
+    twin; else one built from the same file)."""
     if not isinstance(tokenizer, (TiktokenTokenizer, HuggingFaceTokenizer)):
         return tokenizer
+    own = getattr(tokenizer, "native_twin", None)  # an uploaded file's twin, built from the very same bytes
+    if own is not None:
+        return own()
     twin = f"native-{tokenizer.name}"
     if twin in registry.names():
         return registry.get(twin)
