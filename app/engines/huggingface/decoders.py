@@ -25,6 +25,7 @@ import regex
 
 from ..errors import TokenplayError
 from .onig_matches import spans as onig_spans
+from .onig_regex import translate
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, pipeline_steps
 from .unicode import regex_view
 
@@ -217,7 +218,7 @@ def _step(obj: dict) -> Step:
             compiled = regex.compile(regex.escape(pattern["String"]))
         elif isinstance(pattern.get("Regex"), str):
             try:
-                compiled = regex.compile(pattern["Regex"])
+                compiled = regex.compile(translate(pattern["Regex"]))  # with Oniguruma's \w, \b, \h
             except regex.error as exc:
                 raise TokenizerFileError(f"the Replace decoder's regex cannot be compiled: {exc}") from None
         else:

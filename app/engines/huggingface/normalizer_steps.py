@@ -34,6 +34,7 @@ import regex
 from ..sentencepiece.normalizer import CharsMap
 from .bert_text import SPLIT_SPACE, _member
 from .onig_matches import spans as onig_spans
+from .onig_regex import translate
 from .step_tables import COMBINING_MARKS
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
 from .unicode import regex_view
@@ -142,7 +143,7 @@ def replace_regex(pattern: str, content: str) -> Step:
     ('a_b_c', [(0, 1), (2, 3), (3, 4), (4, 5), (5, 6)])
     """
     try:
-        compiled = regex.compile(pattern)
+        compiled = regex.compile(translate(pattern))  # with Oniguruma's \w, \b, \h
     except regex.error as exc:
         raise TokenizerFileError(f"the Replace regex {pattern!r} cannot be compiled: {exc}") from None
 

@@ -23,6 +23,7 @@ import regex
 
 from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
 from .onig_matches import spans as onig_spans
+from .onig_regex import translate
 from .pretokenizer_steps import ByteAlphabet, Metaspace, Origin, Piece, Prefix
 from .step_tables import NUMERIC
 from .unicode import regex_view
@@ -155,7 +156,7 @@ def _step(obj: dict) -> _Split:
     if kind == "Split":
         pattern = obj.get("pattern") or {}
         if "Regex" in pattern:
-            compiled = _compile(pattern["Regex"])
+            compiled = _compile(translate(pattern["Regex"]))  # with Oniguruma's \w, \b, \h
         elif "String" in pattern:
             compiled = regex.compile(regex.escape(pattern["String"]))
         else:

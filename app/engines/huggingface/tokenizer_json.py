@@ -252,9 +252,11 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
             "tokenizer.json files"
         )
     if kind == "BPE":
-        for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+        for option, article in (("continuing_subword_prefix", "a"), ("end_of_word_suffix", "an")):
             if model.get(option):
-                raise UnsupportedTokenizerError(f"BPE models with a {option} are not supported yet")
+                raise UnsupportedTokenizerError(
+                    f"BPE models with {article} {option} ({model[option]!r}) are not supported yet"
+                )
         if model.get("dropout"):
             raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
     scores = pieces = unk_id = None
