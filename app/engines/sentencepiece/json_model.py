@@ -96,6 +96,8 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         normalizer = TextNormalizer(spec.normalizer)
         self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
         self.pre = PreTokenizer(spec.pre_tokenizer)
+        #: A pre-token's ids: merged, or with ignore_merges taken whole when it is a token.
+        self._word_ids = self._whole_or_merged if self.whole_words else self._encode_normalized
 
     # -- vocabulary ------------------------------------------------------------------------------------------------
     @property
@@ -141,8 +143,14 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         if piece.token is not None:
             return [piece.token.id]
         ids: list[int] = []
-        for word, _ in self.pretoken_texts(piece):
-            ids.extend(self._encode_normalized(word))
+        word_ids = self._word_ids
+        if self.pre.transforms:
+            for word, _ in self.pretoken_texts(piece):
+                ids.extend(word_ids(word))
+        else:
+            text = piece.text
+            for a, b in self.pre(text):
+                ids.extend(word_ids(text[a:b]))
         return ids
 
     def _whole(self, word: str) -> int | None:
@@ -150,9 +158,9 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         tid = self._lookup.get(word) if self.whole_words else None
         return None if tid is None or tid == self.unk_id or self.types[tid] == CONTROL else tid
 
-    def _encode_normalized(self, normalized: str) -> list[int]:
-        tid = self._whole(normalized)
-        return [tid] if tid is not None else super()._encode_normalized(normalized)
+    def _whole_or_merged(self, word: str) -> list[int]:
+        tid = self._whole(word)
+        return [tid] if tid is not None else self._encode_normalized(word)
 
     def _pieces(self, normalized: str) -> list[str]:
         return [normalized] if self._whole(normalized) is not None else super()._pieces(normalized)
