@@ -363,3 +363,45 @@ def test_a_class_oniguruma_reads_differently_is_refused_naming_it():
     Tokenizer.from_str(data)
     with pytest.raises(UnsupportedTokenizerError, match=r"\\w inside a character class"):
         tokenizer_from_json(data)
+
+
+def test_added_tokens_with_every_flag_give_the_library_ids_overlaps_and_failures_included():
+    """Added tokens that take the spaces around them (lstrip, rstrip), single words, normalized or not, special or
+    not: a match is found where the one before it ended without its spaces, so matches may overlap (the library
+    repeats the text) or collide (the library fails: so does our engine, in words)."""
+    from tokenizers import AddedToken
+
+    rng = random.Random(24)
+    failures = 0
+    for _ in range(300):
+        tok = Tokenizer(models.WordLevel({"<unk>": 0, "a": 1, "b": 2, "ab": 3}, unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        if rng.random() < 0.5:
+            tok.normalizer = normalizers.Lowercase()
+        for word in rng.sample([" ", "  ", "   ", "a", " a", "a ", "b\n", "\t", "ab"], rng.randint(1, 4)):
+            tok.add_tokens([AddedToken(word, single_word=rng.random() < 0.3, lstrip=rng.random() < 0.5,
+                                       rstrip=rng.random() < 0.5, normalized=rng.random() < 0.3,
+                                       special=rng.random() < 0.2)])
+        ours = tokenizer_from_json(tok.to_str())
+        for _ in range(20):
+            text = "".join(rng.choice(["a", "b", " ", " ", "\n", "\t", "A"]) for _ in range(rng.randint(0, 12)))
+            allow = rng.random() < 0.5
+            want = _ids(lambda: H.reference_ids(tok, text, allow))
+            got = _ids(lambda: ours.encode(text, allow_special=allow))
+            assert got == want, (json.loads(tok.to_str())["added_tokens"], text, allow)
+            failures += want == ("fails",)
+    assert failures  # the library's failing case was met, and our engine failed on it too
+
+
+@pytest.mark.parametrize(("words", "message"), [
+    (["Hello", "hello"], "both normalize to 'hello'"),
+    (["  "], "normalizes to nothing"),
+])
+def test_normalized_added_tokens_the_library_matches_in_no_defined_way_are_refused(words, message):
+    from tokenizers import AddedToken
+
+    tok = Tokenizer(models.WordLevel({"<unk>": 0, "a": 1}, unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence([normalizers.Lowercase(), normalizers.Strip()])
+    tok.add_tokens([AddedToken(word, normalized=True) for word in words])
+    with pytest.raises(UnsupportedTokenizerError, match=message):
+        tokenizer_from_json(tok.to_str())
