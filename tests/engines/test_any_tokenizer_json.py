@@ -28,7 +28,7 @@ from app.engines.huggingface.decoders import DecodeError, decoder
 from app.engines.huggingface.normalizers import TextNormalizer
 from app.engines.huggingface.pretokenizers import PreTokenizer
 from app.engines.huggingface.step_tables import COMBINING_MARKS, NUMERIC
-from app.engines.huggingface.tokenizer_json import UnsupportedTokenizerError, serde_float
+from app.engines.huggingface.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, serde_float
 from app.engines.registry.loaders import tokenizer_from_json
 
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
@@ -405,3 +405,27 @@ def test_normalized_added_tokens_the_library_matches_in_no_defined_way_are_refus
     tok.add_tokens([AddedToken(word, normalized=True) for word in words])
     with pytest.raises(UnsupportedTokenizerError, match=message):
         tokenizer_from_json(tok.to_str())
+
+
+#: Steps whose values have the wrong type: the library refuses each file, and so does Tokenplay, in words.
+MISTYPED = {
+    "Replace normalizer, String content a number": ("normalizer", {"type": "Replace", "pattern": {"String": "a"}, "content": 5}),
+    "Replace normalizer, pattern a bare string": ("normalizer", {"type": "Replace", "pattern": "a", "content": "b"}),
+    "Replace normalizer, Regex content a number": ("normalizer", {"type": "Replace", "pattern": {"Regex": "a"}, "content": 5}),
+    "Prepend normalizer, a number": ("normalizer", {"type": "Prepend", "prepend": 5}),
+    "Split, pattern a bare string": ("pre_tokenizer", {"type": "Split", "pattern": "a", "behavior": "Isolated", "invert": False}),
+    "Split, Regex a number": ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": 5}, "behavior": "Isolated", "invert": False}),
+    "Replace decoder, pattern a bare string": ("decoder", {"type": "Replace", "pattern": "a", "content": "b"}),
+}
+
+
+@pytest.mark.parametrize("case", list(MISTYPED))
+def test_steps_with_values_of_the_wrong_type_are_refused_in_words_as_the_library_refuses_them(case):
+    key, step = MISTYPED[case]
+    obj = json.loads(_wordlevel())
+    obj[key] = step
+    data = json.dumps(obj)
+    with pytest.raises(Exception):
+        Tokenizer.from_str(data)
+    with pytest.raises(TokenizerFileError, match=r"pattern|must be text"):
+        tokenizer_from_json(data)

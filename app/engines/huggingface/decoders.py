@@ -213,7 +213,7 @@ def _step(obj: dict) -> Step:
         return _ctc(_string(obj, "pad_token", "<pad>"), _string(obj, "word_delimiter_token", "|"),
                     bool(obj.get("cleanup", True)))
     if kind == "Replace":
-        pattern = obj.get("pattern") or {}
+        pattern = obj.get("pattern") if isinstance(obj.get("pattern"), dict) else {}
         if isinstance(pattern.get("String"), str):
             compiled = regex.compile(regex.escape(pattern["String"]))
         elif isinstance(pattern.get("Regex"), str):

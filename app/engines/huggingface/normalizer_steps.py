@@ -286,10 +286,13 @@ def step(obj: dict) -> Step:
     if kind == "ByteLevel":
         return byte_level
     if kind == "Replace":
-        pattern = obj.get("pattern") or {}
+        pattern = obj.get("pattern") if isinstance(obj.get("pattern"), dict) else {}
         if not isinstance(pattern.get("Regex"), str):
             raise TokenizerFileError(f"a Replace normalizer needs a String or Regex pattern: {obj!r}")
-        return replace_regex(pattern["Regex"], str(obj.get("content", "")))
+        content = obj.get("content", "")
+        if not isinstance(content, str):
+            raise TokenizerFileError(f"a Replace normalizer's content must be text, not {content!r}")
+        return replace_regex(pattern["Regex"], content)
     if kind == "Precompiled":
         data = obj.get("precompiled_charsmap")
         try:

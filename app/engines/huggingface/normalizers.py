@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from . import unicode as hf_unicode
 from .bert_text import bert_normalizer
-from .tokenizer_json import pipeline_steps
+from .tokenizer_json import TokenizerFileError, pipeline_steps
 
 #: ``spans[i]``: the input span of output character ``i``; ``None`` means output character ``i`` came from input
 #: character ``i`` (same length, one for one).
@@ -217,14 +217,21 @@ def _bert(obj: dict) -> Step:
     return apply
 
 
+def _text(obj: dict, key: str) -> str:
+    value = obj.get(key, "")
+    if not isinstance(value, str):
+        raise TokenizerFileError(f"a normalizer's {key} must be text, not {value!r}")
+    return value
+
+
 def _step(obj: dict) -> Step:
     kind = obj.get("type")
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
         return _unicode_form(kind)
-    if kind == "Replace" and "String" in (obj.get("pattern") or {}):
-        return _replace(obj["pattern"]["String"], obj.get("content", ""))
+    if kind == "Replace" and isinstance(obj.get("pattern"), dict) and "String" in obj["pattern"]:
+        return _replace(_text(obj["pattern"], "String"), _text(obj, "content"))
     if kind == "Prepend":
-        return _prepend(obj.get("prepend", ""))
+        return _prepend(_text(obj, "prepend"))
     if kind == "BertNormalizer":
         return _bert(obj)
     if kind == "Lowercase":

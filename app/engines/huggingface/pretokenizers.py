@@ -154,17 +154,17 @@ def _fixed_length(length: int) -> Finder:
 def _step(obj: dict) -> _Split:
     kind = obj.get("type")
     if kind == "Split":
-        pattern = obj.get("pattern") or {}
-        if "Regex" in pattern:
+        pattern = obj.get("pattern") if isinstance(obj.get("pattern"), dict) else {}
+        if isinstance(pattern.get("Regex"), str):
             compiled = _compile(translate(pattern["Regex"]))  # with Oniguruma's \w, \b, \h
-        elif "String" in pattern:
+        elif isinstance(pattern.get("String"), str):
             compiled = regex.compile(regex.escape(pattern["String"]))
         else:
             raise TokenizerFileError(f"Split pre-tokenizer without a pattern: {obj!r}")
         invert = bool(obj.get("invert"))
         behavior = obj.get("behavior", "Isolated")
         # a String pattern matches its characters themselves, whatever Oniguruma's tables say of them
-        raw = "Regex" not in pattern
+        raw = not isinstance(pattern.get("Regex"), str)
         return _Split(_regex_finder(compiled, invert), behavior, kind, None if invert else compiled, raw=raw)
     if kind == "Whitespace":
         return _Split(_regex_finder(_compile(r"\w+|[^\w\s]+"), True), "Removed")
