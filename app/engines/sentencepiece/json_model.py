@@ -6,8 +6,7 @@ list, byte fallback to ``<0xNN>`` pieces, and a pipeline around the model. Every
 Gemma's newline and tab runs among them), each piece between them is normalized (:mod:`..huggingface.normalizers`:
 ``Replace(" ", "▁")``, ``Prepend("▁")``) and split by the pre-tokenizer if any, and each word is merged by
 :class:`.model.SentencePieceTokenizer` with the file's merges as pair ranks (only listed pairs merge, the lowest rank
-first). A character that is no piece becomes its ``<0xNN>`` byte pieces, or ``<unk>`` (``fuse_unk``: one for a run); a
-file may lack the byte piece of an ASCII character that is a piece itself (Gemma 2: ``"\\t"``, no ``<0x09>``). No
+first). A character that is no piece becomes its ``<0xNN>`` byte pieces, or ``<unk>`` (``fuse_unk``: one for a run). No
 beginning-of-text token is added. ``decode`` runs the file's decoder (``Replace``, ``ByteFallback``, ``Fuse``,
 ``Strip``), as the library does with ``skip_special_tokens=False``.
 
