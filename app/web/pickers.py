@@ -72,6 +72,12 @@ class Tokenizers:
         upload = self.uploaded.get(name) if self.upload_cookie else None
         return self.uploads.tokenizer(upload) if upload is not None else registry.get(name)
 
+    def chat_config(self, name: str) -> dict | None:
+        """The tokenizer_config.json this browser brought with its uploaded tokenizer ``name`` (its chat template
+        renders that tokenizer's chats), or None."""
+        upload = self.uploaded.get(name) if self.upload_cookie else None
+        return upload.chat_config if upload is not None else None
+
     def listed(self) -> list[TokenizerSpec]:
         """The shipped tokenizers and this browser's lab tokenizers, in registry order (worked out once per
         request: a page asks for labels, picker groups and defaults, and each would read the run store again)."""
