@@ -40,6 +40,14 @@ MODELS = [
     "deepseek-v3",
     "gemma-3",
     "mistral-7b",
+    # issue 24's models
+    "llama-3.1",
+    "llama-2",
+    "qwen2.5",
+    "deepseek-v4",
+    "gemma-2",
+    "mistral-nemo",
+    "claude-legacy",
 ]
 HARD = [
     "  indented code:\n\tif x == 1:\n\t\treturn 'ok'  \n",
