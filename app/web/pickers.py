@@ -99,7 +99,7 @@ class Tokenizers:
 
 
 #: The pickers' groups, in this order; a maker not listed here comes after Mistral, under its own name.
-MAKERS = ("OpenAI", "Meta", "Qwen", "DeepSeek", "Google", "Mistral", "AI21", "trained here", "yours")
+MAKERS = ("OpenAI", "Meta", "Qwen", "DeepSeek", "Google", "Mistral", "Anthropic", "AI21", "trained here", "yours")
 #: An engine as a picker names it: by the library that runs it.
 ENGINE_NAMES = {"tiktoken": "tiktoken", "huggingface": "tokenizers", "sentencepiece": "sentencepiece", "tokenplay": "Tokenplay"}
 
