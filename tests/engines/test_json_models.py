@@ -63,9 +63,10 @@ def corpus_slices() -> list[str]:
 def test_ids_equal_the_reference_on_slices_of_every_corpus(model):
     name, ref, ours = model
     for text in corpus_slices():
-        want = ref_ids(ref, text)
-        for tok in ours:
-            assert tok.encode(text) == want, (tok.name, text[:80])
+        for allow in (False, True):
+            want = ref_ids(ref, text, allow)
+            for tok in ours:
+                assert tok.encode(text, allow_special=allow) == want, (tok.name, allow, text[:80])
 
 
 def test_ids_equal_the_reference_on_long_single_chunks(model):
@@ -247,3 +248,20 @@ def test_byte_pieces_some_character_would_need_are_refused_in_words(missing):
     message = str(caught.value)
     assert "byte_fallback is on but the model lacks the byte pieces" in message
     assert f"<0x{min(missing - {0x09}):02X}>" in message and "<0x09>" not in message
+
+
+def test_llama_3_1_has_llama_3s_ids_and_special_tokens_and_its_own_chat_settings():
+    """What the README says of llama-3.1's files: the vocabulary and special tokens are llama-3's (Llama 3.0 names),
+    so their ids agree on any text; the tokenizer_config.json differs (end of turn, chat template): an entry of its
+    own, not an alias."""
+    import json
+
+    three, three_one = reference("llama-3"), reference("llama-3.1")
+    assert three.get_vocab(with_added_tokens=True) == three_one.get_vocab(with_added_tokens=True)
+    assert three_one.id_to_token(128004) == "<|reserved_special_token_2|>"  # Meta's 3.1: <|finetune_right_pad_id|>
+    text = " ".join(HARD.values()) + "<|eot_id|><|begin_of_text|>"
+    for allow in (False, True):
+        assert ref_ids(three, text, allow) == ref_ids(three_one, text, allow)
+    configs = [json.loads(datafiles.verified_bytes(NPM_MODELS[n].config_file)) for n in ("llama-3", "llama-3.1")]
+    assert (configs[0]["eos_token"], configs[1]["eos_token"]) == ("<|end_of_text|>", "<|eot_id|>")
+    assert configs[0]["chat_template"] != configs[1]["chat_template"]
