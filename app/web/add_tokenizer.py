@@ -66,11 +66,13 @@ async def read_upload(request: Request) -> UploadForm:
         if file is None or isinstance(file, str):
             raise UploadError('send the tokenizer file as the multipart field "file"')
         data = await file.read(MAX_FILE_BYTES + 1)
-        config = form.get("config") or None  # a form's file field left empty arrives as an empty text field
+        config = form.get("config") or None  # a file field left empty: an empty text field, or a nameless empty file
         if isinstance(config, str):
             raise UploadError('send the tokenizer_config.json as a file in the multipart field "config"')
         config_data = await config.read(MAX_CONFIG_BYTES + 1) if config is not None else None
-        if config_data is not None and len(config_data) > MAX_CONFIG_BYTES:
+        if config_data == b"" and not config.filename:
+            config_data = None
+        elif config_data is not None and len(config_data) > MAX_CONFIG_BYTES:
             raise TooLargeError(
                 f"the tokenizer_config.json has more than {MAX_CONFIG_BYTES >> 20} MB; up to that is accepted"
             )
