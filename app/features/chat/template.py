@@ -4,7 +4,11 @@ A ``tokenizer_config.json`` carries the model's ``chat_template``. :func:`render
 ``transformers`` does (``apply_chat_template``): Jinja2 in an ``ImmutableSandboxedEnvironment`` (a template cannot
 touch anything outside its data) with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, the
 ``raise_exception`` and ``strftime_now`` functions, a ``tojson`` filter that keeps non-ASCII text as it is, and the
-variables ``messages``, ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``unk_token``, ``pad_token``.
+variables ``messages``, ``add_generation_prompt``, ``tools`` and ``documents`` (none), and the special tokens the
+config sets (``bos_token``, ``eos_token``, ``unk_token``, ``sep_token``, ``pad_token``, ``cls_token``,
+``mask_token``; one it leaves out or sets to null is undefined, as in ``transformers``). ``strftime_now`` reads a
+:class:`Clock`: the server's clock, as ``transformers`` reads it, or a moment the caller fixes; the clock records
+whether a template read it. :func:`read_chat_config` checks a ``tokenizer_config.json`` a user brings.
 
 :func:`render_harmony` writes the harmony format of gpt-oss (``o200k_harmony``): the default system message
 (identity, knowledge cutoff, date, reasoning effort, channels), the conversation's system prompts as the developer
