@@ -240,7 +240,7 @@ class SentencePieceTokenizer(Tokenizer):
         for b in range(256):
             self._byte_ids[b] = self._lookup.get(byte_piece(b), self.unk_id)
         if self.byte_fallback and len(self._id_byte) != 256:
-            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+            self._check_missing_bytes(merges is not None)
         self.unk_surface = unk_surface
         self.user_defined = [p for p, t in zip(pieces, types) if t == USER_DEFINED]
         self.has_unused = UNUSED in types
@@ -270,6 +270,24 @@ class SentencePieceTokenizer(Tokenizer):
                 self._chunker_c = _Chunker(index, blocks, self._lookup, self.unk_id, byte_ids, self._table.cut, _HEAP_FROM)
         self._piece_cache: dict[str, tuple[str, ...]] = {}
         self._id_cache: dict[str, tuple[int, ...]] = {}
+
+    def _check_missing_bytes(self, json_file: bool) -> None:
+        """Refuse byte fallback without all 256 ``<0xNN>`` pieces, unless (in a tokenizer.json) no text can need
+        the missing ones: each is an ASCII byte whose character is a piece of its own (Gemma 2 has the piece
+        ``"\\t"`` and no ``<0x09>``). Hugging Face ``tokenizers`` falls back to bytes only for a character that is no
+        piece, and the one character holding an ASCII byte is that character, so such a piece is never asked for.
+        A ``.model`` file must have all 256, as ``sentencepiece`` requires."""
+        have = set(self._id_byte.values())
+        missing = [b for b in range(256) if b not in have]
+        if not json_file:
+            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+        needed = [b for b in missing if b >= 0x80 or chr(b) not in self._merge_ids]
+        if needed:
+            shown = ", ".join(map(byte_piece, needed[:4])) + (f" and {len(needed) - 4} more" if len(needed) > 4 else "")
+            raise ModelLoadError(
+                f"byte_fallback is on but the model lacks the byte pieces {shown}, which characters that are no "
+                "piece would need; Tokenplay's engine does not run such a file yet"
+            )
 
     # -- construction helpers ------------------------------------------------------------------------------
     @classmethod
