@@ -234,11 +234,12 @@ def ja_technical(size: int = 400_000, seed: int = 0) -> str:
     characters), reflowed to one line each (:func:`_reflow`), in order from a drawn one (wrapping at the end),
     with a term of :func:`technical_terms` (a drawn kind, a drawn occurrence) put after every 40-80 Japanese
     characters (a drawn count) where a word ends, before its particle (a kanji or katakana followed by a
-    hiragana: ``設定 /etc/fstab を``), half the time with a space on each side. No paragraph is used twice,
-    so the text stops short of ``size`` when ja.txt runs out (at about 390 KB).
+    hiragana: ``設定 /etc/fstab を``), half the time with a space on each side. No paragraph is used twice
+    or cut, so the text stops short of ``size`` before the first paragraph that would pass it, and when ja.txt
+    runs out (at about 390 KB).
 
-    >>> text = ja_technical(20_000)
-    >>> 15_000 < len(text.encode()) <= 20_000
+    >>> text = ja_technical(60_000, seed=2)
+    >>> 50_000 < len(text.encode()) <= 60_000 and text.endswith(2 * chr(10))
     True
     """
     rng = random.Random(f"ja_technical/{seed}")
