@@ -23,6 +23,8 @@
   "use strict";
 
   const API = "/api/tokenizers";
+  // An engine as the pickers name it (app/web/pickers.py ENGINE_NAMES), for the engines an added file answers with.
+  const ENGINES = { huggingface: "tokenizers", tokenplay: "Tokenplay" };
   let uid = 0;
 
   function el(tag, cls, text) {
@@ -445,9 +447,11 @@
         const missing = Array.from(select.querySelectorAll("optgroup")).find(function (g) { return g.label === "not found"; });
         select.insertBefore(optgroup, missing || null);
       }
-      const option = new Option(added.name + " · " + added.vocab, added.name);
-      Object.assign(option.dataset, { entry: added.name, title: added.name, engine: "Tokenplay", vocab: added.vocab, search: added.search });
-      optgroup.append(option);
+      for (const [name, engine] of Object.entries(added.engines)) {  // a tokenizer.json: tokenizers, then Tokenplay
+        const option = new Option(name + " · " + added.vocab, name);
+        Object.assign(option.dataset, { entry: added.name, title: added.name, engine: ENGINES[engine] || engine, vocab: added.vocab, search: added.search });
+        optgroup.append(option);
+      }
       groups = readGroups(select);
       choose(added.name);
       input.focus();
@@ -697,6 +701,7 @@
         label: answer.label || answer.name,
         vocab: answer.n_vocab ? answer.n_vocab.toLocaleString("en-US") : "",
         search: [answer.name, answer.label || "", "yours"].join(" ").toLowerCase(),
+        engines: answer.engines || { [answer.name]: "tokenplay" },
       });
     }
 

@@ -92,6 +92,10 @@ class AddedTokenizer(BaseModel):
     label: str
     family: str
     n_vocab: int
+    engines: dict[str, str] = Field(
+        description="each name it is used by -> the engine that runs it: a tokenizer.json is run by huggingface "
+        "(the tokenizers library) under its name and by tokenplay as native-<name>; any other file by tokenplay"
+    )
 
 
 @router.post(
@@ -108,7 +112,8 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     form = await read_upload(request)
     upload = await keep_upload(form, form.fields.get("pattern") or None, tokenizers, uploads)
     response = JSONResponse(
-        {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab},
+        {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab,
+         "engines": upload.engines},
         status_code=201,
     )
     return remember(response, request, upload)
