@@ -56,3 +56,34 @@ def test_a_trained_tokenizer_json_added_through_the_form_runs_in_both_engines(no
     yours = page.get_by_role("group", name="yours")
     expect(yours.get_by_role("option")).to_have_count(1)  # one entry, its two engines behind the switch
     expect(yours.get_by_role("option")).to_contain_text("my-wp")
+
+
+def test_a_trained_tokenizer_json_added_on_compare_gets_a_checkbox_per_engine(no_dialogs: Page, live_server: str,
+                                                                             trained: str):
+    page = no_dialogs
+    page.set_viewport_size({"width": 1280, "height": 800})
+    want = H.reference_ids(H.reference(trained), TEXT)
+    page.goto(f"{live_server}/compare?t=gpt2&t=cl100k_base&text={quote(TEXT)}")
+    page.get_by_text("Add a tokenizer…").click()
+    form = page.locator("#compare-picker-add")
+    form.locator("[data-add=file]").set_input_files(
+        {"name": "tokenizer.json", "mimeType": "application/json", "buffer": trained.encode()}
+    )
+    form.get_by_label("Name").fill("cmp-wp")
+    with page.expect_response(lambda r: "/compare/results" in r.url):
+        form.get_by_role("button", name="Add tokenizer").click()
+    row = page.get_by_role("group", name="yours").locator(".picker-row")
+    expect(row).to_have_count(1)
+    boxes = row.get_by_role("checkbox")
+    expect(row.locator(".picker-engine-name")).to_have_text(["tokenizers", "Tokenplay"])
+    assert [b.get_attribute("value") for b in boxes.all()] == ["cmp-wp", "native-cmp-wp"]
+    expect(boxes.first).to_be_checked()
+    expect(boxes.last).not_to_be_checked()
+    with page.expect_response(lambda r: "/compare/results" in r.url):
+        boxes.last.check()
+    expect(page.locator("#compare-stats tbody tr")).to_have_count(4)
+    for name in ("cmp-wp", "native-cmp-wp"):
+        pane = page.locator(f'.pane[data-tokenizer="{name}"]')
+        pane.locator("summary").click()
+        ids = [int(t) for t in pane.locator(".ids .id").all_inner_texts()]
+        assert ids == want, name
