@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from weakref import WeakKeyDictionary
 
@@ -111,6 +112,17 @@ class Explanation:
     normalizer_steps: list[str] = field(default_factory=list)  # what the model's normalizer does (none: [])
     normalizer_summary: str = ""
     detail: Detail | None = None  # WordPiece's walk, Unigram's lattice
+
+    def shifted(self, chars: int, tokens: int) -> Explanation:
+        """This explanation of a piece of a longer text, placed in that text: its piece starts at character
+        ``chars`` and token ``tokens`` there (a chat prompt is tokenized piece by piece)."""
+        pre = replace(self.pretoken, start=self.pretoken.start + chars, end=self.pretoken.end + chars,
+                      first=self.pretoken.first + tokens)
+        token = replace(self.token, start=self.token.start + chars, end=self.token.end + chars)
+        changes = [replace(c, start=c.start + chars, end=c.end + chars) for c in self.changes]
+        detail = self.detail.shifted(chars, tokens) if self.detail is not None else None
+        return replace(self, index=self.index + tokens, token=token, pretoken=pre, changes=changes, detail=detail,
+                       piece_tokens=[t + tokens for t in self.piece_tokens])
 
     @property
     def linked_pieces(self) -> list[tuple[bytes, int, bool]]:
@@ -307,6 +319,22 @@ class Explainer:
 def explain(tokenizer: Tokenizer, text: str, index: int, *, allow_special: bool = False) -> Explanation:
     """Why token ``index`` of ``text`` is what it is (see the module docstring)."""
     return Explainer(tokenizer, text, allow_special=allow_special).explain(index)
+
+
+def explain_pieces(tokenizer: Tokenizer, pieces: Sequence[tuple[str, bool]], index: int) -> Explanation:
+    """Why token ``index`` of a text tokenized piece by piece is what it is: ``pieces`` are ``(text, allow_special)``
+    in order (a chat prompt: its markup with special tokens allowed, the messages without), each tokenized on its
+    own, as :func:`app.features.chat.prompt.tokenize_prompt` does. The explanation is placed in the whole text."""
+    chars = tokens = 0
+    for text, allow_special in pieces:
+        explainer = Explainer(tokenizer, text, allow_special=allow_special)
+        if index < tokens + len(explainer):
+            return explainer.explain(index - tokens).shifted(chars, tokens)
+        chars += len(text)
+        tokens += len(explainer)
+    raise TokenIndexError(
+        f"token index {index} is out of range: the text has {tokens} tokens" + (f" (0..{tokens - 1})" if tokens else "")
+    )
 
 
 def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -> Explanation:

@@ -72,6 +72,9 @@ class Normalization:
         self.steps = list(steps)
         self.stretches = list(stretches)
         self._firsts = [s.start for s in self.stretches]
+        # a composition NFC explains is NFKC's too: named after the form the model's normalizer runs
+        said = " ".join(self.steps)
+        self._rename = {"NFC": "NFKC"} if "NFKC" in said and "NFC" not in said.replace("NFKC", "") else {}
 
     def changes(self, start: int, end: int) -> list[Change]:
         """The changes that touch input characters ``start..end`` (an insertion at ``start`` counts), in order."""
@@ -89,6 +92,9 @@ class Normalization:
                     continue
                 stretch.spans = [(stretch.start + i, stretch.start + i + 1) for i in range(len(stretch.text))]
             out.extend(_changes(self.text, stretch, start, end))
+        if self._rename:
+            out = [Change(c.start, c.end, c.before, c.after, tuple(self._rename.get(w, w) for w in c.what), c.at)
+                   for c in out]
         return out
 
     def summary(self, changes: Sequence[Change]) -> str:

@@ -20,7 +20,7 @@ model writes them (``▁`` for a space); an ``<unk>`` node is written as the cha
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.engines.sentencepiece.model import byte_piece
 from app.engines.sentencepiece.proto import USER_DEFINED
@@ -87,9 +87,9 @@ class UnigramDetail(Detail):
             "token_piece": self.token_piece,
         }
 
-    @property
-    def columns(self) -> int:
-        return len(self.normalized)
+    def shifted(self, chars: int, tokens: int) -> UnigramDetail:
+        return replace(self, span=(self.span[0] + chars, self.span[1] + chars),
+                       tokens=(self.tokens[0] + tokens, self.tokens[1] + tokens))
 
 
 class UnigramPlan(Plan):

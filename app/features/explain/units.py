@@ -142,6 +142,10 @@ class Detail(ABC):
     def to_dict(self) -> dict:
         """The fields this family adds to the explanation's JSON."""
 
+    def shifted(self, chars: int, tokens: int) -> Detail:
+        """This detail with its input offsets moved by ``chars`` and its token indexes by ``tokens``."""
+        return self
+
 
 PlanFactory = Callable[[Tokenizer], Plan]
 
