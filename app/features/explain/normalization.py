@@ -197,6 +197,19 @@ def merged(changes: Sequence[Change]) -> list[Change]:
     return out
 
 
+def tally(changes: Sequence[Change]) -> list[tuple[Change, int]]:
+    """Identical changes (the same characters becoming the same, for the same reasons) once each, with how many
+    times they occur, in the order they first occur: a list to read."""
+    counts: dict[tuple, list] = {}
+    for c in changes:
+        key = (c.before, c.after, c.what)
+        if key in counts:
+            counts[key][1] += 1
+        else:
+            counts[key] = [c, 1]
+    return [(c, n) for c, n in counts.values()]
+
+
 # -- naming a change -------------------------------------------------------------------------------------------------
 def _strip_accents(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn")
