@@ -286,3 +286,24 @@ def test_explanations_answer_json_that_round_trips(jurassic, bert):
     for tok in (jurassic[0], bert[0]):
         e = Explainer(tok, "Héllo wörld").explain(0).to_dict()
         assert json.loads(json.dumps(e)) == e
+
+
+def test_a_stretch_found_from_its_token_is_the_one_cut_in_order(jurassic):
+    """A token far into a text is explained without cutting every stretch before it: the stretch found from the
+    token is the one found by cutting from the start, for every token (and for every character offset)."""
+    tok, ref = jurassic
+    realtext.require()
+    text = realtext.slices("en", 1, 6000, seed=2)[0] + " " + realtext.slices("ja", 1, 3000, seed=2)[0] + " ꙮ  x"
+    explainer = Explainer(tok, text)
+    units = explainer.units
+    by_token = {i: u for u in units for i in range(u.first, u.first + len(u.ids))}
+    plan = explainer.plan
+    for index in range(0, len(explainer), 7):
+        found = plan.locate(text, False, index=index)
+        unit = by_token[index]
+        assert (found.start, found.end, found.first, list(found.ids)) == (unit.start, unit.end, unit.first, list(unit.ids))
+    for offset in range(0, len(text), 13):
+        fresh = Explainer(tok, text)  # nothing cut yet: found from the offset
+        assert fresh.index_at(offset) == explainer.index_at(offset)
+    last = Explainer(tok, text).explain(len(explainer) - 1).to_dict()  # found without cutting from the start
+    check_unigram_explanation(last, ref, text, ref.pieces(text), ref.normalize(text))

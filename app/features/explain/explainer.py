@@ -277,12 +277,28 @@ class Explainer:
             raise TokenIndexError(
                 f"token index {index} is out of range: the text has {n} tokens" + (f" (0..{n - 1})" if n else "")
             )
+        if self._tokens <= index:  # not cut that far yet: a family that can find it on its own does
+            found = self.plan.locate(self.text, self.allow_special, index=index)
+            if found is not None:
+                return self._checked(found)
         self.through(index)
         return self._units[bisect_right(self._firsts, index) - 1]
+
+    def _checked(self, unit: Unit) -> Unit:
+        """A unit found out of order, checked against the tokenizer's ids like every other."""
+        if list(self.result.ids[unit.first : unit.first + len(unit.ids)]) != list(unit.ids):
+            self._disagree()
+        return unit
 
     def index_at(self, offset: int) -> int:
         """The index of the token that covers character ``offset`` of the text (the first one, when a character
         is cut into several tokens; the last token when ``offset`` is past the end)."""
+        if not self._units or self._units[-1].end <= offset:
+            found = self.plan.locate(self.text, self.allow_special, offset=offset)
+            if found is not None and found.ids:
+                unit = self._checked(found)
+                tokens = self.result.window(unit.first, len(unit.ids))
+                return unit.first + next((i for i, t in enumerate(tokens) if t.end > offset), len(tokens) - 1)
         while (not self._units or self._units[-1].end <= offset) and self._more():
             pass
         units = [u for u in self._units if u.ids]

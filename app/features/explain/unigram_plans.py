@@ -19,7 +19,9 @@ model writes them (``▁`` for a space); an ``<unk>`` node is written as the cha
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
+from itertools import accumulate
 from dataclasses import dataclass, field, replace
 
 from app.engines.sentencepiece.model import byte_piece
@@ -101,40 +103,51 @@ class UnigramPlan(Plan):
 
     def __init__(self, tokenizer: UnigramTokenizer):
         super().__init__(tokenizer, None)
+        self._last: _Segmented | None = None
 
     # -- units: the stretches no piece spans the edges of ----------------------------------------------------------
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
+        seg = self._segmented(text)
+        first, start = 0, 0
+        for k in range(len(seg.segments)):
+            if seg.is_cut(k + 1):
+                yield seg.unit(start, k + 1, first)
+                first = seg.firsts[k + 1]
+                start = k + 1
+
+    def locate(self, text: str, allow_special: bool, *, index: int | None = None, offset: int | None = None) -> Unit | None:
+        """The stretch around a token found from the token itself: its edges are the nearest cuts on either side,
+        looked for among the segment edges near it (a position is a cut when no piece starting up to the longest
+        piece's length before it ends after it), so a token at the end of a long text costs as little as one at
+        its start."""
+        seg = self._segmented(text)
+        if not seg.segments:
+            return None
+        if index is not None:
+            k = bisect_right(seg.firsts, index) - 1
+            while k > 0 and seg.firsts[k] == seg.firsts[k - 1] and seg.firsts[k] > index:
+                k -= 1
+        else:
+            k = min(bisect_right(seg.ends, offset), len(seg.segments) - 1)
+        k = min(max(k, 0), len(seg.segments) - 1)
+        lo = k
+        while not seg.is_cut(lo):
+            lo -= 1
+        hi = k + 1
+        while not seg.is_cut(hi):
+            hi += 1
+        return seg.unit(lo, hi, seg.firsts[lo])
+
+    def _segmented(self, text: str) -> _Segmented:
+        """The text normalized and segmented by the encoder (the last text asked for is kept: explaining several
+        tokens of one text segments it once)."""
+        last = self._last
+        if last is not None and last.text is text:
+            return last
         tok = self.tokenizer
         normalized, n2o = tok.normalizer.normalize(text)
-        return self._units(normalized, n2o, tok.segments(normalized))
-
-    def _units(self, normalized: str, n2o: list[int], segments) -> Iterator[Unit]:
-        tok = self.tokenizer
-        unk, fallback = tok.unk_id, tok.byte_fallback
-        first, start, reach, done = 0, 0, 0, 0  # done: the positions whose pieces were looked at
-        ids: list[int] = []
-        parts: list[tuple[int, int, int]] = []
-        per_part: list[int] = []
-        prev_unk = False
-        for k, (s, e, pid) in enumerate(segments):
-            for i in range(done, e):
-                reach = max(reach, tok.reach(normalized, i))
-            done = e
-            is_unk = pid == unk
-            if is_unk and fallback:
-                got = [tok.piece_to_id(byte_piece(b)) for b in normalized[s:e].encode("utf-8")]
-            else:
-                got = [] if is_unk and prev_unk else [pid]
-            prev_unk = is_unk
-            parts.append((s, e, pid, normalized[s:e] if is_unk else tok.pieces[pid]))
-            per_part.append(len(got))
-            ids.extend(got)
-            fused_next = is_unk and not fallback and k + 1 < len(segments) and segments[k + 1][2] == unk
-            if reach <= e and not fused_next:
-                yield Unit(n2o[start], n2o[e], normalized[start:e], first, ids, parts=parts, per_part=per_part,
-                           context=(start, n2o))
-                first += len(ids)
-                start, ids, parts, per_part = e, [], [], []
+        found = self._last = _Segmented(tok, text, normalized, n2o, tok.segments(normalized))
+        return found
 
     def rule(self, unit: Unit) -> Rule:
         return Rule(
@@ -249,3 +262,68 @@ class UnigramPlan(Plan):
 
 def _marked(node: LatticeNode, best: bool) -> LatticeNode:
     return node if node.best == best else LatticeNode(node.start, node.end, node.id, node.piece, node.score, best)
+
+
+class _Segmented:
+    """A text as the unigram encoder segments it: the normalized text, the map back to the input, the segments
+    ``(start, end, id)``, the index of each segment's first token (``firsts``, one more entry for the end) and
+    the input offset each segment ends at (``ends``). :meth:`is_cut` says whether the edge before segment ``k``
+    is a position no piece spans (reaches are looked up once each)."""
+
+    def __init__(self, tok: UnigramTokenizer, text: str, normalized: str, n2o: list[int], segments):
+        self.tok, self.text, self.normalized, self.n2o, self.segments = tok, text, normalized, n2o, segments
+        unk, fallback = tok.unk_id, tok.byte_fallback
+        counts, prev_unk = [], False
+        for s, e, pid in segments:  # the ids each segment becomes, as the encoder makes them
+            is_unk = pid == unk
+            counts.append(len(normalized[s:e].encode("utf-8")) if is_unk and fallback else 0 if is_unk and prev_unk else 1)
+            prev_unk = is_unk
+        self.counts = counts
+        self.firsts = list(accumulate(counts, initial=0))
+        self.ends = [n2o[e] for _, e, _ in segments]
+        self._reach: dict[int, int] = {}
+        self._runmax: list[int] = []  # runmax[i]: the furthest any piece starting at or before i reaches
+
+    def reach(self, i: int) -> int:
+        found = self._reach.get(i)
+        if found is None:
+            found = self.tok.reach(self.normalized, i)
+            if len(self._reach) < 100_000:  # a window's reaches are kept; a walk from the start needs none twice
+                self._reach[i] = found
+        return found
+
+    def is_cut(self, k: int) -> bool:
+        """Whether the edge before segment ``k`` (``0`` and ``len(segments)``: the text's ends) is a cut: no piece
+        starting before it ends after it, and it does not part two unknown pieces the encoder writes as one."""
+        segments = self.segments
+        if k <= 0 or k >= len(segments):
+            return True
+        p = segments[k][0]
+        tok = self.tok
+        if not tok.byte_fallback and segments[k - 1][2] == tok.unk_id == segments[k][2]:
+            return False
+        longest = tok.max_piece_chars
+        if p <= len(self._runmax) + 4 * longest:  # in order: the furthest reach of every position before p
+            runmax = self._runmax
+            top = runmax[-1] if runmax else 0
+            for i in range(len(runmax), p):
+                top = max(top, self.reach(i))
+                runmax.append(top)
+            return runmax[p - 1] <= p
+        return all(self.reach(i) <= p for i in range(max(0, p - longest + 1), p))
+
+    def unit(self, lo: int, hi: int, first: int) -> Unit:
+        """Segments ``lo..hi`` as a unit whose first token is ``first``."""
+        tok, normalized = self.tok, self.normalized
+        unk = tok.unk_id
+        parts, ids, per_part = [], [], []
+        for (s, e, pid), n in zip(self.segments[lo:hi], self.counts[lo:hi]):
+            parts.append((s, e, pid, normalized[s:e] if pid == unk else tok.pieces[pid]))
+            per_part.append(n)
+            if pid == unk and tok.byte_fallback:
+                ids.extend(tok.piece_to_id(byte_piece(b)) for b in normalized[s:e].encode("utf-8"))
+            elif n:
+                ids.append(pid)
+        start, end = self.segments[lo][0], self.segments[hi - 1][1]
+        return Unit(self.n2o[start], self.n2o[end], normalized[start:end], first, ids, parts=parts,
+                    per_part=per_part, context=(start, self.n2o))

@@ -118,6 +118,11 @@ class Plan(ABC):
         """The tree of a token taken whole whose own bytes do not merge into it: its oldest pieces."""
         return split_tree(data, self.pair_rank)
 
+    def locate(self, text: str, allow_special: bool, *, index: int | None = None, offset: int | None = None) -> Unit | None:
+        """The unit holding token ``index`` (or the first one ending after character ``offset``), found without
+        cutting the units before it; None when the family cuts its units only in order (the default)."""
+        return None
+
     def normalization(self, text: str, allow_special: bool) -> Normalization:
         """What the model's normalizer did to ``text`` (the default: a model without one)."""
         return identity(text)

@@ -18,14 +18,13 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from app.engines.huggingface.added_tokens import input_spans
 from app.engines.huggingface.tokenizer_json import pipeline_steps
 from app.engines.wordpiece.model import WalkStep, WordPieceTokenizer, wordpiece_walk
 
 from .errors import NotExplainableError
-from .normalization import Normalization, tokenizer_json_normalization
+from .normalization import Normalization, Stretch, tokenizer_json_steps
 from .split_rules import Rule
-from .units import Detail, Plan, Unit, added_token_units
+from .units import Detail, Plan, Unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,17 +86,15 @@ class WordPiecePlan(Plan):
         self.bert_words = kinds == ["BertPreTokenizer"]
 
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
-        return added_token_units(self.tokenizer.added, text, allow_special, self._words)
-
-    def _words(self, piece, first: int) -> Iterator[Unit]:
-        """The words of the normalized text between added tokens, placed back in the input, with their ids."""
-        tok = self.tokenizer
-        spans = input_spans(piece)
-        for a, b in tok.pre(piece.text):
-            word = piece.text[a:b]
-            pieces = tok.word_pieces(word)
-            ids = [t for _, _, t in pieces]
-            yield Unit(spans[a][0], spans[b - 1][1], word, first, ids, parts=pieces)
+        """Each word (or added token) the engine cuts, with its ids (:meth:`~app.engines.wordpiece.model.WordPieceTokenizer.words`)."""
+        first = 0
+        for w in self.tokenizer.words(text, allow_special):
+            if w.token is not None:
+                yield Unit(w.start, w.end, w.word, first, [w.token.id], "special" if w.token.special else "added")
+                first += 1
+                continue
+            ids = [t for _, _, t in w.pieces]
+            yield Unit(w.start, w.end, w.word, first, ids, parts=w.pieces)
             first += len(ids)
 
     def data(self, part) -> bytes:
@@ -115,7 +112,10 @@ class WordPiecePlan(Plan):
         return Rule("a pre-token of the pipeline", None, source)
 
     def normalization(self, text: str, allow_special: bool) -> Normalization:
-        return tokenizer_json_normalization(self.tokenizer.added, text, allow_special)
+        normalize = self.tokenizer.added.normalize
+        steps = tokenizer_json_steps(normalize.spec) if normalize is not None else []
+        stretches = [Stretch(*s) for s in self.tokenizer.normalized_stretches(text, allow_special)]
+        return Normalization(text, steps, stretches)
 
     def detail(self, text: str, unit: Unit, part: int, sub: int) -> WordPieceDetail:
         tok = self.tokenizer
