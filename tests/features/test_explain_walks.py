@@ -237,6 +237,16 @@ def test_long_stretches_are_shown_in_a_window_of_whole_tokens(jurassic):
                 assert e["pretoken"]["window"] is not None and any("window" in n or "whole tokens" in n for n in e["notes"])
 
 
+def test_a_stretch_longer_than_what_is_looked_at_says_so(jurassic):
+    tok, ref = jurassic
+    text = "a" * 20_000  # runs of a's are pieces: no position of it is a cut
+    explainer = Explainer(tok, text)
+    e = explainer.explain(len(explainer) // 2).to_dict()
+    check_unigram_explanation(e, ref, text, ref.pieces(text), ref.normalize(text))
+    assert 0 < e["pretoken"]["start"] and e["pretoken"]["end"] < len(text)
+    assert any("more than" in n for n in e["notes"]) and any("looked at" in n for n in e["notes"])
+
+
 def test_ties_put_the_encoders_choice_first_and_say_so(jurassic):
     tok, ref = jurassic
     text = "x     y"  # five spaces: ▁▁▁▁▁, which ▁, ▁▁ and ▁▁▁▁ cut in ten ways of the same score

@@ -36,6 +36,9 @@ from .units import Detail, Plan, Unit, window_around
 SPAN_CHARS = 40
 #: The segmentations listed, best first.
 NBEST = 5
+#: How far from a token its stretch's edges are looked for (normalized characters, each side); a stretch longer
+#: than that (1 MB of one letter) is shown as the part looked at, and says so.
+LOCATE_CHARS = 4096
 #: Totals closer than this are ties for the 32-bit sums the encoder compares (a text's running sum reaches 1e5).
 TIE = 0.02
 
@@ -130,13 +133,14 @@ class UnigramPlan(Plan):
         else:
             k = min(bisect_right(seg.ends, offset), len(seg.segments) - 1)
         k = min(max(k, 0), len(seg.segments) - 1)
-        lo = k
-        while not seg.is_cut(lo):
+        segments = seg.segments
+        lo, floor = k, segments[k][0] - LOCATE_CHARS
+        while not seg.is_cut(lo) and segments[lo][0] > floor:
             lo -= 1
-        hi = k + 1
-        while not seg.is_cut(hi):
+        hi, ceiling = k + 1, segments[k][1] + LOCATE_CHARS
+        while not seg.is_cut(hi) and segments[hi - 1][1] < ceiling:
             hi += 1
-        return seg.unit(lo, hi, seg.firsts[lo])
+        return seg.unit(lo, hi, seg.firsts[lo], open_ends=(not seg.is_cut(lo), not seg.is_cut(hi)))
 
     def _segmented(self, text: str) -> _Segmented:
         """The text normalized and segmented by the encoder (the last text asked for is kept: explaining several
@@ -169,7 +173,7 @@ class UnigramPlan(Plan):
     # -- one token -------------------------------------------------------------------------------------------------
     def detail(self, text: str, unit: Unit, part: int, sub: int) -> UnigramDetail:
         tok = self.tokenizer
-        base, n2o = unit.context  # where the unit starts in the normalized text, and the map back to the input
+        base, n2o, open_ends = unit.context  # where the unit starts in the normalized text, the map to the input
         lo, hi = 0, len(unit.parts)
         if len(unit.text) > SPAN_CHARS:
             lo, hi = window_around([p[1] - p[0] for p in unit.parts], part, SPAN_CHARS)
@@ -185,11 +189,17 @@ class UnigramPlan(Plan):
         token = best[part - lo]
         notes[:0] = self._token_notes(token, sub)
         if hi - lo < len(unit.parts):
+            size = f"more than {len(unit.text):,}" if any(open_ends) else f"{len(unit.text):,}"
             notes.append(
-                f"This stretch is {len(unit.text)} characters long; the lattice shows characters {a}–{b} of it, the "
-                "whole tokens around this one. The text's best path passes through their edges, so between them it "
-                "is a best path of this window too."
+                f"This stretch is {size} characters long; the lattice shows characters {a}–{b} of it, the whole "
+                "tokens around this one. The text's best path passes through their edges, so between them it is a "
+                "best path of this window too."
             )
+            if any(open_ends):
+                notes.append(
+                    f"No position that no piece spans was found within {LOCATE_CHARS:,} characters of this token on "
+                    "one side or both, so the stretch shown is the part of it looked at around this token."
+                )
         else:
             notes.append(
                 "No piece of the vocabulary spans the edges of this stretch in the text, so every segmentation of "
@@ -310,10 +320,12 @@ class _Segmented:
                 top = max(top, self.reach(i))
                 runmax.append(top)
             return runmax[p - 1] <= p
-        return all(self.reach(i) <= p for i in range(max(0, p - longest + 1), p))
+        # the nearest positions first: where a piece crosses p, one of them usually shows it at once
+        return all(self.reach(i) <= p for i in range(p - 1, max(0, p - longest + 1) - 1, -1))
 
-    def unit(self, lo: int, hi: int, first: int) -> Unit:
-        """Segments ``lo..hi`` as a unit whose first token is ``first``."""
+    def unit(self, lo: int, hi: int, first: int, open_ends: tuple[bool, bool] = (False, False)) -> Unit:
+        """Segments ``lo..hi`` as a unit whose first token is ``first`` (``open_ends``: the stretch goes on past
+        that edge, which was not looked for further)."""
         tok, normalized = self.tok, self.normalized
         unk = tok.unk_id
         parts, ids, per_part = [], [], []
@@ -326,4 +338,4 @@ class _Segmented:
                 ids.append(pid)
         start, end = self.segments[lo][0], self.segments[hi - 1][1]
         return Unit(self.n2o[start], self.n2o[end], normalized[start:end], first, ids, parts=parts,
-                    per_part=per_part, context=(start, self.n2o))
+                    per_part=per_part, context=(start, self.n2o, open_ends))
