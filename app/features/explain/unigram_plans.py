@@ -19,6 +19,7 @@ model writes them (``▁`` for a space); an ``<unk>`` node is written as the cha
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Iterator
 from itertools import accumulate
@@ -106,7 +107,7 @@ class UnigramPlan(Plan):
 
     def __init__(self, tokenizer: UnigramTokenizer):
         super().__init__(tokenizer, None)
-        self._last: _Segmented | None = None
+        self._local = threading.local()  # the last text segmented, per thread (a plan serves every request)
 
     # -- units: the stretches no piece spans the edges of ----------------------------------------------------------
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
@@ -143,14 +144,14 @@ class UnigramPlan(Plan):
         return seg.unit(lo, hi, seg.firsts[lo], open_ends=(not seg.is_cut(lo), not seg.is_cut(hi)))
 
     def _segmented(self, text: str) -> _Segmented:
-        """The text normalized and segmented by the encoder (the last text asked for is kept: explaining several
-        tokens of one text segments it once)."""
-        last = self._last
+        """The text normalized and segmented by the encoder (the last text this thread asked for is kept:
+        explaining several tokens of one text segments it once; its memos are never shared between threads)."""
+        last = getattr(self._local, "last", None)
         if last is not None and last.text is text:
             return last
         tok = self.tokenizer
         normalized, n2o = tok.normalizer.normalize(text)
-        found = self._last = _Segmented(tok, text, normalized, n2o, tok.segments(normalized))
+        found = self._local.last = _Segmented(tok, text, normalized, n2o, tok.segments(normalized))
         return found
 
     def rule(self, unit: Unit) -> Rule:
