@@ -72,6 +72,9 @@ def test_clicking_a_jurassic_token_shows_its_lattice(page: Page, live_server: st
     article = page.locator("#explain .explanation")
     expect(article).to_have_attribute("data-kind", "unigram")
     expect(article.locator(".lattice-node.this code")).to_have_text("▁the▁rest▁of▁the▁world")
+    # a lattice wider than its box is scrolled to the explained piece
+    box, node = article.locator(".lattice").bounding_box(), article.locator(".lattice-node.this").bounding_box()
+    assert box["x"] - 1 <= node["x"] + node["width"] / 2 <= box["x"] + box["width"] + 1
     pieces = unbyte(jurassic_ref.pieces(TEXT))
     best = article.locator(".lattice-node.best code").all_inner_texts()
     k, j = pieces.index("▁the▁rest▁of▁the▁world"), best.index("▁the▁rest▁of▁the▁world")
