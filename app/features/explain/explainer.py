@@ -1,5 +1,7 @@
-"""Explain one token of a text: the pre-token it came from and the rule that cut it, the merges inside that
-pre-token step by step with the pairs each merge won against, and the merge tree of the token.
+"""Explain one token of a text: the pre-token it came from and the rule that cut it, what the normalizer changed
+there, and for BPE the merges inside that pre-token step by step with the pairs each merge won against and the
+merge tree of the token; for WordPiece and Unigram, whose cuts are not merges, the plan's :class:`~.units.Detail`
+(the word's walk, :mod:`.wordpiece_plans`; the span's lattice and best segmentations, :mod:`.unigram_plans`).
 
 :func:`explain` tokenizes the text with the tokenizer asked for (its token record is the one ``/api/tokenize``
 answers) and retraces it with our own engine: models served by tiktoken or Hugging Face ``tokenizers`` are
@@ -45,12 +47,12 @@ from app.engines.wordpiece.model import WordPieceTokenizer
 
 from .byte_level_plans import JSONPlan, RankPlan
 from .errors import NotExplainableError, TokenIndexError
+from .normalization import Change, Normalization, merged
 from .sentencepiece_plans import SentencePieceJSONPlan, SentencePiecePlan
 from .split_rules import Rule
 from .trace import Step, Tree, mark, retrace
-from .normalization import Change, Normalization, merged
-from .units import Detail, Plan, PlanFactory, Unit, window_around
 from .unigram_plans import UnigramPlan
+from .units import Detail, Plan, PlanFactory, Unit, window_around
 from .wordpiece_plans import WordPiecePlan
 
 #: Pre-tokens of more symbols than this are retraced in a window of whole tokens (see the module docstring).
@@ -328,7 +330,7 @@ class Explainer:
             explanation.normalizer_steps = norm.steps
             explanation.normalizer_summary = norm.summary(explanation.changes)
         else:
-            explanation.normalizer_summary = "An added or special token is found before the normalizer runs."
+            explanation.normalizer_summary = "An added or special token is cut out of the text before any normalizer runs."
         return explanation
 
 

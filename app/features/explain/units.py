@@ -1,12 +1,16 @@
-"""What a tokenizer family tells the explainer: the stretches of a text it merges on their own (:class:`Unit`), and
-how to retrace and name them (:class:`Plan`).
+"""What a tokenizer family tells the explainer: the stretches of a text it cuts on their own (:class:`Unit`), and
+how to retrace and name them (:class:`Plan`), or, for a family that does not merge, why a part is what it is
+(:class:`Detail`).
 
-A unit is a pre-token (byte-level BPE), a stretch of normalized text that merges on its own (SentencePiece), or
-something that was never merged: a special or added token, text a lab tokenizer leaves between words. Units
-tile the token ids in order, so the unit of token ``i`` is found by its first index. Each family has its plan
-(:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`; the lab's tokenizers bring their own): it cuts a text into units
-exactly as its engine does, gives the symbols a unit's merge starts from, the ranking the engine merges them
-with, and the rule that cut the unit. This module holds no family's logic.
+A unit is a pre-token (byte-level BPE), a stretch of normalized text that merges on its own (SentencePiece), a
+word (WordPiece), a stretch no piece of the vocabulary spans (Unigram), or something that was never merged: a
+special or added token, text a lab tokenizer leaves between words. Units tile the token ids in order, so the unit
+of token ``i`` is found by its first index (or, for a family that can, by :meth:`Plan.locate` from the token
+itself). Each family has its plan (:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`, :mod:`.wordpiece_plans`,
+:mod:`.unigram_plans`; the lab's tokenizers bring their own): it cuts a text into units exactly as its engine does,
+gives the symbols a unit's merge starts from and the ranking the engine merges them with (BPE) or the detail of a
+part (the others), the rule that cut the unit, and what the model's normalizer changed. This module holds no
+family's logic.
 """
 
 from __future__ import annotations
