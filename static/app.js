@@ -264,6 +264,13 @@
         build();
       }
     }
+    // a unigram lattice wider than its box scrolls so that the explained token's piece is in view (the lattice only)
+    for (const node of root.querySelectorAll(".lattice > .lattice-node.this")) {
+      const grid = node.parentElement;
+      if (grid.scrollWidth > grid.clientWidth) {
+        grid.scrollLeft = node.offsetLeft - grid.offsetLeft - (grid.clientWidth - node.offsetWidth) / 2;
+      }
+    }
     // a view re-rendered (typing, reload) marks the token whose explanation is open
     for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
       const form = document.querySelector(view.dataset.explain);

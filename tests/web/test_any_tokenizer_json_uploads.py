@@ -194,8 +194,9 @@ def test_a_gemma_tokenizer_json_uploads_and_runs_its_byte_fallback_in_both_engin
 @pytest.mark.parametrize("name", ["bpe-metaspace", "wordpiece", "unigram"])
 def test_a_trained_file_added_through_the_form_works_on_every_page_and_explain_answers_in_words(client, files, name):
     """The "Add a tokenizer…" form (POST /tokenizers) keeps a trained file and goes back to compare with it chosen;
-    the playground, compare and both explain views answer for each engine: an explanation (BPE), or a 422 in words
-    saying what only BPE cuts are explained by (WordPiece, Unigram)."""
+    the playground, compare and both explain views answer for each engine; every token is explained by its merges
+    (BPE) or its WordPiece walk, and a tokenizer.json's Unigram model, whose lattice is not retraced yet, is a 422
+    in words."""
     data = files[name]
     r = client.post("/tokenizers", files={"file": ("tokenizer.json", data.encode())},
                     data={"name": name, "back": "compare"}, follow_redirects=False)
@@ -213,10 +214,13 @@ def test_a_trained_file_added_through_the_form_works_on_every_page_and_explain_a
                      client.post("/compare/explain", data={"text": text, "t": [engine, "gpt-4o"], "pane": engine,
                                                            "at": "3"}, headers=hx)):
             assert page.status_code == 200 and not JARGON.search(page.text), (engine, page.url)
-        r = client.post("/api/explain", json={"text": text, "tokenizer": engine, "index": 0})
-        if name.startswith("bpe"):
-            assert r.status_code == 200 and r.json()["token"]["id"] == want[0], r.text[:300]
-        else:
-            assert r.status_code == 422, r.text[:300]
-            detail = r.json()["detail"]
-            assert f"{engine} is not a BPE tokenizer" in detail and not JARGON.search(detail)
+        for index in range(len(want)):
+            r = client.post("/api/explain", json={"text": text, "tokenizer": engine, "index": index})
+            if name == "unigram":  # a tokenizer.json's lattice is not retraced yet: said in words
+                assert r.status_code == 422, (engine, r.text[:300])
+                detail = r.json()["detail"]
+                assert "Unigram model read from a tokenizer.json" in detail and not JARGON.search(detail)
+                break
+            assert r.status_code == 200 and r.json()["token"]["id"] == want[index], (engine, index, r.text[:300])
+            if name == "wordpiece":
+                assert r.json()["kind"] in ("wordpiece", "unknown"), (engine, index, r.json()["kind"])

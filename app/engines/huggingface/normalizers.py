@@ -251,6 +251,7 @@ class TextNormalizer:
     """
 
     def __init__(self, spec: dict | None):
+        self.spec = spec  # as the file wrote it (the explain view names the steps)
         self.steps = [_step(obj) for obj in pipeline_steps(spec, "normalizers")]
 
     @property

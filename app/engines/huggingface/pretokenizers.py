@@ -209,6 +209,7 @@ class PreTokenizer:
     """
 
     def __init__(self, spec: dict | None, *, map_bytes: bool = True):
+        self.spec = spec  # as the file wrote it (the explain view names the rules)
         stages = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
         if not map_bytes and stages and isinstance(stages[-1], ByteAlphabet):
             stages.pop()

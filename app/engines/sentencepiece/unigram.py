@@ -329,6 +329,35 @@ class UnigramTokenizer(SentencePieceTokenizer):
         pieces of the best path marked. For short texts (at most :data:`MAX_LATTICE_CHARS` characters)."""
         check_text(text)
         normalized = self.normalizer.normalize_text(text[: MAX_LATTICE_CHARS])
+        return normalized, self.normalized_lattice(normalized)
+
+    def nbest(self, text: str, n: int = 5) -> list[tuple[list[int], float]]:
+        """The ``n`` best segmentations of a short text as ``(ids before byte fallback, total score)``, best first
+        (a k-best Viterbi over :meth:`lattice`)."""
+        normalized, nodes = self.lattice(text)
+        return self._kbest(normalized, nodes, n)
+
+    # -- a stretch of normalized text (the explain view) -------------------------------------------------------------
+    def segments(self, normalized: str) -> list[tuple[int, int, int]]:
+        """The best segmentation of an already normalized string, ``(start, end, id)`` per piece (``<unk>``
+        included, before byte fallback): what the encoder does with it."""
+        return self._segments(normalized)
+
+    def path_score(self, piece_id: int) -> float:
+        """The score a piece adds to a path (a user-defined piece's ``0.1 * (bytes - 1)``; ``<unk>``'s penalty)."""
+        return self.unk_score if piece_id == self.unk_id else self._path_score[piece_id]
+
+    def reach(self, normalized: str, start: int) -> int:
+        """Where the longest piece a path may use that starts at ``start`` ends (``start + 1`` when none does:
+        an ``<unk>`` covers one character)."""
+        end = start + 1
+        for j, _ in self._pieces_from(normalized, start):
+            end = j
+        return end
+
+    def normalized_lattice(self, normalized: str) -> list[LatticeNode]:
+        """Every candidate piece of an already normalized string (``<unk>`` where no one-character piece is), the
+        pieces of its best path marked. The caller keeps the string short."""
         on_path = set(self._segments(normalized))
         nodes: list[LatticeNode] = []
         for i in range(len(normalized)):
@@ -339,22 +368,30 @@ class UnigramTokenizer(SentencePieceTokenizer):
             if not single:
                 unk_on_path = (i, i + 1, self.unk_id) in on_path
                 nodes.append(LatticeNode(i, i + 1, self.unk_id, normalized[i], self.unk_score, unk_on_path))
-        return normalized, nodes
+        return nodes
 
-    def nbest(self, text: str, n: int = 5) -> list[tuple[list[int], float]]:
-        """The ``n`` best segmentations of a short text as ``(ids before byte fallback, total score)``, best first
-        (a k-best Viterbi over :meth:`lattice`)."""
-        normalized, nodes = self.lattice(text)
-        ending: dict[int, list[LatticeNode]] = {}
-        for node in nodes:
-            ending.setdefault(node.end, []).append(node)
+    def normalized_nbest(self, normalized: str, n: int = 5) -> list[tuple[list[LatticeNode], float]]:
+        """The ``n`` best segmentations of an already normalized string as ``(its lattice nodes, total score)``,
+        best first (a k-best Viterbi; equal totals in the order their paths were found)."""
+        nodes = self.normalized_lattice(normalized)
+        return [([nodes[k] for k in path], score) for path, score in self._kbest(normalized, nodes, n, by_node=True)]
+
+    @staticmethod
+    def _kbest(normalized: str, nodes: list[LatticeNode], n: int, by_node: bool = False) -> list:
+        ending: dict[int, list[int]] = {}
+        for k, node in enumerate(nodes):
+            ending.setdefault(node.end, []).append(k)
         kbest: list[list[tuple[float, tuple[int, ...]]]] = [[(0.0, ())]] + [[] for _ in normalized]
         for end in range(1, len(normalized) + 1):
             candidates = [
-                (score + node.score, path + (node.id,)) for node in ending.get(end, []) for score, path in kbest[node.start]
+                (score + nodes[k].score, path + (k if by_node else nodes[k].id,))
+                for k in ending.get(end, [])
+                for score, path in kbest[nodes[k].start]
             ]
             kbest[end] = heapq.nlargest(n, candidates, key=lambda c: c[0])
-        return [(list(path), score) for score, path in kbest[len(normalized)]] if normalized else []
+        if not normalized:
+            return []
+        return [(list(path), score) for score, path in kbest[len(normalized)]]
 
 
 def sentencepiece_tokenizer(data: bytes | ModelProto, *, name: str = "") -> SentencePieceTokenizer:
