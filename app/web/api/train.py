@@ -57,7 +57,12 @@ class MergeRequest(BaseModel):
 
 
 def _summary(run: Run) -> dict:
-    return run.summary() | {"url": f"/lab/runs/{run.id}"}
+    """The run's summary; once done, with ``text_tokens``: the corpus as the run's tokenizer cuts it (what
+    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count."""
+    out = run.summary() | {"url": f"/lab/runs/{run.id}"}
+    if run.status == "done":
+        out["text_tokens"] = replay_for(run).text_tokens(run.n_steps)
+    return out
 
 
 def _started(run: Run, **extra) -> JSONResponse:
