@@ -77,7 +77,10 @@ def train_unigram_run(
         target_merges=len(trained.rounds),
         stop_reason=reason,
         model=trained.model,
-        extra={"tokens": tokens, "scores": scores, "n_final": len(final)},
+        # a seed with every candidate piece (not cut at its size) is the seed of any larger size too: then a run that
+        # ends short in its first round ends where any larger size would (app.lab.outcome says so)
+        extra={"tokens": tokens, "scores": scores, "n_final": len(final),
+               "seed_complete": len(trainer.pieces) < trainer.seed_size},
     )
 
 
