@@ -177,6 +177,25 @@
     }
   }
 
+  // The views that show the token a form explains: every view the form serves, or, when the form names the pane
+  // that was clicked (compare: the same index is another token of another tokenizer), that pane's view only.
+  function explainedViews(form) {
+    const pane = form && form.elements.namedItem("pane");
+    const name = pane ? pane.value : "";
+    return Array.from(document.querySelectorAll(".tokens[data-explain][data-first-token]")).filter(function (view) {
+      if (document.querySelector(view.dataset.explain) !== form) return false;
+      const owner = name ? view.closest("[data-tokenizer]") : null;
+      return !owner || owner.dataset.tokenizer === name;
+    });
+  }
+
+  function markExplainedViews(form, index) {
+    const marked = explainedViews(form);
+    for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
+      if (document.querySelector(view.dataset.explain) === form) markExplained(view, marked.includes(view) ? index : "");
+    }
+  }
+
   function explain(tok, cut) {
     const view = tok.parentElement;
     const form = document.querySelector(view.dataset.explain);
@@ -212,9 +231,7 @@
       const form = document.querySelector(other.closest("[data-explain]").dataset.explain);
       if (!form || !window.htmx) return;
       setField(form, "explain", other.dataset.explainIndex);
-      for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
-        markExplained(view, other.dataset.explainIndex);
-      }
+      markExplainedViews(form, other.dataset.explainIndex);
       htmx.trigger(form, "submit");
       return;
     }
@@ -264,11 +281,14 @@
         build();
       }
     }
-    // a view re-rendered (typing, reload) marks the token whose explanation is open
+    // a view re-rendered (typing, reload) marks the token whose explanation is open, in the pane it is of
+    const forms = new Set();
     for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
-      const form = document.querySelector(view.dataset.explain);
+      forms.add(document.querySelector(view.dataset.explain));
+    }
+    for (const form of forms) {
       const field = form && form.elements.namedItem("explain");
-      if (field) markExplained(view, field.value);
+      if (field) markExplainedViews(form, field.value);
     }
   }
 

@@ -124,3 +124,26 @@ def test_compare_difference_opens_both_explanations(page: Page, live_server: str
             if pos > offset:
                 break
         expect(side.locator(".x-token")).to_have_text(piece.replace(" ", "␣").replace("\n", "↵"))
+
+
+def test_compare_marks_the_clicked_token_in_its_own_pane_only(page: Page, live_server: str):
+    """The same index is another token in another tokenizer's pane: only the pane clicked marks it, and keeps it
+    marked when the panes are drawn again (typing)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    names = ["gpt2", "cl100k_base", "o200k_base"]
+    page.goto(f"{live_server}/compare?" + urlencode([("t", n) for n in names] + [("text", TEXT)]))
+    pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
+    expect(pane.locator(".tokens > span").nth(3)).to_be_visible()
+    with page.expect_response(lambda r: "/compare/explain" in r.url):
+        pane.locator(".tokens > span").nth(3).click()
+    expect(page.locator("#compare-explain .explain-side").first).to_be_visible()
+    marked = page.locator(".pane .tokens > .explained")
+    expect(marked).to_have_count(1)
+    expect(pane.locator(".tokens > .explained")).to_have_text(pieces("cl100k_base", TEXT)[3])
+    with page.expect_response(lambda r: "/compare/results" in r.url):
+        page.locator("#compare-text").press("End")
+        page.locator("#compare-text").press_sequentially(" too")
+    expect(page.locator('#compare-stats tr[data-tokenizer="gpt2"] td[data-col="tokens"]')).to_have_attribute(
+        "data-value", str(len(pieces("gpt2", TEXT + " too"))))
+    expect(marked).to_have_count(1)
+    expect(pane.locator(".tokens > .explained")).to_have_count(1)
