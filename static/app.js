@@ -297,6 +297,22 @@
     if (event.target instanceof Element) enhance(event.target);
   });
 
+  // An answer asked for with an explained index that is no longer the one its explain form holds (the
+  // explanation was closed, or another token explained, while it was on its way: the playground's /render carries
+  // the explanation too) brought an old explanation with it: ask for the current one, whose answer also puts the
+  // address right.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const config = event.detail && event.detail.requestConfig;
+    const sent = config && config.formData instanceof FormData ? config.formData.get("explain") : null;
+    const include = config && config.elt instanceof Element ? config.elt.getAttribute("hx-include") : null;
+    if (sent === null || !include || !window.htmx) return;
+    for (const selector of include.split(",")) {
+      const form = document.querySelector(selector.trim());
+      const field = form instanceof HTMLFormElement ? form.elements.namedItem("explain") : null;
+      if (field && field.value !== sent) htmx.trigger(form, "submit");
+    }
+  });
+
   // After htmx swaps a result in, a one-line summary goes to the page's status region for screen readers.
   document.addEventListener("htmx:afterSwap", function (event) {
     const status = document.getElementById("announce");
