@@ -97,17 +97,17 @@ def unigram_text_tokens(run: Run, diff: dict[Word, int], model: Tokenizer, k: in
     return run.tokens_at(k) + count_words(model, more) - count_words(model, fewer)
 
 
-def how_training_counts(run: Run) -> str | None:
-    """How training's count of the corpus differs from the run's tokenizer's, in words; ``None`` when the two
-    read the corpus alike (the page then shows one count)."""
+def how_training_counts(run: Run) -> tuple[str, str] | None:
+    """How training's count of the corpus differs from the run's tokenizer's, in words: ``(what training counts,
+    what the tokenizer does otherwise)``; ``None`` when the two read the corpus alike (the page shows one count)."""
     algorithm, corpus = run.options.algorithm, run.corpus
     if algorithm in ("byte", "char") and run.options.pattern == "whitespace":
-        return ("the tokens of its words only, as the corpus below shows them; the run's tokenizer makes tokens of "
-                "the whitespace between the words too (training never merges it)")
+        return ("the tokens of its words only, as the corpus below shows them",
+                "the whitespace between the words is tokens too (training never sees it)")
     if algorithm in ("sentencepiece", "unigram") and "\n" in corpus:
         breaks = corpus.count("\n")
-        return (f"a line at a time, each line a sentence that starts with ▁ (as SentencePiece trains on a file), as "
-                f"the corpus below shows it; the run's tokenizer reads the corpus as one text: only its first line "
-                f"starts with ▁, and each of its {breaks:,} line break{'s' * (breaks != 1)} is a token of its own "
-                "(the byte <0x0A>)")
+        return ("a line at a time, each line a sentence that starts with ▁ (as SentencePiece trains on a file), as "
+                "the corpus below shows it",
+                f"it reads the corpus as one text, where only the first line starts with ▁ and each of its "
+                f"{breaks:,} line break{'s' * (breaks != 1)} is a token of its own (the byte <0x0A>)")
     return None
