@@ -15,6 +15,7 @@ import base64
 from collections import Counter
 
 import pytest
+from fastapi.testclient import TestClient
 import sentencepiece as spm
 import tiktoken
 from helpers.lab_training import train
@@ -150,3 +151,16 @@ def test_the_run_page_shows_the_tokenizers_count_and_says_what_training_counts(c
     same = train(client, corpus=CORPUS, algorithm="byte", pattern="gpt2", merges=20)
     html = client.get(f"/lab/runs/{same['id']}?step=20").text
     assert f'id="stat-tokens">{same["final_tokens"]:,}<' in html and "stat-trained-tokens" not in html
+
+
+def test_a_class_following_the_run_sees_the_labs_count(client, app):
+    """The phones of a class read the same count as the teacher's page, step by step."""
+    run = train(client, corpus=CORPUS, algorithm="byte", pattern="whitespace", merges=20)
+    body = client.post(f"/api/train/{run['id']}/session").json()
+    teacher = {"Authorization": f"Bearer {body['teacher_token']}"}
+    for k in (0, 7, run["merges"]):
+        assert client.post(f"/api/sessions/{body['code']}/step", json={"step": k}, headers=teacher).status_code == 200
+        with TestClient(app) as phone:
+            page = phone.get(body["follow_url"]).text
+        want = client.get(f"/api/train/{run['id']}/steps/{k}").json()["text_tokens"]
+        assert f'<span class="num">{want:,}</span><span class="lbl">tokens in the corpus</span>' in page, k
