@@ -15,9 +15,9 @@ import base64
 from collections import Counter
 
 import pytest
-from fastapi.testclient import TestClient
 import sentencepiece as spm
 import tiktoken
+from fastapi.testclient import TestClient
 from helpers.lab_training import train
 from tokenizers import Tokenizer as HFTokenizer
 
