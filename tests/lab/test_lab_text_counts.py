@@ -164,3 +164,13 @@ def test_a_class_following_the_run_sees_the_labs_count(client, app):
             page = phone.get(body["follow_url"]).text
         want = client.get(f"/api/train/{run['id']}/steps/{k}").json()["text_tokens"]
         assert f'<span class="num">{want:,}</span><span class="lbl">tokens in the corpus</span>' in page, k
+
+
+def test_every_wordpiece_step_counts_the_corpus_as_its_vocabulary_cuts_it(client, app):
+    """WordPiece encodes greedily, longest piece first; training counts by its merges. At every step the two agree
+    on the corpus (at the last, tokenizers on the export does too: above), so the count shown is the tokenizer's."""
+    corpus = CORPUS + SAMPLE_CORPUS
+    run = app.state.lab.get(train(client, corpus=corpus, algorithm="wordpiece", merges=300)["id"])
+    replay = replay_for(run)
+    for k in range(0, run.n_steps + 1, 7):
+        assert replay.text_tokens(k) == run.tokens_at(k) == len(replay.wordpiece_at(k).encode(corpus)), k
