@@ -108,6 +108,18 @@ def test_a_broken_model_loads_or_is_refused_in_words(models, model, tries):
     assert "this SentencePiece .model file is damaged" in refused or model in ("mistral-7b", "jurassic-2")
 
 
+def test_a_model_missing_a_byte_piece_is_refused_in_words(models):
+    """Mistral's file with its byte piece <0x41> made a normal piece: byte fallback lacks one of its 256 bytes,
+    which ``sentencepiece`` refuses too; the refusal says so without naming the option."""
+    data = models["mistral-7b"]
+    no_byte = data.replace(b"<0x41>\x15\x00\x00\x00\x00\x18\x06", b"<0x41>\x15\x00\x00\x00\x00\x18\x01", 1)
+    assert no_byte != data
+    with pytest.raises(TokenplayError) as refused:
+        load_tokenizer(no_byte, filename="mistral.model")
+    check_refusal(str(refused.value))
+    assert "lacks some of the 256 byte pieces" in str(refused.value)
+
+
 def damaged_models(models) -> dict[str, bytes]:
     """A few broken files, one of each kind the fuzz above finds, for the slower checks."""
     bpe, unigram = models["bpe"], models["unigram"]
