@@ -153,6 +153,20 @@ def test_the_run_page_shows_the_tokenizers_count_and_says_what_training_counts(c
     assert f'id="stat-tokens">{same["final_tokens"]:,}<' in html and "stat-trained-tokens" not in html
 
 
+def test_wordpiece_compression_says_it_leaves_the_whitespace_out(client, app):
+    """WordPiece's tokens hold no whitespace (BERT's pre-tokenizer drops it), so its characters per token are the
+    corpus's other characters per token: the page and the phones of a class say so beside the number."""
+    run = train(client, corpus=CORPUS, algorithm="wordpiece", merges=20)
+    characters = sum(not c.isspace() for c in CORPUS)
+    assert run["base_units"] == characters and run["compression"] == round(characters / run["text_tokens"], 4)
+    html = client.get(f"/lab/runs/{run['id']}?step=20").text
+    assert f'id="stat-compression">{characters / run["text_tokens"]:.2f}<' in html
+    assert "characters per token, whitespace aside<" in html
+    body = client.post(f"/api/train/{run['id']}/session").json()
+    with TestClient(app) as phone:
+        assert "characters per token, whitespace aside<" in phone.get(body["follow_url"]).text
+
+
 def test_a_class_following_the_run_sees_the_labs_count(client, app):
     """The phones of a class read the same count as the teacher's page, step by step."""
     run = train(client, corpus=CORPUS, algorithm="byte", pattern="whitespace", merges=20)
