@@ -130,8 +130,6 @@ def test_every_unigram_round_counts_the_corpus_as_that_rounds_model(client, app)
 
 def test_the_difference_is_the_words_the_two_readings_do_not_share(client, app):
     """:func:`difference` (the short way, line by line) equals the words of ``text_spans`` less those of ``spans``."""
-    from collections import Counter
-
     for algorithm in ("sentencepiece", "byte"):
         run = app.state.lab.get(train(client, corpus=CORPUS, algorithm=algorithm, pattern="whitespace", merges=3)["id"])
         encoder = Encoder(algorithm, "whitespace", run.base)
