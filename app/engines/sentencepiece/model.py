@@ -224,6 +224,8 @@ class SentencePieceTokenizer(Tokenizer):
         reserved: dict[str, int] = {}
         for i, (piece, ptype) in enumerate(zip(pieces, types)):
             if not piece:
+                if merges is not None:  # Hugging Face tokenizers loads such a tokenizer.json
+                    raise ModelLoadError(f"token {i:,} is the empty text; Tokenplay's engine does not run such a file yet")
                 raise damaged(f"piece {i:,} is empty")
             target = self._merge_ids if ptype in (NORMAL, USER_DEFINED, UNUSED) else reserved
             if piece in target:
