@@ -40,7 +40,7 @@ from functools import cached_property, partial
 from ..base import check_text
 from ..compiled import twin
 from ..result import Token, TokenizeResult
-from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, piece_to_byte
+from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, damaged, piece_to_byte, shown
 from .normalizer import Normalizer
 from .proto import BYTE, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 
@@ -109,23 +109,23 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self._id_byte: dict[int, int] = {}
         for i, (piece, ptype) in enumerate(zip(self.pieces, self.types)):
             if not piece:
-                raise ModelLoadError(f"piece {i} is empty; the model file is broken")
+                raise damaged(f"piece {i:,} is empty")
             target = mergeable if ptype in (NORMAL, USER_DEFINED, UNUSED) else reserved
             if piece in target:
-                raise ModelLoadError(f"piece {piece!r} is defined twice; the model file is broken")
+                raise damaged(f"piece {shown(piece, i)} is defined twice")
             target[piece] = i
             if ptype == BYTE:
                 if not self.byte_fallback:
-                    raise ModelLoadError(f"byte piece {piece!r} is found although byte_fallback is off")
+                    raise damaged(f"it has a byte piece, {shown(piece, i)}, but does not cut unknown characters into bytes")
                 self._id_byte[i] = piece_to_byte(piece)
                 if self._id_byte[i] < 0:
-                    raise ModelLoadError(f"byte piece {piece!r} is invalid; the model file is broken")
+                    raise damaged(f"its byte piece {shown(piece, i)} is none of <0x00> to <0xFF>")
         unk = [i for i, t in enumerate(self.types) if t == UNKNOWN]
         if len(unk) != 1:
-            raise ModelLoadError("the model must define exactly one <unk> piece")
+            raise damaged("it has no <unk> piece, or more than one (a model has exactly one)")
         self.unk_id = unk[0]
         if self.byte_fallback and len(self._id_byte) != 256:
-            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+            raise damaged("it cuts unknown characters into bytes but lacks some of the 256 byte pieces <0x00> to <0xFF>")
         self._piece_ids = mergeable  # the pieces a path may use are among these
         self._lookup = ChainMap(reserved, mergeable)  # reserved pieces win, as in sentencepiece
         self._byte_ids = [self._lookup.get(byte_piece(b), self.unk_id) for b in range(256)]
@@ -136,7 +136,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         """Each piece's path score (0 for those no path uses), and the compiled trie of the pieces a path may use
         when the twin is built."""
         if any(math.isnan(s) or math.isinf(s) for s in self.scores):
-            raise ModelLoadError("a piece's score is NaN or infinite; the model file is broken")
+            raise damaged("a piece's score is not a finite number")
         self.min_score = min((s for s, t in zip(self.scores, self.types) if t == NORMAL), default=FLT_MAX)
         self.unk_score = _f32(self.min_score - UNK_PENALTY)
         self._usable = bytearray(len(self.pieces))
