@@ -23,6 +23,8 @@
   "use strict";
 
   const API = "/api/tokenizers";
+  // An engine as the pickers name it (app/web/pickers.py ENGINE_NAMES), for the engines an added file answers with.
+  const ENGINES = { huggingface: "tokenizers", tokenplay: "Tokenplay" };
   let uid = 0;
 
   function el(tag, cls, text) {
@@ -445,9 +447,12 @@
         const missing = Array.from(select.querySelectorAll("optgroup")).find(function (g) { return g.label === "not found"; });
         select.insertBefore(optgroup, missing || null);
       }
-      const option = new Option(added.name + " · " + added.vocab, added.name);
-      Object.assign(option.dataset, { entry: added.name, title: added.name, engine: "Tokenplay", vocab: added.vocab, search: added.search });
-      optgroup.append(option);
+      for (const [name, engine] of Object.entries(added.engines)) {  // a tokenizer.json: tokenizers, then Tokenplay
+        const several = Object.keys(added.engines).length > 1;
+        const option = new Option(added.name + (several ? " · " + (ENGINES[engine] || engine) : "") + " · " + added.vocab, name);
+        Object.assign(option.dataset, { entry: added.name, title: added.name, engine: ENGINES[engine] || engine, vocab: added.vocab, search: added.search });
+        optgroup.append(option);
+      }
       groups = readGroups(select);
       choose(added.name);
       input.focus();
@@ -590,18 +595,30 @@
         root.querySelector(".picker-groups").append(group);
       }
       const row = root.querySelector("template.picker-new-row").content.firstElementChild.cloneNode(true);
-      const box = row.querySelector('input[type="checkbox"]');
-      const radio = row.querySelector('input[type="radio"]');
-      box.id = root.id + "-added-" + (++uid);
-      box.value = radio.value = added.name;
+      const first = row.querySelector(".picker-engine");
+      const id = root.id + "-added-" + (++uid);
+      // One checkbox and reference radio per engine (a tokenizer.json: tokenizers under its name, then Tokenplay)
+      Object.entries(added.engines).forEach(function ([name, engine], index) {
+        const part = index === 0 ? first : first.cloneNode(true);
+        const pick = part.querySelector('input[type="checkbox"]');
+        pick.id = id + "-" + (index + 1);
+        pick.value = part.querySelector('input[type="radio"]').value = name;
+        pick.dataset.engine = ENGINES[engine] || engine;
+        part.querySelector(".picker-engine-name").textContent = pick.dataset.engine;
+        part.querySelector(".pick").title = index === 0 ? added.label : name;
+        part.querySelector(".ref").title = "compare boundaries to " + name;
+        part.querySelector(".picker-sr-name").textContent = name;
+        if (index > 0) {
+          pick.after(el("span", "sr-only picker-sr-title", added.name + ", "));
+          row.querySelector(".picker-engines").append(part);
+        }
+      });
+      const box = first.querySelector('input[type="checkbox"]');
       row.dataset.entry = added.name;
       row.dataset.search = added.search;
       row.querySelector(".picker-title").textContent = added.name;
       row.querySelector(".picker-title").htmlFor = box.id;
       row.querySelector(".picker-vocab").textContent = added.vocab;
-      row.querySelector(".pick").title = added.label;
-      row.querySelector(".ref").title = "compare boundaries to " + added.name;
-      row.querySelector(".picker-sr-name").textContent = added.name;
       group.hidden = false;
       group.querySelector(".picker-rows").append(row);
       box.checked = true;
@@ -697,6 +714,7 @@
         label: answer.label || answer.name,
         vocab: answer.n_vocab ? answer.n_vocab.toLocaleString("en-US") : "",
         search: [answer.name, answer.label || "", "yours"].join(" ").toLowerCase(),
+        engines: answer.engines || { [answer.name]: "tokenplay" },
       });
     }
 

@@ -45,9 +45,10 @@ class Tokenizers:
 
     @property
     def uploaded(self) -> dict[str, Upload]:
-        """This browser's uploaded tokenizers by name (read from the store when first asked)."""
+        """This browser's uploaded tokenizers by each name they are used by (a tokenizer.json's ``native-`` twin
+        too; read from the store when first asked)."""
         if self._uploaded is None:
-            self._uploaded = {u.name: u for u in self.uploads.mine(self.upload_cookie)}
+            self._uploaded = {name: u for u in self.uploads.mine(self.upload_cookie) for name in u.engines}
         return self._uploaded
 
     def resolve(self, name: str) -> str:
@@ -70,7 +71,7 @@ class Tokenizers:
     def get(self, name: str) -> Tokenizer:
         name = self.resolve(name)
         upload = self.uploaded.get(name) if self.upload_cookie else None
-        return self.uploads.tokenizer(upload) if upload is not None else registry.get(name)
+        return self.uploads.tokenizer(upload, name) if upload is not None else registry.get(name)
 
     def chat_config(self, name: str) -> dict | None:
         """The tokenizer_config.json this browser brought with its uploaded tokenizer ``name`` (its chat template
@@ -83,7 +84,8 @@ class Tokenizers:
         request: a page asks for labels, picker groups and defaults, and each would read the run store again)."""
         if self._listed is None:
             shipped = [s for s in registry.specs() if not is_lab_name(s.name)]
-            uploaded = [u.spec() for u in self.uploaded.values()] if self.upload_cookie else []
+            uploads = {u.id: u for u in self.uploaded.values()} if self.upload_cookie else {}
+            uploaded = [spec for u in uploads.values() for spec in u.specs()]
             self._listed = shipped + user_tokenizers(self.cookie, self.lab) + uploaded
         return self._listed
 

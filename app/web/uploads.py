@@ -2,7 +2,9 @@
 
 A file is checked by building its tokenizer (:func:`app.engines.registry.loaders.load_tokenizer`: a ``tokenizer.json``,
 a ``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.model``, a Tokenplay BPE model): a file that
-does not build is refused with the loader's message and nothing is stored. A file that builds is kept as an
+does not build is refused with the loader's message and nothing is stored. A ``tokenizer.json`` gets the two engines a
+shipped one has: its name runs it with Hugging Face ``tokenizers``, ``native-<name>`` with Tokenplay's engine (the
+twin the explain view retraces), and it is kept only when both build, so every view of it works or none is offered. A file that builds is kept as an
 :class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory, or Redis; bounded in count and bytes;
 expiring), so every worker process and machine can serve it, and the browser that brought it gets its id in a cookie
 (``tp_tok``). Only that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
@@ -33,6 +35,8 @@ from app.features.chat.template import read_chat_config
 from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
 
 COOKIE = "tp_tok"
+#: What goes before an uploaded tokenizer.json's name to name its Tokenplay engine (as ``native-llama-3``).
+TWIN = "native-"
 #: Built tokenizers kept per process (each may hold a large vocabulary); older ones are rebuilt from the store.
 BUILT_PER_PROCESS = 16
 #: The largest tokenizer_config.json accepted (Gemma 3's, which lists its 6,415 added tokens, has 1.2 MB).
@@ -70,21 +74,42 @@ class Upload:
         """The tokenizer_config.json brought with the file, parsed (its chat template renders chats), or None."""
         return read_chat_config(self.config) if self.config is not None else None
 
-    def spec(self) -> TokenizerSpec:
-        return TokenizerSpec(
-            name=self.name,
-            label=self.label,
-            family=self.family,
-            factory=self.build,
-            description=f"uploaded {self.format} file" + (" with its tokenizer_config.json" if self.config else ""),
-            maker="yours",
-            n_vocab=self.n_vocab,
-            engine="tokenplay",
-            title=self.name,  # its picker group already says "yours"
-        )
+    @property
+    def engines(self) -> dict[str, str]:
+        """Each name it is used by -> the engine that runs it (a tokenizer.json: the library's, and our twin)."""
+        if self.format == "tokenizer.json":
+            return {self.name: "huggingface", TWIN + self.name: "tokenplay"}
+        return {self.name: "tokenplay"}
 
-    def build(self) -> Tokenizer:
-        return load_tokenizer(self.data, name=self.name, pattern=self.pattern, special_tokens=self.special_tokens)
+    def specs(self) -> list[TokenizerSpec]:
+        """Its registry specs, one per engine (the reference library's first)."""
+        out = []
+        for name, engine in self.engines.items():
+            twin = name != self.name
+            out.append(
+                TokenizerSpec(
+                    name=name,
+                    label=f"{self.name} (yours, {self.format}, tokenplay engine)" if twin else self.label,
+                    family=self.family,
+                    factory=lambda name=name: self.build(name),
+                    description=f"uploaded {self.format} file"
+                    + (" with its tokenizer_config.json" if self.config else "")
+                    + (", run by Tokenplay's own engine" if twin else ", run by Hugging Face tokenizers" if engine == "huggingface" else ""),
+                    maker="yours",
+                    n_vocab=self.n_vocab,
+                    model=self.name if twin else "",
+                    engine=engine,
+                    title=self.name,  # its picker group already says "yours"
+                )
+            )
+        return out
+
+    def build(self, name: str | None = None) -> Tokenizer:
+        """The tokenizer of one of its names (default: its own name's engine)."""
+        name = name or self.name
+        return load_tokenizer(
+            self.data, name=name, pattern=self.pattern, special_tokens=self.special_tokens, engine=self.engines[name]
+        )
 
     def estimated_bytes(self) -> int:
         return 500 + len(self.data) + len(self.config or b"")
@@ -153,7 +178,7 @@ class Uploads:
 
     def __init__(self, store):
         self.store = store
-        self._built: OrderedDict[str, Tokenizer] = OrderedDict()
+        self._built: OrderedDict[tuple[str, str], Tokenizer] = OrderedDict()  # (upload id, name) -> tokenizer
         self._lock = threading.Lock()
 
     @classmethod
@@ -186,11 +211,17 @@ class Uploads:
         ``gpt2`` is taken). ``config``, a tokenizer_config.json, must hold a chat template. Raises the loader's
         error, the config's (:class:`~app.features.chat.template.ChatConfigError`), or :class:`UploadError`; stores
         nothing then."""
+        kind = detect_format(data)
+        twin = kind == "tokenizer.json"  # its Tokenplay engine is named too
+
+        def is_taken(n: str) -> bool:
+            return n in taken or _is_registered(n) or (twin and (TWIN + n in taken or _is_registered(TWIN + n)))
+
         if name is None:
             base = default_name(filename)
             if registry.alias_target(base) is not None:  # gpt-4o-x.json: every gpt-4o-x-N would name a model too
                 base = f"my-{base}"
-            name = free_name(base, lambda n: n in taken or _is_registered(n))
+            name = free_name(base, is_taken)
         if not _NAME.fullmatch(name):
             raise UploadError(
                 f"{name!r} is not a tokenizer name: use letters, digits, '.', '_' and '-' (up to 64), starting "
@@ -198,10 +229,22 @@ class Uploads:
             )
         if name in taken or _is_registered(name):
             raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
+        if is_taken(name):
+            raise UploadError(
+                f"the name {name!r} is taken: its Tokenplay engine would be {TWIN + name!r}, which is taken (a shipped "
+                "tokenizer or one of yours); choose another name"
+            )
         if config is not None:
             read_chat_config(config)  # before the (slower) tokenizer: a config without a template is refused
-        kind = detect_format(data)
-        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename)
+        built = {}
+        if twin:  # both engines must run it: Tokenplay's (its message names what it cannot model) and the library's
+            built[TWIN + name] = load_tokenizer(data, name=TWIN + name, filename=filename)
+            built[name] = load_tokenizer(data, name=name, engine="huggingface", filename=filename)
+        else:
+            built[name] = load_tokenizer(
+                data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename
+            )
+        tok = built[name]
         upload = Upload(
             id=secrets.token_hex(6),
             name=name,
@@ -214,25 +257,31 @@ class Uploads:
             config=config,
         )
         self.store.put(upload)
-        self._keep(upload.id, tok)
+        for built_name, built_tok in built.items():
+            self._keep(upload, built_name, built_tok)
         return upload
 
     def mine(self, cookie: str | None) -> list[Upload]:
         """The uploads a browser's cookie lists that are still stored."""
         return [u for u in map(self.store.get, cookie_ids(cookie)) if u is not None]
 
-    def tokenizer(self, upload: Upload) -> Tokenizer:
-        """The tokenizer of ``upload``, built once per process (a few are kept)."""
+    def tokenizer(self, upload: Upload, name: str | None = None) -> Tokenizer:
+        """The tokenizer of ``upload`` under one of its names (default: its own), built once per process (a few
+        are kept)."""
+        name = name or upload.name
         with self._lock:
-            tok = self._built.get(upload.id)
+            tok = self._built.get((upload.id, name))
             if tok is not None:
-                self._built.move_to_end(upload.id)
+                self._built.move_to_end((upload.id, name))
                 return tok
-        return self._keep(upload.id, upload.build())
+        return self._keep(upload, name, upload.build(name))
 
-    def _keep(self, upload_id: str, tok: Tokenizer) -> Tokenizer:
+    def _keep(self, upload: Upload, name: str, tok: Tokenizer) -> Tokenizer:
+        if name == upload.name and len(upload.engines) > 1:
+            # the library's engine is retraced by the twin built from the same bytes (app.features.explain)
+            tok.native_twin = lambda: self.tokenizer(upload, TWIN + upload.name)
         with self._lock:
-            self._built[upload_id] = tok
+            self._built[(upload.id, name)] = tok
             while len(self._built) > BUILT_PER_PROCESS:
                 self._built.popitem(last=False)
         return tok

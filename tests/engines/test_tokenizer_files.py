@@ -95,13 +95,17 @@ def test_sentencepiece_model_encodes_like_sentencepiece():
         assert ours.encode(text) == ref.encode(text)
 
 
-def wordlevel_json() -> str:
+def unicode_scripts_json() -> str:
+    """A WordLevel file (a model Tokenplay runs) with a pre-tokenizer it does not run."""
     tok = HFTokenizer(models.WordLevel({"[UNK]": 0, "a": 1, "b": 2}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.UnicodeScripts()
     return tok.to_str()
 
 
-def unigram_json() -> str:
-    return HFTokenizer(models.Unigram([("<unk>", 0.0), ("a", -1.0)], 0)).to_str()
+def subword_prefix_json() -> str:
+    """A BPE file with a continuing-subword prefix, which Tokenplay's engines do not run."""
+    tok = HFTokenizer(models.BPE({"a": 0, "b": 1, "##b": 2, "ab": 3}, [("a", "##b")], continuing_subword_prefix="##"))
+    return tok.to_str()
 
 
 @pytest.mark.parametrize(
@@ -109,8 +113,8 @@ def unigram_json() -> str:
     [
         (b"\x00\x01 certainly not a tokenizer \xff", LoaderError, "^this is not a tokenizer file; Tokenplay reads"),
         (b"just some words\nin a text file\n", LoaderError, "^this is not a tokenizer file; Tokenplay reads"),
-        (wordlevel_json().encode(), UnsupportedTokenizerError, "WordLevel tokenizers are not supported yet"),
-        (unigram_json().encode(), UnsupportedTokenizerError, "Unigram tokenizers are not supported yet"),
+        (unicode_scripts_json().encode(), UnsupportedTokenizerError, "^the UnicodeScripts pre-tokenizer is not supported"),
+        (subword_prefix_json().encode(), UnsupportedTokenizerError, "^BPE models with a continuing_subword_prefix"),
         (b'{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0', TokenizerFileError, "cut short"),
         (b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}}', TokenizerFileError, "ids collide"),
         (b"YQ== 0\nYg== 0\n", LoaderError, "ids collide"),
@@ -253,7 +257,7 @@ def test_serve_refuses_a_bad_file_or_a_taken_name_before_starting(tmp_path, monk
     bad = tmp_path / "broken.json"
     bad.write_text('{"model": {"type": "WordLevel"}}', encoding="utf-8")
     assert main(["serve", "--tokenizer", str(bad)]) == 2
-    assert "WordLevel tokenizers are not supported yet" in capsys.readouterr().err
+    assert 'the model has no "vocab" object' in capsys.readouterr().err
     shadow = tmp_path / "gemma-3.model"
     shadow.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
     assert main(["serve", "--tokenizer", str(shadow)]) == 2

@@ -134,7 +134,7 @@ def test_an_uploaded_tokenizer_is_explained_for_its_browser(tmp_path):
 PYTHON_JARGON = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|Traceback|has no attribute|object is not|NoneType")
 #: Tokenizers whose cuts are a WordPiece walk or a unigram lattice rather than merges: explained by their own kind.
 NOT_BPE = {"bert-base-uncased": "wordpiece", "jurassic-2": "unigram", "up-bert-json": "wordpiece",
-           "up-bert-vocab": "wordpiece", "up-unigram": "unigram"}
+           "native-up-bert-json": "wordpiece", "up-bert-vocab": "wordpiece", "up-unigram": "unigram"}
 
 
 def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path):

@@ -9,7 +9,8 @@ first; the model never sees them and merges never cross them. The rules, from ``
 - a *non-special* added token always matches, whether special tokens are allowed or not (so Qwen3's ``<think>``,
   Gemma's ``<unusedN>`` and DeepSeek's tool tokens are single tokens in any text, as in the models themselves);
 - ``single_word`` tokens match only between non-word characters; ``lstrip`` / ``rstrip`` tokens take the
-  whitespace before / after them;
+  whitespace before / after them (``lstrip`` not what an earlier match took; a match is found where the one
+  before it ended without its ``rstrip`` spaces, so matches may overlap, as in the library);
 - tokens with ``normalized`` false are matched in the original text; the others in each normalized piece between
   those (see :meth:`AddedVocabulary.split`).
 
@@ -25,8 +26,9 @@ from typing import NamedTuple
 
 import regex
 
+from ..errors import InvalidTextError
 from ..result import Token
-from .tokenizer_json import AddedToken
+from .tokenizer_json import AddedToken, UnsupportedTokenizerError
 
 _WORD = regex.compile(r"\w")
 _SPACE = regex.compile(r"\s")
@@ -87,14 +89,21 @@ class _Matcher:
                 (start > 0 and _WORD.match(text, start - 1)) or (stop < len(text) and _WORD.match(text, stop))
             ):
                 continue
-            if token.lstrip:
-                while start > done and _SPACE.match(text, start - 1):
+            if token.lstrip:  # the spaces before it, but not those an earlier match took
+                while start > 0 and _SPACE.match(text, start - 1):
                     start -= 1
+                start = max(start, done)
             if token.rstrip:
                 stop = _SPACES.match(text, stop).end()
+            if start > stop:  # an earlier match's spaces took all of it and more: the library fails here
+                raise InvalidTextError(
+                    f"this tokenizer cannot encode this text: its added token {token.content!r} overlaps the spaces "
+                    "an earlier one took (Hugging Face tokenizers fails on it too)"
+                )
             if done < start:
                 out.append(Match(done, start, None))
-            out.append(Match(start, stop, token))
+            if start < stop:  # one an earlier match's spaces took whole is dropped, as the library drops it
+                out.append(Match(start, stop, token))
             done = stop
         if done < len(text):
             out.append(Match(done, len(text), None))
@@ -129,6 +138,7 @@ class AddedVocabulary:
         normalized = [t for t in tokens if t.normalized]
         if normalize is not None:  # a normalized token is looked for in its normalized form
             normalized = [replace(t, content=normalize(t.content)[0]) for t in normalized]
+            _check_normalized(tokens, normalized)
         self.normalized = _Matcher(normalized)
 
     def split(self, text: str, allow_special: bool) -> list[Piece]:
@@ -150,6 +160,26 @@ class AddedVocabulary:
                 out.append(Piece(first, last, normalized[a:b], inner, None if inner is not None else piece_spans))
         return out
 
+
+
+def _check_normalized(tokens: Sequence[AddedToken], normalized: Sequence[AddedToken]) -> None:
+    """Refuse normalized added tokens the library matches in no defined way: one that normalizes to nothing (it
+    would match between every two characters), two that normalize to the same text (which of them a match gives
+    depends on the order of a hash map)."""
+    original = {t.id: t.content for t in tokens}
+    seen: dict[str, AddedToken] = {}
+    for token in normalized:
+        if not token.content:
+            raise UnsupportedTokenizerError(
+                f"the added token {original[token.id]!r} normalizes to nothing, which the library would match "
+                "everywhere; it is not supported"
+            )
+        other = seen.setdefault(token.content, token)
+        if other.id != token.id:
+            raise UnsupportedTokenizerError(
+                f"the added tokens {original[other.id]!r} and {original[token.id]!r} both normalize to "
+                f"{token.content!r}; which one the library gives is not defined, so this is not supported"
+            )
 
 
 def added_token(piece: Piece) -> Token:

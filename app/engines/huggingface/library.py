@@ -13,12 +13,16 @@
   library's character offsets (normalized text, SentencePiece-style pieces).
 
 The library reads and checks the file itself (nothing is parsed twice: Gemma's file is 33 MB); a file it refuses,
-or a model other than BPE or WordPiece, raises :class:`~.tokenizer_json.TokenizerFileError` saying so.
+or a model other than BPE, WordPiece, Unigram or WordLevel, raises :class:`~.tokenizer_json.TokenizerFileError`
+saying so. Text the library fails to encode (a character a model without an unknown token has no piece for) raises
+:class:`~..errors.InvalidTextError`, and ids its decoder fails on :class:`~.decoders.DecodeError`, as our engines do;
+never the library's own exception (a Rust panic among them).
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from functools import partial
 from operator import attrgetter
 from collections.abc import Sequence
@@ -26,6 +30,8 @@ from collections.abc import Sequence
 import tokenizers
 
 from ..base import Tokenizer, VocabFacts, check_text
+from ..errors import InvalidTextError
+from .decoders import DecodeError
 from ..result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
 from ..sentencepiece.model import piece_to_byte
 from ..sentencepiece.normalizer import SPACE_SYMBOL
@@ -47,8 +53,10 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         kind = type(self.library.model).__name__
         if kind not in MODEL_TYPES:
             raise UnsupportedTokenizerError(
-                f"{kind} tokenizers are not supported yet; Tokenplay runs BPE and WordPiece tokenizer.json files"
+                f"{kind} tokenizers are not supported yet; Tokenplay runs BPE, WordPiece, Unigram and WordLevel "
+                "tokenizer.json files"
             )
+        self._prefix = self.library.model.continuing_subword_prefix if kind == "WordPiece" else ""
         self.library.no_truncation()
         self.library.no_padding()
         self.name = name
@@ -74,12 +82,14 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             return piece.encode("utf-8")
         if self.byte_level:
             return byte_level_bytes(piece)
+        if self._prefix and piece.startswith(self._prefix) and piece != self._prefix:
+            return piece[len(self._prefix) :].encode("utf-8")
         b = piece_to_byte(piece)
         return bytes([b]) if b >= 0 else piece.replace(SPACE_SYMBOL, " ").encode("utf-8")
 
     def _encoding(self, text: str, allow_special: bool):
         check_text(text)
-        with self._lock:
+        with self._lock, _encoding_errors():
             self.library.encode_special_tokens = not allow_special
             return self.library.encode(text, add_special_tokens=False)
 
@@ -96,7 +106,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             check_text(text)
         out: list[list[int]] = []
         for start in range(0, len(texts), self.BATCH):
-            with self._lock:
+            with self._lock, _encoding_errors():
                 self.library.encode_special_tokens = not allow_special
                 chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
             out.extend(encoding.ids for encoding in chunk)
@@ -104,14 +114,20 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
-        return self.library.decode(self.check_ids(ids), skip_special_tokens=False)
+        ids = self.check_ids(ids)
+        try:
+            return self.library.decode(ids, skip_special_tokens=False)
+        except BaseException as exc:  # noqa: BLE001 - the library's errors and panics, in words; nothing else
+            if not _library_error(exc):
+                raise
+            raise DecodeError("this tokenizer's decoder cannot decode these ids (Hugging Face tokenizers fails on them)") from None
 
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
         table = byte_table(self)
         check_text(text)
         # the ids alone, without the library's offsets and token strings (they cost as much again on long inputs);
         # when the tokens' bytes join up to the text (no prefix space, no normalizer change) they place the tokens
-        with self._lock:
+        with self._lock, _encoding_errors():
             self.library.encode_special_tokens = not allow_special
             ids = self.library.encode_batch_fast([text], add_special_tokens=False)[0].ids
         if b"".join(map(_DATA, map(table.__getitem__, ids))) == text.encode("utf-8"):
@@ -156,3 +172,22 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
 
 _DATA = attrgetter("data")
+
+
+def _library_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the library failing (its plain ``Exception``, or a Rust panic, a ``BaseException``)."""
+    return type(exc) is Exception or type(exc).__name__ == "PanicException"
+
+
+@contextmanager
+def _encoding_errors():
+    """The library failing to encode a text, as :class:`~..errors.InvalidTextError` in words."""
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - re-raised unless it is the library's own failure
+        if not _library_error(exc):
+            raise
+        raise InvalidTextError(
+            "this tokenizer cannot encode this text: Hugging Face tokenizers fails on it (a character it has no "
+            "token for, and no unknown token to stand for it)"
+        ) from None

@@ -2,7 +2,8 @@
 
 Supported steps (and ``Sequence`` of them): ``NFC``, ``NFD``, ``NFKC``, ``NFKD`` (with ``tokenizers``' Unicode
 tables, see :mod:`.unicode`), ``Replace`` with a string pattern, ``Prepend``, and BERT's ``BertNormalizer`` and
-``Lowercase`` (:mod:`.bert_text`). Any other step type raises
+``Lowercase`` (:mod:`.bert_text`); ``Strip``, ``StripAccents``, ``Nmt``, ``Precompiled``, ``Replace`` with a regex
+and ``ByteLevel`` are built by :mod:`.normalizer_steps`. Any other step type raises
 :class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 :class:`TextNormalizer` returns the normalized text and, when it is not a character-for-character rewrite of the
@@ -13,11 +14,12 @@ original text. It does not split or tokenize.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 
 from . import unicode as hf_unicode
 from .bert_text import bert_normalizer
-from .tokenizer_json import UnsupportedTokenizerError, pipeline_steps
+from .tokenizer_json import TokenizerFileError, pipeline_steps
 
 #: ``spans[i]``: the input span of output character ``i``; ``None`` means output character ``i`` came from input
 #: character ``i`` (same length, one for one).
@@ -43,7 +45,9 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
 
     Groups start at characters of combining class 0 (marks attach to the character before them); two neighbouring
     groups are joined when normalizing them together differs from normalizing each (a composition across them).
-    Every output character of a group gets the input span of the whole group.
+    A group that normalization leaves as it is keeps each character's span; in one it changes, every output
+    character starts where the library's alignment starts it (:func:`_aligned`) and ends where the group ends, so
+    that the tokens over a group cover all of it.
     """
     starts = [i for i, ch in enumerate(text) if i == 0 or hf_unicode.is_starter(ch)]
     starts.append(len(text))
@@ -52,7 +56,15 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
 
     def emit(a: int, b: int, normalized: str) -> None:
         out.append(normalized)
-        out_spans.extend([(spans[a][0], spans[b - 1][1])] * len(normalized))
+        if normalized == text[a:b]:
+            out_spans.extend(spans[a:b])
+            return
+        aligned = _aligned(form, text[a:b], normalized)
+        end = spans[b - 1][1]
+        if aligned is None:
+            out_spans.extend([(spans[a][0], end)] * len(normalized))
+        else:
+            out_spans.extend((spans[a + k][0], end) for k in aligned)
 
     a, b = starts[0], starts[1]
     current = hf_unicode.normalize(form, text[a:b])
@@ -67,6 +79,86 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
         b = nxt
     emit(a, b, current)
     return "".join(out), out_spans
+
+
+def _aligned(form: str, text: str, normalized: str) -> list[int] | None:
+    """For each character of ``normalized`` (``text`` normalized to ``form``), the index of the character of
+    ``text`` the library aligns it to: its normalizer yields each output character with a change (0 it replaces
+    the next input character, +1 it is inserted after the last one, -n it replaces one and removes n more), the
+    decomposition marking the characters a decomposition adds, the canonical reordering moving the changes with
+    the characters, and a composition adding the changes of the two characters less one. ``None`` when the
+    emulation does not give ``normalized`` (the group is then aligned as a whole)."""
+    compat = form in ("NFKC", "NFKD")
+    pairs: list[tuple[int, str, int]] = []  # (combining class, character, change)
+    ready = 0
+    for ch in text:
+        parts = hf_unicode.normalize("NFKD" if compat else "NFD", ch)  # a character it does not know stays
+        for i, part in enumerate(parts):
+            cls = 0 if hf_unicode.is_starter(part) else unicodedata.combining(part)
+            if cls == 0:
+                pairs[ready:] = sorted(pairs[ready:], key=lambda p: p[0])
+                ready = len(pairs)
+            pairs.append((cls, part, 0 if i == 0 else 1))
+    pairs[ready:] = sorted(pairs[ready:], key=lambda p: p[0])
+    stream = [(ch, change) for _, ch, change in pairs]
+    if form in ("NFC", "NFKC"):
+        stream = _recomposed(stream)
+    if "".join(ch for ch, _ in stream) != normalized:
+        return None
+    aligned: list[int] = []
+    consumed = 0
+    for _, change in stream:
+        if change > 0:
+            aligned.append(max(consumed - 1, 0))
+        else:
+            aligned.append(min(consumed, len(text) - 1))
+            consumed += 1 - change
+    return aligned
+
+
+def _compose(a: str, b: str) -> str | None:
+    """The character ``a`` and ``b`` compose to, or None (a character the library does not know composes with
+    nothing: :func:`.unicode.normalize` does not normalize across it)."""
+    r = hf_unicode.normalize("NFC", a + b)
+    return r if len(r) == 1 else None
+
+
+def _recomposed(stream: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The library's recomposition of a decomposed stream of (character, change), the changes carried along."""
+    out: list[tuple[str, int]] = []
+    composee: tuple[str, int] | None = None
+    last: int | None = None  # the combining class of the last character held back
+    held: list[tuple[str, int]] = []
+    for ch, change in stream:
+        cls = 0 if hf_unicode.is_starter(ch) else unicodedata.combining(ch)
+        if composee is None:
+            if cls != 0:
+                out.append((ch, change))
+            else:
+                composee = (ch, change)
+            continue
+        if last is not None and last >= cls:  # blocked from the composee
+            if cls == 0:
+                out.append(composee)
+                out.extend(held)
+                held, composee, last = [], (ch, change), None
+            else:
+                held.append((ch, change))
+                last = cls
+            continue
+        composed = _compose(composee[0], ch)
+        if composed is not None:
+            composee = (composed, composee[1] + change - 1)
+        elif last is None and cls == 0:
+            out.append(composee)
+            composee = (ch, change)
+        else:
+            held.append((ch, change))
+            last = cls
+    if composee is not None:
+        out.append(composee)
+    out.extend(held)
+    return out
 
 
 def _replace(old: str, new: str) -> Step:
@@ -86,7 +178,8 @@ def _replace(old: str, new: str) -> Step:
             out.append(text[pos:hit])
             out_spans.extend(source[pos:hit])
             out.append(new)
-            out_spans.extend([(source[hit][0], source[hit + len(old) - 1][1])] * len(new))
+            # the library aligns what it puts in to the last character it replaces (so does the "first" Metaspace)
+            out_spans.extend([source[hit + len(old) - 1]] * len(new))
             pos = hit + len(old)
         out.append(text[pos:])
         out_spans.extend(source[pos:])
@@ -124,22 +217,28 @@ def _bert(obj: dict) -> Step:
     return apply
 
 
+def _text(obj: dict, key: str) -> str:
+    value = obj.get(key, "")
+    if not isinstance(value, str):
+        raise TokenizerFileError(f"a normalizer's {key} must be text, not {value!r}")
+    return value
+
+
 def _step(obj: dict) -> Step:
     kind = obj.get("type")
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
         return _unicode_form(kind)
-    if kind == "Replace":
-        pattern = obj.get("pattern") or {}
-        if "String" not in pattern:
-            raise UnsupportedTokenizerError("Replace normalizers with a regex pattern are not supported yet")
-        return _replace(pattern["String"], obj.get("content", ""))
+    if kind == "Replace" and isinstance(obj.get("pattern"), dict) and "String" in obj["pattern"]:
+        return _replace(_text(obj["pattern"], "String"), _text(obj, "content"))
     if kind == "Prepend":
-        return _prepend(obj.get("prepend", ""))
+        return _prepend(_text(obj, "prepend"))
     if kind == "BertNormalizer":
         return _bert(obj)
     if kind == "Lowercase":
         return _bert({"clean_text": False, "handle_chinese_chars": False, "strip_accents": False, "lowercase": True})
-    raise UnsupportedTokenizerError(f"the {kind} normalizer is not supported yet")
+    from . import normalizer_steps  # the other step types (Strip, Precompiled, a regex Replace...), or the refusal
+
+    return normalizer_steps.step(obj)
 
 
 class TextNormalizer:

@@ -2,9 +2,10 @@
 
 Supported steps (and ``Sequence`` of them, each step cutting the pieces of the one before): ``Split`` with a
 regex or string pattern and any of its behaviours (``Isolated``, ``Removed``, ``MergedWithPrevious``,
-``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, ``ByteLevel`` (its GPT-2 regex when
-``use_regex``; the byte mapping itself is the model's business), and the WordPiece models' ``BertPreTokenizer``,
-``Whitespace`` and ``WhitespaceSplit`` (characters classified as :mod:`.bert_text` says). Any other step raises
+``MergedWithNext``, ``Contiguous``; ``invert``), ``Digits``, ``Punctuation``, ``CharDelimiterSplit``, ``FixedLength``,
+the WordPiece models' ``BertPreTokenizer``, ``Whitespace`` and ``WhitespaceSplit`` (characters classified as
+:mod:`.bert_text` says), and the steps that rewrite what they cut (:mod:`.pretokenizer_steps`): ``ByteLevel`` (its
+prefix space, its GPT-2 regex when ``use_regex``, its byte alphabet) and ``Metaspace``. Any other step raises
 :class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 Regexes are written for Oniguruma; they run here on the ``regex`` module, against :func:`.unicode.regex_view`
@@ -16,10 +17,15 @@ kept as pieces of its own (as ``tokenizers`` keeps it), unlike ``findall``. The 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import regex
 
 from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
+from .onig_matches import spans as onig_spans
+from .onig_regex import translate
+from .pretokenizer_steps import ByteAlphabet, Metaspace, Origin, Piece, Prefix
+from .step_tables import NUMERIC
 from .unicode import regex_view
 from .tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, pipeline_steps
 
@@ -36,8 +42,7 @@ def _regex_finder(pattern: regex.Pattern, invert: bool) -> Finder:
         # Each piece is matched on its own, as tokenizers does: a slice, so that no lookaround sees past it.
         piece = view[start:end] if start or end < len(view) else view
         pos = 0
-        for m in pattern.finditer(piece):
-            a, b = m.span()
+        for a, b in onig_spans(pattern, piece):
             if a > pos:
                 yield start + pos, start + a, invert
             yield start + a, start + b, not invert
@@ -70,9 +75,14 @@ def _merge(runs: list[tuple[int, int, bool]], behavior: str) -> list[Span]:
 
 
 class _Split:
-    def __init__(self, find: Finder, behavior: str, kind: str = "Split", pattern: regex.Pattern | None = None):
+    def __init__(
+        self, find: Finder, behavior: str, kind: str = "Split", pattern: regex.Pattern | None = None, raw: bool = False
+    ):
         if behavior not in ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"):
             raise UnsupportedTokenizerError(f"the Split behavior {behavior!r} is not supported")
+        #: Whether it looks at the text itself rather than :func:`.unicode.regex_view`'s (a table of the library's own,
+        #: not Oniguruma's classes).
+        self.raw = raw
         self.find = find
         self.behavior = behavior
         self.kind = kind  # the step's type and regex, for the explain view to name the rule that cut a pre-token
@@ -92,46 +102,92 @@ def _compile(pattern: str) -> regex.Pattern:
         raise TokenizerFileError(f"the split regex {pattern!r} cannot be compiled: {exc}") from None
 
 
-def _steps(obj: dict) -> list[_Split]:
-    """The splits one pipeline step makes, in order (none for a ``ByteLevel`` step without its regex)."""
+def _steps(obj: dict) -> list:
+    """The steps one pipeline step makes, in order: cuts (:class:`_Split`) and, for ``ByteLevel`` and
+    ``Metaspace``, the steps that rewrite pieces (:mod:`.pretokenizer_steps`)."""
     kind = obj.get("type")
     if kind == "BertPreTokenizer":  # cut at whitespace, then each punctuation mark alone
-        return [_whitespace_split(), _Split(_regex_finder(_compile(f"[{char_class(PUNCTUATION)}]"), False), "Isolated")]
+        punctuation = _compile(f"[{char_class(PUNCTUATION)}]")
+        return [_whitespace_split(), _Split(_regex_finder(punctuation, False), "Isolated", raw=True)]
     if kind == "WhitespaceSplit":
         return [_whitespace_split()]
-    step = _step(obj)
-    return [] if step is None else [step]
+    if kind == "ByteLevel":
+        steps: list = [Prefix()] if obj.get("add_prefix_space") else []
+        if obj.get("use_regex", True):
+            compiled = _compile(BYTE_LEVEL_PATTERN)
+            steps.append(_Split(_regex_finder(compiled, False), "Isolated", kind, compiled))
+        return steps + [ByteAlphabet()]
+    if kind == "Metaspace":
+        return _metaspace(obj)
+    return [_step(obj)]
+
+
+def _metaspace(obj: dict) -> list:
+    replacement = obj.get("replacement", "\u2581")
+    if not isinstance(replacement, str) or len(replacement) != 1:
+        raise TokenizerFileError(f"a Metaspace replacement is one character, not {replacement!r}")
+    scheme = obj.get("prepend_scheme", "always")
+    if obj.get("add_prefix_space") is False:
+        scheme = "never"
+    if scheme not in ("always", "first", "never"):
+        raise TokenizerFileError(f"the Metaspace prepend_scheme {scheme!r} is none of always, first, never")
+    steps: list = [Metaspace(replacement, scheme)]
+    if obj.get("split", True):
+        compiled = regex.compile(regex.escape(replacement))
+        steps.append(_Split(_regex_finder(compiled, False), "MergedWithNext", "Metaspace", compiled, raw=True))
+    return steps
 
 
 def _whitespace_split() -> _Split:
     """Cut at every whitespace character (Rust's ``char::is_whitespace``) and drop it."""
-    return _Split(_regex_finder(_compile(f"[{char_class(SPLIT_SPACE)}]"), False), "Removed")
+    return _Split(_regex_finder(_compile(f"[{char_class(SPLIT_SPACE)}]"), False), "Removed", raw=True)
 
 
-def _step(obj: dict) -> _Split | None:
+def _fixed_length(length: int) -> Finder:
+    def find(view: str, start: int, end: int) -> Iterator[tuple[int, int, bool]]:
+        for a in range(start, end, length):
+            yield a, min(a + length, end), True
+
+    return find
+
+
+def _step(obj: dict) -> _Split:
     kind = obj.get("type")
     if kind == "Split":
-        pattern = obj.get("pattern") or {}
-        if "Regex" in pattern:
-            compiled = _compile(pattern["Regex"])
-        elif "String" in pattern:
+        pattern = obj.get("pattern") if isinstance(obj.get("pattern"), dict) else {}
+        if isinstance(pattern.get("Regex"), str):
+            compiled = _compile(translate(pattern["Regex"]))  # with Oniguruma's \w, \b, \h
+        elif isinstance(pattern.get("String"), str):
             compiled = regex.compile(regex.escape(pattern["String"]))
         else:
             raise TokenizerFileError(f"Split pre-tokenizer without a pattern: {obj!r}")
         invert = bool(obj.get("invert"))
-        return _Split(_regex_finder(compiled, invert), obj.get("behavior", "Isolated"), kind, None if invert else compiled)
-    if kind == "ByteLevel":
-        if obj.get("add_prefix_space"):
-            raise UnsupportedTokenizerError("ByteLevel pre-tokenizers with add_prefix_space are not supported yet")
-        if obj.get("use_regex", True):
-            compiled = _compile(BYTE_LEVEL_PATTERN)
-            return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
-        return None
+        behavior = obj.get("behavior", "Isolated")
+        # a String pattern matches its characters themselves, whatever Oniguruma's tables say of them
+        raw = not isinstance(pattern.get("Regex"), str)
+        return _Split(_regex_finder(compiled, invert), behavior, kind, None if invert else compiled, raw=raw)
     if kind == "Whitespace":
         return _Split(_regex_finder(_compile(r"\w+|[^\w\s]+"), True), "Removed")
-    if kind == "Digits":
-        compiled = _compile(r"\p{N}" if obj.get("individual_digits") else r"\p{N}+")
-        return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled)
+    if kind == "Digits":  # Rust's char::is_numeric, in the library's Unicode version (not Oniguruma's \p{N})
+        numbers = f"[{char_class(NUMERIC)}]"
+        compiled = _compile(numbers if obj.get("individual_digits") else numbers + "+")
+        return _Split(_regex_finder(compiled, False), "Isolated", kind, compiled, raw=True)
+    if kind == "Punctuation":
+        compiled = _compile(f"[{char_class(PUNCTUATION)}]")
+        return _Split(_regex_finder(compiled, False), obj.get("behavior", "Isolated"), kind, compiled, raw=True)
+    if kind == "CharDelimiterSplit":
+        delimiter = obj.get("delimiter")
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise TokenizerFileError(f"a CharDelimiterSplit delimiter is one character, not {delimiter!r}")
+        compiled = regex.compile(regex.escape(delimiter))
+        return _Split(_regex_finder(compiled, False), "Removed", kind, compiled, raw=True)
+    if kind == "FixedLength":
+        length = obj.get("length", 5)
+        if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+            raise UnsupportedTokenizerError(
+                f"a FixedLength pre-tokenizer of length {length!r} cannot cut text (the library fails on it)"
+            )
+        return _Split(_fixed_length(length), "Isolated", kind)
     raise UnsupportedTokenizerError(f"the {kind} pre-tokenizer is not supported yet")
 
 
@@ -141,20 +197,83 @@ class PreTokenizer:
     >>> pre = PreTokenizer({"type": "Split", "pattern": {"Regex": "\\\\p{N}{1,3}"}, "behavior": "Isolated"})
     >>> [("a12345b"[a:b]) for a, b in pre("a12345b")]
     ['a', '123', '45', 'b']
+
+    A pipeline with a step that rewrites pieces (``Metaspace``, ``ByteLevel``: :attr:`transforms`) gives its
+    pre-tokens with :meth:`pieces`, their text as the model sees it; its spans (``pre(text)``) are then the stretches
+    of the text each pre-token stands for. ``map_bytes=False`` leaves a final ``ByteLevel`` step's byte alphabet out
+    (the byte-level BPE engine encodes the text's own UTF-8, which is the same).
+
+    >>> pre = PreTokenizer({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True})
+    >>> pre.pieces("Hi  you")
+    [('▁Hi', [0, 0, 1]), ('▁', [2]), ('▁you', [3, 4, 5, 6])]
     """
 
-    def __init__(self, spec: dict | None):
+    def __init__(self, spec: dict | None, *, map_bytes: bool = True):
         self.spec = spec  # as the file wrote it (the explain view names the rules)
-        self.steps = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
-        #: Whether the pre-tokens always cover the whole text (no ``Removed`` split drops any of it).
-        self.keeps_text = all(step.behavior != "Removed" for step in self.steps)
+        stages = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
+        if not map_bytes and stages and isinstance(stages[-1], ByteAlphabet):
+            stages.pop()
+        self.stages = stages
+        #: Whether some step rewrites the pieces it cuts (then :meth:`pieces` gives the pre-tokens' text).
+        self.transforms = any(not isinstance(stage, _Split) for stage in stages)
+        #: Whether the pre-tokens are written in the byte alphabet (a ``ByteLevel`` step's, kept).
+        self.byte_alphabet = any(isinstance(stage, ByteAlphabet) for stage in stages)
+        self.steps = [stage for stage in stages if isinstance(stage, _Split)]
+        #: Whether the pre-tokens always cover the whole text as it is (nothing dropped, nothing rewritten).
+        self.keeps_text = not self.transforms and all(step.behavior != "Removed" for step in self.steps)
 
     def __call__(self, text: str) -> list[Span]:
         if not text:
             return []
+        if self.transforms:
+            return [(pos[0], pos[-1] + 1) for _, pos in self.pieces(text)]
         spans = [(0, len(text))]
         if self.steps:
             view = regex_view(text)
             for step in self.steps:
-                spans = step(view, spans)
+                spans = step(text if step.raw else view, spans)
         return spans
+
+    def pieces(self, text: str, origin: Origin | None = None) -> list[Piece]:
+        """The pre-tokens of ``text`` as the model sees them, each with the position in ``text`` of each of its
+        characters; ``origin(position)`` is the input offset a position of ``text`` came from (``Metaspace``'s
+        ``first`` scheme asks; default: ``text`` is the input)."""
+        return [(piece, pos) for piece, pos, _ in self.cut_pieces(text, origin)]
+
+    def cut_pieces(self, text: str, origin: Origin | None = None) -> list[tuple[str, list[int], Cut | None]]:
+        """:meth:`pieces`, each with the last cut that made it (None: no step cut it out of a larger piece), for
+        the explain view to name that step's rule."""
+        if not text:
+            return []
+        if origin is None:
+            origin = _same
+        pieces: list[tuple[str, list[int], Cut | None]] = [(text, list(range(len(text))), None)]
+        for k, stage in enumerate(self.stages):
+            if isinstance(stage, _Split):
+                out: list[tuple[str, list[int], Cut | None]] = []
+                for piece, pos, cut in pieces:
+                    seen = piece if stage.raw else regex_view(piece)
+                    parts = stage(seen, [(0, len(piece))])
+                    if parts == [(0, len(piece))]:
+                        out.append((piece, pos, cut))
+                    else:
+                        out.extend((piece[a:b], pos[a:b], Cut(k, seen, a, b)) for a, b in parts)
+                pieces = out
+            else:
+                cuts = [cut for _, _, cut in pieces]
+                pieces = [(piece, pos, cut) for (piece, pos), cut in zip(stage.apply([p[:2] for p in pieces], origin), cuts)]
+        return pieces
+
+
+class Cut(NamedTuple):
+    """Where a step cut a pre-token: the step's index in :attr:`PreTokenizer.stages`, the piece it cut (as that
+    step saw it) and the pre-token's span in it."""
+
+    stage: int
+    parent: str
+    start: int
+    end: int
+
+
+def _same(position: int) -> int:
+    return position

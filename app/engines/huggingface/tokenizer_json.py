@@ -5,8 +5,9 @@ A ``tokenizer.json`` holds a whole tokenization pipeline: added tokens, a normal
 model whose merges and added tokens are consistent with its vocabulary) and keeps the pipeline steps as the
 JSON objects they are; the engines that build them (:mod:`.normalizers`, :mod:`.pretokenizers`) refuse the
 step types they do not support, naming them. WordPiece models are read too (vocabulary, unknown token, the
-``##`` prefix, the word-length limit); other model types (Unigram, WordLevel) are refused with
-:class:`UnsupportedTokenizerError`.
+``##`` prefix, the word-length limit), and so are Unigram models (pieces with their scores, the unknown piece's id)
+and WordLevel models (a vocabulary looked up word by word); any other model type is refused with
+:class:`UnsupportedTokenizerError`, named.
 
 This module only reads; it does not tokenize, and it never imports Hugging Face ``tokenizers``.
 """
@@ -20,7 +21,7 @@ from operator import add
 from ..errors import TokenplayError
 
 
-MODEL_TYPES = ("BPE", "WordPiece")
+MODEL_TYPES = ("BPE", "WordPiece", "Unigram", "WordLevel")
 
 
 class TokenizerFileError(TokenplayError):
@@ -46,8 +47,9 @@ class AddedToken:
 
 @dataclass
 class TokenizerJSON:
-    """The parts of a BPE or WordPiece ``tokenizer.json`` the engines use. ``merges`` are in rank order (first
-    merges first)."""
+    """The parts of a ``tokenizer.json`` the engines use. ``merges`` are in rank order (first merges first). A
+    Unigram model's ``vocab`` maps each piece to its id (a piece listed twice: its last id, as the library looks
+    pieces up) and ``scores`` holds every id's score."""
 
     vocab: dict[str, int]
     merges: list[tuple[str, str]]
@@ -59,9 +61,12 @@ class TokenizerJSON:
     byte_fallback: bool = False
     fuse_unk: bool = False
     ignore_merges: bool = False
-    model_type: str = "BPE"  # or "WordPiece" (then ``merges`` is empty)
+    model_type: str = "BPE"  # or "WordPiece", "Unigram", "WordLevel" (then ``merges`` is empty)
     continuing_subword_prefix: str = ""  # WordPiece: what marks a piece inside a word ("##")
     max_input_chars_per_word: int = 100  # WordPiece: longer words are one unknown token
+    scores: list[float] | None = None  # Unigram: the score of each id's piece
+    pieces: list[str] | None = None  # Unigram: each id's piece, in id order
+    unk_id: int | None = None  # Unigram: the unknown piece's id (None: the model has none)
 
     @property
     def byte_level(self) -> bool:
@@ -71,6 +76,8 @@ class TokenizerJSON:
     @property
     def n_vocab(self) -> int:
         ids = list(self.vocab.values()) + [t.id for t in self.added_tokens]
+        if self.pieces is not None:
+            ids.append(len(self.pieces) - 1)
         return max(ids) + 1 if ids else 0
 
 
@@ -154,9 +161,67 @@ def json_error(exc: json.JSONDecodeError, subject: str = "this tokenizer.json fi
     return f"{subject} is not valid JSON: {what} at line {exc.lineno}, column {exc.colno}"
 
 
+_U64_MAX = (1 << 64) - 1
+_POW10 = [float(f"1e{k}") for k in range(309)]
+
+
+def serde_float(text: str) -> float:
+    """A JSON number with a fraction or an exponent, read as Rust's ``serde_json`` reads it into a 64-bit float
+    (without its ``float_roundtrip`` feature, as ``tokenizers`` is built): the digits that fit a 64-bit integer, that
+    integer made a float, then multiplied or divided by a power of ten. That is not always the nearest float to the
+    decimal (Python's reading), and a Unigram model's scores must be the library's to the last bit.
+
+    >>> serde_float("-1.45122807530199209") == float("-1.45122807530199209")
+    False
+    >>> serde_float("-7.527526800268718") == float("-7.527526800268718"), serde_float("1e-400"), serde_float("-0.0")
+    (True, 0.0, -0.0)
+    """
+    body = text[1:] if text.startswith("-") else text
+    mantissa, _, exp_text = body.replace("E", "e").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    significand, exponent, full = 0, 0, False
+    for digit in whole:
+        if full or significand * 10 + int(digit) > _U64_MAX:
+            full = True
+            exponent += 1  # an integer part too long: its last digits count only as powers of ten
+        else:
+            significand = significand * 10 + int(digit)
+    for digit in fraction:
+        if full or significand * 10 + int(digit) > _U64_MAX:
+            full = True  # the fraction's digits past 64 bits are dropped
+        else:
+            significand = significand * 10 + int(digit)
+            exponent -= 1
+    if exp_text:
+        exp_value = int(exp_text)
+        if abs(exp_value) > 2**31 - 1:
+            if significand and exp_value > 0:
+                raise ValueError(f"the number {text} is out of range")
+            return -0.0 if text.startswith("-") else 0.0
+        exponent = max(-(2**31), min(2**31 - 1, exponent + exp_value))
+    f = float(significand)
+    while True:
+        if abs(exponent) <= 308:
+            if exponent >= 0:
+                f *= _POW10[exponent]
+                if f == float("inf"):
+                    raise ValueError(f"the number {text} is out of range")
+            else:
+                f /= _POW10[-exponent]
+            break
+        if f == 0.0:
+            break
+        if exponent >= 0:
+            raise ValueError(f"the number {text} is out of range")
+        f /= 1e308
+        exponent += 308
+    return -f if text.startswith("-") else f
+
+
 def load_json(data: bytes | str, subject: str = "this tokenizer.json file"):
     """``data`` parsed as JSON, or :class:`TokenizerFileError` saying, in words, where and why it is not JSON (a
-    file cut inside a character is cut short, not a file of another encoding)."""
+    file cut inside a character is cut short, not a file of another encoding). Numbers with a fraction or an
+    exponent are read as the library reads them (:func:`serde_float`)."""
     try:
         if isinstance(data, bytes):
             try:
@@ -165,11 +230,13 @@ def load_json(data: bytes | str, subject: str = "this tokenizer.json file"):
                 if exc.end != len(data) or exc.reason != "unexpected end of data":
                     raise
                 data = data[: exc.start].decode("utf-8-sig")
-        return json.loads(data)
+        return json.loads(data, parse_float=serde_float)
     except UnicodeDecodeError:
         raise TokenizerFileError(f"{subject} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise TokenizerFileError(json_error(exc, subject)) from None
+    except ValueError as exc:  # a number too large for a 64-bit float
+        raise TokenizerFileError(f"{subject} has a number the library cannot read: {exc}") from None
 
 
 def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
@@ -181,18 +248,27 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
     kind = model.get("type") or ("BPE" if "merges" in model else "WordPiece" if "max_input_chars_per_word" in model else "unknown")
     if kind not in MODEL_TYPES:
         raise UnsupportedTokenizerError(
-            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE and WordPiece tokenizer.json files"
+            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE, WordPiece, Unigram and WordLevel "
+            "tokenizer.json files"
         )
     if kind == "BPE":
-        for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+        for option, article in (("continuing_subword_prefix", "a"), ("end_of_word_suffix", "an")):
             if model.get(option):
-                raise UnsupportedTokenizerError(f"BPE models with a {option} are not supported yet")
+                raise UnsupportedTokenizerError(
+                    f"BPE models with {article} {option} ({model[option]!r}) are not supported yet"
+                )
         if model.get("dropout"):
             raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
-    vocab = _vocab(model.get("vocab"))
+    scores = pieces = unk_id = None
+    if kind == "Unigram":
+        pieces, scores, vocab, unk_id = _unigram_vocab(model)
+    else:
+        vocab = _vocab(model.get("vocab"))
     merges = _merges(model.get("merges"), vocab) if kind == "BPE" else []
-    added = _added_tokens(obj.get("added_tokens") or [], vocab)
-    unk = model.get("unk_token")
+    added = _added_tokens(obj.get("added_tokens") or [], vocab, None if pieces is None else dict(enumerate(pieces)))
+    unk = model.get("unk_token") if kind != "Unigram" else None if unk_id is None else pieces[unk_id]
+    if kind == "WordLevel" and unk not in vocab:
+        unk = None  # the library fails on a word it does not know, as the engine will
     if unk is not None and unk not in vocab:
         raise TokenizerFileError(f"the unknown token {unk!r} is not in the vocabulary")
     if kind == "WordPiece" and unk is None:
@@ -212,12 +288,42 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
         decoder=obj.get("decoder"),
         unk_token=unk,
         byte_fallback=bool(model.get("byte_fallback")),
-        fuse_unk=bool(model.get("fuse_unk")),
+        fuse_unk=bool(model.get("fuse_unk")) or kind == "Unigram",  # Unigram always fuses unknown runs
         ignore_merges=bool(model.get("ignore_merges")),
         model_type=kind,
         continuing_subword_prefix=(model.get("continuing_subword_prefix", "##") or "") if kind == "WordPiece" else "",
         max_input_chars_per_word=max_chars,
+        scores=scores,
+        pieces=pieces,
+        unk_id=unk_id,
     )
+
+
+def _unigram_vocab(model: dict) -> tuple[list[str], list[float], dict[str, int], int | None]:
+    """A Unigram model's pieces and scores in id order, its piece -> id lookup (a piece listed twice: the later
+    id, as the library's lookup keeps it) and the unknown piece's id."""
+    entries = model.get("vocab")
+    if not isinstance(entries, list) or not entries:
+        raise TokenizerFileError('a Unigram model needs a "vocab" list of [piece, score] pairs')
+    pieces: list[str] = []
+    scores: list[float] = []
+    for tid, entry in enumerate(entries):
+        if (
+            not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str)
+            or not isinstance(entry[1], (int, float)) or isinstance(entry[1], bool)
+        ):
+            raise TokenizerFileError(f"Unigram vocabulary entry {tid} is {entry!r}; each entry is [piece, score]")
+        if not entry[0]:
+            raise UnsupportedTokenizerError(f"Unigram vocabulary entry {tid} is an empty piece, which cannot be matched")
+        score = float(entry[1])
+        if score != score or score in (float("inf"), float("-inf")):
+            raise TokenizerFileError(f"Unigram vocabulary entry {tid} ({entry[0]!r}) has no finite score")
+        pieces.append(entry[0])
+        scores.append(score)
+    unk_id = model.get("unk_id")
+    if unk_id is not None and (not isinstance(unk_id, int) or isinstance(unk_id, bool) or not 0 <= unk_id < len(pieces)):
+        raise TokenizerFileError(f"the Unigram unk_id {unk_id!r} is not the id of a piece")
+    return pieces, scores, {piece: tid for tid, piece in enumerate(pieces)}, unk_id
 
 
 def _vocab(vocab) -> dict[str, int]:
@@ -257,10 +363,11 @@ def _merges(merges, vocab: dict[str, int]) -> list[tuple[str, str]]:
     raise TokenizerFileError('"merges" is not a list of token pairs')
 
 
-def _added_tokens(entries, vocab: dict[str, int]) -> list[AddedToken]:
+def _added_tokens(entries, vocab: dict[str, int], by_id: dict[int, str] | None = None) -> list[AddedToken]:
     if not isinstance(entries, list):
         raise TokenizerFileError('"added_tokens" must be a list')
-    by_id = {tid: token for token, tid in vocab.items()}
+    if by_id is None:
+        by_id = {tid: token for token, tid in vocab.items()}
     added: list[AddedToken] = []
     seen: dict[int, str] = {}
     for entry in entries:

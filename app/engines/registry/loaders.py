@@ -2,9 +2,10 @@
 
 Formats, told apart by their content (:func:`detect_format`; a file's name never decides):
 
-- a Hugging Face ``tokenizer.json`` (BPE and WordPiece models; other model types are refused, named): run by our
-  own engines (byte-level BPE, SentencePiece-style BPE, WordPiece) or, with ``engine="huggingface"``, by Hugging
-  Face ``tokenizers``;
+- a Hugging Face ``tokenizer.json`` (BPE, WordPiece, Unigram and WordLevel models, with any normalizer,
+  pre-tokenizer and decoder our engines run exactly; anything else is refused, named): run by our own engines
+  (byte-level BPE, BPE over characters, WordPiece, Unigram, WordLevel) or, with ``engine="huggingface"``, by
+  Hugging Face ``tokenizers``;
 - a BERT ``vocab.txt`` (one WordPiece token per line, ``[UNK]`` among them), run with BERT's pipeline;
 - a Tokenplay BPE model (``tokenplay train --out``, JSON with ``"format": "tokenplay-bpe"``);
 - a ``.tiktoken`` rank file (``base64 rank`` lines), with a split pattern (one of our pattern names or a regex)
@@ -15,7 +16,7 @@ Everything is checked before a tokenizer is returned, so bad input raises a
 :class:`~..huggingface.tokenizer_json.TokenizerFileError` (a :class:`~..errors.TokenplayError`) saying what is wrong in words a
 user knows (JSON that is not valid says where, with its line and column; a file of none of these kinds gets one
 sentence naming the kinds read; never the file format's own jargon), and nothing half-built escapes: :class:`~..huggingface.tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
-yet (``Unigram tokenizers are not supported yet``), :class:`FileTooLargeError` for a file over
+yet (``the UnicodeScripts pre-tokenizer is not supported yet``), :class:`FileTooLargeError` for a file over
 :data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides
 where the tokenizer is registered; this module does not touch the registry or the web layer.
 """
@@ -72,11 +73,19 @@ def _build_from_json(data: bytes | str, name: str, engine: str) -> Tokenizer:
         from ..wordpiece.model import WordPieceTokenizer
 
         return WordPieceTokenizer(spec, name=name)
-    if spec.byte_level:
-        from ..bpe.json_model import ByteLevelJSONTokenizer
+    if spec.model_type == "Unigram":
+        from ..sentencepiece.unigram_json import UnigramJSONTokenizer
 
+        return UnigramJSONTokenizer(spec, name=name)
+    if spec.model_type == "WordLevel":
+        from ..wordpiece.wordlevel import WordLevelTokenizer
+
+        return WordLevelTokenizer(spec, name=name)
+    from ..bpe.json_model import ByteLevelJSONTokenizer, runs_byte_level
+
+    if runs_byte_level(spec):
         return ByteLevelJSONTokenizer(spec, name=name)
-    from ..sentencepiece.json_model import SentencePieceJSONTokenizer
+    from ..sentencepiece.json_model import SentencePieceJSONTokenizer  # every other BPE, over its pieces' characters
 
     return SentencePieceJSONTokenizer(spec, name=name)
 

@@ -4,44 +4,53 @@ These files describe a SentencePiece model in Hugging Face's terms: pieces writt
 list, byte fallback to ``<0xNN>`` pieces, and a pipeline around the model. Every step is the one Hugging Face
 ``tokenizers`` takes, so the ids are the library's: added tokens are cut out first (:mod:`..huggingface.added_tokens`;
 Gemma's newline and tab runs among them), each piece between them is normalized (:mod:`..huggingface.normalizers`:
-``Replace(" ", "▁")``, ``Prepend("▁")``) and split by the pre-tokenizer if any, and each word is merged by
+``Replace(" ", "▁")``, ``Prepend("▁")``) and split by the pre-tokenizer if any (``Metaspace`` and ``ByteLevel``
+rewrite what they cut: :mod:`..huggingface.pretokenizer_steps`), and each word is merged by
 :class:`.model.SentencePieceTokenizer` with the file's merges as pair ranks (only listed pairs merge, the lowest rank
-first). A character that is no piece becomes its ``<0xNN>`` byte pieces, or ``<unk>`` (``fuse_unk``: one for a run). No
-beginning-of-text token is added. ``decode`` runs the file's decoder (``Replace``, ``ByteFallback``, ``Fuse``,
-``Strip``), as the library does with ``skip_special_tokens=False``.
+first; with ``ignore_merges`` a word that is a token is taken whole). A character that is no piece becomes its
+``<0xNN>`` byte pieces, or the unknown token (``fuse_unk``: one for a run), or nothing when the model has no unknown
+token. No beginning-of-text token is added. ``decode`` runs the file's decoder (:mod:`..huggingface.decoders`), as
+the library does with ``skip_special_tokens=False``.
 
-It does not run ``Metaspace`` pre-tokenizers or decoders yet (they are refused, named).
+The same engine runs every other BPE tokenizer.json that is not byte-level BPE over all 256 bytes (those are
+:mod:`app.engines.bpe.json_model`'s): files trained by ``tokenizers``' ``BpeTrainer`` with any pre-tokenizer, a
+byte-level vocabulary that lacks some bytes among them (its pieces are then shown as the bytes they stand for).
+It refuses, named, the merges it would run differently: a merge of the unknown token or of a ``<0xNN>`` byte piece
+(the library merges the unknown symbol and byte-fallback pieces; this engine never sees them as symbols).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 from ..huggingface.added_tokens import AddedVocabulary, Piece
 from ..base import check_text
+from ..huggingface.decoders import decoder
 from ..huggingface.normalizers import TextNormalizer
 from ..huggingface.pretokenizers import PreTokenizer
 from ..result import Token, TokenizeResult
-from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError, pipeline_steps
+from ..huggingface.tokenizer_json import (
+    BYTE_OF_CHAR,
+    TokenizerFileError,
+    TokenizerJSON,
+    UnsupportedTokenizerError,
+    byte_level_bytes,
+)
 from .model import ModelLoadError, SentencePieceTokenizer, piece_to_byte
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BYTE, CONTROL, NORMAL, UNKNOWN, NormalizerSpec
 
-_DECODERS = ("Replace", "ByteFallback", "Fuse", "Strip")
+#: Where a pre-token's characters are in the text it was cut from: from an offset on, or one position each.
+Where = int | list[int]
 
 
 class SentencePieceJSONTokenizer(SentencePieceTokenizer):
     """A SentencePiece-style BPE ``tokenizer.json``, id for id with Hugging Face ``tokenizers``."""
 
     def __init__(self, spec: TokenizerJSON, *, name: str = ""):
-        if spec.byte_level:
-            raise UnsupportedTokenizerError("this tokenizer.json is byte-level; run it with the BPE engine")
-        if spec.unk_token is None:
-            raise UnsupportedTokenizerError("SentencePiece-style tokenizer.json files without an unk_token are not supported yet")
-        self.decoders = pipeline_steps(spec.decoder, "decoders")
-        for step in self.decoders:
-            if step.get("type") not in _DECODERS:
-                raise UnsupportedTokenizerError(f"the {step.get('type')} decoder is not supported yet")
+        _check_merges(spec)
+        self._decode = decoder(spec.decoder)
         self.name = name
         n = spec.n_vocab
         pieces: list[str | None] = [None] * n
@@ -50,7 +59,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             pieces[tid] = piece
             if piece == spec.unk_token:
                 types[tid] = UNKNOWN
-            elif piece_to_byte(piece) >= 0:
+            elif piece_to_byte(piece) >= 0 and spec.byte_fallback:
                 types[tid] = BYTE
         for token in spec.added_tokens:
             if pieces[token.id] is None:  # an added token the model itself does not have
@@ -58,6 +67,17 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
                 types[token.id] = CONTROL
         if None in pieces:
             raise TokenizerFileError(f"no token has id {pieces.index(None)}; ids must run from 0 without gaps")
+        #: No unknown token: characters that are no piece give no id (the library drops them). The engine still
+        #: needs one unknown piece, so it gets one past the vocabulary, which no id list holds.
+        self.drops_unknown = spec.unk_token is None
+        if self.drops_unknown:
+            pieces.append("\ufffd<unk>")
+            types.append(UNKNOWN)
+        self.whole_words = spec.ignore_merges
+        #: Pieces written in GPT-2's byte alphabet (a ByteLevel step): shown as the bytes they stand for.
+        self.byte_alphabet = bool(spec.byte_level) and all(
+            set(p) <= BYTE_OF_CHAR.keys() for p, t in zip(pieces, types) if t == NORMAL
+        )
         self.normalizer_spec = NormalizerSpec(add_dummy_prefix=False, remove_extra_whitespaces=False)
         try:
             self._load(
@@ -65,7 +85,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
                 types,
                 merges=spec.merges,
                 byte_fallback=spec.byte_fallback,
-                unk_surface=spec.unk_token,
+                unk_surface=spec.unk_token or "",
                 normalizer=Normalizer(add_dummy_prefix=False, remove_extra_whitespaces=False, escape_whitespaces=False),
                 fuse_unk=spec.fuse_unk,
                 space=SPACE_SYMBOL,
@@ -76,16 +96,27 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         normalizer = TextNormalizer(spec.normalizer)
         self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
         self.pre = PreTokenizer(spec.pre_tokenizer)
+        #: A pre-token's ids: merged, or with ignore_merges taken whole when it is a token.
+        self._word_ids = self._whole_or_merged if self.whole_words else self._encode_normalized
 
     # -- vocabulary ------------------------------------------------------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        return len(self.pieces) - self.drops_unknown
+
     @property
     def special_tokens(self) -> dict[str, int]:
         return dict(self._special)
 
     def token_bytes(self, token_id: int) -> bytes:
-        """What the piece stands for: ``▁`` as a space, a byte piece as its byte, an added token as its text."""
-        if isinstance(token_id, int) and 0 <= token_id < len(self.pieces) and self.types[token_id] in (CONTROL, UNKNOWN):
+        """What the piece stands for: ``▁`` as a space, a byte piece as its byte, an added token as its text (a
+        byte-alphabet piece: the bytes its characters stand for)."""
+        if not isinstance(token_id, int) or not 0 <= token_id < self.n_vocab:
+            raise KeyError(token_id)
+        if self.types[token_id] in (CONTROL, UNKNOWN):
             return self.pieces[token_id].encode("utf-8")
+        if self.byte_alphabet and self.types[token_id] == NORMAL:
+            return byte_level_bytes(self.pieces[token_id])
         return super().token_bytes(token_id)
 
     # -- encoding --------------------------------------------------------------------------------------------------
@@ -98,13 +129,54 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
             ids.extend(self._piece_ids_of(piece))
         return ids
 
+    def pretoken_texts(self, piece: Piece) -> list[tuple[str, Where]]:
+        """The pre-tokens of a plain added-vocabulary piece: their text as the model merges it, and where their
+        characters are in the piece's text."""
+        text = piece.text
+        if not self.pre.transforms:
+            return [(text[a:b], a) for a, b in self.pre(text)]
+        spans = piece.spans
+        origin = (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
+        return self.pre.pieces(text, origin)
+
     def _piece_ids_of(self, piece: Piece) -> list[int]:
         if piece.token is not None:
             return [piece.token.id]
         ids: list[int] = []
-        for a, b in self.pre(piece.text):
-            ids.extend(self._encode_normalized(piece.text[a:b]))
+        word_ids = self._word_ids
+        if self.pre.transforms:
+            for word, _ in self.pretoken_texts(piece):
+                ids.extend(word_ids(word))
+        else:
+            text = piece.text
+            for a, b in self.pre(text):
+                ids.extend(word_ids(text[a:b]))
         return ids
+
+    def _whole(self, word: str) -> int | None:
+        """With ``ignore_merges``: the id of a word that is a vocabulary token, taken whole."""
+        tid = self._lookup.get(word) if self.whole_words else None
+        return None if tid is None or tid == self.unk_id or self.types[tid] == CONTROL else tid
+
+    def _whole_or_merged(self, word: str) -> list[int]:
+        tid = self._whole(word)
+        return [tid] if tid is not None else self._encode_normalized(word)
+
+    def _pieces(self, normalized: str) -> list[str]:
+        return [normalized] if self._whole(normalized) is not None else super()._pieces(normalized)
+
+    def _piece_ids(self, pieces) -> list[int]:
+        ids = super()._piece_ids(pieces)
+        if self.drops_unknown and self.unk_id in ids:
+            unk = self.unk_id
+            return [i for i in ids if i != unk]
+        return ids
+
+    def _place(self, text: str, merged: list[str] | None, offset: int, limit: int | None) -> list[Token]:
+        if not self.drops_unknown:
+            return super()._place(text, merged, offset, limit)
+        placed = [t for t in super()._place(text, merged, 0, None) if t.id != self.unk_id]
+        return placed[offset:] if limit is None else placed[offset : offset + limit]
 
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
         """Tokens placed in the input: a piece covers the input characters it came from; the byte pieces of one
@@ -112,7 +184,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         check_text(text)
         pieces = self.added.split(text, allow_special)
         # each added-vocabulary piece's pre-tokens, merged once: the ids come from them and placing walks them
-        merged = [None if p.token is not None else self._pre_tokens(p.text) for p in pieces]
+        merged = [None if p.token is not None else self._pre_tokens(p) for p in pieces]
         per_piece = [[p.token.id] if m is None else [i for *_, got in m for i in got] for p, m in zip(pieces, merged)]
         ids = [i for group in per_piece for i in group]
 
@@ -131,12 +203,12 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
 
         return TokenizeResult(self.name, text, ids, place=place)
 
-    def _pre_tokens(self, text: str) -> list[tuple[int, int, list[str], list[int]]]:
-        """``text``'s pre-tokens as (start, end, merged pieces, ids)."""
+    def _pre_tokens(self, piece: Piece) -> list[tuple[str, Where, list[str], list[int]]]:
+        """A piece's pre-tokens as (text, where its characters are in the piece's text, merged pieces, ids)."""
         out = []
-        for a, b in self.pre(text):
-            merged = self._pieces(text[a:b])
-            out.append((a, b, merged, self._piece_ids(merged)))
+        for word, where in self.pretoken_texts(piece):
+            merged = self._pieces(word)
+            out.append((word, where, merged, self._piece_ids(merged)))
         return out
 
     def _place_piece(self, piece: Piece, pre, offset: int, limit: int | None) -> list[Token]:
@@ -147,16 +219,18 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         spans = piece.spans  # None: the text is the input's own, character for character
         tokens: list[Token] = []
         seen = 0
-        for a, b, merged, got in pre:
+        for word, where, merged, got in pre:
             if limit is not None and len(tokens) >= limit:
                 break
             if seen + len(got) > offset:
                 want = None if limit is None else limit - len(tokens)
-                for token in self._place(piece.text[a:b], merged, max(0, offset - seen), want):
+                for token in self._place(word, merged, max(0, offset - seen), want):
+                    first, last = token.start, max(token.start, token.end - 1)
+                    first, last = (where + first, where + last) if isinstance(where, int) else (where[first], where[last])
                     if spans is None:
-                        token.start, token.end = piece.start + a + token.start, piece.start + a + token.end
+                        token.start, token.end = piece.start + first, piece.start + last + 1
                     else:
-                        token.start, token.end = spans[a + token.start][0], spans[a + token.end - 1][1]
+                        token.start, token.end = spans[first][0], spans[last][1]
                     tokens.append(token)
             seen += len(got)
         return tokens
@@ -164,64 +238,21 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
     # -- decoding --------------------------------------------------------------------------------------------------
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` as ``tokenizers``' ``decode(ids, skip_special_tokens=False)``."""
-        tokens = [self.pieces[i] for i in self.check_ids(ids)]
-        if not self.decoders:
-            return " ".join(tokens)
-        for step in self.decoders:
-            tokens = _decode_step(step, tokens)
-        return "".join(tokens)
+        return self._decode([self.pieces[i] for i in self.check_ids(ids)])
 
 
-def _decode_step(step: dict, tokens: list[str]) -> list[str]:
-    kind = step["type"]
-    if kind == "Replace":
-        old = (step.get("pattern") or {}).get("String")
-        if old is None:
-            raise UnsupportedTokenizerError("Replace decoders with a regex pattern are not supported yet")
-        return [t.replace(old, step.get("content", "")) for t in tokens]
-    if kind == "Fuse":
-        return ["".join(tokens)]
-    if kind == "Strip":
-        return [_strip(t, step.get("content", " "), step.get("start", 0), step.get("stop", 0)) for t in tokens]
-    return _byte_fallback(tokens)
-
-
-def _strip(token: str, content: str, start: int, stop: int) -> str:
-    """Up to ``start`` leading and ``stop`` trailing ``content`` characters removed (the Strip decoder)."""
-    head = 0
-    while head < min(start, len(token)) and token[head] == content:
-        head += 1
-    tail = len(token)
-    while len(token) - tail < stop and tail > head and token[tail - 1] == content:
-        tail -= 1
-    return token[head:tail]
-
-
-def _fallback_byte(token: str) -> int:
-    """The byte of a ``<0xNN>`` token as the ByteFallback decoder reads it (either case of hex), or -1."""
-    if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
-        try:
-            return int(token[3:5], 16)
-        except ValueError:
-            return -1
-    return -1
-
-
-def _byte_fallback(tokens: list[str]) -> list[str]:
-    """Runs of ``<0xNN>`` tokens become their text, or one U+FFFD per byte when the run is not UTF-8."""
-    out: list[str] = []
-    run = bytearray()
-    for token in [*tokens, None]:
-        b = _fallback_byte(token) if token is not None else -1
-        if b >= 0:
-            run.append(b)
-            continue
-        if run:
-            try:
-                out.append(run.decode("utf-8"))
-            except UnicodeDecodeError:
-                out.extend("\ufffd" * len(run))
-            run.clear()
-        if token is not None:
-            out.append(token)
-    return out
+def _check_merges(spec: TokenizerJSON) -> None:
+    """Refuse merges this engine would not make as the library makes them: the library merges the unknown symbol
+    a character without a piece becomes, and the byte pieces of byte fallback, as symbols of their own."""
+    symbols = {spec.unk_token} if spec.unk_token is not None else set()
+    if spec.byte_fallback:
+        symbols.update(piece for piece in spec.vocab if piece_to_byte(piece) >= 0)
+    merged = symbols.intersection(chain.from_iterable(spec.merges))
+    if merged:
+        side = min(merged)
+        a, b = next(pair for pair in spec.merges if side in pair)
+        what = "the unknown token" if side == spec.unk_token else "the byte piece"
+        raise UnsupportedTokenizerError(
+            f"a merge of {what} {side!r} ({a!r} + {b!r}) is not supported: the library merges it as a symbol where "
+            "a character has no piece, which Tokenplay's engine does not"
+        )

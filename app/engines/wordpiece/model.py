@@ -17,8 +17,8 @@ pattern, and its ids are looked up word by word at C level; ``tokenize`` places 
 asked for (a view of a 1 MB text places one window of them), mapping normalized offsets back through
 :class:`~..huggingface.bert_text.InputOffsets`. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
 (:func:`~..huggingface.tokenizer_json.parse_tokenizer_json`) or from a BERT ``vocab.txt`` (:func:`parse_vocab_txt`, with
-BERT's own pipeline). Decoding follows the ``WordPiece`` decoder (``##`` pieces glued to the one before, the others
-after a space, then the library's clean-up of spaces before punctuation). Nothing here trains a model.
+BERT's own pipeline). Decoding runs the file's decoder (BERT's ``WordPiece``: ``##`` pieces glued to the one before,
+the others after a space, then the library's clean-up of spaces before punctuation). Nothing here trains a model.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from functools import partial
 from itertools import accumulate, chain, islice, repeat
 from operator import add
 
-from ..huggingface.added_tokens import AddedVocabulary, added_token, input_spans
+from ..huggingface.added_tokens import AddedVocabulary, Piece, added_token, input_spans
+from ..huggingface.decoders import decoder
 from ..base import Tokenizer, VocabFacts, check_text
 from ..huggingface.bert_text import InputOffsets, bert_normalizer, bert_words
 from ..huggingface.normalizers import TextNormalizer
@@ -50,8 +51,6 @@ BERT_NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese
 BERT_PRE_TOKENIZER = {"type": "BertPreTokenizer"}
 BERT_DECODER = {"type": "WordPiece", "prefix": "##", "cleanup": True}
 BERT_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-_CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
-            (" do not", " don't"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,10 +258,7 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
     def __init__(self, spec: TokenizerJSON, *, name: str = ""):
         if spec.model_type != "WordPiece":
             raise UnsupportedTokenizerError(f"this is a {spec.model_type} model, not WordPiece")
-        self.decoders = pipeline_steps(spec.decoder, "decoders")
-        for step in self.decoders:
-            if step.get("type") != "WordPiece":
-                raise UnsupportedTokenizerError(f"the {step.get('type')} decoder is not supported with WordPiece yet")
+        self._decode = decoder(spec.decoder)
         self.name = name
         self.vocab = spec.vocab
         self.prefix = spec.continuing_subword_prefix
@@ -353,6 +349,8 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
                 continue
             if self._words:
                 words = self._words.findall(piece.text)
+            elif self.pre.transforms:
+                words = [word for word, _ in self.pre.pieces(piece.text, _origin(piece))]
             else:
                 words = [piece.text[a:b] for a, b in self.pre(piece.text)]
             ids.extend(chain.from_iterable(map(lookup, words)))
@@ -491,27 +489,25 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
                 tokens.append(added_token(piece))
                 continue
             spans = input_spans(piece)
-            for a, b in self.pre(piece.text):
-                for start, end, tid in self.word_pieces(piece.text[a:b]):
-                    first, last = spans[a + start][0], spans[a + end - 1][1]
+            if self.pre.transforms:
+                words = self.pre.pieces(piece.text, _origin(piece))
+            else:
+                words = [(piece.text[a:b], range(a, b)) for a, b in self.pre(piece.text)]
+            for word, pos in words:
+                for start, end, tid in self.word_pieces(word):
+                    first, last = spans[pos[start]][0], spans[pos[end - 1]][1]
                     tokens.append(Token(tid, shown_bytes[tid], first, last, shown_text[tid]))
         return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
 
     # -- decoding --------------------------------------------------------------------------------------------------
     def decode(self, ids: Sequence[int]) -> str:
-        """Text as ``tokenizers``' ``decode(ids, skip_special_tokens=False)``."""
-        tokens = [self.id_to_token(i) for i in self.check_ids(ids)]
-        if not self.decoders:
-            return " ".join(tokens)
-        for step in self.decoders:
-            prefix, cleanup = step.get("prefix", "##"), step.get("cleanup", True)
-            out = []
-            for i, token in enumerate(tokens):
-                if i:
-                    token = token[len(prefix) :] if prefix and token.startswith(prefix) else " " + token
-                if cleanup:
-                    for old, new in _CLEANUP:
-                        token = token.replace(old, new)
-                out.append(token)
-            tokens = out
-        return "".join(tokens)
+        """Text as ``tokenizers``' ``decode(ids, skip_special_tokens=False)``: the file's decoder (BERT's
+        ``WordPiece``: ``##`` pieces glued to the one before, the others after a space, then the library's clean-up
+        of spaces before punctuation; :mod:`..huggingface.decoders`)."""
+        return self._decode([self.id_to_token(i) for i in self.check_ids(ids)])
+
+
+def _origin(piece: Piece):
+    """The input offset each position of a plain piece's text came from."""
+    spans = piece.spans
+    return (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)

@@ -116,18 +116,43 @@ class JSONPlan(_BytePlan):
     def _plain(self, piece, first: int) -> Iterator[Unit]:
         """The pre-tokens of the normalized text between added tokens, placed back in the input."""
         spans, text, at = piece.spans, piece.text, piece.start
+        pre = self.tokenizer.pre
+        if pre.transforms:  # a prefix space: the pre-tokens are not slices of the text
+            origin = (lambda p: spans[p][0]) if spans else (lambda p: at + p)
+            found = (
+                ((spans[pos[0]][0], spans[pos[-1]][1]) if spans else (at + pos[0], at + pos[-1] + 1))
+                + (word, (text, pos[0], pos[-1] + 1, cut))
+                for word, pos, cut in pre.cut_pieces(text, origin)
+            )
+            return self._units(found, first)
         found = (
             ((spans[a][0], spans[b - 1][1]) if spans else (at + a, at + b)) + (text[a:b], (text, a, b))
-            for a, b in self.tokenizer.pre(text)
+            for a, b in pre(text)
         )
         return self._units(found, first)
 
     def rule(self, unit: Unit) -> Rule:
+        if len(unit.context) == 4:
+            return rewritten_rule(self.tokenizer.pre, unit.context[3])
         text, a, b = unit.context
         return pretokenizer_rule(self.tokenizer.pre, text, a, b)
 
     def normalization(self, text: str, allow_special: bool) -> Normalization:
         return tokenizer_json_normalization(self.tokenizer.added, text, allow_special)
+
+
+def rewritten_rule(pre, cut) -> Rule:
+    """The rule of a pipeline that rewrites its pre-tokens (``ByteLevel``'s prefix space): the last step that cut
+    the pre-token out of a larger piece (``cut``: :class:`~app.engines.huggingface.pretokenizers.Cut`), by its named
+    alternative when it has a regex."""
+    if cut is None:
+        return Rule("no step cut it: the whole text between added tokens", None, "tokenizer.json pre-tokenizer")
+    step = pre.stages[cut.stage]
+    source = f"pre-tokenizer step {cut.stage + 1} of {len(pre.stages)} ({step.kind}, {step.behavior})"
+    if step.pattern is not None:
+        found = named(step.pattern.pattern, step.pattern.flags).rule_at(cut.parent, cut.start, cut.end, source)
+        return found or Rule(f"a match of {step.pattern.pattern!r} joined as {step.behavior}", step.pattern.pattern, source)
+    return Rule(f"cut by {step.kind}", None, source)
 
 
 def pretokenizer_rule(pre, text: str, a: int, b: int) -> Rule:
@@ -143,15 +168,16 @@ def pretokenizer_rule(pre, text: str, a: int, b: int) -> Rule:
     parent = (0, len(text))
     for n, step in enumerate(steps, 1):
         source = f"pre-tokenizer step {n} of {len(steps)} ({step.kind}, {step.behavior})"
-        piece = next(p for p in step(view, [parent]) if p[0] <= a and b <= p[1])
-        runs = [r for r in step.find(view, *parent) if piece[0] <= r[0] and r[1] <= piece[1]]
+        seen = text if step.raw else view
+        piece = next(p for p in step(seen, [parent]) if p[0] <= a and b <= p[1])
+        runs = [r for r in step.find(seen, *parent) if piece[0] <= r[0] and r[1] <= piece[1]]
         matches = [r for r in runs if r[2]]
         if piece == parent and (named_yet or not matches):
             continue  # this step did not cut it
         named_yet = True
         if len(runs) == 1 and matches and step.pattern is not None:
             found = named(step.pattern.pattern, step.pattern.flags).rule_at(
-                view[parent[0] : parent[1]], piece[0] - parent[0], piece[1] - parent[0], source
+                seen[parent[0] : parent[1]], piece[0] - parent[0], piece[1] - parent[0], source
             )
             rule = found or Rule(f"a match of {step.pattern.pattern!r}", step.pattern.pattern, source)
         elif matches:

@@ -43,6 +43,7 @@ from app.engines.result import Token, TokenizeResult
 from app.engines.sentencepiece.json_model import SentencePieceJSONTokenizer
 from app.engines.sentencepiece.model import SentencePieceTokenizer
 from app.engines.sentencepiece.unigram import UnigramTokenizer
+from app.engines.sentencepiece.unigram_json import UnigramJSONTokenizer
 from app.engines.wordpiece.model import WordPieceTokenizer
 
 from .byte_level_plans import JSONPlan, RankPlan
@@ -152,9 +153,19 @@ class Explanation:
 
 
 # -- which plan explains a tokenizer ----------------------------------------------------------------------------------
+def _no_unigram_json_plan(tokenizer: UnigramJSONTokenizer) -> Plan:
+    """A Unigram model read from a tokenizer.json runs its own normalizers and pre-tokenizers, which the unigram
+    plan (a SentencePiece .model's whole-text lattice) does not retrace: refused in words, not explained wrong."""
+    raise NotExplainableError(
+        f"{tokenizer.name or 'this tokenizer'} is a Unigram model read from a tokenizer.json: Tokenplay explains the "
+        "lattice of a SentencePiece .model's unigram model, not yet of a tokenizer.json's"
+    )
+
+
 _PLANS: list[tuple[type, PlanFactory]] = [
     (RankTokenizer, RankPlan),
     (ByteLevelJSONTokenizer, JSONPlan),
+    (UnigramJSONTokenizer, _no_unigram_json_plan),  # before its base class
     (UnigramTokenizer, UnigramPlan),  # a unigram model is a SentencePieceTokenizer too
     (SentencePieceJSONTokenizer, SentencePieceJSONPlan),  # before its base class
     (SentencePieceTokenizer, SentencePiecePlan),
@@ -166,9 +177,13 @@ _TWINS: WeakKeyDictionary = WeakKeyDictionary()
 
 def retracing_engine(tokenizer: Tokenizer) -> Tokenizer:
     """The engine that retraces ``tokenizer``'s merges: itself, or for a model served by a reference library our
-    engine on the same data (its registered ``native-*`` twin, else one built from the same file)."""
+    engine on the same data (the twin its owner gave it, ``native_twin``, as uploads do; its registered ``native-*``
+    twin; else one built from the same file)."""
     if not isinstance(tokenizer, (TiktokenTokenizer, HuggingFaceTokenizer)):
         return tokenizer
+    own = getattr(tokenizer, "native_twin", None)  # an uploaded file's twin, built from the very same bytes
+    if own is not None:
+        return own()
     twin = f"native-{tokenizer.name}"
     if twin in registry.names():
         return registry.get(twin)

@@ -300,8 +300,11 @@ def tokenizer_json_steps(spec: dict | None) -> list[str]:
                 parts.append("lower-cased")
             out.append(": ".join([parts[0], ", ".join(parts[1:])]) if len(parts) > 1 else parts[0])
         elif kind == "Replace":
-            pattern = (step.get("pattern") or {}).get("String", "")
-            out.append(f"{pattern!r} replaced by {step.get('content', '')!r}")
+            pattern = step.get("pattern") if isinstance(step.get("pattern"), dict) else {}
+            if "Regex" in pattern:  # an uploaded tokenizer.json may replace what a regex matches
+                out.append(f"matches of the regex {pattern['Regex']!r} replaced by {step.get('content', '')!r}")
+            else:
+                out.append(f"{pattern.get('String', '')!r} replaced by {step.get('content', '')!r}")
         elif kind == "Prepend":
             out.append(f"{step.get('prepend', '')!r} put before the text")
         elif kind == "Lowercase":

@@ -74,6 +74,8 @@ class SentencePiecePlan(Plan):
             is_unk = pid == tok.unk_id
             if is_unk and tok.byte_fallback:
                 got = [tok.piece_to_id(byte_piece(b)) for b in piece.encode("utf-8")]
+            elif is_unk and getattr(tok, "drops_unknown", False):  # no unknown token: the character gives no id
+                got = []
             else:
                 got = [] if is_unk and prev_unk and tok.fuse_unk else [pid]
             out.extend(got)
@@ -152,13 +154,18 @@ class SentencePieceJSONPlan(SentencePiecePlan):
         return tokenizer_json_normalization(self.tokenizer.added, text, allow_special)
 
     def _words(self, piece, first: int) -> Iterator[Unit]:
-        """The stretches of each word of the normalized text between added tokens, placed back in the input."""
-        spans = piece.spans
-        for a, b in self.tokenizer.pre(piece.text):
-            if spans:
-                span_of = lambda i, j, a=a, spans=spans: (spans[a + i][0], spans[a + j - 1][1])  # noqa: E731
+        """The stretches of each word of the normalized text between added tokens, placed back in the input (a word
+        the pre-tokenizer rewrote, ``Metaspace``'s ``▁`` before it, by where each of its characters came from)."""
+        spans, start = piece.spans, piece.start
+        for word, where in self.tokenizer.pretoken_texts(piece):
+            if isinstance(where, int):
+                at = lambda i, where=where: where + i  # noqa: E731
             else:
-                span_of = lambda i, j, a=a, start=piece.start: (start + a + i, start + a + j)  # noqa: E731
-            for unit in self._units(piece.text[a:b], first, span_of):
+                at = where.__getitem__
+            if spans:
+                span_of = lambda i, j, at=at: (spans[at(i)][0], spans[at(j - 1)][1])  # noqa: E731
+            else:
+                span_of = lambda i, j, at=at: (start + at(i), start + at(j - 1) + 1)  # noqa: E731
+            for unit in self._units(word, first, span_of):
                 yield unit
                 first = unit.first + len(unit.ids)

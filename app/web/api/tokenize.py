@@ -92,6 +92,10 @@ class AddedTokenizer(BaseModel):
     label: str
     family: str
     n_vocab: int
+    engines: dict[str, str] = Field(
+        description="each name it is used by -> the engine that runs it: a tokenizer.json is run by huggingface "
+        "(the tokenizers library) under its name and by tokenplay as native-<name>; any other file by tokenplay"
+    )
 
 
 @router.post(
@@ -102,11 +106,14 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     optional ``config`` (a second file: the model's tokenizer_config.json, whose chat template then renders this
     tokenizer's chats in POST /api/chat and on /chat), optional ``name`` (default: from the file name), optional
     ``pattern`` (.tiktoken files: a pattern name such as gpt4, or a regex) and ``special`` (.tiktoken files: special
-    tokens, one per line). Bad files answer 4xx and nothing is kept."""
+    tokens, one per line). A tokenizer.json is run by Hugging Face tokenizers under its name and by Tokenplay's
+    engine as ``native-<name>``; one that uses something Tokenplay's engine cannot run exactly answers 422 naming it.
+    Bad files answer 4xx and nothing is kept."""
     form = await read_upload(request)
     upload = await keep_upload(form, form.fields.get("pattern") or None, tokenizers, uploads)
     response = JSONResponse(
-        {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab},
+        {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab,
+         "engines": upload.engines},
         status_code=201,
     )
     return remember(response, request, upload)
