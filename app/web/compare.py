@@ -48,7 +48,7 @@ from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked,
 from .errors import status_for
 from .languages import language_or_404
 from .pickers import Tokenizers, picker_groups
-from .render import page_or_block
+from .render import is_htmx, page_or_block
 from .tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
@@ -301,6 +301,8 @@ def _starts(form) -> dict[str, int]:
 
 @router.post("/compare/results")
 def compare_results(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    """Fields: the compare form's. Block ``results``; also what a block-only form sent without htmx answers (the
+    whole page for the form's text and tokenizers)."""
     text, t, ref, special = _fields(form)
     context = page_context(
         tokenizers, text, t, allow_special=special, reference=ref, preset_key=None, settings=settings,
@@ -322,6 +324,8 @@ def compare_results(request: Request, settings: SettingsDep, tokenizers: Tokeniz
 def compare_pane(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
     """Fields: the compare form's, ``pane`` (a tokenizer) and ``start`` (the first token of the window to show).
     Block ``pane``: that pane alone, its tokens marked against the reference the table uses."""
+    if not is_htmx(request):
+        return compare_results(request, settings, tokenizers, form)
     text, t, ref, special = _fields(form)
     check_text_size(text, settings)
     name = tokenizers.resolve(str(form.get("pane") or ""))
@@ -342,6 +346,8 @@ def compare_pane(request: Request, settings: SettingsDep, tokenizers: Tokenizers
 @router.post("/compare/explain")
 def compare_explain(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
     """Fields: the compare form's, ``pane`` (the clicked pane's tokenizer) and ``at`` (a character offset)."""
+    if not is_htmx(request):
+        return compare_results(request, settings, tokenizers, form)
     text, t, ref, special = _fields(form)
     check_text_size(text, settings)
     offset = _token_index(form.get("at"))

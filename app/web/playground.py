@@ -189,6 +189,8 @@ async def explain_token(request: Request, settings: SettingsDep, tokenizers: Tok
     close the explanation). Block ``explain``, with ``HX-Replace-Url`` keeping the index in the address."""
     choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
     check_text_size(choice.text, settings)
+    if not is_htmx(request):  # a form sent without htmx: the whole page, its explanation open
+        return await run_cpu(request, _page, request, tokenizers, settings, choice)
 
     def work():
         tok = tokenizers.get(choice.tokenizer)
