@@ -59,6 +59,9 @@ class _PieceCache(dict):
         self.pairs = pairs
         self.whole = whole
 
+    def __reduce__(self):  # stored empty (a tokenizer's table)
+        return _PieceCache, (self.ranks, self.pairs, self.whole)
+
     def __missing__(self, piece: str) -> tuple[int, ...]:
         data = piece.encode("utf-8")
         r = self.ranks.get(data) if self.whole else None

@@ -290,6 +290,9 @@ class Splitter:
             except (ValueError, re.error):
                 pass
 
+    def __reduce__(self):  # its compiled regexes and bound methods are made again (a tokenizer's table)
+        return splitter if self.pattern is not None else Splitter, (self.pattern,)
+
     def __call__(self, text: str) -> list[str]:
         if self._findall is None:
             return [text] if text else []

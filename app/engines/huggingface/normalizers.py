@@ -152,7 +152,11 @@ class TextNormalizer:
     """
 
     def __init__(self, spec: dict | None):
+        self.spec = spec
         self.steps = [_step(obj) for obj in pipeline_steps(spec, "normalizers")]
+
+    def __reduce__(self):  # the steps are closures, made again from the spec (a tokenizer's table)
+        return TextNormalizer, (self.spec,)
 
     @property
     def identity(self) -> bool:

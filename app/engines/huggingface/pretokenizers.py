@@ -144,9 +144,13 @@ class PreTokenizer:
     """
 
     def __init__(self, spec: dict | None):
+        self.spec = spec
         self.steps = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
         #: Whether the pre-tokens always cover the whole text (no ``Removed`` split drops any of it).
         self.keeps_text = all(step.behavior != "Removed" for step in self.steps)
+
+    def __reduce__(self):  # the steps hold closures, made again from the spec (a tokenizer's table)
+        return PreTokenizer, (self.spec,)
 
     def __call__(self, text: str) -> list[Span]:
         if not text:

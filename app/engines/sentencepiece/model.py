@@ -246,6 +246,17 @@ class SentencePieceTokenizer(Tokenizer):
         self._piece_cache: dict[str, tuple[str, ...]] = {}
         self._id_cache: dict[str, tuple[int, ...]] = {}
 
+    def __getstate__(self) -> dict:
+        """What a table stores (app/engines/registry/tables.py): a tokenizer.json's merges as the dict
+        :meth:`ranking` would make of them (a table keeps it as a map read in place), the caches empty."""
+        state = self.__dict__.copy()
+        if isinstance(state.get("_rank"), list):
+            state["_rank"] = {p: i for i, p in enumerate(state["_rank"])}
+        for cache in ("_piece_cache", "_id_cache"):
+            if cache in state:
+                state[cache] = {}
+        return state
+
     # -- construction helpers ------------------------------------------------------------------------------
     @classmethod
     def from_file(cls, path: str | Path, **kwargs) -> SentencePieceTokenizer:
