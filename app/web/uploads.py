@@ -5,7 +5,8 @@ a ``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.mode
 does not build is refused with the loader's message and nothing is stored. A file that builds is kept as an
 :class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory, or Redis; bounded in count and bytes;
 expiring), so every worker process and machine can serve it, and the browser that brought it gets its id in a cookie
-(``tp_tok``). Only that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
+(``tp_tok``). Its tokenizer is built once, in a process of its own, into a table keyed by the file's bytes, which every
+worker maps (:mod:`app.engines.registry.tables`). Only that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
 registry, so nobody else's pickers or API see it.
 """
 
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from app.engines import registry
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
-from app.engines.registry.loaders import detect_format, load_tokenizer
+from app.engines.registry.loaders import detect_format
+from app.engines.registry.tables import load_bytes
 from app.engines.registry import TokenizerSpec
 from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
 
@@ -70,7 +72,8 @@ class Upload:
         )
 
     def build(self) -> Tokenizer:
-        return load_tokenizer(self.data, name=self.name, pattern=self.pattern, special_tokens=self.special_tokens)
+        """Its tokenizer, from the table of its bytes (built once, in a process of its own, for every worker)."""
+        return load_bytes(self.data, name=self.name, pattern=self.pattern, special_tokens=self.special_tokens)
 
     def estimated_bytes(self) -> int:
         return 500 + len(self.data)
@@ -139,6 +142,7 @@ class Uploads:
         self.store = store
         self._built: OrderedDict[str, Tokenizer] = OrderedDict()
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}  # one per upload being built: many requests, one build
 
     @classmethod
     def from_settings(cls, settings) -> Uploads:
@@ -180,7 +184,7 @@ class Uploads:
         if name in taken or _is_registered(name):
             raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
         kind = detect_format(data)
-        tok = load_tokenizer(data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename)
+        tok = load_bytes(data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename)
         upload = Upload(
             id=secrets.token_hex(6),
             name=name,
@@ -200,13 +204,21 @@ class Uploads:
         return [u for u in map(self.store.get, cookie_ids(cookie)) if u is not None]
 
     def tokenizer(self, upload: Upload) -> Tokenizer:
-        """The tokenizer of ``upload``, built once per process (a few are kept)."""
+        """The tokenizer of ``upload``, loaded once per process however many requests ask at once (a few are kept)."""
         with self._lock:
             tok = self._built.get(upload.id)
             if tok is not None:
                 self._built.move_to_end(upload.id)
                 return tok
-        return self._keep(upload.id, upload.build())
+            loading = self._loading.setdefault(upload.id, threading.Lock())
+        with loading:
+            with self._lock:
+                tok = self._built.get(upload.id)
+            if tok is None:
+                tok = self._keep(upload.id, upload.build())
+        with self._lock:
+            self._loading.pop(upload.id, None)
+        return tok
 
     def _keep(self, upload_id: str, tok: Tokenizer) -> Tokenizer:
         with self._lock:

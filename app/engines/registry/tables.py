@@ -37,6 +37,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import mmap
 import os
 import pickle
@@ -77,6 +78,9 @@ if FrozenMap is not None:
     Sequence.register(FrozenList)
 
 _BUILDER_ENV = "TOKENPLAY_TABLES_BUILDER"
+#: Tables this process had built (a child process each): the tests count them.
+BUILDS = 0
+logger = logging.getLogger(__name__)
 
 
 class TableError(TokenplayError):
@@ -392,18 +396,28 @@ def _error_class(module: str, name: str) -> type[Exception]:
     return TokenplayError
 
 
-def _load(path: Path, check_key: Callable[[dict], bool], build: Callable[[], None]) -> Tokenizer:
-    """The table at ``path``; built first (once, under its lock) when it is missing or refused."""
+def _load(path: Path, check_key: Callable[[dict], bool], build: Callable[[], None],
+          here: Callable[[], Tokenizer]) -> Tokenizer:
+    """The table at ``path``; built first (once, under its lock) when it is missing or refused. A table that is still
+    refused once built (the engines' code changed while this process runs) gives way to ``here``: the tokenizer built
+    in this process, as without tables."""
     try:
         return open_table(path, check_key)
     except _Refused:
         pass
+    global BUILDS
     with _Lock(path):
         try:
             tok = open_table(path, check_key)  # built by another process while this one waited
         except _Refused:
+            BUILDS += 1
             build()
-            tok = open_table(path, check_key)
+            try:
+                tok = open_table(path, check_key)
+            except _Refused as exc:
+                logger.warning("the table %s was built but cannot be used (%s); building the tokenizer here",
+                               path.name, exc)
+                return here()
     _prune(path)
     return tok
 
@@ -457,10 +471,12 @@ def load_registered(name: str, factory: Callable[[], Tokenizer]) -> Tokenizer:
     here instead when tables are off."""
     if not enabled():
         return factory()
-    return _load(registered_path(name), _sources_match(name), lambda: _build_in_child(["--tokenizer", name]))
+    path = registered_path(name)
+    return _load(path, _sources_match(name), lambda: _build_in_child(["--tokenizer", name, "--out", str(path)]),
+                 factory)
 
 
-def build_registered(name: str) -> dict:
+def build_registered(name: str, out: str) -> dict:
     """Build the table of the registered tokenizer ``name`` in this process (the builder child's work)."""
     from .. import datafiles
     from . import get
@@ -472,8 +488,7 @@ def build_registered(name: str) -> dict:
     finally:
         datafiles.reads = None
     key = {"tokenizer": name, "sources": {rel: expected_sha256(rel) for rel in read}}
-    path = registered_path(name)
-    return {"path": str(path), "bytes": write_table(path, tok, key)}
+    return {"path": out, "bytes": write_table(Path(out), tok, key)}
 
 
 # -- tokenizer files: uploads and files named on the command line ---------------------------------------------------
@@ -506,7 +521,11 @@ def load_bytes(
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
     path = tables_dir() / f"bytes-{digest[:32]}.table"
     args = ["--options", json.dumps(options | {"filename": filename}), "--out", str(path)]
-    tok = _load(path, lambda k: k == key, lambda: _build_in_child(args, data))
+
+    def here() -> Tokenizer:
+        return load_tokenizer(data, pattern=pattern, special_tokens=special_tokens, engine=engine, filename=filename)
+
+    tok = _load(path, lambda k: k == key, lambda: _build_in_child(args, data), here)
     try:
         os.utime(path)  # in use: not pruned
     except OSError:
@@ -578,7 +597,7 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         if args.tokenizer:
-            done = build_registered(args.tokenizer)
+            done = build_registered(args.tokenizer, args.out)
         else:
             done = build_bytes(sys.stdin.buffer.read(), json.loads(args.options), args.out)
     except TokenplayError as exc:
