@@ -494,8 +494,19 @@ def build_registered(name: str, out: str) -> dict:
 # -- tokenizer files: uploads and files named on the command line ---------------------------------------------------
 
 
+def file_options(pattern: str | None, special_tokens, engine: str) -> dict:
+    """What a tokenizer file is built with, besides its bytes (part of its table's key)."""
+    specials = dict(special_tokens) if isinstance(special_tokens, Mapping) else list(special_tokens)
+    return {"pattern": pattern, "special_tokens": specials, "engine": engine}
+
+
 def bytes_key(data: bytes, options: dict) -> dict:
     return {"data": hashlib.sha256(data).hexdigest(), **options}
+
+
+def bytes_path(key: dict) -> Path:
+    """The table file of a tokenizer file's key (the sha256 of its bytes and options)."""
+    return tables_dir() / f"bytes-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.table"
 
 
 def load_bytes(
@@ -515,11 +526,9 @@ def load_bytes(
         return load_tokenizer(data, name=name, pattern=pattern, special_tokens=special_tokens, engine=engine,
                               filename=filename)
     precheck(data, pattern, filename)  # the errors that need no build, answered without a child process
-    specials = dict(special_tokens) if isinstance(special_tokens, Mapping) else list(special_tokens)
-    options = {"pattern": pattern, "special_tokens": specials, "engine": engine}
+    options = file_options(pattern, special_tokens, engine)
     key = bytes_key(data, options)
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
-    path = tables_dir() / f"bytes-{digest[:32]}.table"
+    path = bytes_path(key)
     args = ["--options", json.dumps(options | {"filename": filename}), "--out", str(path)]
 
     def here() -> Tokenizer:
