@@ -1,7 +1,9 @@
 """Build configuration beyond pyproject.toml: the optional C extensions, the compiled twins of hot loops.
 
 Every ``_*.c`` under app/engines/ is one extension, named after its path and built beside the Python loops it is
-the twin of (app.engines.compiled.TWINS): ``_merge.c``, the merge loop (app/engines/merging.py);
+the twin of (app.engines.compiled.TWINS): ``_merge.c``, the merge loop (app/engines/merging.py); ``bpe/_pieces.c``,
+the byte-level split and loop over pre-tokens (bpe/patterns.py, encoder.py); ``sentencepiece/_chunks.c``, the
+SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_lattice.c``, the unigram Viterbi pass and normalizer (sentencepiece/unigram.py, normalizer.py);
 ``sentencepiece/_unigram_train.c``, the unigram trainer's E-step and pruning losses (sentencepiece/unigram_trainer.py);
 ``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py). They share

@@ -17,6 +17,11 @@ Prints a markdown table: task | ours (s) | peer (s) | ratio | target | peak MB (
 - Encoding every real-text corpus with cl100k_base ranks: our encoder, a fresh tokenizer each run (empty caches),
   against tiktoken's ``encode_ordinary`` (single thread), ratio = ours / peer, ids checked equal. Targets from
   issue 16: <= 1.5x on en, es and c, <= 2.5x on ja and zh.
+- Encoding the held-out mix of issue 23 the same way, with each OpenAI encoding's ranks and pattern (gpt2,
+  p50k_base, cl100k_base, o200k_base; p50k_edit and o200k_harmony encode text as these do):
+  ``realtext.mixed_en_c_ja``, 2-4 KB stretches of whole paragraphs taken in turn from en.txt, c.txt and ja.txt
+  (1 MB; 250 KB with ``--quick``). Target <= 1.5x (issue 23: for cl100k_base, the encoding of the rows above, and
+  the others alike).
 
 Every task runs in its own subprocess so peak memory (max RSS of that process, corpus included) is its own.
 Without the corpora nothing is measured, and the output says so. Times are CPU seconds (the machine may be shared; every timed engine
@@ -120,12 +125,13 @@ def work_train_reference(name: str, size: int, vocab: int) -> dict:
     return {"seconds": estimate, "peak_mb": _peak_mb(), "step_seconds": samples}
 
 
-def work_encode(name: str, size: int, engine: str, repeat: int) -> dict:
+def work_encode(name: str, size: int, engine: str, repeat: int, encoding: str = "cl100k_base") -> dict:
     from app.engines.bpe.model import NativeOpenAITokenizer
     from app.engines.openai.encodings import TiktokenTokenizer
+    from helpers import realtext
 
-    text = _real_text(name, size)
-    ref = TiktokenTokenizer("cl100k_base").encoding
+    text = realtext.mixed_en_c_ja(size) if name == "mixed" else _real_text(name, size)
+    ref = TiktokenTokenizer(encoding).encoding
     want = ref.encode_ordinary(text)
     best = float("inf")
     for _ in range(repeat):
@@ -134,7 +140,7 @@ def work_encode(name: str, size: int, engine: str, repeat: int) -> dict:
             ids = ref.encode_ordinary(text)
             best = min(best, clock() - t0)
         else:
-            tok = NativeOpenAITokenizer("cl100k_base")  # fresh: its pre-token cache starts empty (ranks are shared)
+            tok = NativeOpenAITokenizer(encoding)  # fresh: its pre-token cache starts empty (ranks are shared)
             t0 = clock()
             ids = tok.encode(text)  # special-token text stays text, as in encode_ordinary
             best = min(best, clock() - t0)
@@ -162,6 +168,10 @@ def run_worker(name: str, *args) -> dict:
 
 #: Target ratios (ours / tiktoken) for encoding each corpus with a fresh tokenizer, from issue 16.
 ENCODE_TARGETS = {"en": 1.5, "es": 1.5, "c": 1.5, "ja": 2.5, "zh": 2.5}
+
+#: The encodings of the held-out mix's rows (issue 23), and their target ratio (ours / tiktoken).
+HELD_OUT_ENCODINGS = ("gpt2", "p50k_base", "cl100k_base", "o200k_base")
+HELD_OUT_TARGET = 1.5
 
 #: Target ratios (ours / peer) per pattern and corpus, from issue 16.
 TRAIN_TARGETS = {
@@ -236,11 +246,37 @@ def encoding_rows(size: int, repeat: int) -> list[tuple]:
     return rows
 
 
+def held_out_rows(size: int, repeat: int) -> list[tuple]:
+    """Encoding the held-out mix of en/c/ja (realtext.mixed_en_c_ja) with each OpenAI encoding, against tiktoken."""
+    from helpers import realtext
+
+    if not realtext.available():
+        print(f"Real-text corpora not found in {realtext.CORPORA_DIR} (set TOKENPLAY_CORPORA): held-out rows skipped.\n")
+        return []
+    rows = []
+    for encoding in HELD_OUT_ENCODINGS:
+        ours = run_worker("encode", "mixed", size, "ours", max(repeat, ENCODE_REPEAT), encoding)
+        tt = run_worker("encode", "mixed", size, "tiktoken", max(repeat, ENCODE_REPEAT), encoding)
+        ratio = ours["seconds"] / tt["seconds"]
+        rows.append(
+            (
+                f"encode en/c/ja mix {ours['mb']:.2f} MB (2-4 KB stretches of en.txt, c.txt, ja.txt in turn), "
+                f"{encoding} ranks, fresh tokenizer vs tiktoken (ids equal)",
+                ours["seconds"],
+                tt["seconds"],
+                f"{ratio:.2f}x",
+                f"<= {HELD_OUT_TARGET}x ({'met' if ratio <= HELD_OUT_TARGET else 'missed'})",
+                f"{ours['peak_mb']:.0f} / {tt['peak_mb']:.0f}",
+            )
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="250 kB corpora, vocab 1024, one repeat")
     parser.add_argument("--repeat", type=int, default=None)
-    parser.add_argument("--only", choices=("train", "encode"), default=None, help="run only these rows")
+    parser.add_argument("--only", choices=("train", "encode", "held-out"), default=None, help="run only these rows")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("args", nargs="?", help=argparse.SUPPRESS)
     opts = parser.parse_args()
@@ -249,9 +285,11 @@ def main() -> None:
         return
     size, vocab = (250_000, 1024) if opts.quick else (1_000_000, 4096)
     repeat = opts.repeat or (1 if opts.quick else 3)
-    rows = training_rows(size, vocab, repeat) if opts.only != "encode" else []
-    if opts.only != "train":
+    rows = training_rows(size, vocab, repeat) if opts.only in (None, "train") else []
+    if opts.only in (None, "encode"):
         rows += encoding_rows(size, repeat)
+    if opts.only in (None, "encode", "held-out"):
+        rows += held_out_rows(size, repeat)
     print("| task | ours (s) | peer (s) | ratio | target | peak MB (ours / peer) |")
     print("|---|---:|---:|---:|---|---:|")
     for task, a, b, ratio, target, mem in rows:

@@ -633,7 +633,7 @@
     const fields = details.querySelector("[data-add-fields]");
     const part = {}; // the form's parts by their data-add name: file, name, pattern, regex, special, error...
     for (const node of fields.querySelectorAll("[data-add]")) part[node.dataset.add] = node;
-    const { file, name, pattern, regex, special, tiktoken, error, status, submit, cancel } = part;
+    const { file, config, name, pattern, regex, special, tiktoken, error, status, submit, cancel } = part;
     quiet(details);
     // This script posts the fields itself; unnamed, they stay out of the page's htmx requests too (hx-include of
     // a container, as compare's presets do, takes every named field inside it, whichever form it belongs to).
@@ -658,6 +658,7 @@
       }
       const body = new FormData();
       body.append("file", chosen, chosen.name);
+      if (config.files[0]) body.append("config", config.files[0], config.files[0].name);
       if (name.value.trim()) body.append("name", name.value.trim());
       if (!tiktoken.disabled) {
         const custom = pattern.value === "custom";
@@ -688,7 +689,7 @@
         showError(typeof answer.detail === "string" ? answer.detail : "The server answered " + response.status + ".");
         return;
       }
-      for (const field of [file, name, regex, special]) field.value = "";
+      for (const field of [file, config, name, regex, special]) field.value = "";
       tiktoken.disabled = false;
       details.open = false;
       added({

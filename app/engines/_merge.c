@@ -1,11 +1,13 @@
 /* The compiled twin of app/engines/merging.py's merge loop, for the one case every encoder runs: the symbols of
  * a text (its bytes, or its characters) joined by concatenation, lowest rank first, leftmost on ties.
  *
- *   merge(text, table, ids=None, pair_keys=False) -> list
+ *   merge(text, table, ids=None, pair_keys=False, memo=None) -> list
  *     text       bytes (symbols are its bytes) or str (symbols are its characters)
- *     table      dict: joined part -> rank, or, with pair_keys, (left part, right part) -> rank; a missing key
+ *     table      dict (or FrozenMap): joined part -> rank, or, with pair_keys, (left part, right part) -> rank; a missing key
  *                never merges; ranks are ints or floats (SentencePiece passes minus the piece's score)
- *     ids        a dict: answer ids[part] for each part (None where the part is missing) instead of the parts
+ *     ids        a dict (or FrozenMap): answer ids[part] for each part (None where the part is missing) instead of
+ *                the parts
+ *     memo       a PairMemo (see below): with a dict table that is also ids, its answers kept from one merge to the next
  *
  *   PairTable(table, ids, pair_keys=False, adjacent=()) -> a str table compiled once per model:
  *     .merge(text) is merge(text, table, pair_keys=pair_keys) (the parts), .cut(text) splits text between any
@@ -31,6 +33,7 @@
 #include <string.h>
 
 #define SCAN_MAX 128 /* inputs up to this many symbols are scanned; longer ones use the heap */
+#define MEMO_MOST (1 << 16) /* answers a PairMemo keeps (16 bytes each, at most half full: 2 MB); then it starts afresh */
 
 /* -- open addressing on 64-bit keys ---------------------------------------------------------------------------- */
 
@@ -916,7 +919,8 @@ typedef struct {
     int pair_keys;
     const char *bytes;     /* the buffer when text is bytes, else NULL */
     const Table *pairs;    /* a PairTable's: ranks come from here, by the parts' ids */
-    int32_t *sym;          /* with pairs: the id of the part starting at i, -1 for none */
+    Table *memo;           /* a PairMemo's: the answers of table found before, by the parts' ids */
+    int32_t *sym;          /* with pairs or memo: the id of the part starting at i, -1 for none */
     /* A FrozenMap as the table or the ids: the text's slices are looked up in it by their bytes (a str text's UTF-8,
      * utf8 + at[i] being where character i starts), so no object is built for them. A map whose keys are not of
      * the text's kind (or not pairs when pair_keys is, or the other way) holds none of them, as a dict would. */
@@ -943,9 +947,11 @@ static const Slot *pair_slot(const Merge *m, Py_ssize_t a, Py_ssize_t mid) {
     return left < 0 || right < 0 ? NULL : table_find(m->pairs, pair_key(left, right));
 }
 
-/* The parts starting at a and mid were joined: the new part's id (with a PairTable; the pair is in it). */
-static void joined(const Merge *m, Py_ssize_t a, Py_ssize_t mid) {
+/* The parts starting at a and mid were joined, by a pair of this rank: the new part's id (with a PairTable, the
+ * pair is in it; with a memo, the rank is the id). */
+static void joined(const Merge *m, Py_ssize_t a, Py_ssize_t mid, double rank) {
     if (m->pairs) m->sym[a] = pair_slot(m, a, mid)->id;
+    else if (m->memo) m->sym[a] = (int32_t)rank;
 }
 
 /* text[a:b] as a new object of text's type. */
@@ -960,6 +966,14 @@ static int rank_of(const Merge *m, Py_ssize_t a, Py_ssize_t mid, Py_ssize_t b, d
         const Slot *s = pair_slot(m, a, mid);
         if (s) *rank = s->rank;
         return s != NULL;
+    }
+    if (m->memo) { /* answered before? */
+        const Slot *s = table_find(m->memo, pair_key(m->sym[a], m->sym[mid]));
+        if (s) {
+            if (s->id < 0) return 0;
+            *rank = s->id;
+            return 1;
+        }
     }
     if (m->ftable) {
         const MapEntry *e = m->ftable_ok ? frozen_slice(m, m->ftable, a, mid, b) : NULL;
@@ -979,13 +993,25 @@ static int rank_of(const Merge *m, Py_ssize_t a, Py_ssize_t mid, Py_ssize_t b, d
     if (!key) return -1;
     PyObject *value = PyDict_GetItemWithError(m->table, key); /* borrowed */
     Py_DECREF(key);
-    if (!value) return PyErr_Occurred() ? -1 : 0;
-    *rank = PyFloat_AsDouble(value); /* ints too */
-    return (*rank == -1.0 && PyErr_Occurred()) ? -1 : 1;
+    if (!value && PyErr_Occurred()) return -1;
+    if (value) {
+        *rank = PyFloat_AsDouble(value); /* ints too */
+        if (*rank == -1.0 && PyErr_Occurred()) return -1;
+    }
+    if (m->memo) { /* the answer, for every later merge with this memo: the joined part's id, or -1 for none */
+        if (value && !(*rank >= 0 && *rank < INT32_MAX && *rank == (int32_t)*rank))
+            return raise_error(PyExc_ValueError, "merge(): with a memo, ranks must be ints from 0 to 2**31 - 2");
+        if (m->memo->used >= MEMO_MOST) return value != NULL; /* full: kept until the next merge starts afresh */
+        Slot *s = table_put(m->memo, pair_key(m->sym[a], m->sym[mid]));
+        if (!s) return -1;
+        s->id = value ? (int32_t)*rank : -1;
+    }
+    return value != NULL;
 }
 
 /* The part text[a:b], or its id when an ids dict was given (None when it has none); a new reference. */
 static PyObject *result_of(const Merge *m, Py_ssize_t a, Py_ssize_t b) {
+    if (m->memo) return PyLong_FromLong(m->sym[a]); /* ids is table: a part's id is its rank */
     if (m->fids) {
         const MapEntry *e = m->fids_ok ? frozen_slice(m, m->fids, a, b, b) : NULL;
         if (e) return map_value(m->fids, e);
@@ -1035,7 +1061,7 @@ static PyObject *merge_scan(const Merge *m, Py_ssize_t n) {
         for (Py_ssize_t k = 1; k + 1 < count; k++)
             if (rank[k] < rank[best]) best = k; /* strictly lower: the leftmost wins ties */
         if (rank[best] == INFINITY) break;
-        joined(m, pos[best], pos[best + 1]);
+        joined(m, pos[best], pos[best + 1], rank[best]);
         /* join parts best and best + 1: the boundary pos[best + 1] and the pair rank[best] go */
         memmove(&pos[best + 1], &pos[best + 2], (count - best - 1) * sizeof(Py_ssize_t));
         memmove(&rank[best], &rank[best + 1], (count - best - 2) * sizeof(double));
@@ -1126,7 +1152,7 @@ static PyObject *merge_heap(const Merge *m, Py_ssize_t n) {
     while (heap.len) {
         Candidate c = heap_pop(&heap);
         if (next[c.left] != c.mid || next[c.mid] != c.end) continue;
-        joined(m, c.left, c.mid);
+        joined(m, c.left, c.mid, c.rank);
         next[c.mid] = -1;
         next[c.left] = c.end;
         if (prev[c.left] >= 0 && push_candidate(m, &heap, prev[c.left], c.left, c.end) < 0) goto done;
@@ -1178,11 +1204,14 @@ static int text_utf8(Merge *m, Py_ssize_t n, PyObject **owner) {
     return 0;
 }
 
+static PyTypeObject PairMemoType;
+static int memo_start(PyObject *memo, Merge *m, Py_ssize_t n);
+
 static PyObject *merge(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"text", "table", "ids", "pair_keys", NULL};
+    static char *names[] = {"text", "table", "ids", "pair_keys", "memo", NULL};
     Merge m = {0};
-    PyObject *ids = Py_None, *table, *owner = NULL, *out = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|Op", names, &m.text, &table, &ids, &m.pair_keys))
+    PyObject *ids = Py_None, *memo = Py_None, *table, *owner = NULL, *out = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OpO", names, &m.text, &table, &ids, &m.pair_keys, &memo))
         return NULL;
     if (PyDict_Check(table)) m.table = table;
     else if (Py_IS_TYPE(table, &FrozenMapType) && frozen_map_ready((FrozenMap *)table)) m.ftable = (FrozenMap *)table;
@@ -1208,12 +1237,107 @@ static PyObject *merge(PyObject *self, PyObject *args, PyObject *kwargs) {
     m.ftable_ok = m.ftable && frozen_fits(m.ftable, is_str, m.pair_keys);
     m.fids_ok = m.fids && frozen_fits(m.fids, is_str, 0);
     if (is_str && (m.ftable || m.fids) && text_utf8(&m, n, &owner) < 0) goto done;
+    if (memo != Py_None && memo_start(memo, &m, n) < 0) goto done;
     out = n <= SCAN_MAX ? merge_scan(&m, n) : merge_heap(&m, n);
 done:
+    PyMem_Free(m.sym);
     PyMem_Free(m.at);
     Py_XDECREF(owner);
     return out;
 }
+
+/* -- PairMemo: the answers of a byte-level merge's rank table, kept from one merge to the next --------------------- */
+
+/* With tiktoken's rule (the table maps joined bytes to their rank, which is also their id: ids is table), every
+ * part is a token, known by its id; the answer for joining two parts is the same every time. A memo keeps each
+ * answer found by the ids of the two parts, in an int hash table: a text of many distinct pre-tokens asks the dict
+ * (a bytes object built, hashed, and looked up among 100,000 or more) for each pair only once. */
+
+
+typedef struct {
+    PyObject_HEAD
+    Table answers;         /* (left id, right id) -> the joined part's id, or -1 when the pair does not merge */
+    int32_t byte_id[256];  /* the id of each single byte, -1 when it has none, -2 before it is looked up */
+    PyObject *table;       /* the table the answers are of (held, so that no other can take its place) */
+} PairMemo;
+
+/* Forget every answer (and the table they were of). */
+static int memo_reset(PairMemo *memo) {
+    PyMem_Free(memo->answers.slots);
+    memo->answers.slots = NULL;
+    for (int b = 0; b < 256; b++) memo->byte_id[b] = -2;
+    Py_CLEAR(memo->table);
+    return table_alloc(&memo->answers, 12);
+}
+
+/* Set m up to use memo (or to go without it, for a byte with no id): m->sym gets each byte's id. */
+static int memo_start(PyObject *memo_object, Merge *m, Py_ssize_t n) {
+    if (!PyObject_TypeCheck(memo_object, &PairMemoType))
+        return raise_error(PyExc_TypeError, "merge(): memo must be a PairMemo or None");
+    PairMemo *memo = (PairMemo *)memo_object;
+    if (m->ftable || m->fids) return 0; /* a FrozenMap: read in place, building no object; it goes without the memo */
+    if (!m->bytes || m->pair_keys || m->ids != m->table)
+        return raise_error(PyExc_ValueError, "merge(): a memo needs bytes text, ids being table, no pair_keys");
+    if (memo->table != m->table || memo->answers.used >= MEMO_MOST) { /* another table, or full: start afresh */
+        if (memo_reset(memo) < 0) return -1;
+        memo->table = Py_NewRef(m->table);
+    }
+    m->sym = PyMem_Malloc(n * sizeof(int32_t));
+    if (!m->sym) return no_memory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)m->bytes[i];
+        if (memo->byte_id[b] == -2) {
+            PyObject *one = PyBytes_FromStringAndSize(m->bytes + i, 1);
+            PyObject *id = one ? PyDict_GetItemWithError(m->table, one) : NULL;
+            Py_XDECREF(one);
+            if (!id && PyErr_Occurred()) return -1;
+            long v = id ? PyLong_AsLong(id) : -1;
+            if (v == -1 && PyErr_Occurred()) return -1;
+            if (id && !(v >= 0 && v < INT32_MAX))
+                return raise_error(PyExc_ValueError, "merge(): with a memo, ranks must be ints from 0 to 2**31 - 2");
+            memo->byte_id[b] = (int32_t)v;
+        }
+        if (memo->byte_id[b] < 0) return 0; /* a byte with no id: this merge goes without the memo */
+        m->sym[i] = memo->byte_id[b];
+    }
+    m->memo = &memo->answers;
+    return 0;
+}
+
+static int pair_memo_init(PairMemo *memo, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs)))
+        return raise_error(PyExc_TypeError, "PairMemo() takes no arguments");
+    return memo_reset(memo);
+}
+
+static void pair_memo_dealloc(PairMemo *memo) {
+    PyMem_Free(memo->answers.slots);
+    Py_XDECREF(memo->table);
+    Py_TYPE(memo)->tp_free((PyObject *)memo);
+}
+
+static PyObject *pair_memo_len(PairMemo *memo, void *closure) { return PyLong_FromSsize_t(memo->answers.used); }
+
+static PyObject *pair_memo_nbytes(PairMemo *memo, void *closure) {
+    return PyLong_FromSsize_t(table_bytes(&memo->answers));
+}
+
+static PyGetSetDef pair_memo_getset[] = {
+    {"answers", (getter)pair_memo_len, NULL, "how many answers it keeps", NULL},
+    {"nbytes", (getter)pair_memo_nbytes, NULL, "the memory of its hash table", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject PairMemoType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines._merge.PairMemo",
+    .tp_basicsize = sizeof(PairMemo),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "PairMemo(): the answers of a byte-level rank table, kept by merge(..., memo=) from one merge to the next.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)pair_memo_init,
+    .tp_dealloc = (destructor)pair_memo_dealloc,
+    .tp_getset = pair_memo_getset,
+};
 
 /* -- PairTable: a str table compiled once ------------------------------------------------------------------------ */
 
@@ -1580,7 +1704,8 @@ static PyTypeObject PairTableType = {
 
 static PyMethodDef methods[] = {
     {"merge", (PyCFunction)(void (*)(void))merge, METH_VARARGS | METH_KEYWORDS,
-     "merge(text, table, ids=None, pair_keys=False) -> the parts of text (or their ids) after merging by rank."},
+     "merge(text, table, ids=None, pair_keys=False, memo=None) -> the parts of text (or their ids) after merging by "
+     "rank."},
     {"pair_table_from_slots", pair_table_from_slots, METH_VARARGS,
      "pair_table_from_slots(pairs, chars, adjacent) -> a PairTable read in place from the buffers __reduce__ gave."},
     {NULL, NULL, 0, NULL},
@@ -1589,9 +1714,10 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge", "The compiled twin of merging.merge.", -1, methods};
 
 PyMODINIT_FUNC PyInit__merge(void) {
-    PyTypeObject *types[] = {&PairTableType, &FrozenMapType, &FrozenListType, &FrozenIdMapType, &FrozenIterType};
-    const char *type_names[] = {"PairTable", "FrozenMap", "FrozenList", "FrozenIdMap", NULL};
-    for (int i = 0; i < 5; i++)
+    PyTypeObject *types[] = {&PairTableType, &PairMemoType, &FrozenMapType, &FrozenListType, &FrozenIdMapType,
+                             &FrozenIterType};
+    const char *type_names[] = {"PairTable", "PairMemo", "FrozenMap", "FrozenList", "FrozenIdMap", NULL};
+    for (int i = 0; i < 6; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *mod = PyModule_Create(&module);
     for (int i = 0; mod && type_names[i]; i++)

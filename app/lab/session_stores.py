@@ -11,7 +11,7 @@ How followers' streams learn of a new event (:mod:`.session_hub`): the directory
 appends to a list and publishes the event on ``<prefix>events:<code>`` in one transaction, so the order on the
 channel is the order of the log.
 
-Neither store decides anything: limits, expiry and who may act are :class:`~app.lab.sessions.Classroom`'s.
+Neither store decides anything: limits, expiry and who may act are :class:`~app.lab.classroom.Classroom`'s.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 With JavaScript, ``static/picker.js`` posts the form's file and fields to ``POST /api/tokenizers`` (the JSON API,
 :mod:`app.web.api.tokenize`) and selects the new tokenizer in its picker. Without JavaScript the form posts here:
 
-- ``POST /tokenizers`` (multipart: ``file``; optional ``name``; for a ``.tiktoken`` file ``pattern``, a pattern
+- ``POST /tokenizers`` (multipart: ``file``; optional ``config``, the model's ``tokenizer_config.json`` with its
+  chat template; optional ``name``; for a ``.tiktoken`` file ``pattern``, a pattern
   name or ``custom`` with the regex in ``regex``, and ``special``, one a line; ``back``: ``playground``,
   ``compare``, ``chat`` or ``languages``) keeps the file exactly as the API does and redirects (303) to that page with the new
   tokenizer chosen. A refused file answers the form again, with the message, the fields as typed and the error's
@@ -27,11 +28,11 @@ from app.lab.tokenizers import cookie_with
 
 from .compare import default_selection
 from .deps import TokenizersDep, UploadsDep
-from .errors import status_for
+from .errors import TooLargeError, status_for
 from .languages import default_selection as languages_selection
 from .pickers import Tokenizers
 from .render import page_or_block
-from .uploads import COOKIE, Upload, UploadError, Uploads
+from .uploads import COOKIE, MAX_CONFIG_BYTES, Upload, UploadError, Uploads
 
 router = APIRouter(include_in_schema=False)
 
@@ -45,6 +46,7 @@ class UploadForm:
     data: bytes
     filename: str
     fields: dict[str, str] = field(default_factory=dict)
+    config: bytes | None = None  # the tokenizer_config.json sent with the file, if any
 
     @property
     def name(self) -> str | None:
@@ -56,14 +58,26 @@ class UploadForm:
 
 
 async def read_upload(request: Request) -> UploadForm:
-    """The multipart form of an upload (one file, a few small fields); no file raises :class:`UploadError`."""
-    form = await request.form(max_files=1, max_fields=10, max_part_size=1 << 20)
+    """The multipart form of an upload (the tokenizer file, perhaps its tokenizer_config.json, a few small fields);
+    no tokenizer file raises :class:`UploadError`, a config over :data:`MAX_CONFIG_BYTES` a ``TooLargeError``."""
+    form = await request.form(max_files=2, max_fields=10, max_part_size=1 << 20)
     try:
         file = form.get("file")
         if file is None or isinstance(file, str):
             raise UploadError('send the tokenizer file as the multipart field "file"')
         data = await file.read(MAX_FILE_BYTES + 1)
-        return UploadForm(data, file.filename or "", {k: v for k, v in form.items() if isinstance(v, str)})
+        config = form.get("config") or None  # a file field left empty: an empty text field, or a nameless empty file
+        if isinstance(config, str):
+            raise UploadError('send the tokenizer_config.json as a file in the multipart field "config"')
+        config_data = await config.read(MAX_CONFIG_BYTES + 1) if config is not None else None
+        if config_data == b"" and not config.filename:
+            config_data = None
+        elif config_data is not None and len(config_data) > MAX_CONFIG_BYTES:
+            raise TooLargeError(
+                f"the tokenizer_config.json has more than {MAX_CONFIG_BYTES >> 20} MB; up to that is accepted"
+            )
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        return UploadForm(data, file.filename or "", fields, config_data)
     finally:
         await form.close()
 
@@ -74,7 +88,7 @@ async def keep_upload(form: UploadForm, pattern: str | None, tokenizers: Tokeniz
     taken = {s.name for s in tokenizers.listed()}
     return await run_in_threadpool(
         uploads.add, form.data, name=form.name, filename=form.filename, taken=taken, pattern=pattern,
-        special_tokens=form.special,
+        special_tokens=form.special, config=form.config,
     )
 
 

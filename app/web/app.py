@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from app import __version__
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
-from app.lab.sessions import Classroom
+from app.lab.classroom import Classroom
 from app.settings import Settings
 
 from . import add_tokenizer, api, chat, compare, errors, follow, lab, languages, oddities, playground, side_by_side

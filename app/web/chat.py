@@ -41,7 +41,7 @@ def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], setti
         tok = tokenizers.get(name)
         pane["name"] = tok.name
         pane["label"] = next((s.label for s in tokenizers.listed() if s.name == tok.name), tok.name)
-        prompt = chat.chat_prompt(tok, messages)
+        prompt = chat.chat_prompt(tok, messages, config=tokenizers.chat_config(tok.name))
         check_text_size(prompt.text, settings)
         result = chat.tokenize_prompt(tok, prompt)
     except TokenplayError as exc:
@@ -54,6 +54,7 @@ def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], setti
         "hidden_chars": len(result.text) - len(shown),
         "format": prompt.format,
         "format_note": chat.FORMATS[prompt.format],
+        "dated": prompt.dated.strftime("%d %B %Y") if prompt.dated else "",
         "result": result,
         "window": window,
         "hidden_tokens": result.count - window.token_stop,

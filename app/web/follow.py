@@ -33,11 +33,11 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
+from app.lab.classroom import Classroom
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.sessions import (
-    Classroom,
     Session,
     SessionError,
     SessionNotFound,

@@ -72,6 +72,12 @@ class Tokenizers:
         upload = self.uploaded.get(name) if self.upload_cookie else None
         return self.uploads.tokenizer(upload) if upload is not None else registry.get(name)
 
+    def chat_config(self, name: str) -> dict | None:
+        """The tokenizer_config.json this browser brought with its uploaded tokenizer ``name`` (its chat template
+        renders that tokenizer's chats), or None."""
+        upload = self.uploaded.get(name) if self.upload_cookie else None
+        return upload.chat_config if upload is not None else None
+
     def listed(self) -> list[TokenizerSpec]:
         """The shipped tokenizers and this browser's lab tokenizers, in registry order (worked out once per
         request: a page asks for labels, picker groups and defaults, and each would read the run store again)."""
@@ -93,7 +99,7 @@ class Tokenizers:
 
 
 #: The pickers' groups, in this order; a maker not listed here comes after Mistral, under its own name.
-MAKERS = ("OpenAI", "Meta", "Qwen", "DeepSeek", "Google", "Mistral", "AI21", "trained here", "yours")
+MAKERS = ("OpenAI", "Meta", "Qwen", "DeepSeek", "Google", "Mistral", "Anthropic", "AI21", "trained here", "yours")
 #: An engine as a picker names it: by the library that runs it.
 ENGINE_NAMES = {"tiktoken": "tiktoken", "huggingface": "tokenizers", "sentencepiece": "sentencepiece", "tokenplay": "Tokenplay"}
 

@@ -8,6 +8,10 @@ expiring), so every worker process and machine can serve it, and the browser tha
 (``tp_tok``). Its tokenizer is built once, in a process of its own, into a table keyed by the file's bytes, which every
 worker maps (:mod:`app.engines.registry.tables`). Only that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
 registry, so nobody else's pickers or API see it.
+
+A tokenizer may come with its model's ``tokenizer_config.json`` (the ``config`` file): checked to hold a chat template
+that compiles (:func:`app.features.chat.template.read_chat_config`), kept beside the tokenizer, and rendered by the
+chat page and ``POST /api/chat`` for it (:meth:`Upload.chat_config`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from app.engines import registry
 from app.engines.base import Tokenizer
@@ -26,11 +31,14 @@ from app.engines.errors import TokenplayError
 from app.engines.registry.loaders import detect_format
 from app.engines.registry.tables import load_bytes
 from app.engines.registry import TokenizerSpec
+from app.features.chat.template import read_chat_config
 from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
 
 COOKIE = "tp_tok"
 #: Built tokenizers kept per process (each may hold a large vocabulary); older ones are rebuilt from the store.
 BUILT_PER_PROCESS = 16
+#: The largest tokenizer_config.json accepted (Gemma 3's, which lists its 6,415 added tokens, has 1.2 MB).
+MAX_CONFIG_BYTES = 8 << 20
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -51,12 +59,18 @@ class Upload:
     pattern: str | None = None  # .tiktoken files: the split pattern
     special_tokens: list[str] = field(default_factory=list)  # .tiktoken files
     created: float = field(default_factory=time.time)
+    config: bytes | None = None  # the model's tokenizer_config.json, brought for its chat template
 
     finished = True  # what the stores ask of a record: an upload is complete when it is stored
 
     @property
     def label(self) -> str:
-        return f"{self.name} (yours, {self.format})"
+        return f"{self.name} (yours, {self.format}{' with its chat template' if self.config else ''})"
+
+    @cached_property
+    def chat_config(self) -> dict | None:
+        """The tokenizer_config.json brought with the file, parsed (its chat template renders chats), or None."""
+        return read_chat_config(self.config) if self.config is not None else None
 
     def spec(self) -> TokenizerSpec:
         return TokenizerSpec(
@@ -64,7 +78,7 @@ class Upload:
             label=self.label,
             family=self.family,
             factory=self.build,
-            description=f"uploaded {self.format} file",
+            description=f"uploaded {self.format} file" + (" with its tokenizer_config.json" if self.config else ""),
             maker="yours",
             n_vocab=self.n_vocab,
             engine="tokenplay",
@@ -76,7 +90,7 @@ class Upload:
         return load_bytes(self.data, name=self.name, pattern=self.pattern, special_tokens=self.special_tokens)
 
     def estimated_bytes(self) -> int:
-        return 500 + len(self.data)
+        return 500 + len(self.data) + len(self.config or b"")
 
     def to_json(self, *, with_steps: bool = True) -> dict:
         return {
@@ -90,6 +104,7 @@ class Upload:
             "pattern": self.pattern,
             "special_tokens": self.special_tokens,
             "created": self.created,
+            "config": base64.b64encode(self.config).decode("ascii") if self.config is not None else None,
         }
 
     @classmethod
@@ -104,6 +119,7 @@ class Upload:
             pattern=d.get("pattern"),
             special_tokens=list(d.get("special_tokens") or []),
             created=d.get("created", 0.0),
+            config=base64.b64decode(d["config"]) if d.get("config") is not None else None,
         )
 
 
@@ -167,10 +183,13 @@ class Uploads:
         taken: set[str],
         pattern: str | None = None,
         special_tokens: list[str] = (),
+        config: bytes | None = None,
     ) -> Upload:
         """Check ``data`` by building its tokenizer, then keep it as ``name`` (``taken``: the names the browser
         can already use). Without a name, one is made from ``filename`` (``gpt2.tiktoken`` is ``gpt2-2`` when
-        ``gpt2`` is taken). Raises the loader's error, or :class:`UploadError`; stores nothing then."""
+        ``gpt2`` is taken). ``config``, a tokenizer_config.json, must hold a chat template. Raises the loader's
+        error, the config's (:class:`~app.features.chat.template.ChatConfigError`), or :class:`UploadError`; stores
+        nothing then."""
         if name is None:
             base = default_name(filename)
             if registry.alias_target(base) is not None:  # gpt-4o-x.json: every gpt-4o-x-N would name a model too
@@ -183,6 +202,8 @@ class Uploads:
             )
         if name in taken or _is_registered(name):
             raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
+        if config is not None:
+            read_chat_config(config)  # before the (slower) tokenizer: a config without a template is refused
         kind = detect_format(data)
         tok = load_bytes(data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename)
         upload = Upload(
@@ -194,6 +215,7 @@ class Uploads:
             n_vocab=tok.n_vocab,
             pattern=pattern if kind == "tiktoken" else None,
             special_tokens=list(special_tokens) if kind == "tiktoken" else [],
+            config=config,
         )
         self.store.put(upload)
         self._keep(upload.id, tok)

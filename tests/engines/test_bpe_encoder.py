@@ -16,7 +16,7 @@ from helpers.sample_text import english_text, japanese_text
 
 from app.engines.bpe.encoder import RankEncoder, merge_piece
 from app.engines.bpe.model import NativeOpenAITokenizer
-from app.engines.bpe.patterns import PATTERNS, Splitter, compiled, exact
+from app.engines.bpe.patterns import PATTERNS, Splitter, compiled, compiled_split, exact
 from app.engines.openai.encodings import ENCODINGS, TiktokenTokenizer
 
 NAMES = list(ENCODINGS)
@@ -111,6 +111,10 @@ texts = st.lists(st.sampled_from(ALPHABET), max_size=80).map("".join)
 split_texts = st.lists(st.sampled_from([*ALPHABET, "\ud800"]), max_size=80).map("".join)
 
 
+#: The fast splits: compiled (bpe/_pieces.c, where it is built) and with ``re`` (the pattern's twin).
+FAST_SPLITS = [True, False] if compiled_split(PATTERNS["gpt4"]) is not None else [False]
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=split_texts)
 def test_fast_split_equals_regex(text):
@@ -118,25 +122,39 @@ def test_fast_split_equals_regex(text):
         if pattern is None:
             continue
         want = exact(pattern).spelled.findall(text)  # the regex module with tiktoken's classes
-        assert Splitter(pattern)(text) == want
         ascii_only = text.encode("ascii", "ignore").decode()
-        assert Splitter(pattern)(ascii_only) == compiled(pattern).findall(ascii_only)
+        for fast in FAST_SPLITS:
+            assert Splitter(pattern, compiled=fast)(text) == want
+            assert Splitter(pattern, compiled=fast)(ascii_only) == compiled(pattern).findall(ascii_only)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=40))
+def test_fast_split_equals_regex_on_any_code_points(text):
+    """Every code point, astral letters and numbers included (which the ``re`` split hands to the regex module)."""
+    for pattern in PATTERNS.values():
+        if pattern is not None:
+            for fast in FAST_SPLITS:
+                assert Splitter(pattern, compiled=fast)(text) == exact(pattern).spelled.findall(text)
 
 
 def test_fast_split_equals_regex_on_real_text():
     realtext.require()
-    for name in realtext.NAMES:
-        text = realtext.read(name)
+    texts = [realtext.read(name) for name in realtext.NAMES]
+    for text in (*texts, realtext.mixed_en_c_ja(300_000), realtext.ja_technical(150_000)):
         for pattern in PATTERNS.values():
             if pattern is not None:
-                assert Splitter(pattern)(text) == exact(pattern).findall(text), (name, pattern[:20])
+                want = exact(pattern).findall(text)
+                for fast in FAST_SPLITS:
+                    assert Splitter(pattern, compiled=fast)(text) == want, (text[:20], pattern[:20], fast)
 
 
 def test_fast_split_equals_regex_on_long_mixed_text():
     text = _mixed_text(60_000) + english_text(20_000) + "é" + "word " * 50 + "\u00a0end"
     for pattern in PATTERNS.values():
         if pattern is not None:
-            assert Splitter(pattern)(text) == exact(pattern).findall(text)
+            for fast in FAST_SPLITS:
+                assert Splitter(pattern, compiled=fast)(text) == exact(pattern).findall(text)
 
 
 @settings(max_examples=200, deadline=None)

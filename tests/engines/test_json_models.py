@@ -1,4 +1,5 @@
-"""Llama 3, Qwen3, DeepSeek V3 and Gemma 3, served by both engines, against Hugging Face ``tokenizers``.
+"""The npm models (Llama 3 and 3.1, Llama 2, Qwen3 and 2.5, DeepSeek V3 and V4, Gemma 3 and 2, Mistral Nemo,
+Claude's early vocabulary), served by both engines, against Hugging Face ``tokenizers``.
 
 The referee is a ``tokenizers.Tokenizer`` loaded here from the same hash-checked file, encoding with
 ``add_special_tokens=False`` and, for special-token text as plain text, ``encode_special_tokens = True``. Both
@@ -62,9 +63,10 @@ def corpus_slices() -> list[str]:
 def test_ids_equal_the_reference_on_slices_of_every_corpus(model):
     name, ref, ours = model
     for text in corpus_slices():
-        want = ref_ids(ref, text)
-        for tok in ours:
-            assert tok.encode(text) == want, (tok.name, text[:80])
+        for allow in (False, True):
+            want = ref_ids(ref, text, allow)
+            for tok in ours:
+                assert tok.encode(text, allow_special=allow) == want, (tok.name, allow, text[:80])
 
 
 def test_ids_equal_the_reference_on_long_single_chunks(model):
@@ -135,6 +137,7 @@ def test_ids_equal_the_reference_on_any_text(model, text):
 @given(ids=st.lists(st.integers(0, 128_000), max_size=40))
 def test_decode_equals_the_reference_on_any_ids(model, ids):
     name, ref, ours = model
+    ids = [i % ours[0].n_vocab for i in ids]  # Llama 2 has 32,000 ids
     want = ref.decode(ids, skip_special_tokens=False)
     for tok in ours:
         assert tok.decode(ids) == want, tok.name
@@ -187,3 +190,78 @@ def test_gemma_byte_fallback_pieces_are_marked_and_share_their_character():
     fallback = [t for t in result.tokens if t.byte_fallback]
     assert len(fallback) == 4 and {(t.start, t.end) for t in fallback} == {(3, 4)}
     assert [t.text for t in fallback] == ["<0xF3>", "<0xA0>", "<0x84>", "<0x80>"]
+
+
+def test_gemma_2_has_no_0x09_piece_and_a_tab_is_a_piece_of_its_own():
+    """Gemma 2 has 255 byte pieces: a tab is the piece "\\t" (id 226, where <0x09> would be), never a fallback."""
+    ref = reference("gemma-2")
+    assert ref.token_to_id("<0x09>") is None and ref.token_to_id("\t") == 226
+    text = "a\tb\t\tc \t日本\U00016ea0\tend"  # U+16EA0 (Unicode 14) is no piece: four byte pieces
+    for tok in (registry.get("gemma-2"), registry.get("native-gemma-2")):
+        result = tok.tokenize(text)
+        assert result.ids == ref_ids(ref, text)
+        assert 226 in result.ids
+        assert not any(t.byte_fallback for t in result.tokens if t.id == 226)
+        assert sum(t.byte_fallback for t in result.tokens) == 4
+    assert registry.get("native-gemma-2").count_byte_fallback(registry.get("native-gemma-2").encode(text)) == 4
+
+
+def _piece_file(missing: set[int], pieces: tuple[str, ...] = ("a", "b", "\t", "▁")) -> str:
+    """A SentencePiece-style tokenizer.json with byte fallback and every byte piece but ``missing``."""
+    import json
+
+    vocab = {"<unk>": 0, **{p: i + 1 for i, p in enumerate(pieces)}}
+    for b in range(256):
+        if b not in missing:
+            vocab[f"<0x{b:02X}>"] = len(vocab)
+    vocab["ab"] = len(vocab)
+    return json.dumps({
+        "version": "1.0", "added_tokens": [], "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+        "pre_tokenizer": None, "post_processor": None,
+        "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+                                                     {"type": "ByteFallback"}, {"type": "Fuse"}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "vocab": vocab,
+                  "merges": [["a", "b"]]},
+    })
+
+
+def test_a_missing_ascii_byte_piece_whose_character_is_a_piece_runs_as_the_library_runs_it():
+    from app.engines.registry.loaders import tokenizer_from_json
+
+    data = _piece_file({0x09})
+    ref = HFTokenizer.from_str(data)
+    ours = tokenizer_from_json(data)
+    for text in ("ab\tab", "\t\t", "x\ty", "日本 ab\t", "\x00\x7f\U0001F600"):
+        assert ours.encode(text) == ref.encode(text, add_special_tokens=False).ids, repr(text)
+        assert ours.decode(ours.encode(text)) == ref.decode(ours.encode(text), skip_special_tokens=False)
+
+
+@pytest.mark.parametrize("missing", [{0xE3}, {0x41}, {0x09, 0x80, 0x81, 0x82, 0x83, 0x84}])
+def test_byte_pieces_some_character_would_need_are_refused_in_words(missing):
+    """<0xE3> is needed by あ; <0x41> by "A", which is no piece: our engine refuses, naming the pieces."""
+    from app.engines.huggingface.tokenizer_json import TokenizerFileError
+    from app.engines.registry.loaders import tokenizer_from_json
+
+    with pytest.raises(TokenizerFileError) as caught:
+        tokenizer_from_json(_piece_file(missing))
+    message = str(caught.value)
+    assert "byte_fallback is on but the model lacks the byte pieces" in message
+    assert f"<0x{min(missing - {0x09}):02X}>" in message and "<0x09>" not in message
+
+
+def test_llama_3_1_has_llama_3s_ids_and_special_tokens_and_its_own_chat_settings():
+    """What the README says of llama-3.1's files: the vocabulary and special tokens are llama-3's (Llama 3.0 names),
+    so their ids agree on any text; the tokenizer_config.json differs (end of turn, chat template): an entry of its
+    own, not an alias."""
+    import json
+
+    three, three_one = reference("llama-3"), reference("llama-3.1")
+    assert three.get_vocab(with_added_tokens=True) == three_one.get_vocab(with_added_tokens=True)
+    assert three_one.id_to_token(128004) == "<|reserved_special_token_2|>"  # Meta's 3.1: <|finetune_right_pad_id|>
+    text = " ".join(HARD.values()) + "<|eot_id|><|begin_of_text|>"
+    for allow in (False, True):
+        assert ref_ids(three, text, allow) == ref_ids(three_one, text, allow)
+    configs = [json.loads(datafiles.verified_bytes(NPM_MODELS[n].config_file)) for n in ("llama-3", "llama-3.1")]
+    assert (configs[0]["eos_token"], configs[1]["eos_token"]) == ("<|end_of_text|>", "<|eot_id|>")
+    assert configs[0]["chat_template"] != configs[1]["chat_template"]

@@ -4,12 +4,14 @@ textbook rule (rescan every pair, join the lowest rank, leftmost on ties) writte
 from __future__ import annotations
 
 import os
+import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.engines import merging
+from app.engines.compiled import twin
 from app.engines.merging import merge, merge_heap
 
 
@@ -208,3 +210,73 @@ def test_compiled_merge_table_refuses_what_it_cannot_order():
         merging.merge_table({"ab": 0}, {"a": -1})
     with pytest.raises(ValueError, match="2-character"):
         merging.merge_table({}, {}, adjacent=["abc"])
+
+
+# -- the byte-level memo (merge(..., memo=PairMemo())): what the encoder's merges learn of the ranks, kept ------------
+PairMemo = twin("_merge", "PairMemo")
+compiled_merge = twin("_merge", "merge")
+
+
+def _byte_level_ranks(joined: list[bytes], numbers: list[int]) -> dict[bytes, int]:
+    """Every single byte of the texts below plus ``joined``, each with its own id: ranks as tiktoken's are."""
+    keys = list(dict.fromkeys([bytes([b]) for b in b"ab\xe3\x81"] + joined))
+    ids = list(dict.fromkeys(numbers + list(range(1000, 1000 + len(keys)))))[: len(keys)]
+    return dict(zip(keys, ids))
+
+
+byte_texts = st.lists(st.sampled_from([b"a", b"b", b"\xe3", b"\x81"]), max_size=200).map(b"".join)
+joined_bytes = st.lists(st.lists(st.sampled_from([b"a", b"b", b"\xe3", b"\x81"]), min_size=2, max_size=5).map(b"".join),
+                        max_size=25)
+
+
+@compiled
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(byte_texts, min_size=1, max_size=8), joined=joined_bytes,
+       numbers=st.lists(st.integers(0, 60), max_size=30))
+def test_merges_with_a_memo_equal_the_merges_without(texts, joined, numbers):
+    """One memo over many merges (short ones scanned, long ones on the heap) answers as the dict does."""
+    ranks = _byte_level_ranks(joined, numbers)
+    memo = PairMemo()
+    for text in texts + texts:  # the second time round, from the memo's answers
+        assert compiled_merge(text, ranks, ranks, False, memo) == merging.merge_text_python(text, ranks, ranks)
+    assert 0 < memo.answers or all(len(t) < 2 for t in texts)
+
+
+@compiled
+def test_a_memo_starts_afresh_for_another_table_and_without_a_byte():
+    memo = PairMemo()
+    first = {bytes([b]): b for b in range(256)} | {b"ab": 300}
+    second = {bytes([b]): b for b in range(256)} | {b"ba": 300}
+    assert compiled_merge(b"aba", first, first, False, memo) == [300, 97]
+    assert compiled_merge(b"aba", second, second, False, memo) == [97, 300]  # not first's answer for (a, b)
+    lacking = {b"a": 1, b"ab": 2}  # b"b" has no id: the merge goes without the memo
+    assert compiled_merge(b"abb", lacking, lacking, False, memo) == [2, None]
+
+
+@compiled
+def test_a_memo_is_refused_where_ids_do_not_stand_for_tokens():
+    ranks = {b"a": 0, b"b": 1, b"ab": 2}
+    with pytest.raises(ValueError, match="memo needs"):
+        compiled_merge(b"ab", ranks, None, False, PairMemo())
+    with pytest.raises(ValueError, match="memo needs"):
+        compiled_merge(b"ab", {(b"a", b"b"): 0}, ranks, True, PairMemo())
+    with pytest.raises(ValueError, match="ints from 0"):
+        floats = {b"a": 0, b"b": 1, b"ab": 2.5}
+        compiled_merge(b"ab", floats, floats, False, PairMemo())
+    with pytest.raises(TypeError, match="PairMemo"):
+        compiled_merge(b"ab", ranks, ranks, False, {})
+
+
+@compiled
+def test_a_full_memo_stops_keeping_answers_and_still_answers_right():
+    """200,000 random bytes hold nearly every one of the 65,536 byte pairs: more answers than a memo keeps."""
+    rng = random.Random(7)
+    text = rng.randbytes(200_000)
+    ranks = {bytes([b]): b for b in range(256)}
+    ranks |= {rng.randbytes(2): 256 + k for k in range(3000)}
+    ranks |= {a + b: 4000 + k for k, (a, b) in enumerate(zip(list(ranks)[256:1256], list(ranks)[1256:2256]))}
+    memo = PairMemo()
+    want = compiled_merge(text, ranks, ranks)
+    assert compiled_merge(text, ranks, ranks, False, memo) == want
+    assert 60_000 < memo.answers <= 65_536
+    assert compiled_merge(text[:50_000], ranks, ranks, False, memo) == compiled_merge(text[:50_000], ranks, ranks)

@@ -81,8 +81,9 @@ def test_shipped_files_match_manifest():
         if datafiles.is_set(rel):  # a set of files pinned as one (the UDHR translations): tests/features/test_languages_data.py
             assert len(datafiles.verified_set(rel)) == datafiles.manifest()[rel]["files"]
             continue
-        assert isinstance(datafiles.verified_bytes(rel), bytes)
-        assert datafiles.data_path(rel).stat().st_size > 3_000
+        data = datafiles.verified_bytes(rel)
+        # the file itself, not a Git LFS pointer (Claude's early tokenizer_config.json has just 213 bytes)
+        assert len(data) > 200 and not data.startswith(b"version https://git-lfs"), rel
 
 
 def test_npm_file_with_wrong_hash_refuses_to_load(tmp_path, monkeypatch):

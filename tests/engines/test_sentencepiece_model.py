@@ -26,6 +26,14 @@ def mistral() -> SentencePieceTokenizer:
 
 
 @pytest.fixture(scope="module")
+def mistral_python() -> SentencePieceTokenizer:
+    """Mistral run by the Python loop over chunks (not sentencepiece/_chunks.c)."""
+    tok = SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+    tok._chunker_c = None
+    return tok
+
+
+@pytest.fixture(scope="module")
 def oracle() -> spm.SentencePieceProcessor:
     return spm.SentencePieceProcessor(model_file=str(data_path(MISTRAL)))
 
@@ -60,6 +68,21 @@ def test_mistral_matches_sentencepiece_on_any_text(mistral, oracle, text):
     result = mistral.tokenize(text)
     assert result.ids == ids
     assert "".join(s.text for s in result.segments()) == text
+
+
+CHUNKY = st.sampled_from(["▁", "▁▁", " ", "a", "Z", "é", "7", ".", "-", "(", "日", "本", "の", "ア", "😀", "\n", "\t",
+                          "\u0301", "ꙮ", "一个", "<", "/"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.lists(CHUNKY, max_size=120).map("".join) | st.text(max_size=60))
+def test_compiled_chunks_equal_the_chunk_regex_on_any_text(mistral, mistral_python, text):
+    """Every class of character (in no piece, the space symbol, word and other runs) and runs past 48 characters."""
+    if mistral._chunker_c is None:
+        pytest.skip("sentencepiece/_chunks.c is not built here")
+    normalized = mistral.normalizer.normalize_text(text)
+    assert mistral._chunker_c.chunks(normalized) == mistral._chunk_re.findall(normalized)
+    assert mistral.encode(text) == mistral_python.encode(text)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,8 +1,7 @@
 """Chat prompts in each model's own format: the shipped chat templates and gpt-oss's harmony format.
 
-Referees: for a template, the test renders the model's ``chat_template`` itself with Jinja2, as ``transformers``'
-``apply_chat_template`` does (sandboxed, ``trim_blocks``, ``lstrip_blocks``), and encodes the result with Hugging
-Face ``tokenizers`` (special tokens parsed); for harmony, OpenAI's own ``openai-harmony`` package rendering the same
+Referees: for a template, ``transformers``' own ``apply_chat_template`` on the model's two files, and Hugging Face
+``tokenizers`` encoding that rendering (special tokens parsed); for harmony, OpenAI's own ``openai-harmony`` package rendering the same
 conversation, reading the shipped o200k file. ChatML for cl100k/o200k is covered by tests/web/test_compare_chat.py.
 """
 
@@ -11,7 +10,14 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-from helpers.chat_reference import harmony_encoding, harmony_ids, reference_ids, reference_render, reference_tokenizer
+from helpers.chat_reference import (
+    TEMPLATE_MODELS,
+    harmony_encoding,
+    harmony_ids,
+    reference_ids,
+    reference_render,
+    reference_tokenizer,
+)
 
 from app.engines import registry
 from app.features.chat import prompt as chat
@@ -31,7 +37,20 @@ MARKUP_TEXT = {
     "qwen3": "<|im_end|>\n<|im_start|>system",
     "deepseek-v3": "<｜end▁of▁sentence｜>",
     "gemma-3": "<end_of_turn>\n<start_of_turn>model",
+    "llama-3.1": "<|eot_id|><|start_header_id|>assistant<|end_header_id|>",
+    "qwen2.5": "<|im_end|>\n<|im_start|>system",
+    "mistral-nemo": "[/INST]</s>[INST]",
 }
+#: More conversations for every template: code, Japanese, markup-free; each model's rules allow them (alternating
+#: user and assistant after an optional system message).
+CONVERSATIONS = {
+    "one_user": [Message("user", "Hi")],
+    "code": [Message("user", "def f(x):\n    return x  # 日本語\n\tdone"), Message("assistant", "```py\nf(1)\n```")],
+    "system_and_turns": [Message("system", "Answer in Japanese."), Message("user", "What is a token?"),
+                         Message("assistant", "トークンは文字列の一部です。"), Message("user", "  Thanks!  ")],
+    "spaces": [Message("user", "   "), Message("assistant", " \n "), Message("user", "x")],
+}
+NO_TEMPLATE = [name for name in NPM_MODELS if name not in TEMPLATE_MODELS]
 
 
 def gemma_messages(messages: list[Message]) -> list[Message]:
@@ -39,7 +58,13 @@ def gemma_messages(messages: list[Message]) -> list[Message]:
     return [m for m in messages if m.role != "user" or "newlines" not in m.content]
 
 
-@pytest.mark.parametrize("name", list(NPM_MODELS))
+def test_the_shipped_templates_are_those_of_the_config_files():
+    """Seven models carry a chat template; DeepSeek-V4, Gemma 2, Llama 2 and Claude's early vocabulary do not."""
+    assert chat.shipped_templates() == TEMPLATE_MODELS
+    assert set(NO_TEMPLATE) == {"deepseek-v4", "gemma-2", "llama-2", "claude-legacy"}
+
+
+@pytest.mark.parametrize("name", TEMPLATE_MODELS)
 @pytest.mark.parametrize("primer", [True, False])
 def test_template_chat_counts_equal_the_reference_rendering(name, primer):
     messages = gemma_messages(CONVERSATION) if name == "gemma-3" else CONVERSATION
@@ -58,7 +83,60 @@ def test_template_chat_counts_equal_the_reference_rendering(name, primer):
         assert [t.id for t in result.window(3, 5)] == want[3:8]
 
 
-@pytest.mark.parametrize("name", list(NPM_MODELS))
+@pytest.mark.parametrize("name", TEMPLATE_MODELS)
+@pytest.mark.parametrize("label", list(CONVERSATIONS))
+def test_templates_render_as_transformers_renders_them(name, label):
+    """The rendering equals ``apply_chat_template(tokenize=False)`` character for character, with and without the
+    generation prompt, in both engines; the ids are the reference library's on that text."""
+    messages = CONVERSATIONS[label]
+    ref = reference_tokenizer(name)
+    for primer in (True, False):
+        rendered = reference_render(name, messages, primer)
+        want = ref.encode(rendered, add_special_tokens=False).ids
+        for tok_name in (name, f"native-{name}"):
+            result = chat.tokenize_chat(registry.get(tok_name), messages, primer=primer)
+            assert result.text == rendered, (tok_name, primer)
+            assert result.ids == want, (tok_name, primer)
+
+
+def test_qwen2_5_writes_its_default_system_prompt_and_llama_3_1_opens_the_answer_only_when_asked():
+    user = [Message("user", "Hi")]
+    qwen = chat.render_for(registry.get("qwen2.5"), user)
+    assert qwen == (
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert qwen == reference_render("qwen2.5", user)
+    assert "You are Qwen" not in chat.render_for(registry.get("qwen2.5"), [Message("system", "S"), *user])
+    header = "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    assert chat.render_for(registry.get("llama-3.1"), user, primer=False) == (
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+    )
+    assert chat.render_for(registry.get("llama-3"), user, primer=False).endswith(header)  # 3.0's: always opened
+
+
+def test_mistral_nemo_puts_the_system_prompt_into_the_last_instruction():
+    messages = [Message("system", "Be brief."), Message("user", "a"), Message("assistant", "b"), Message("user", "c")]
+    prompt = chat.chat_prompt(registry.get("mistral-nemo"), messages)
+    assert prompt.text == "<s>[INST]a[/INST]b</s>[INST]Be brief.\n\nc[/INST]" == reference_render("mistral-nemo", messages)
+    assert [p for p, markup in prompt.pieces if markup] == ["<s>", "[INST]", "[/INST]", "</s>", "[INST]", "[/INST]"]
+    with pytest.raises(ChatTemplateError, match="roles must alternate"):
+        chat.tokenize_chat(registry.get("native-mistral-nemo"), [Message("user", "a"), Message("user", "b")])
+
+
+@pytest.mark.parametrize("name", NO_TEMPLATE)
+def test_shipped_models_without_a_template_say_their_config_carries_none(name):
+    for tok_name in (name, f"native-{name}"):
+        tok = registry.get(tok_name)
+        assert chat.chat_format(tok) is None
+        with pytest.raises(ChatError) as caught:
+            chat.tokenize_chat(tok, CONVERSATION)
+        message = str(caught.value)
+        assert f"@lenml/tokenizer-{NPM_MODELS[name].package}) carries no chat template" in message
+        assert "mistral-nemo" in message and "qwen2.5" in message
+
+
+@pytest.mark.parametrize("name", TEMPLATE_MODELS)
 def test_markup_typed_in_a_message_stays_text(name):
     """A user who types the model's markup gets text tokens, not the special tokens the template writes."""
     typed = MARKUP_TEXT[name]
@@ -165,3 +243,42 @@ def test_tokenizers_without_a_chat_format_are_refused():
     assert chat.chat_format(registry.get("cl100k_base")) == "chatml"
     with pytest.raises(ChatError, match="no chat markup tokens.*tokenizer_config.json"):
         chat.tokenize_chat(registry.get("custom-bpe"), CONVERSATION)
+
+
+DATED_TEMPLATE = (
+    "{{ bos_token }}<|start_header_id|>system<|end_header_id|>\n\nToday Date: {{ strftime_now('%d %b %Y') }}<|eot_id|>"
+    "{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n{{ m['content'] | trim }}"
+    "<|eot_id|>{% endfor %}"
+)
+
+
+def test_a_template_reading_the_clock_renders_the_given_moment_as_transformers_does(monkeypatch, tmp_path):
+    """``strftime_now`` reads the moment given (the server's clock by default, as transformers reads it); the
+    prompt records it. transformers is held to the same moment by its module's clock."""
+    import json
+    from datetime import datetime
+
+    import transformers.utils.chat_template_utils as tct
+    from helpers.chat_reference import transformers_from_files
+
+    from app.engines import datafiles
+
+    moment = datetime(2024, 7, 26, 23, 59)
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return moment
+
+    monkeypatch.setattr(tct, "datetime", Frozen)
+    model = NPM_MODELS["llama-3.1"]
+    config = json.loads(datafiles.verified_bytes(model.config_file)) | {"chat_template": DATED_TEMPLATE}
+    referee = transformers_from_files(
+        tmp_path, datafiles.verified_bytes(model.tokenizer_file), json.dumps(config).encode()
+    )
+    messages = CONVERSATIONS["system_and_turns"]
+    for tok_name in ("llama-3.1", "native-llama-3.1"):
+        prompt = chat.chat_prompt(registry.get(tok_name), messages, config=config, now=moment)
+        assert prompt.text == reference_render(referee, messages)
+        assert "Today Date: 26 Jul 2024<|eot_id|>" in prompt.text and prompt.dated == moment
+    assert chat.chat_prompt(registry.get("llama-3.1"), messages).dated is None  # its own template reads no clock

@@ -40,6 +40,14 @@ MODELS = [
     "deepseek-v3",
     "gemma-3",
     "mistral-7b",
+    # issue 24's models
+    "llama-3.1",
+    "llama-2",
+    "qwen2.5",
+    "deepseek-v4",
+    "gemma-2",
+    "mistral-nemo",
+    "claude-legacy",
 ]
 HARD = [
     "  indented code:\n\tif x == 1:\n\t\treturn 'ok'  \n",
@@ -326,3 +334,28 @@ def test_index_out_of_range_and_non_bpe_tokenizers_are_refused():
 
     with pytest.raises(NotExplainableError, match="not a BPE tokenizer"):
         Explainer(Characters(), "hello")
+
+
+@pytest.mark.parametrize("name", ["llama-3", "qwen3", "deepseek-v3", "llama-3.1", "qwen2.5", "deepseek-v4",
+                                  "mistral-nemo", "claude-legacy"])
+def test_every_rule_of_a_shipped_split_pattern_has_a_name(name):
+    """The explain view says which rule cut a pre-token in words for every shipped model's split regex (Tekken's
+    word rules are o200k's without the contractions)."""
+    import json
+
+    from app.engines import datafiles
+    from app.engines.huggingface.npm_models import NPM_MODELS
+    from app.engines.huggingface.pretokenizers import BYTE_LEVEL_PATTERN
+    from app.engines.huggingface.tokenizer_json import pipeline_steps
+    from app.features.explain.split_rules import alternatives, rule_name
+
+    spec = json.loads(datafiles.verified_bytes(NPM_MODELS[name].tokenizer_file))
+    patterns = [step["pattern"]["Regex"] for step in pipeline_steps(spec["pre_tokenizer"], "pretokenizers")
+                if step["type"] == "Split"]
+    patterns += [BYTE_LEVEL_PATTERN for step in pipeline_steps(spec["pre_tokenizer"], "pretokenizers")
+                 if step["type"] == "ByteLevel" and step.get("use_regex", True)]
+    assert patterns
+    for pattern in patterns:
+        alts = alternatives(pattern)
+        unnamed = [alt for k, alt in enumerate(alts) if rule_name(alt, k, len(alts)).startswith("alternative ")]
+        assert unnamed == [], pattern

@@ -1,8 +1,10 @@
-"""Independent renderings of chat prompts, the referees of the chat tests (tests/test_chat_*.py).
+"""Independent renderings of chat prompts, the referees of the chat tests (tests/features/test_chat_templates.py,
+tests/web/test_chat_web.py).
 
-- a model's chat template rendered with Jinja2 itself, as ``transformers``' ``apply_chat_template`` does
-  (``ImmutableSandboxedEnvironment``, ``trim_blocks``, ``lstrip_blocks``, ``raise_exception``), and encoded by
-  Hugging Face ``tokenizers`` with the special tokens parsed (:func:`reference_render`, :func:`reference_ids`);
+- a model's chat template rendered by Hugging Face ``transformers`` itself: ``AutoTokenizer`` loaded from the model's
+  two hash-checked files (``tokenizer.json``, ``tokenizer_config.json``), then ``apply_chat_template(...,
+  tokenize=False)`` (:func:`reference_render`; no torch needed); the prompt's ids from Hugging Face ``tokenizers``
+  with the special tokens parsed (:func:`reference_ids`);
 - the harmony format of gpt-oss rendered by OpenAI's ``openai-harmony`` package, reading the shipped o200k file
   (:func:`harmony_ids`).
 """
@@ -15,33 +17,49 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from datetime import date
+from pathlib import Path
 
 import openai_harmony as oh
-from jinja2 import TemplateError
-from jinja2.ext import loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines import datafiles
 from app.features.chat.prompt import Message
 from app.engines.huggingface.npm_models import NPM_MODELS
 
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # not the notice that PyTorch is missing (not needed here)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only
+from transformers import AutoTokenizer  # noqa: E402  (after the environment it reads at import)
+
 
 def model_config(name: str) -> dict:
     return json.loads(datafiles.verified_bytes(NPM_MODELS[name].config_file))
 
 
-def reference_render(name: str, messages: list[Message], primer: bool = True) -> str:
-    config = model_config(name)
+#: The shipped models whose tokenizer_config.json has a chat template.
+TEMPLATE_MODELS = [name for name in NPM_MODELS if "chat_template" in model_config(name)]
 
-    def fail(message):
-        raise TemplateError(message)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.globals["raise_exception"] = fail
-    tokens = {k: v["content"] if isinstance(v, dict) else v for k, v in config.items() if k.endswith("_token")}
-    template = env.from_string(config["chat_template"])
-    return template.render(messages=[m.to_dict() for m in messages], add_generation_prompt=primer, **tokens)
+@cache
+def transformers_tokenizer(name: str):
+    """The shipped model as ``transformers`` loads it from its directory (its two files, their sha256 checked)."""
+    model = NPM_MODELS[name]
+    datafiles.verified_bytes(model.tokenizer_file)
+    datafiles.verified_bytes(model.config_file)
+    return AutoTokenizer.from_pretrained(str(datafiles.data_path(model.tokenizer_file).parent))
+
+
+def transformers_from_files(directory: Path, tokenizer_json: bytes, config: bytes):
+    """A tokenizer as ``transformers`` loads it from a directory holding these two files (an upload's)."""
+    (directory / "tokenizer.json").write_bytes(tokenizer_json)
+    (directory / "tokenizer_config.json").write_bytes(config)
+    return AutoTokenizer.from_pretrained(str(directory))
+
+
+def reference_render(name, messages: list[Message], primer: bool = True) -> str:
+    """The prompt ``apply_chat_template`` renders for ``messages``: ``name`` is a shipped model's name, or a
+    ``transformers`` tokenizer."""
+    tok = transformers_tokenizer(name) if isinstance(name, str) else name
+    return tok.apply_chat_template([m.to_dict() for m in messages], tokenize=False, add_generation_prompt=primer)
 
 
 @cache

@@ -212,7 +212,7 @@ def referee(name: str):
     if name == "mistral-7b":
         return SentencePieceReferee(datafiles.verified_bytes(MISTRAL))
     data = datafiles.data_path(NPM_MODELS[name].tokenizer_file).read_bytes()
-    return HFPieceReferee(data) if name == "gemma-3" else HFByteReferee(data)
+    return HFPieceReferee(data) if NPM_MODELS[name].pieces else HFByteReferee(data)
 
 
 def tiktoken_referee(ranks: dict[bytes, int], pattern: str | None) -> TiktokenReferee:

@@ -1,5 +1,5 @@
 """Class sessions without the web (issue 27): join codes, both session stores (a directory and a real Redis),
-the rules of :class:`~app.lab.sessions.Classroom` (teacher token, steps, quiz votes, failed joins, expiry) and the
+the rules of :class:`~app.lab.classroom.Classroom` (teacher token, steps, quiz votes, failed joins, expiry) and the
 per-process hub that wakes followers' streams (inotify, the polling fallback, Redis pub/sub).
 
 Time is a :class:`class_helpers.Clock` the test moves; streams are awaited, never raced against a sleep (the
@@ -17,13 +17,13 @@ from helpers.class_helpers import Clock, run_async, trained_run
 from helpers.redis_server import running_redis
 
 from app.lab import session_hub
+from app.lab.classroom import Classroom
 from app.lab.replay import replay_for
 from app.lab.session_hub import SessionHub
 from app.lab.session_stores import DirectorySessionStore, RedisSessionStore, make_session_store, sessions_dir
 from app.lab.sessions import (
     ALPHABET,
     CODE_LENGTH,
-    Classroom,
     NotAuthenticated,
     NotTeacher,
     Session,

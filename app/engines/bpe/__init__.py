@@ -1,6 +1,7 @@
 """Tokenplay's own byte-level BPE: a fast trainer that records every step, and a tiktoken-exact encoder.
 
-- :mod:`.patterns` — pre-tokenizer names (``none``, ``gpt2``, ``gpt4``, ``o200k``) and splitting;
+- :mod:`.patterns` — pre-tokenizer names (``none``, ``gpt2``, ``gpt4``, ``o200k``) and splitting (the shipped
+  patterns and the loop over pre-tokens run compiled in ``_pieces.c``);
 - :mod:`.trainer` — :func:`train` and the incremental :class:`BPETrainerState` (step records as data);
 - :mod:`.encoder` — rank-based encoding with tiktoken's semantics;
 - :mod:`.model` — :class:`BPETokenizer` (save/load/export to ``.tiktoken``) and the OpenAI ranks run natively;

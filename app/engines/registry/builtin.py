@@ -177,7 +177,7 @@ for _model in NPM_MODELS.values():
         TokenizerSpec(
             name=f"native-{_model.name}",
             label=f"{_model.title} (tokenplay engine)",
-            family="sentencepiece" if _model.name == "gemma-3" else "tokenplay-bpe",
+            family="sentencepiece" if _model.pieces else "tokenplay-bpe",
             factory=lambda n=_model.name: _npm_model(n, "tokenplay"),
             description=f"{_model.description}; the same file run by Tokenplay's own engine",
             maker=_model.maker,

@@ -581,7 +581,10 @@ def build_all(names: list[str] | None = None, jobs: int = 1, echo: Callable[[str
         start = time.perf_counter()
         try:
             tok = load_registered(name, spec(name).factory)
-            line = f"{name}: {Path(tok.table_file).name}, {os.path.getsize(tok.table_file) / 2**20:.1f} MB"
+            table = getattr(tok, "table_file", None)
+            if table is None:
+                raise TableError("its table was built but cannot be read (the log says why)")
+            line = f"{name}: {Path(table).name}, {os.path.getsize(table) / 2**20:.1f} MB"
         except TokenplayError as exc:
             with lock:
                 failed += 1

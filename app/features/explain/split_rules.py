@@ -46,6 +46,13 @@ RULE_NAMES = {
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
     ): "a word of capitals (lower case after), with one space or punctuation mark before",
+    # Mistral's Tekken (mistral-nemo): o200k's two word rules without the contractions
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+": (
+        "a word ending in lower case (capitals first), with one space or punctuation mark before"
+    ),
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*": (
+        "a word of capitals (lower case after), with one space or punctuation mark before"
+    ),
     "[一-龥぀-ゟ゠-ヿ]+": "a run of Chinese characters and kana",
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+": "one ASCII punctuation mark and the ASCII letters after it",
     "[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+": "letters, with one space (no punctuation or symbol) before",

@@ -2,8 +2,10 @@
 
 The messages are rendered in the chosen tokenizer's chat format (its model's own chat template, harmony, or ChatML:
 :mod:`app.features.chat.prompt`) and tokenized, the markup as special tokens and the messages as text. A tokenizer
-without a chat format (gpt2, p50k_base, mistral-7b, an uploaded file without ChatML markup tokens) answers 422 with the
-reason, as does a template that refuses the messages (its own ``raise_exception`` message).
+without a chat format (gpt2, p50k_base, mistral-7b, deepseek-v4, gemma-2, llama-2, claude-legacy, an uploaded file
+without a tokenizer_config.json or ChatML markup tokens) answers 422 with the
+reason, as does a template that refuses the messages (its own ``raise_exception`` message). An uploaded tokenizer
+brought with its model's ``tokenizer_config.json`` renders that file's chat template.
 
 The answer is the chosen tokenizer's result at the top level, written as ready JSON like ``POST /api/tokenize``'s
 (column-wise, no dict per token), plus ``rendered`` and ``results`` kept from the earlier API, which answered
@@ -64,7 +66,7 @@ def _result_json(
 ) -> tuple[bytes, str]:
     """One tokenizer's result as JSON bytes (a :class:`ChatResult`), and its prompt text."""
     tok = tokenizers.get(name)
-    prompt = chat.chat_prompt(tok, messages, primer=body.primer)
+    prompt = chat.chat_prompt(tok, messages, primer=body.primer, config=tokenizers.chat_config(tok.name))
     check_text_size(prompt.text, settings)
     result = chat.tokenize_prompt(tok, prompt, content_special=body.content_special)
     extra = orjson.dumps({"format": prompt.format, "text": prompt.text, "special": chat.count_special(tok, result.ids)})

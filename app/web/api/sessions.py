@@ -31,7 +31,8 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app.lab.replay import replay_for
-from app.lab.sessions import Classroom, Session, quiz_choices
+from app.lab.classroom import Classroom
+from app.lab.sessions import Session, quiz_choices
 
 from ..deps import DoneRunDep, LabDep, SettingsDep
 from ..follow import ClassroomDep, find_session, follow_path, follow_url, follower_of, reveal, session_run, set_follower

@@ -99,9 +99,10 @@ class AddedTokenizer(BaseModel):
 )
 async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: UploadsDep):
     """Multipart: ``file`` (a tokenizer.json, a .tiktoken file, a SentencePiece .model or a Tokenplay BPE model),
-    optional ``name`` (default: from the file name), optional ``pattern`` (.tiktoken files: a pattern name such as
-    gpt4, or a regex) and ``special`` (.tiktoken files: special tokens, one per line). Bad files answer 4xx and
-    nothing is kept."""
+    optional ``config`` (a second file: the model's tokenizer_config.json, whose chat template then renders this
+    tokenizer's chats in POST /api/chat and on /chat), optional ``name`` (default: from the file name), optional
+    ``pattern`` (.tiktoken files: a pattern name such as gpt4, or a regex) and ``special`` (.tiktoken files: special
+    tokens, one per line). Bad files answer 4xx and nothing is kept."""
     form = await read_upload(request)
     upload = await keep_upload(form, form.fields.get("pattern") or None, tokenizers, uploads)
     response = JSONResponse(
