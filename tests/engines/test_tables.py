@@ -193,6 +193,36 @@ def test_every_stored_tokenizer_loads_from_its_table_with_the_reference_ids(name
         assert tok.encode(text) == reference(text)
 
 
+@pytest.mark.parametrize("name", ["native-cl100k_base", "native-llama-3.1", "native-gemma-2", "mistral-7b"])
+def test_a_stored_tokenizer_runs_the_compiled_loops_on_its_mapped_tables(name):
+    """encode-speed's compiled loops (bpe/_pieces.c over pre-tokens, _merge.c's merge, sentencepiece/_chunks.c) read a
+    table's maps in place: a loaded table does not fall back to the Python loops."""
+    from app.engines.bpe.encoder import RankEncoder
+    from app.engines.sentencepiece.model import SentencePieceTokenizer
+
+    tok = registry.get(name)
+    assert tok.table_file
+    encoders = [v for v in vars(tok).values() if isinstance(v, RankEncoder)]
+    for enc in encoders:
+        assert type(enc.ranks) is tables.FrozenMap and enc._compiled and enc._merge is twin("_merge", "merge")
+    if isinstance(tok, SentencePieceTokenizer):
+        assert type(tok._lookup) is tables.FrozenMap and type(tok._chunker_c).__name__ == "Chunker"
+    else:
+        assert encoders
+    text = "東京の天気は晴れ。 def f(x): return x * 42  ꙮ"
+    assert tok.encode(text) == _reference(name)(text)
+
+
+def test_a_splitter_keeps_its_kind_through_a_table():
+    from app.engines.bpe.patterns import Splitter
+    from app.engines.openai.encodings import CL100K_PATTERN
+
+    for compiled in (True, False):
+        again = pickle.loads(pickle.dumps(Splitter(CL100K_PATTERN, compiled=compiled)))
+        assert (again._compiled is not None) is compiled
+        assert again("Hello  world's 123") == Splitter(CL100K_PATTERN)("Hello  world's 123")
+
+
 # -- building, checking, building again -------------------------------------------------------------------------------
 
 
@@ -286,6 +316,19 @@ def test_a_damaged_cut_short_or_foreign_table_is_refused_and_built_again(table_d
     assert tables.BUILDS == builds + 1
     assert again.encode(text) == _reference("custom-bpe")(text)
     assert tables.open_table(path, tables._sources_match("custom-bpe")).encode(text) == again.encode(text)
+
+
+def test_a_build_removes_the_lock_files_of_tables_that_are_gone(table_dir):
+    table_dir.mkdir(parents=True)
+    gone, kept, fresh = (table_dir / f"{n}.table.lock" for n in ("custom-bpe-0000000000000000", "other-1", "new-2"))
+    (table_dir / "other-1.table").write_bytes(b"")
+    for lock in (gone, kept, fresh):
+        lock.write_bytes(b"")
+    two_hours_ago = os.path.getmtime(gone) - 7200
+    for lock in (gone, kept):
+        os.utime(lock, (two_hours_ago, two_hours_ago))
+    tables.load_registered("custom-bpe", _custom_bpe)
+    assert not gone.exists() and kept.exists() and fresh.exists()
 
 
 def test_concurrent_builders_make_one_good_file(table_dir):

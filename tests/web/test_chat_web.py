@@ -26,7 +26,6 @@ from helpers.oracles import tiktoken_encoding
 from app.features.chat import prompt as chat
 from app.features.chat.prompt import Message
 from app.engines.datafiles import data_path
-from app.engines.huggingface.npm_models import NPM_MODELS
 from app.settings import Settings
 from app.web.app import create_app
 

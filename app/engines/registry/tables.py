@@ -423,8 +423,8 @@ def _load(path: Path, check_key: Callable[[dict], bool], build: Callable[[], Non
 
 
 def _prune(path: Path) -> None:
-    """Remove what this table replaces: tables of the same name built by other code, left-over temporary files, and
-    tables of uploaded files not used for :data:`BYTES_TABLE_TTL`."""
+    """Remove what this table replaces: tables of the same name built by other code, left-over temporary files, the
+    lock files of tables that are gone, and tables of uploaded files not used for :data:`BYTES_TABLE_TTL`."""
     stem = path.name.rsplit("-", 1)[0]
     now = time.time()
     try:
@@ -437,6 +437,8 @@ def _prune(path: Path) -> None:
             old = now - entry.stat().st_mtime
             if name.endswith(".tmp") and old > 3600:
                 os.unlink(entry.path)
+            elif name.endswith(".table.lock") and old > 3600 and not os.path.exists(entry.path[: -len(".lock")]):
+                os.unlink(entry.path)  # the lock of a table that is gone (replaced or expired); at worst two build one
             elif name.endswith(".table") and name != path.name:
                 if name.rsplit("-", 1)[0] == stem and not stem.startswith("bytes"):
                     os.unlink(entry.path)
