@@ -6,7 +6,7 @@ or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``
 file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
 ``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server; ``tokenplay serve``
 loads every tokenizer before forking its workers (:mod:`app.web.server`), and ``tokenplay tables build`` builds the
-table files of the shipped tokenizers ahead (:mod:`app.engines.registry.tables`).
+table files of the shipped tokenizers ahead (:mod:`app.engines.registry.builder`).
 ``tokenplay languages -t gpt2 -t qwen3 [--lang jpn ...] [--csv]`` prints the token tax of every language (the
 numbers of ``/languages``).
 """
@@ -90,14 +90,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_tables(args: argparse.Namespace) -> int:
     """Build (or check) the table files of the shipped tokenizers our engines run."""
-    from app.engines.registry import tables
+    from app.engines.registry import builder, tables
 
     if args.action == "list":
-        for name in tables.stored_names():
+        for name in builder.stored_names():
             path = tables.registered_path(name)
             print(f"{name}: {path}" + (f" ({path.stat().st_size / 2**20:.1f} MB)" if path.exists() else " (not built)"))
         return 0
-    return tables.build_all(args.names or None, jobs=args.jobs)
+    return builder.build_all(args.names or None, jobs=args.jobs)
 
 
 def _share_tokenizer_files(paths: list[str]) -> None:

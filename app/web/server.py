@@ -51,7 +51,7 @@ def preload(echo: Callable[[str], None] = logger.info) -> dict:
     settle the memory so that forked workers share it. Returns how long it took and what was loaded."""
     from app.engines import registry
     from app.engines.openai.encodings import TiktokenTokenizer, release_parsed_ranks
-    from app.engines.registry import tables
+    from app.engines.registry import builder, tables
     from app.engines.registry.memory import release_freed_memory
 
     start = time.perf_counter()
@@ -59,7 +59,7 @@ def preload(echo: Callable[[str], None] = logger.info) -> dict:
     stored = [n for n in names if registry.spec(n).stored]
     if stored and tables.enabled():
         jobs = max(1, len(os.sched_getaffinity(0)))
-        tables.build_all(stored, jobs=jobs, echo=lambda line: logger.debug("table %s", line))
+        builder.build_all(stored, jobs=jobs, echo=lambda line: logger.debug("table %s", line))
     for name in names:
         tok = registry.get(name)
         if isinstance(tok, TiktokenTokenizer):

@@ -28,7 +28,7 @@ from app.engines.errors import TokenplayError
 from app.engines.huggingface.npm_models import NPM_MODELS
 from app.engines.huggingface.tokenizer_json import UnsupportedTokenizerError
 from app.engines.openai.encodings import ENCODINGS
-from app.engines.registry import tables
+from app.engines.registry import builder, tables
 from app.engines.registry.loaders import LoaderError, load_tokenizer
 from helpers import realtext
 from helpers.oracles import tiktoken_reference
@@ -183,7 +183,7 @@ def _reference(name: str):
     pytest.fail(f"no reference library named for the stored tokenizer {name!r}: add it here")
 
 
-@pytest.mark.parametrize("name", tables.stored_names())
+@pytest.mark.parametrize("name", builder.stored_names())
 def test_every_stored_tokenizer_loads_from_its_table_with_the_reference_ids(name):
     realtext.require()
     tok = registry.get(name)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from app.engines import datafiles, registry
-from app.engines.registry import tables
+from app.engines.registry import builder
 from helpers.serving import ROOT, free_port
 
 TEXT = "Tokenizers cut text into tokens: 東京スカイツリー, 🙂, and code like f(x) = 42."
@@ -113,7 +113,7 @@ def test_a_burst_of_first_uses_over_the_workers_answers_every_request_and_restar
     assert all(ids == registry.get(n).encode(TEXT) for n, _, ids in answers)
     assert served.workers() == before, "no worker was restarted"
     assert not [line for line in served.text().splitlines() if any(word in line for word in RESTARTS)]
-    stored = {Path(registry.get(n).table_file).name for n in tables.stored_names()}
+    stored = {Path(registry.get(n).table_file).name for n in builder.stored_names()}
     for pid in before:  # every worker maps the tables the supervisor loaded: one copy of their pages for all
         assert stored <= {Path(p).name for p in _mapped_tables(pid)}
 

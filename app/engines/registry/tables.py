@@ -18,11 +18,11 @@ and the operating system keeps one copy of its pages for all of them.
   named file with its options. The key is in the file's header; on open the header, the file's size and a CRC-32 of
   everything after the header are checked, and a file that fails (cut short, damaged, built from another source or by
   other code) is built again.
-- **Building.** In a child process (``python -m app.engines.registry.tables``): the parse's garbage and its long C
+- **Building.** In a child process (``python -m app.engines.registry.builder``): the parse's garbage and its long C
   calls (``json.loads`` of a 33 MB file holds the GIL for a second) stay out of the server's workers, whose health
   checks keep answering. The table is written to a temporary file and renamed into place, under a lock file, so
   concurrent builders make one good file and the others wait for it. Files go to ``TOKENPLAY_TABLES_DIR`` (default
-  ``var/tables``); ``tokenplay tables build`` builds the shipped ones ahead.
+  ``var/tables``); ``tokenplay tables build`` builds the shipped ones ahead (:mod:`.builder`).
 - **When not.** Without the compiled twins (``TOKENPLAY_PURE_PYTHON=1``, no C compiler) or with
   ``TOKENPLAY_TABLES=off``, tokenizers are built in the process, from their files, as before.
 
@@ -44,7 +44,6 @@ import pickle
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -78,6 +77,8 @@ if FrozenMap is not None:
     Sequence.register(FrozenList)
 
 _BUILDER_ENV = "TOKENPLAY_TABLES_BUILDER"
+#: The builder child's module (``python -m``): it looks tokenizers up in the registry, which this module is below.
+BUILDER = "app.engines.registry.builder"
 #: Tables this process had built (a child process each): the tests count them.
 BUILDS = 0
 logger = logging.getLogger(__name__)
@@ -365,10 +366,10 @@ class _Lock:
 
 
 def _build_in_child(args: list[str], data: bytes | None = None) -> None:
-    """Run the builder (this module as a script) and raise the error it reports, as the class it was."""
+    """Run the builder (:data:`BUILDER` as a script) and raise the error it reports, as the class it was."""
     env = dict(os.environ, **{_BUILDER_ENV: "1"})
     try:
-        proc = subprocess.run([sys.executable, "-m", __name__, *args], input=data, capture_output=True, env=env,
+        proc = subprocess.run([sys.executable, "-m", BUILDER, *args], input=data, capture_output=True, env=env,
                               timeout=BUILD_TIMEOUT, cwd=str(REPO_ROOT))
     except subprocess.TimeoutExpired:
         raise TableError(f"building the table took more than {BUILD_TIMEOUT:.0f} s and was stopped") from None
@@ -478,21 +479,6 @@ def load_registered(name: str, factory: Callable[[], Tokenizer]) -> Tokenizer:
                  factory)
 
 
-def build_registered(name: str, out: str) -> dict:
-    """Build the table of the registered tokenizer ``name`` in this process (the builder child's work)."""
-    from .. import datafiles
-    from . import get
-
-    datafiles.reads = []
-    try:
-        tok = get(name)
-        read = list(dict.fromkeys(datafiles.reads))
-    finally:
-        datafiles.reads = None
-    key = {"tokenizer": name, "sources": {rel: expected_sha256(rel) for rel in read}}
-    return {"path": out, "bytes": write_table(Path(out), tok, key)}
-
-
 # -- tokenizer files: uploads and files named on the command line ---------------------------------------------------
 
 
@@ -552,74 +538,3 @@ def build_bytes(data: bytes, options: dict, out: str) -> dict:
     tok = load_tokenizer(data, pattern=options["pattern"], special_tokens=options["special_tokens"],
                          engine=options["engine"], filename=filename)
     return {"path": out, "bytes": write_table(Path(out), tok, bytes_key(data, options))}
-
-
-# -- ahead of time ----------------------------------------------------------------------------------------------------
-
-
-def stored_names() -> list[str]:
-    """The shipped tokenizers stored as tables (those run by our own engines)."""
-    from . import names, spec
-
-    return [n for n in names() if spec(n).stored]
-
-
-def build_all(names: list[str] | None = None, jobs: int = 1, echo: Callable[[str], None] = print) -> int:
-    """Build (or check) the tables of ``names`` (default: every stored shipped tokenizer), ``jobs`` builders at a
-    time; prints one line per table. 0, or 1 if a table could not be built."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from . import spec
-
-    if not enabled():
-        echo("tables are off here (TOKENPLAY_TABLES=off, or the compiled twins are not built)")
-        return 1
-    names = names or stored_names()
-    failed = 0
-    lock = threading.Lock()
-
-    def one(name: str) -> None:
-        nonlocal failed
-        start = time.perf_counter()
-        try:
-            tok = load_registered(name, spec(name).factory)
-            table = getattr(tok, "table_file", None)
-            if table is None:
-                raise TableError("its table was built but cannot be read (the log says why)")
-            line = f"{name}: {Path(table).name}, {os.path.getsize(table) / 2**20:.1f} MB"
-        except TokenplayError as exc:
-            with lock:
-                failed += 1
-            line = f"{name}: FAILED: {exc}"
-        with lock:
-            echo(f"{line} ({time.perf_counter() - start:.1f} s)")
-
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
-        list(pool.map(one, names))
-    return 1 if failed else 0
-
-
-def _main(argv: list[str]) -> int:
-    """The builder: ``--tokenizer NAME`` (a registered tokenizer) or ``--options JSON --out PATH`` (a file's bytes on
-    stdin). Prints its result, or the error as JSON on the last line (exit status 3)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m app.engines.registry.tables")
-    parser.add_argument("--tokenizer")
-    parser.add_argument("--options")
-    parser.add_argument("--out")
-    args = parser.parse_args(argv)
-    try:
-        if args.tokenizer:
-            done = build_registered(args.tokenizer, args.out)
-        else:
-            done = build_bytes(sys.stdin.buffer.read(), json.loads(args.options), args.out)
-    except TokenplayError as exc:
-        print(json.dumps({"module": type(exc).__module__, "name": type(exc).__qualname__, "message": str(exc)}))
-        return 3
-    print(json.dumps(done))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
