@@ -1,7 +1,8 @@
 """The ``tokenplay`` console script: serve the app, encode/decode from the shell, list tokenizers.
 
 ``tokenplay encode`` prints exactly the JSON that ``POST /api/tokenize`` answers, ``tokenplay explain`` the JSON of
-``POST /api/explain`` (or, with ``--tree``, the merge tree and steps as text). A tokenizer is a registered name
+``POST /api/explain`` (or, with ``--tree``, as text: the merge tree and steps, a WordPiece walk or a unigram
+lattice). A tokenizer is a registered name
 or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``tokenizer.json``, a ``.tiktoken``
 file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
 ``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server; ``tokenplay serve``
@@ -151,16 +152,23 @@ SHOWN_CANDIDATES = 4
 
 
 def explanation_lines(explanation) -> list[str]:
-    """``tokenplay explain --tree``: the explanation as text, the merge tree indented under its token."""
+    """``tokenplay explain --tree``: the explanation as text: the merge tree indented under its token and the
+    merges (BPE), the word's walk (WordPiece), or the span's lattice and best segmentations (Unigram)."""
     from app.features.explain.trace import shown
 
     e, pre = explanation, explanation.pretoken
     lines = [
         f"{e.tokenizer}: token {e.index} {shown(e.token.bytes)!r} (id {e.token.id}, {e.kind}; retraced by {e.engine})",
         f"pre-token {pre.start}..{pre.end} {pre.text!r}: {pre.rule.name} ({pre.rule.source})",
-        "merge tree:",
-        *e.tree.lines("  "),
+        f"normalizer: {e.normalizer_summary}",
+        *(f"  {c.before!r} -> {c.after!r} ({', '.join(c.what)})" for c in e.changes),
     ]
+    if e.kind == "wordpiece":
+        lines += _walk_lines(e.detail)
+    elif e.kind == "unigram":
+        lines += _lattice_lines(e.detail)
+    else:
+        lines += ["merge tree:", *e.tree.lines("  ")]
     if e.steps:
         lines.append("merges in the pre-token (* built this token):")
     for k, step in enumerate(e.steps, 1):
@@ -172,6 +180,38 @@ def explanation_lines(explanation) -> list[str]:
             f"(rank {step.rank}; candidates {beaten}{f' and {more} more' if more > 0 else ''})"
         )
     lines.extend(f"note: {note}" for note in e.notes)
+    return lines
+
+
+def _walk_lines(d) -> list[str]:
+    """WordPiece's walk of a word: at each piece the candidates that missed, then the piece (* this token)."""
+    lines = [f"walk of {d.normalized!r} (longest piece first; ✗ not in the vocabulary):"]
+    for k, w in enumerate(d.found if d.stuck is not None else d.walk):
+        misses = " ".join(f"{m}✗" for m in w.misses)
+        mark = "*" if d.stuck is None and k == d.token_piece else " "
+        lines.append(f"  {mark} {w.start:3}..{w.end:<3} {(misses + ' ') if misses else ''}{w.piece} (after {w.tried} missed)")
+    if d.stuck is not None:
+        lines.append(f"  * {d.stuck:3}..    no piece begins here: the word is {d.walk[0].piece}")
+    lines.append("pieces: " + " ".join(w.piece for w in d.walk))
+    return lines
+
+
+def _lattice_lines(d) -> list[str]:
+    """A unigram span's lattice, one line per position (pieces starting there, + on the best path, * this
+    token's), then the best segmentations."""
+    lines = [f"lattice of {d.normalized!r} (pieces by where they start, with their scores; + on the best path):"]
+    this = d.best[d.token_piece]
+    for start in range(len(d.normalized)):
+        nodes = [n for n in d.lattice if n.start == start]
+        cells = " ".join(
+            f"{'*' if (n.start, n.end, n.id) == (this.start, this.end, this.id) else '+' if n.best else ''}"
+            f"{n.piece}({n.score:.2f})"
+            for n in sorted(nodes, key=lambda n: n.end)
+        )
+        lines.append(f"  {start:3} {d.normalized[start]} {cells}")
+    lines.append(f"best: {' | '.join(s.piece for s in d.best)}  score {d.best_score:.3f}")
+    lines.append("n-best:")
+    lines += [f"  {k}. {' | '.join(s.piece for s in path)}  {score:.3f}" for k, (path, score) in enumerate(d.nbest, 1)]
     return lines
 
 
@@ -202,7 +242,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """Train byte-level BPE on a corpus file; progress goes to stderr, the model to --out."""
+    """Train on a corpus file: byte-level BPE (our JSON model, a .tiktoken), WordPiece (a tokenizer.json) or
+    Unigram (a SentencePiece .model), each file as the lab exports it; progress goes to stderr, a line per file
+    written to stdout."""
     import time
     from pathlib import Path
 
@@ -212,6 +254,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         corpus = sys.stdin.read() if args.corpus == "-" else Path(args.corpus).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TokenplayError(f"cannot read corpus {args.corpus!r}: {exc}; pass a UTF-8 text file") from None
+    if args.algorithm != "bpe":
+        return _train_lab_algorithm(args, corpus)
     started = last = time.monotonic()
 
     def progress(step: int, total: int, record) -> None:
@@ -235,16 +279,64 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=progress,
     )
     model.save(args.out)
+    print(f"wrote {args.out}: the BPE model as Tokenplay JSON ({256 + len(result.merges):,} tokens)")
     if args.trace:
         Path(args.trace).write_bytes(result.to_json())
+        print(f"wrote {args.trace}: every merge step as JSON")
     if args.export_tiktoken:
         model.export_tiktoken(args.export_tiktoken)
+        print(f"wrote {args.export_tiktoken}: the ranks as a .tiktoken file (as the lab exports a byte-level run)")
     final_tokens = result.steps[-1].corpus_tokens if result.steps else result.initial_tokens
     print(
         f"{len(result.merges)} merges ({result.stop_reason}); corpus {result.initial_tokens} -> {final_tokens} "
         f"tokens; model written to {args.out}",
         file=sys.stderr,
     )
+    return 0
+
+
+#: What ``tokenplay train --algorithm`` writes for the lab's algorithms: the lab's export format, and its name.
+LAB_EXPORTS = {"wordpiece": ("tokenizer.json", "a WordPiece tokenizer.json"), "unigram": ("model", "a unigram SentencePiece .model")}
+
+
+def _train_lab_algorithm(args: argparse.Namespace, corpus: str) -> int:
+    """``tokenplay train --algorithm wordpiece|unigram``: the lab's trainer and its exports (the model file to
+    --out, the lab's JSON of every step or round to --trace), byte for byte what the lab's downloads hold."""
+    import time
+    from pathlib import Path
+
+    from app.lab.algorithms import train
+    from app.lab.export import export
+    from app.lab.options import Options
+    from app.lab.runs import Run
+
+    refused = [flag for flag, value in (("--special", args.special), ("--export-tiktoken", args.export_tiktoken),
+                                        ("--top-k", args.top_k), ("--max-ties", args.max_ties)) if value]
+    if refused:
+        raise TokenplayError(f"{', '.join(refused)} apply to --algorithm bpe only")
+    options = Options(algorithm=args.algorithm, vocab_size=args.vocab_size, tie_break=args.tie_break)
+    started = last = time.monotonic()
+    unit = "round" if args.algorithm == "unigram" else "merge"
+
+    def progress(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if not args.quiet and (now - last >= 1.0 or done == total):
+            last = now
+            print(f"{unit} {done}/{total} ({now - started:.1f}s)", file=sys.stderr)
+
+    trained = train(corpus, options, max_merges=args.max_vocab_size, progress=progress)
+    run = Run("cli", corpus, options, status="done")
+    run.apply(trained)
+    fmt, what = LAB_EXPORTS[args.algorithm]
+    body, _, _ = export(run, fmt)
+    Path(args.out).write_bytes(body)
+    size = run.extra.get("n_final", len(run.vocab()))
+    print(f"wrote {args.out}: {what} ({size:,} tokens), as the lab exports it")
+    if args.trace:
+        Path(args.trace).write_bytes(export(run, "json")[0])
+        print(f"wrote {args.trace}: every {unit} as the lab's JSON export")
+    print(f"{run.n_steps} {unit}s ({run.stop_reason})", file=sys.stderr)
     return 0
 
 
@@ -336,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="why token INDEX of TEXT is what it is: the same JSON as POST /api/explain")
     _tokenizer_arguments(p)
     p.add_argument("--index", type=int, required=True, help="the token's index in the text's tokens")
-    p.add_argument("--tree", action="store_true", help="print a readable merge tree and merge steps, not JSON")
+    p.add_argument("--tree", action="store_true",
+                   help="print it as text, not JSON: the merge tree and steps, a WordPiece walk or a unigram lattice")
     p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
     p.add_argument("--indent", type=int, default=None)
     p.add_argument("text", nargs="?", default=None)
@@ -347,14 +440,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="*")
     p.set_defaults(func=cmd_decode)
 
-    p = sub.add_parser("train", help="train byte-level BPE on a corpus and save the model")
+    p = sub.add_parser("train", help="train BPE, WordPiece or Unigram on a corpus and save the model")
     p.add_argument("corpus", help="UTF-8 text file ('-' for stdin)")
-    p.add_argument("--vocab-size", type=int, required=True, help="256 bytes + merges")
+    p.add_argument("--algorithm", choices=("bpe", "wordpiece", "unigram"), default="bpe",
+                   help="bpe: byte-level BPE (Tokenplay JSON to --out, --export-tiktoken); wordpiece: a tokenizer.json; "
+                        "unigram: a SentencePiece .model (both as the lab exports them)")
+    p.add_argument("--vocab-size", type=int, required=True,
+                   help="bpe: 256 bytes + merges; wordpiece, unigram: the vocabulary size to reach")
     p.add_argument("--pattern", choices=("none", "gpt2", "gpt4", "o200k"), default="gpt4", help="pre-tokenizer")
     p.add_argument("--tie-break", choices=("first", "lexical"), default="first")
     p.add_argument("--special", action="append", default=[], metavar="TOKEN", help="special token (repeatable)")
-    p.add_argument("--out", required=True, help="model file (Tokenplay BPE JSON)")
-    p.add_argument("--trace", default=None, help="write every merge step as JSON here")
+    p.add_argument("--out", required=True,
+                   help="model file (bpe: Tokenplay BPE JSON; wordpiece: tokenizer.json; unigram: .model)")
+    p.add_argument("--trace", default=None, help="write every merge step (unigram: every round) as JSON here")
     p.add_argument("--top-k", type=int, default=0, help="record the k most frequent pairs before each merge")
     p.add_argument("--max-ties", type=int, default=None, help="keep at most N tied pairs per step in the trace")
     p.add_argument("--max-vocab-size", type=int, default=MAX_VOCAB_SIZE)

@@ -1,4 +1,5 @@
-"""Server time of ``POST /api/explain`` (issue 15): any token of a 10 KB text explained within 50 ms.
+"""Server time of ``POST /api/explain`` (issue 15): any token of a 10 KB text explained within 50 ms (BERT's walk and
+Jurassic-2's lattice too, issue 25).
 
 For each model and each real-text corpus (``tests/helpers/realtext.py`` finds them; 10 KB from the middle of en.txt,
 ja.txt and c.txt), ``--tokens`` token indexes spread over the text are explained through the ASGI app, each
@@ -27,7 +28,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from app.web.app import create_app  # noqa: E402
 
-MODELS = ["gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "deepseek-v3", "gemma-3", "mistral-7b", "custom-bpe"]
+MODELS = ["gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "deepseek-v3", "gemma-3", "mistral-7b", "custom-bpe",
+          "bert-base-uncased", "jurassic-2"]  # the last two: a WordPiece walk, a unigram lattice (issue 25)
 CORPORA = ["en", "ja", "c"]
 TARGET_MS = 50
 
@@ -89,7 +91,8 @@ def main() -> int:
         "100 KB of Japanese, no spaces": realtext.read("ja")[:100_000].replace(" ", "").replace("\n", ""),
     }
     for label, text in huge.items():
-        for model in ["cl100k_base", "llama-3"] if args.quick else ["cl100k_base", "llama-3", "gemma-3", "mistral-7b"]:
+        for model in ["cl100k_base", "llama-3"] if args.quick else ["cl100k_base", "llama-3", "gemma-3", "mistral-7b",
+                                                                       "bert-base-uncased", "jurassic-2"]:
             r = client.post("/api/tokenize", json={"text": text, "tokenizer": model})
             count = r.json()["count"]
             print(f"| {label} | {model} | {count:,} | {explain_ms(text, model, count // 2):.0f} | {server_ms(r):.0f} |")

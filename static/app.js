@@ -177,6 +177,25 @@
     }
   }
 
+  // The views that show the token a form explains: every view the form serves, or, when the form names the pane
+  // that was clicked (compare: the same index is another token of another tokenizer), that pane's view only.
+  function explainedViews(form) {
+    const pane = form && form.elements.namedItem("pane");
+    const name = pane ? pane.value : "";
+    return Array.from(document.querySelectorAll(".tokens[data-explain][data-first-token]")).filter(function (view) {
+      if (document.querySelector(view.dataset.explain) !== form) return false;
+      const owner = name ? view.closest("[data-tokenizer]") : null;
+      return !owner || owner.dataset.tokenizer === name;
+    });
+  }
+
+  function markExplainedViews(form, index) {
+    const marked = explainedViews(form);
+    for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
+      if (document.querySelector(view.dataset.explain) === form) markExplained(view, marked.includes(view) ? index : "");
+    }
+  }
+
   function explain(tok, cut) {
     const view = tok.parentElement;
     const form = document.querySelector(view.dataset.explain);
@@ -212,9 +231,7 @@
       const form = document.querySelector(other.closest("[data-explain]").dataset.explain);
       if (!form || !window.htmx) return;
       setField(form, "explain", other.dataset.explainIndex);
-      for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
-        markExplained(view, other.dataset.explainIndex);
-      }
+      markExplainedViews(form, other.dataset.explainIndex);
       htmx.trigger(form, "submit");
       return;
     }
@@ -264,17 +281,43 @@
         build();
       }
     }
-    // a view re-rendered (typing, reload) marks the token whose explanation is open
+    // a unigram lattice wider than its box scrolls so that the explained token's piece is in view (the lattice only)
+    for (const node of root.querySelectorAll(".lattice > .lattice-node.this")) {
+      const grid = node.parentElement;
+      if (grid.scrollWidth > grid.clientWidth) {
+        grid.scrollLeft = node.offsetLeft - grid.offsetLeft - (grid.clientWidth - node.offsetWidth) / 2;
+      }
+    }
+    // a view re-rendered (typing, reload) marks the token whose explanation is open, in the pane it is of
+    const forms = new Set();
     for (const view of document.querySelectorAll(".tokens[data-explain][data-first-token]")) {
-      const form = document.querySelector(view.dataset.explain);
+      forms.add(document.querySelector(view.dataset.explain));
+    }
+    for (const form of forms) {
       const field = form && form.elements.namedItem("explain");
-      if (field) markExplained(view, field.value);
+      if (field) markExplainedViews(form, field.value);
     }
   }
 
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });
   document.addEventListener("htmx:load", function (event) {
     if (event.target instanceof Element) enhance(event.target);
+  });
+
+  // An answer asked for with an explained index that is no longer the one its explain form holds (the
+  // explanation was closed, or another token explained, while it was on its way: the playground's /render carries
+  // the explanation too) brought an old explanation with it: ask for the current one, whose answer also puts the
+  // address right.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const config = event.detail && event.detail.requestConfig;
+    const sent = config && config.formData instanceof FormData ? config.formData.get("explain") : null;
+    const include = config && config.elt instanceof Element ? config.elt.getAttribute("hx-include") : null;
+    if (sent === null || !include || !window.htmx) return;
+    for (const selector of include.split(",")) {
+      const form = document.querySelector(selector.trim());
+      const field = form instanceof HTMLFormElement ? form.elements.namedItem("explain") : null;
+      if (field && field.value !== sent) htmx.trigger(form, "submit");
+    }
   });
 
   // After htmx swaps a result in, a one-line summary goes to the page's status region for screen readers.

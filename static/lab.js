@@ -4,10 +4,26 @@
   "use strict";
   let timer = null;
 
+  // A step on its way: the keys pressed meanwhile wait in order (→ twice quickly is two steps; the second press
+  // would otherwise click the same "Next" link of the step still shown), and go one by one as each step arrives.
+  let busy = false;
+  const queued = [];
+
   function nav(name) {
+    if (busy) { queued.push(name); return; }
     const el = document.querySelector('#step [data-nav="' + name + '"]');
     if (el) el.click();
   }
+
+  function stepRequest(e) {
+    const target = e.detail && e.detail.target;
+    return target instanceof Element && target.id === "step";
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (e) { if (stepRequest(e)) busy = true; });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (stepRequest(e) && !e.detail.successful) { busy = false; queued.length = 0; }  // the error shows; no more
+  });
 
   function stepInfo() {
     const s = document.getElementById("step");
@@ -32,12 +48,15 @@
     }, ms);
   }
 
-  // after each swap of #step, keep playing (the new #play button needs its state back)
+  // after each swap of #step, keep playing (the new #play button needs its state back), or take the next key
+  // pressed while it was on its way
   document.addEventListener("htmx:afterSettle", function (e) {
     if (!(e.target instanceof Element) || e.target.id !== "step") return;
+    busy = false;
     const speed = document.getElementById("speed");
     if (speed && window.__labSpeed) speed.value = window.__labSpeed;
-    if (window.__labPlaying) setPlaying(true);
+    if (queued.length) nav(queued.shift());
+    else if (window.__labPlaying) setPlaying(true);
   });
 
   document.addEventListener("change", function (e) {

@@ -97,6 +97,27 @@ def oddities() -> list[Oddity]:
             _rows(("hello", " hello", "Hello", " Hello", "HELLO", " HELLO"), ("o200k_base",)),
         ),
         Oddity(
+            "normalizers",
+            "The text is rewritten before it is cut",
+            "A model's normalizer runs first: BERT lower-cases and strips accents, so “Résumé” and “resume” become "
+            "the same tokens; Jurassic-2's NFKC rules turn the ligature “ﬁ”, “①” and full-width “Ｔｏｋｙｏ” into "
+            "plain letters and digits. Each explanation lists what its normalizer changed.",
+            (
+                Row("Résumé vs resume", "bert-base-uncased", "Résumé"),
+                Row("Résumé vs resume", "jurassic-2", "Résumé"),
+                Row("ﬁne print ① Ｔｏｋｙｏ", "jurassic-2", "Ｔ"),
+                Row("ﬁne print ① Ｔｏｋｙｏ", "bert-base-uncased", "ﬁ"),
+            ),
+        ),
+        Oddity(
+            "multiword",
+            "One token for several words",
+            "A unigram vocabulary may hold pieces with spaces inside: Jurassic-2 reads “ the rest of the world” as "
+            "one token, because that segmentation scores best in its lattice. BPE vocabularies built on words "
+            "never cross a space.",
+            _rows(("as well as the rest of the world",), ("jurassic-2", "o200k_base"), "the"),
+        ),
+        Oddity(
             "japanese-bytes",
             "Japanese cut inside characters",
             "Byte-level BPE works on UTF-8 bytes: a kanji is three bytes, and a rare one is cut into tokens that "

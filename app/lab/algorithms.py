@@ -83,21 +83,57 @@ def sp_spans(text: str) -> list[tuple[int, int, bool]]:
     return out
 
 
+def sp_text_spans(text: str) -> list[tuple[int, int, bool | None]]:
+    """SentencePiece-style words of ``text`` read as one sentence, as the run's ``.model`` encodes a text (and
+    ``/api/tokenize`` with it): only the start of the text gets the dummy-prefix ``▁`` (lead ``True``), the first
+    word of every later line none (lead ``False``, and no word when it is empty), and each line break is text
+    between words (lead ``None``): no piece holds one, so it is its byte, ``<0x0A>``.
+
+    >>> sp_text_spans("a b\\n c")  # "a" with ▁, " b", the line break, " c"
+    [(0, 1, True), (1, 3, False), (3, 4, None), (4, 6, False)]
+    """
+    out: list[tuple[int, int, bool | None]] = []
+    if not text:
+        return out
+    pos = 0
+    for n, line in enumerate(text.split("\n")):
+        if n:
+            out.append((pos - 1, pos, None))
+        first = line.find(" ")
+        first = len(line) if first < 0 else first
+        if n == 0 or first:
+            out.append((pos, pos + first, n == 0))
+        for m in _SP_REST.finditer(line, first):
+            out.append((pos + m.start(), pos + m.end(), False))
+        pos += len(line) + 1
+    return out
+
+
 class Encoder:
     """Text to base-id words for one run. ``base`` maps every base id to its surface bytes.
 
-    ``spans(text)`` gives ``(start, end, lead)`` per word; ``word_ids(text[start:end], lead)`` its base ids. A
-    character the base vocabulary lacks becomes -1 (never merged). ``lead`` marks a SentencePiece-style line
-    start, which gets the dummy-prefix ``▁``.
+    ``spans(text)`` gives ``(start, end, lead)`` per word as training cuts the corpus; ``word_ids(text[start:end],
+    lead)`` its base ids. A character the base vocabulary lacks becomes -1 (never merged). ``lead`` marks a
+    SentencePiece-style line start, which gets the dummy-prefix ``▁``.
+
+    ``text_spans(text)`` and ``text_ids`` cut a text as the run's tokenizer does ("use in playground",
+    ``/api/tokenize``): the words of training and the text between them (lead ``None``: whitespace a words-only
+    pre-tokenizer leaves out, a SentencePiece line break), whose characters no merge holds; a character the base
+    vocabulary lacks is its UTF-8 bytes (byte fallback), ids from ``byte_ids_from`` (the id of byte 0; a
+    SentencePiece run's ``<0x00>`` piece by default).
     """
 
-    def __init__(self, algorithm: str, pattern: str, base: dict[int, bytes], end_of_word: bool = False):
+    def __init__(
+        self, algorithm: str, pattern: str, base: dict[int, bytes], end_of_word: bool = False,
+        byte_ids_from: int | None = None,
+    ):
         self.algorithm = algorithm
         self.pattern = pattern
         self.base = base
         self.end_of_word = end_of_word
         self.char_ids: dict[str, int] = {}
         self.eow_id: int | None = None
+        self.byte_ids_from = byte_ids_from
         if algorithm != "byte":
             for i, b in base.items():
                 s = b.decode("utf-8")
@@ -105,9 +141,11 @@ class Encoder:
                     self.eow_id = i
                 elif len(s) == 1 or (algorithm == "wordpiece" and len(s) == 3 and s.startswith(WP_PREFIX)):
                     self.char_ids.setdefault(s, i)  # not <unk>, <s>, </s>, [UNK] or <0xNN> pieces
+                elif s == "<0x00>" and algorithm == "sentencepiece" and byte_ids_from is None:
+                    self.byte_ids_from = i  # the 256 byte pieces follow it in order
 
     def spans(self, text: str) -> list[tuple[int, int, bool]]:
-        if self.algorithm == "sentencepiece":
+        if self.algorithm in ("sentencepiece", "unigram"):
             return sp_spans(text)
         if self.algorithm == "wordpiece":
             return [(a, b, False) for a, b in word_spans(text)]
@@ -126,6 +164,47 @@ class Encoder:
         if self.eow_id is not None:
             ids.append(self.eow_id)
         return ids
+
+    def text_spans(self, text: str) -> list[tuple[int, int, bool | None]]:
+        """``text`` cut as the run's tokenizer cuts it: the words of :meth:`spans` and, as words of their own (lead
+        ``None``), the text between them (a SentencePiece-style text: :func:`sp_text_spans`). WordPiece drops the
+        whitespace between words, as BERT's pre-tokenizer does."""
+        if self.algorithm in ("sentencepiece", "unigram"):
+            return sp_text_spans(text)
+        spans: list[tuple[int, int, bool | None]] = list(self.spans(text))
+        if self.algorithm == "wordpiece":
+            return spans
+        out: list[tuple[int, int, bool | None]] = []
+        pos = 0
+        for a, b, lead in spans:
+            if a > pos:
+                out.append((pos, a, None))
+            out.append((a, b, lead))
+            pos = b
+        if pos < len(text):
+            out.append((pos, len(text), None))
+        return out
+
+    def text_ids(self, chunk: str, lead: bool | None = False) -> list[int]:
+        """The base ids of a word of :meth:`text_spans` as the run's tokenizer has them: text between words gets
+        no marker (``▁``, ``</w>``), and a character the base vocabulary lacks is its UTF-8 bytes."""
+        if self.algorithm == "byte":
+            return list(chunk.encode("utf-8"))
+        if lead is None:
+            symbols = chunk
+            ids = [self.char_ids.get(c, -1) for c in chunk]
+        else:
+            ids = self.word_ids(chunk, lead)
+            symbols = (SP_SPACE if lead else "") + chunk.replace(" ", SP_SPACE) if self.algorithm == "sentencepiece" else chunk
+        if self.byte_ids_from is None or -1 not in ids:
+            return ids
+        out: list[int] = []
+        for n, i in enumerate(ids):  # a marker (</w>) comes after the symbols, and is never -1
+            if i >= 0:
+                out.append(i)
+            else:
+                out.extend(self.byte_ids_from + b for b in symbols[n].encode("utf-8"))
+        return out
 
     def words(self, text: str) -> list[tuple[list[int], int]]:
         counts = Counter((text[a:b], lead) for a, b, lead in self.spans(text))

@@ -23,7 +23,7 @@ ALGORITHM_LABELS = {
 PATTERNS = ("none", "whitespace", "gpt2", "gpt4")
 PATTERN_LABELS = {
     "none": "none (the whole text is one word)",
-    "whitespace": "whitespace (words; spaces are not tokens)",
+    "whitespace": "whitespace (words; no merge takes a space)",
     "gpt2": "GPT-2 regex",
     "gpt4": "GPT-4 regex (cl100k)",
 }

@@ -10,6 +10,11 @@ Each trainer stops for its own reason, and the pages say it in the algorithm's w
   SentencePiece does), then pruning removes pieces by loss down to the size asked for. When the EM step alone
   takes the vocabulary below that size, pruning removes nothing and the run ends below it.
 
+A run that ends short also says which sizes work (:attr:`Outcome.sizes`): a merge-based run merges the same pairs
+whatever size it is asked for, so it reaches every size from its base vocabulary to where it stopped, and no
+more, with the same settings. A unigram run whose seed held every candidate piece (a small corpus) and that ended
+short in its first round ends where any larger size ends too: that is the most the corpus supports.
+
 Nothing here trains; the numbers come from the run (its base vocabulary, its steps, its options).
 """
 
@@ -32,12 +37,25 @@ def _n(n: int, noun: str, plural: str | None = None) -> str:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """A finished run's vocabulary: ``reached`` tokens of the ``asked`` (``parts`` says what they are), and
-    ``reason`` when the two differ."""
+    ``reason`` when the two differ; ``sizes``, when the run ended short and the lab knows them, the vocabulary
+    sizes that work on this corpus with these settings (``(smallest, largest)``), and ``steps`` the merges (a
+    unigram run: the learned pieces) that work, ``(0, most)``."""
 
     asked: int
     reached: int
     parts: tuple[tuple[int, str], ...]
     reason: str | None
+    sizes: tuple[int, int] | None = None
+    steps: tuple[int, int] | None = None
+
+    def to_dict(self) -> dict:
+        """The API's form of it (``/api/train``): ``reachable`` is None unless the run ended short and the sizes
+        that work are known."""
+        reachable = None
+        if self.sizes is not None and self.steps is not None:
+            reachable = {"vocab_size": {"min": self.sizes[0], "max": self.sizes[1]},
+                         "merges": {"min": self.steps[0], "max": self.steps[1]}}
+        return {"asked": self.asked, "reached": self.reached, "reason": self.reason, "reachable": reachable}
 
     @property
     def short(self) -> bool:
@@ -70,7 +88,11 @@ def outcome(run: Run) -> Outcome:
         inner = sum(t.startswith("##") for t in texts)
         parts = ((1, "[UNK]"), (len(texts) - inner, "characters"), (inner, "##characters"))
     parts += ((n, "merge" if n == 1 else "merges"),)
-    return Outcome(asked, reached, parts, _merge_reason(run, asked, reached) if reached != asked else None)
+    if reached == asked:
+        return Outcome(asked, reached, parts, None)
+    reason = (f"{_merge_reason(run, asked, reached)}; with these settings this corpus supports at most "
+              f"{_n(n, 'merge')}: a vocabulary of {base:,} to {reached:,} tokens")
+    return Outcome(asked, reached, parts, reason, (base, reached), (0, n))
 
 
 def _words(run: Run) -> int:
@@ -105,6 +127,7 @@ def _unigram(run: Run) -> Outcome:
     learned = reached - N_SPECIAL - chars
     parts = ((3, "special"), (256, "byte pieces"), (chars, "characters"), (learned, "longer piece" if learned == 1 else "longer pieces"))
     reason = None
+    sizes = steps = None
     if reached < asked and n:
         before = run.vocab_size_at(n - 1)
         reason = (
@@ -112,9 +135,14 @@ def _unigram(run: Run) -> Outcome:
             f"and its EM step dropped {_n(before - reached, 'piece')} the corpus would use less than half a time "
             "(SentencePiece drops them too), so no piece was left to prune by loss"
         )
+        if n == 1 and run.extra.get("seed_complete"):  # any larger size starts from this seed and ends here too
+            least = N_SPECIAL + chars
+            sizes, steps = (least, reached), (0, learned)
+            reason += (f"; this corpus supports at most {_n(reached, 'piece')}: a vocabulary of {least:,} (the "
+                       f"special, byte and character pieces) to {reached:,}, or up to {_n(learned, 'learned piece')}")
     elif reached > asked:
         reason = (
             f"Unigram ended at {_n(reached, 'piece')}, above the {asked:,} asked for: its last round removed nothing "
             "more (characters always stay)"
         )
-    return Outcome(asked, reached, parts, reason)
+    return Outcome(asked, reached, parts, reason, sizes, steps)

@@ -25,8 +25,9 @@ from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
-from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, display_text
+from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, chip_of, display_text
 from .runs import Run
+from .text_counts import merge_text_tokens
 
 MAX_TRACE_STAGES = 400
 
@@ -54,6 +55,19 @@ class Merges:
         ranks = self.rank if k is None else self.ranks_below(k)
         return merge(list(ids), ranks.get, key=_pair, join=lambda a, b: self.new_id[(a, b)], steps=steps)
 
+    def ranks_in(self, ids: Sequence[int]) -> list[int]:
+        """The ranks of the merges that applying them all to ``ids`` makes, one per merge: after the first ``k``
+        merges, ``ids`` is as many tokens shorter as there are ranks below ``k`` here (a merge only makes pairs
+        of higher rank, so the first ``k`` merges make exactly these)."""
+        made: list[int] = []
+
+        def join(a: int, b: int) -> int:
+            made.append(self.rank[(a, b)])
+            return self.new_id[(a, b)]
+
+        merge(list(ids), self.rank.get, key=_pair, join=join)
+        return made
+
 
 def _surface(token: bytes, algorithm: str) -> bytes:
     if algorithm == "wordpiece":
@@ -73,18 +87,36 @@ class RunReplay(ReplayView):
         self.byte_table = ByteTable(self.vocab.__getitem__, frozenset())
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
-        self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
+        # a character-level run's tokenizer gives a character the corpus lacks its UTF-8 bytes, as ids after the
+        # vocabulary (app.lab.tokenizers.LabTokenizer); a SentencePiece-style run has byte pieces of its own
+        fallback = max(self.vocab) + 1 if self.algorithm == "char" and self.vocab else None
+        if fallback is not None:
+            for b in range(256):
+                data = bytes([b])
+                self.chips[fallback + b] = chip_of(fallback + b, data, display_text(data))
+                self.text[fallback + b] = self.chips[fallback + b].text
+        self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word, fallback)
         self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
         self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._wordpiece: dict[int, object] = {}
         self._hints: dict[bytes, ByteHint | None] = {}
         self._corpus_bytes: CorpusBytes | None = None
+        self._text_tokens: list[int] | None = None
+
+    def text_tokens(self, k: int) -> int:
+        """The tokens of the whole corpus as the run's tokenizer cuts it after ``k`` merges: after the last, what
+        ``/api/tokenize`` counts with it ("use in playground"; :mod:`.text_counts`)."""
+        if self._text_tokens is None:
+            counts = merge_text_tokens(self.run, self.encoder, self.merges.ranks_in)
+            with self._lock:
+                self._text_tokens = counts
+        return self._text_tokens[k]
 
     def chip(self, tid: int) -> Chip:
         """Token ``tid`` as a chip; a piece of a character knows which characters of the corpus it is part of."""
         c = self.chips.get(tid, UNKNOWN)
-        if c.partial and c.hint is None:
+        if c.partial and c.hint is None and tid in self.vocab:  # not a character-level run's byte fallback
             hint = self.byte_hint(self.vocab[tid])
             if hint is not None:
                 c = self.chips[tid] = Chip(c.id, c.text, c.partial, c.hex, hint)
@@ -229,6 +261,7 @@ class RunReplay(ReplayView):
             "top_pairs": [{"pair": r["text"], "ids": r["pair"], "count": r["count"], "winner": r["winner"], "tie": r["tie"]}
                           | {k: r[k] for k in ("left_count", "right_count", "score") if k in r} for r in table["rows"]],
             "corpus_tokens": run.tokens_at(k),
+            "text_tokens": self.text_tokens(k),
             "base_units": run.base_units,
             "compression": round(run.compression_at(k), 4),
             "vocab_size": len(run.base) + k,
@@ -242,8 +275,12 @@ class RunReplay(ReplayView):
     def encode_trace(self, text: str, k: int) -> dict:
         """Apply the merges of rank below ``k`` to ``text`` in rank order, one merge (every occurrence at once) per
         stage. Each word is merged on its own by the merge loop; a merge only makes pairs of higher rank, so
-        grouping every word's merges by rank gives the stages."""
-        words = [self.encoder.word_ids(text[a:b], lead) for a, b, lead in self.encoder.spans(text)]
+        grouping every word's merges by rank gives the stages. The text is cut as the run's tokenizer cuts it
+        (:meth:`~.algorithms.Encoder.text_spans`): the text between words is words too, and a character the
+        corpus lacks is its bytes, so after the last merge the ids are those ``/api/tokenize`` gives with it."""
+        spans = self.encoder.text_spans(text)
+        words = [self.encoder.text_ids(text[a:b], lead) for a, b, lead in spans]
+        missing = sum(1 for a, b, lead in spans for c in self.encoder.word_ids(text[a:b], bool(lead)) if c < 0)
         merged: list[list[tuple]] = []
         for w in words:
             steps: list[tuple] = []
@@ -277,7 +314,7 @@ class RunReplay(ReplayView):
             "stages": stages,
             "ids": final,
             "tokens": [self.token_text(t) for t in final],
-            "unknown": sum(1 for t in final if t < 0),
+            "unknown": missing,  # characters the corpus lacks (their bytes, or WordPiece's [UNK] below)
         }
         if self.algorithm == "wordpiece":
             out |= self._wordpiece_walk(text, k)

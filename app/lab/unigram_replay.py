@@ -15,8 +15,10 @@ from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
+from .algorithms import Encoder
 from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
 from .runs import Run
+from .text_counts import Word, difference, unigram_text_tokens
 from .unigram_runs import round_model
 
 NBEST = 5
@@ -31,6 +33,21 @@ class UnigramReplay(ReplayView):
         self.algorithm = "unigram"
         self.removed_at = {piece: r.round for r in run.steps for piece, _ in r.removed}
         self._models: OrderedDict[int, UnigramTokenizer] = OrderedDict()
+        self._difference: dict[Word, int] | None = None
+        self._text_tokens: dict[int, int] = {}
+
+    def text_tokens(self, k: int) -> int:
+        """The tokens of the whole corpus as round ``k``'s model cuts it: after the last round, what
+        ``/api/tokenize`` counts with the run's tokenizer (:mod:`.text_counts`)."""
+        with self._lock:
+            found = self._text_tokens.get(k)
+        if found is None:
+            if self._difference is None:
+                self._difference = difference(Encoder("unigram", "none", {}), self.run.corpus)
+            found = unigram_text_tokens(self.run, self._difference, self.model(k), k)
+            with self._lock:
+                self._text_tokens[k] = found
+        return found
 
     def model(self, k: int) -> UnigramTokenizer:
         with self._lock:
@@ -65,6 +82,7 @@ class UnigramReplay(ReplayView):
             "vocab_size": run.vocab_size_at(k),
             "log_likelihood": rec.log_likelihood if rec else None,
             "corpus_tokens": run.tokens_at(k),
+            "text_tokens": self.text_tokens(k),
             "base_units": run.base_units,
             "compression": round(run.compression_at(k), 4),
             "window_chars": len(self.window),

@@ -77,12 +77,20 @@ def train_unigram_run(
         target_merges=len(trained.rounds),
         stop_reason=reason,
         model=trained.model,
-        extra={"tokens": tokens, "scores": scores, "n_final": len(final)},
+        # a seed with every candidate piece (not cut at its size) is the seed of any larger size too: then a run that
+        # ends short in its first round ends where any larger size would (app.lab.outcome says so)
+        extra={"tokens": tokens, "scores": scores, "n_final": len(final),
+               "seed_complete": len(trainer.pieces) < trainer.seed_size},
     )
 
 
 def round_model(run, k: int) -> UnigramTokenizer:
     """The model after round ``k`` (0: the seed) in the run's ids: removed pieces are ``UNUSED``."""
+    return UnigramTokenizer(round_proto(run, k), name=f"lab-{run.id}")
+
+
+def round_proto(run, k: int) -> ModelProto:
+    """The ``.model`` of round ``k`` (what :func:`round_model` runs; ``sentencepiece`` loads it too)."""
     final = ModelProto.parse(run.model)
     scores = array("f")
     scores.frombytes(bytes.fromhex(run.extra["scores"][k]))
@@ -97,7 +105,7 @@ def round_model(run, k: int) -> UnigramTokenizer:
         else:
             out.append(Piece(piece.piece, scores[i], NORMAL))
     final.pieces = out
-    return UnigramTokenizer(final, name=f"lab-{run.id}")
+    return final
 
 
 def round_records(rows: list[dict]) -> list[UnigramRound]:

@@ -6,6 +6,9 @@
   and the message rows, then the result);
 - ``POST /chat/result`` the live part while typing or when a picker changes: block ``result``, one pane per
   chosen tokenizer, with an ``HX-Replace-Url`` header carrying the choice (the messages stay out of the URL).
+- ``POST /chat/explain`` a clicked token of a pane (``pane``: its tokenizer, ``explain``: its index): block
+  ``explain``, why that token of the prompt is what it is (:func:`app.features.explain.explain_pieces`, the prompt
+  explained piece by piece as it was tokenized).
 
 Each tokenizer renders its own prompt (:mod:`app.features.chat.prompt`: the model's chat template, harmony or ChatML).
 What stops a pane (a tokenizer without a chat format, a template refusing the messages, a prompt over the size
@@ -20,6 +23,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 
 from app.features.chat import prompt as chat
+from app.features.explain import explain_pieces
 from app.engines.errors import TokenplayError
 from app.settings import Settings
 
@@ -158,5 +162,29 @@ async def chat_result(request: Request, settings: SettingsDep, tokenizers: Token
         context = chat_context(tokenizers, messages, names, settings, picker=not is_htmx(request))
         chosen = [context["tokenizer"], context["compare"]] if context["compare"] else [context["tokenizer"]]
         return _answer(request, "result", context, {"HX-Replace-Url": page_url(chosen)})
+
+    return await run_cpu(request, work)
+
+
+@router.post("/chat/explain")
+async def chat_explain(request: Request, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
+    """Fields: the chat form's, ``pane`` (the clicked pane's tokenizer) and ``explain`` (the token's index)."""
+    messages = _messages(form)
+    name = str(form.get("pane") or form.get("tokenizer") or DEFAULT_TOKENIZER)
+    raw = str(form.get("explain") or "")
+
+    def work():
+        context = {"explained": None, "explain_error": None, "explained_name": name}
+        if raw.strip().isdigit():
+            try:
+                check_text_size("".join(m.content for m in messages), settings)
+                tok = tokenizers.get(name)
+                context["explained_name"] = tok.name
+                prompt = chat.chat_prompt(tok, messages, config=tokenizers.chat_config(tok.name))
+                check_text_size(prompt.text, settings)
+                context["explained"] = explain_pieces(tok, prompt.pieces, int(raw))
+            except TokenplayError as exc:
+                context["explain_error"] = str(exc)
+        return page_or_block(request, "chat.html", "explain", context)
 
     return await run_cpu(request, work)

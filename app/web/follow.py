@@ -49,6 +49,7 @@ from app.lab.sessions import (
     tally,
     valid_follower,
 )
+from app.lab.text_counts import how_training_counts
 from app.settings import Settings
 
 from .deps import DoneRunDep, LabDep, SettingsDep, run_cpu
@@ -175,7 +176,8 @@ def _step_html(request: Request, session: Session, run: Run, replay, k: int, *, 
         "removed": replay.removed(k) if run.unigram else [],
         "corpus": _corpus_window(replay, k),
         "compression": run.compression_at(k),
-        "corpus_tokens": run.tokens_at(k),
+        "corpus_tokens": replay.text_tokens(k),  # the whole corpus as the run's tokenizer cuts it, as the lab shows
+        "counting": how_training_counts(run),
         "chip_of": replay.chip,
     }
     html = Markup(request.app.state.jinja.get_template("_follow_step.html").render(context))

@@ -34,6 +34,7 @@ from app.lab.display import MAX_ENCODE_CHARS
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
+from app.lab.text_counts import how_training_counts
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 
 from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value, typed_fields
@@ -238,6 +239,7 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         k=k,
         n=run.n_steps,
         state=replay.state(k),
+        counting=how_training_counts(run),
         rec=run.steps[k - 1] if k > 0 else None,
         table=None if run.unigram else replay.table(k),
         removed=replay.removed(k) if run.unigram else [],

@@ -1,8 +1,9 @@
 """The playground (``/``): a text area whose tokens are coloured live, and the fragments its htmx forms ask for.
 
-- ``GET /?tokenizer=&text=&special=1&ws=1&pre=1&offset=&explain=`` the page, showing the result for the query,
-  so a copied link reproduces the view (``offset``: the first token of the coloured window of a long text;
-  ``pre``: the pre-tokens layer; ``explain``: the index of the token whose explanation is open).
+- ``GET /?tokenizer=&text=&special=1&ws=1&pre=1&norm=1&offset=&explain=`` the page, showing the result for the
+  query, so a copied link reproduces the view (``offset``: the first token of the coloured window of a long text;
+  ``pre``: the pre-tokens layer; ``norm``: the normalizer layer, what the normalizer changed; ``explain``: the
+  index of the token whose explanation is open).
 - ``POST /render`` the live update on every keystroke: block ``result`` (counts, coloured tokens, ids) with an
   ``HX-Replace-Url`` header carrying the tokenizer, the flags and the text when it is short enough for a URL.
   Without JavaScript (the form's submit button) the whole page.
@@ -22,6 +23,7 @@ page shows the message where the result would be, and the text area keeps the us
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import asdict, dataclass
 from urllib.parse import urlencode
 
@@ -30,6 +32,7 @@ from fastapi.responses import PlainTextResponse
 
 from app.engines.errors import InvalidIdsError, TokenplayError
 from app.features.explain import Explainer, NotExplainableError
+from app.features.explain.normalization import merged
 from app.settings import Settings
 
 from .deps import SettingsDep, TokenizersDep, check_text_size, checked, read_form, run_cpu, text_area_value
@@ -70,6 +73,7 @@ class Choice:
     offset: int = 0
     pre: bool = False  # the pre-tokens layer
     explain: int | None = None  # the token whose explanation is open
+    norm: bool = False  # the normalizer layer
 
     @classmethod
     def from_fields(cls, fields, default_tokenizer: str) -> Choice:
@@ -81,6 +85,7 @@ class Choice:
             _offset(fields.get("offset")),
             checked(fields.get("pre")),
             _index(fields.get("explain")),
+            checked(fields.get("norm")),
         )
 
     def url(self, url_text_limit: int) -> str:
@@ -93,6 +98,8 @@ class Choice:
             params.append(("ws", "1"))
         if self.pre:
             params.append(("pre", "1"))
+        if self.norm:
+            params.append(("norm", "1"))
         if self.explain is not None:
             params.append(("explain", str(self.explain)))
         return "/?" + urlencode(params)
@@ -108,10 +115,12 @@ def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
     # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: count them (whole text).
     count_fallback = getattr(tok, "count_byte_fallback", None)
     context = {"window": window, "byte_fallback": count_fallback(result.ids) if count_fallback else None}
-    if choice.pre or choice.explain is not None:
+    if choice.pre or choice.norm or choice.explain is not None:
         context |= _explained(tok, choice, result)
-        if context["explainer"] is not None and choice.pre:
-            context["window"] = pretoken_marks(window, context["explainer"])
+        explainer = context["explainer"]
+        if explainer is not None and (choice.pre or choice.norm):
+            context["window"], context["norm_changes"] = layer_marks(window, explainer, choice.pre, choice.norm)
+            context["norm_summary"] = explainer.normalization.summary(context["norm_changes"]) if choice.norm else ""
     return context
 
 
@@ -128,17 +137,29 @@ def _explained(tok, choice: Choice, result=None) -> dict:
     return out
 
 
-def pretoken_marks(window: TokenWindow, explainer: Explainer) -> TokenWindow:
-    """The window with class ``pt`` on every span that starts a pre-token (the pre-tokens layer); pre-tokens are
-    cut only as far as the window reaches."""
-    starts = {u.start for u in explainer.through(window.token_stop)}
-    return with_marks(window, (("pt" if s.start in starts else "", ()) for s in window.spans))
+def layer_marks(window: TokenWindow, explainer: Explainer, pre: bool, norm: bool) -> tuple[TokenWindow, list]:
+    """The window with class ``pt`` on every span that starts a pre-token (the pre-tokens layer) and ``nz`` on every
+    span whose characters the normalizer changed (the normalizer layer), and the changes in the window, joined
+    for showing. Pre-tokens are cut only as far as the window reaches."""
+    starts = {u.start for u in explainer.through(window.token_stop)} if pre else set()
+    changes = []
+    if norm and window.spans:
+        changes = explainer.normalization.changes(window.spans[0].start, max(window.spans[-1].end, window.spans[0].start + 1))
+    ends = [c.end for c in changes]
+
+    def touched(span) -> bool:
+        k = bisect_right(ends, span.start)  # the first change that ends after the span starts
+        return k < len(changes) and changes[k].start < max(span.end, span.start + 1)
+
+    marks = ((" ".join(c for c in ("pt" if s.start in starts else "", "nz" if changes and touched(s) else "") if c), ())
+             for s in window.spans)
+    return with_marks(window, marks), merged(changes)
 
 
 def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: Choice, **extra):
     """The whole page (or, for htmx, its ``result`` block), with an engine error shown in place of the result."""
     context = asdict(choice) | {"window": None, "byte_fallback": None, "error": None, "decoded": None} | extra
-    context |= {"explanation": None, "explain_error": None}
+    context |= {"explanation": None, "explain_error": None, "norm_changes": [], "norm_summary": ""}
     status = 200
     try:
         context |= _result(tokenizers, settings, choice)

@@ -14,6 +14,7 @@ import orjson
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from app.features.explain.normalization import tally
 from app.features.explain.trace import shown
 
 
@@ -29,6 +30,7 @@ def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
     )
     env.filters["counted"] = counted
     env.filters["shown"] = shown
+    env.filters["tally"] = tally
     from .tokenview import install
 
     install(env)

@@ -7,6 +7,7 @@ The expected cuts come from tiktoken (the referee), never from the page itself.
 from __future__ import annotations
 
 import re
+import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
@@ -69,18 +70,59 @@ def test_pre_tokens_layer_marks_where_pre_tokens_start(page: Page, live_server: 
     expect(page.locator("#tokens.show-pre")).to_have_count(0)
 
 
+def answer(page: Page, path: str):
+    """Wait for the page's answer from ``path`` (``/render``, ``/explain``) to what the block does."""
+    return page.expect_response(lambda r: urlsplit(r.url).path == path)
+
+
 def test_reload_keeps_the_explained_token(page: Page, live_server: str):
+    """Each step waits for the answer it causes (never for a time): the explanation and its address, the text
+    typed, the close."""
     playground(page, live_server)
-    page.locator("#tokens > span").nth(5).click()
-    expect(page.locator("#explain .explanation")).to_be_visible()
+    with answer(page, "/explain"):
+        page.locator("#tokens > span").nth(5).click()
+    expect(page.locator("#explain .x-token")).to_have_text("␣strawberry")
+    expect(page).to_have_url(re.compile(r"[?&]explain=5\b"))
     page.reload()
     expect(page.locator("#explain .x-token")).to_have_text("␣strawberry")
     expect(page.locator("#tokens > .explained")).to_have_text(" strawberry")
     # typing keeps the explanation on the same token index, explained anew
-    page.locator("#text").fill("Strawberry jam and more text")
+    new_text = "Strawberry jam and more text"
+    with answer(page, "/render"):
+        page.locator("#text").fill(new_text)
+    fifth = pieces("cl100k_base", new_text)[5]
     expect(page.locator("#explain .explanation")).to_have_attribute("aria-label", "Why token 5 is cut this way")
-    page.locator("#explain [data-explain-close]").click()
+    expect(page.locator("#explain .x-token")).to_have_text(fifth.replace(" ", "␣"))
+    expect(page.locator("#tokens > .explained")).to_have_text(fifth)
+    with answer(page, "/explain"):
+        page.locator("#explain [data-explain-close]").click()
     expect(page.locator("#explain .explanation")).to_have_count(0)
+    expect(page).not_to_have_url(re.compile(r"[?&]explain="))
+
+
+def test_an_explanation_closed_while_the_text_renders_stays_closed(page: Page, live_server: str):
+    """The text's answer is held until the explanation is closed (the order a busy machine may give): the answer
+    was asked for with the explanation open, and the page asks for the current one once it is in."""
+    playground(page, live_server, explain="5")
+    expect(page.locator("#explain .x-token")).to_have_text("␣strawberry")
+    held = []
+    page.route("**/render", lambda route: held.append(route))
+    page.locator("#text").press("End")
+    page.locator("#text").press_sequentially("!")
+    deadline = time.monotonic() + 30  # against hanging: the render is asked for 150 ms after the key
+    while not held:  # Playwright hands the request to the route while the page is waited on
+        assert time.monotonic() < deadline, "the text's render was never asked for"
+        page.wait_for_timeout(20)
+    assert len(held) == 1
+    with answer(page, "/explain"):
+        page.locator("#explain [data-explain-close]").click()
+    expect(page.locator("#explain .explanation")).to_have_count(0)
+    with answer(page, "/explain"):  # the late answer brings the old explanation; the page asks again
+        with answer(page, "/render"):
+            held[0].continue_()
+    expect(page.locator("#tokens > span")).to_have_count(len(pieces("cl100k_base", TEXT + "!")))
+    expect(page.locator("#explain .explanation")).to_have_count(0)
+    expect(page.locator("#tokens > .explained")).to_have_count(0)
     expect(page).not_to_have_url(re.compile(r"[?&]explain="))
 
 
@@ -124,3 +166,26 @@ def test_compare_difference_opens_both_explanations(page: Page, live_server: str
             if pos > offset:
                 break
         expect(side.locator(".x-token")).to_have_text(piece.replace(" ", "␣").replace("\n", "↵"))
+
+
+def test_compare_marks_the_clicked_token_in_its_own_pane_only(page: Page, live_server: str):
+    """The same index is another token in another tokenizer's pane: only the pane clicked marks it, and keeps it
+    marked when the panes are drawn again (typing)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    names = ["gpt2", "cl100k_base", "o200k_base"]
+    page.goto(f"{live_server}/compare?" + urlencode([("t", n) for n in names] + [("text", TEXT)]))
+    pane = page.locator('.pane[data-tokenizer="cl100k_base"]')
+    expect(pane.locator(".tokens > span").nth(3)).to_be_visible()
+    with page.expect_response(lambda r: "/compare/explain" in r.url):
+        pane.locator(".tokens > span").nth(3).click()
+    expect(page.locator("#compare-explain .explain-side").first).to_be_visible()
+    marked = page.locator(".pane .tokens > .explained")
+    expect(marked).to_have_count(1)
+    expect(pane.locator(".tokens > .explained")).to_have_text(pieces("cl100k_base", TEXT)[3])
+    with page.expect_response(lambda r: "/compare/results" in r.url):
+        page.locator("#compare-text").press("End")
+        page.locator("#compare-text").press_sequentially(" too")
+    expect(page.locator('#compare-stats tr[data-tokenizer="gpt2"] td[data-col="tokens"]')).to_have_attribute(
+        "data-value", str(len(pieces("gpt2", TEXT + " too"))))
+    expect(marked).to_have_count(1)
+    expect(pane.locator(".tokens > .explained")).to_have_count(1)

@@ -103,6 +103,37 @@ def test_step_aaabdaaabac_with_the_keyboard(lab: Page):
     assert corpus_tokens(lab) == ["aa", "a", "b", "d", "aa", "a", "b", "a", "c"]
 
 
+def press_at_once(page: Page, *keys: str) -> None:
+    """Press ``keys`` one after the other within one task of the page: each one arrives before any answer to the
+    one before can (what a quick double press risks, made certain)."""
+    page.evaluate(
+        """keys => { for (const key of keys) document.body.dispatchEvent(
+             new KeyboardEvent("keydown", {key: key, bubbles: true, cancelable: true})); }""",
+        list(keys),
+    )
+
+
+def test_keys_pressed_before_the_step_arrives_each_count(lab: Page):
+    """→ twice before the first step arrives is two steps: the second press waits for the step it follows."""
+    lab.locator("#corpus").fill("low lower lowest newer newest wider widest " * 3)
+    lab.select_option("select[name=algorithm]", "char")
+    lab.select_option("select[name=pattern]", "whitespace")
+    lab.locator("input[name=size]").fill("8")
+    lab.select_option("select[name=size_kind]", "merges")
+    lab.get_by_role("button", name="Train").click()
+    expect(lab.locator("#step")).to_have_attribute("data-steps", "8")
+    expect(lab.locator("#step")).to_have_attribute("data-step", "0")
+    press_at_once(lab, "ArrowRight", "ArrowRight")
+    step_is(lab, 2)
+    expect(lab.locator(".merge-card")).to_contain_text("Merge 2 of")
+    press_at_once(lab, "ArrowRight", "ArrowRight", "ArrowLeft", "ArrowRight")
+    step_is(lab, 4)
+    press_at_once(lab, "End", "ArrowLeft", "ArrowLeft")
+    step_is(lab, 6)
+    lab.go_back()  # each step was its own page in the history
+    step_is(lab, 7)
+
+
 def test_lexical_tie_break_is_stated_and_applied(lab: Page):
     train_aaab(lab, tie_break="lexical")
     lab.keyboard.press("ArrowLeft")

@@ -158,6 +158,31 @@ def test_url_carries_the_view_and_reload_reproduces_it(play: Page):
     assert token_classes(play) == classes
 
 
+def test_typing_keeps_no_history_snapshot_and_back_still_shows_the_text(page: Page, live_server: str):
+    """Every keystroke replaces the URL; htmx would first copy the whole page into its history cache each time,
+    and the playground says not to (hx-history="false"). Back from another page shows the text and its tokens."""
+    page.add_init_script("""
+        window.__snapshots = 0;
+        document.addEventListener("htmx:beforeHistorySave", () => { window.__snapshots += 1; });
+    """)
+    page.goto(f"{live_server}/?tokenizer=cl100k_base")
+    box = page.locator("#text")
+    for n, word in enumerate(["Hello", " world", ",", " again"], 1):
+        box.press("End")
+        with page.expect_response(lambda r: r.url.endswith("/render")):
+            box.press_sequentially(word)
+        text = "".join(["Hello", " world", ",", " again"][:n])
+        expect(page).to_have_url(re.compile(r"[?&]text=" + re.escape(text.replace(" ", "+").replace(",", "%2C")) + "$"))
+    assert page.evaluate("window.__snapshots") == 0
+    assert page.evaluate("sessionStorage.getItem('htmx-history-cache')") is None
+    page.get_by_role("link", name="Compare").first.click()
+    expect(page).to_have_url(re.compile(r"/compare"))
+    page.go_back()
+    expect(page.locator("#text")).to_have_value("Hello world, again")
+    expect_count(page, len(enc("cl100k_base").encode("Hello world, again")))
+    expect(page.locator("#tokens > span")).to_have_count(len(enc("cl100k_base").encode("Hello world, again")))
+
+
 def test_japanese_and_emoji_show_whole_characters_with_their_bytes(play: Page):
     text = "日本語のテキスト 🙂👍🏽"
     play.select_option("#tokenizer", "gpt2")

@@ -148,38 +148,69 @@ def test_chat_counts_are_the_apis_for_the_messages_it_holds(typist: Page, live_s
             expect(pane.locator(".pane-special"), case).to_have_text(f"({res['special']} special)")
 
 
-def test_lab_counts_are_the_apis_for_the_corpus_and_word_it_holds(typist: Page, live_server: str):
-    """A corpus entered into the lab's text area (typed and pasted, every case above) trains on the text the
-    text area holds: the run says that many characters, and at its last merge the corpus and a word typed into
-    the encode box take as many tokens as /api/tokenize gives with the run's tokenizer ("use in playground")."""
+LAB_RUNS = {
+    "byte-level, GPT-2 regex": {"algorithm": "byte", "pattern": "gpt2", "size": "40"},
+    "byte-level, whitespace": {"algorithm": "byte", "pattern": "whitespace", "size": "40"},
+    "character-level": {"algorithm": "char", "pattern": "gpt2", "size": "40"},
+    "character-level with </w>": {"algorithm": "char", "pattern": "whitespace", "end_of_word": True, "size": "40"},
+    "SentencePiece-style": {"algorithm": "sentencepiece", "size": "40"},
+    "WordPiece": {"algorithm": "wordpiece", "size": "40"},
+    "Unigram": {"algorithm": "unigram", "size": "40"},
+}
+#: Characters the corpus below lacks (q, Ω, ſ), for the encode box.
+MISSING = " quiq Ω ſ"
+
+
+@pytest.mark.parametrize("setup", LAB_RUNS.values(), ids=LAB_RUNS.keys())
+def test_lab_counts_are_the_apis_for_the_corpus_and_word_it_holds(typist: Page, live_server: str, setup: dict):
+    """A corpus entered into the lab's text area (typed and pasted, every case above: line breaks of every kind)
+    trains on the text the text area holds: the run says that many characters, and at its last step the corpus
+    and a text typed into the encode box (with characters the corpus lacks) take as many tokens as /api/tokenize
+    gives with the run's tokenizer ("use in playground"), for every algorithm. Where training counts the corpus
+    otherwise (its words only, or a line at a time), the page says so with training's own number."""
     typist.goto(f"{live_server}/lab")
     corpus = typist.locator("#corpus")
     actions = [a for acts, _ in CASES.values() for a in [*acts, ("press", "Enter")]]
     held = "".join(h + "\n" for _, h in CASES.values())
+    assert not {"q", "Ω", "ſ"} & set(held)
     enter(typist, corpus, actions)
     expect(corpus).to_have_value(held)
-    typist.locator('select[name="algorithm"]').select_option("byte")
-    typist.locator('select[name="pattern"]').select_option("gpt2")
-    typist.locator('input[name="size"]').fill("40")
+    typist.locator('select[name="algorithm"]').select_option(setup["algorithm"])
+    if "pattern" in setup:
+        typist.locator('select[name="pattern"]').select_option(setup["pattern"])
+    if setup.get("end_of_word"):
+        typist.locator('input[name="end_of_word"]').check()
+    typist.locator('input[name="size"]').fill(setup["size"])
     typist.get_by_role("button", name="Train").click()
     typist.wait_for_url(re.compile(r"/lab/runs/\w+"))
     run_id = re.search(r"/lab/runs/(\w+)", typist.url)[1]
     summary = httpx.get(f"{live_server}/api/train/{run_id}", timeout=30).json()
     assert summary["corpus_chars"] == len(held)
+    assert summary["options"]["algorithm"] == setup["algorithm"]
     chars = api(live_server, "/api/tokenize", {"text": held, "tokenizer": "gpt2"})["chars"]
     expect(typist.locator(".lab-desc")).to_contain_text(f"{chars:,} characters")
 
-    typist.goto(f"{live_server}/lab/runs/{run_id}?step={summary['merges']}")
+    n = summary["merges"]
+    typist.goto(f"{live_server}/lab/runs/{run_id}?step={n}")
     with typist.expect_response(lambda r: r.url.endswith(f"/lab/runs/{run_id}/use")):
         typist.locator(f'form[hx-post="/lab/runs/{run_id}/use"] button').click()
     cookies = {c["name"]: c["value"] for c in typist.context.cookies()}
     mine = f"lab-{run_id}"
     whole = api(live_server, "/api/tokenize", {"text": held, "tokenizer": mine}, cookies)
     expect(typist.locator("#stat-tokens")).to_have_text(f"{whole['count']:,}")
+    step = httpx.get(f"{live_server}/api/train/{run_id}/steps/{n}", timeout=30).json()
+    assert step["text_tokens"] == summary["text_tokens"] == whole["count"]
+    if step["corpus_tokens"] != whole["count"]:
+        expect(typist.locator("#stat-trained-tokens")).to_have_text(f"{step['corpus_tokens']:,}")
+    else:
+        expect(typist.locator("#stat-trained-tokens")).to_have_count(0)
 
     box = typist.locator("#encode-text")
-    enter(typist, box, [("type", "lowest"), ("insert", LAB_WORD)])
-    expect(box).to_have_value("lowest" + LAB_WORD)
+    text = "lowest" + LAB_WORD + MISSING
+    enter(typist, box, [("type", "lowest"), ("insert", LAB_WORD), ("type", MISSING)])
+    expect(box).to_have_value(text)
     box.press("Enter")
-    word = api(live_server, "/api/tokenize", {"text": "lowest" + LAB_WORD, "tokenizer": mine}, cookies)
-    expect(typist.locator("#trace")).to_contain_text(f"{word['count']} tokens")
+    word = api(live_server, "/api/tokenize", {"text": text, "tokenizer": mine}, cookies)
+    expect(typist.locator("#trace-count")).to_contain_text(f"{word['count']} tokens")
+    trace = api(live_server, f"/api/train/{run_id}/encode", {"text": text})
+    assert trace["ids"] == word["ids"]

@@ -265,3 +265,19 @@ def test_llama_3_1_has_llama_3s_ids_and_special_tokens_and_its_own_chat_settings
     configs = [json.loads(datafiles.verified_bytes(NPM_MODELS[n].config_file)) for n in ("llama-3", "llama-3.1")]
     assert (configs[0]["eos_token"], configs[1]["eos_token"]) == ("<|end_of_text|>", "<|eot_id|>")
     assert configs[0]["chat_template"] != configs[1]["chat_template"]
+
+
+def test_an_empty_token_in_a_sentencepiece_style_tokenizer_json_is_refused_as_a_tokenizer_json():
+    """The library loads a vocabulary with the empty text as a token (no text has one); our engine does not run
+    it, and says so of this file, never calling it a damaged .model file."""
+    import json
+
+    from app.engines.huggingface.tokenizer_json import TokenizerFileError
+    from app.engines.registry.loaders import tokenizer_from_json
+
+    spec = json.loads(_piece_file(set()))
+    spec["model"]["vocab"][""] = len(spec["model"]["vocab"])
+    HFTokenizer.from_str(json.dumps(spec))
+    with pytest.raises(TokenizerFileError) as caught:
+        tokenizer_from_json(json.dumps(spec))
+    assert str(caught.value) == "token 262 is the empty text; Tokenplay's engine does not run such a file yet"

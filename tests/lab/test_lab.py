@@ -239,9 +239,14 @@ def test_encode_shows_each_merge_applied_in_order(lab):
 
 
 def test_encode_marks_characters_the_corpus_never_had(lab):
+    """A character the corpus never had is its UTF-8 bytes, a token each, as the run's tokenizer cuts it."""
     run = train(lab, corpus=LOW, algorithm="char", pattern="whitespace", merges=3)
-    trace = lab.post(f"/api/train/{run['id']}/encode", json={"text": "xyz"}).json()
-    assert trace["unknown"] == 3 and trace["tokens"] == ["?", "?", "?"]
+    trace = lab.post(f"/api/train/{run['id']}/encode", json={"text": "xé"}).json()
+    assert trace["unknown"] == 2 and trace["tokens"] == ["x", "\\xc3", "\\xa9"]
+    assert min(trace["ids"]) >= run["vocab_size"]  # the byte-fallback ids, after the vocabulary
+    lab.post(f"/lab/runs/{run['id']}/use")
+    used = lab.post("/api/tokenize", json={"text": "xé", "tokenizer": f"lab-{run['id']}"}).json()
+    assert used["ids"] == trace["ids"]
 
 
 def test_encode_rejects_bad_input(lab):

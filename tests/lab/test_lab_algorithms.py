@@ -159,7 +159,9 @@ def test_a_unigram_size_out_of_reach_ends_short_and_says_why(lab, corpus):
         model = lab.get(f"/api/train/{run['id']}/export", params={"format": "model"}).content
         assert spm.SentencePieceProcessor(model_proto=model).get_piece_size() == run["vocab_size"]
         if run["vocab_size"] < size:
-            assert run["stop_reason"].startswith(f"ended at {run['vocab_size']:,} of the {size:,} pieces asked for: ")
+            assert run["stop_reason"].startswith(f"Unigram ended at {run['vocab_size']:,} of the {size:,} pieces asked for: ")
+            assert f"this corpus supports at most {run['vocab_size']:,} pieces" in run["stop_reason"]
+            assert run["reachable"]["vocab_size"]["max"] == run["vocab_size"]
             assert not re.search(r"[A-Z]\w*Error|Traceback", run["stop_reason"])
             reached.add(run["vocab_size"])
         else:

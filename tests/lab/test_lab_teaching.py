@@ -146,7 +146,11 @@ def test_counts_are_in_the_singular_for_one_and_step_zero_has_no_merge_range(lab
 
 def test_wordpiece_stop_reason_says_no_pair_is_left(lab):
     run = train(lab, corpus=LOW, algorithm="wordpiece", merges=50)
-    assert run["stop_reason"] == "no pair left to merge" and run["merges"] < 50
+    n = run["merges"]
+    assert n < 50 and run["stop_reason"] == (
+        f"WordPiece stopped after {n} of the 50 merges asked for: no pair left to merge, every word of the corpus is "
+        f"one piece; with these settings this corpus supports at most {n} merges: a vocabulary of "
+        f"{run['base_vocab_size']} to {run['vocab_size']} tokens")
 
 
 # -- bytes of characters ---------------------------------------------------------------------------------------
@@ -237,3 +241,44 @@ def test_a_bpe_run_short_of_its_merges_says_no_pair_repeats(lab):
     assert run["merges"] == 1
     assert ("BPE stopped after 1 of the 10 merges asked for: no pair of neighbouring tokens occurs twice in the "
             "corpus any more") in page
+
+
+# -- a size out of reach says which sizes work ---------------------------------------------------------------------
+
+OUT_OF_REACH = {
+    "byte-level BPE": ({"algorithm": "byte", "pattern": "whitespace"}, "BPE"),
+    "character-level BPE": ({"algorithm": "char", "pattern": "whitespace", "end_of_word": True}, "BPE"),
+    "SentencePiece-style BPE": ({"algorithm": "sentencepiece"}, "BPE"),
+    "WordPiece": ({"algorithm": "wordpiece"}, "WordPiece"),
+    "Unigram": ({"algorithm": "unigram"}, "Unigram"),
+}
+
+
+@pytest.mark.parametrize("options, name", OUT_OF_REACH.values(), ids=OUT_OF_REACH.keys())
+def test_a_size_out_of_reach_says_which_sizes_work_and_they_do(lab, options, name):
+    """A run asked for more than its corpus supports ends short and says, in its stop_reason and on its page, the
+    range of sizes that works; the range is true: its largest size is reached exactly, and one more ends there."""
+    corpus = "low lower newest widest"
+    run = train(lab, corpus=corpus, vocab_size=400, **options)
+    top, steps = run["reachable"]["vocab_size"]["max"], run["reachable"]["merges"]["max"]
+    least = run["reachable"]["vocab_size"]["min"]
+    assert top == run["vocab_size"] < 400 and run["reachable"]["merges"]["min"] == 0
+    assert run["stop_reason"].startswith(f"{name} ")
+    if name == "Unigram":
+        assert f"this corpus supports at most {top:,} pieces: a vocabulary of {least:,}" in run["stop_reason"]
+    else:
+        assert least == run["base_vocab_size"] and steps == run["merges"]
+        assert (f"with these settings this corpus supports at most {steps} merges: a vocabulary of {least:,} to "
+                f"{top:,} tokens") in run["stop_reason"]
+    page = html.unescape(lab.get(f"/lab/runs/{run['id']}").text)
+    assert f'<p class="lab-outcome" role="note">{run["stop_reason"]}.</p>' in page
+    assert not re.search(r"[A-Z]\w*Error|Traceback|vocab_size reached", run["stop_reason"])
+
+    at_top = train(lab, corpus=corpus, vocab_size=top, **options)
+    assert at_top["vocab_size"] == top and at_top["reachable"] is None
+    assert train(lab, corpus=corpus, merges=steps, **options)["vocab_size"] == top
+    beyond = train(lab, corpus=corpus, vocab_size=top + 1, **options)
+    assert beyond["vocab_size"] == top and beyond["reachable"] == run["reachable"]
+    assert train(lab, corpus=corpus, vocab_size=least, **options)["vocab_size"] == least
+    with_more_text = train(lab, corpus=corpus + " lowest newer wider", vocab_size=top + 1, **options)
+    assert with_more_text["vocab_size"] == top + 1 and with_more_text["reachable"] is None

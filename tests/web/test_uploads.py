@@ -171,7 +171,7 @@ def refused_files() -> dict[str, tuple[bytes, str]]:
                            "complete"),
         "mistral.model": (data_path("sentencepiece/mistral-7b-v0.1.model").read_bytes()[:5000],
                           "this SentencePiece .model file is cut short: the data ends in the middle of a record; "
-                          "upload the whole file"),
+                          "the whole file is needed"),
         "empty.txt": (b"", f"the file is empty; Tokenplay reads {ACCEPTED}"),
         "cut.tiktoken": (data_path("openai/gpt2.tiktoken").read_bytes()[:1003],  # inside a rank: 12 for 123
                          "this .tiktoken file is cut short: its last line (124) is incomplete"),

@@ -152,7 +152,7 @@ class TextNormalizer:
     """
 
     def __init__(self, spec: dict | None):
-        self.spec = spec
+        self.spec = spec  # as the file wrote it (the explain view names the steps)
         self.steps = [_step(obj) for obj in pipeline_steps(spec, "normalizers")]
 
     def __reduce__(self):  # the steps are closures, made again from the spec (a tokenizer's table)

@@ -144,7 +144,7 @@ class PreTokenizer:
     """
 
     def __init__(self, spec: dict | None):
-        self.spec = spec
+        self.spec = spec  # as the file wrote it (the explain view names the rules)
         self.steps = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
         #: Whether the pre-tokens always cover the whole text (no ``Removed`` split drops any of it).
         self.keeps_text = all(step.behavior != "Removed" for step in self.steps)

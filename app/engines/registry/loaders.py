@@ -162,7 +162,7 @@ def tokenizer_from_sentencepiece(data: bytes, *, name: str = "") -> Tokenizer:
     try:
         model = ModelProto.parse(data)
     except ModelTruncatedError as exc:
-        raise LoaderError(f"this SentencePiece .model file is cut short: {exc}; upload the whole file") from None
+        raise LoaderError(f"this SentencePiece .model file is cut short: {exc}; the whole file is needed") from None
     except ModelFormatError as exc:
         raise LoaderError(f"this SentencePiece .model file is damaged: {exc}") from None
     except (ValueError, IndexError, struct.error):

@@ -58,6 +58,25 @@ class ModelLoadError(TokenplayError):
     """A ``.model`` file this engine cannot run (not BPE, no ``<unk>``, broken byte pieces)."""
 
 
+def damaged(what: str) -> ModelLoadError:
+    """The error for a ``.model`` file whose content makes no model, ``what`` saying how in words.
+
+    >>> str(damaged("piece 3 is empty"))
+    'this SentencePiece .model file is damaged: piece 3 is empty'
+    """
+    return ModelLoadError(f"this SentencePiece .model file is damaged: {what}")
+
+
+def shown(piece: str, index: int) -> str:
+    """Piece number ``index`` of a damaged file as a message names it: its text, quoted, when that is short
+    printable text; else its number (the text of a damaged file is often bytes of the file's own layout).
+
+    >>> shown("<0xG1>", 7), shown("\\n\\x06<0x07>\\x15", 12)
+    ("'<0xG1>'", 'number 12')
+    """
+    return f"'{piece}'" if piece.isprintable() and len(piece) <= 40 else f"number {index:,}"
+
+
 def byte_piece(b: int) -> str:
     """The piece that stands for one byte under byte fallback.
 
@@ -158,7 +177,9 @@ class SentencePieceTokenizer(Tokenizer):
         trainer, norm = model.trainer_spec, model.normalizer_spec
         if trainer.model_type != BPE:
             kind = {1: "unigram", 3: "word", 4: "char"}.get(trainer.model_type, str(trainer.model_type))
-            raise ModelLoadError(f"this is a {kind} SentencePiece model; Tokenplay's engine runs BPE models only")
+            if kind.isdigit():
+                raise damaged(f"its model type ({kind}) is none SentencePiece has")
+            raise ModelLoadError(f"this is a {kind} SentencePiece model; Tokenplay runs BPE and unigram models only")
         self.normalizer_spec = norm
         pieces = model.pieces
         user_defined = [p.piece for p in pieces if p.type == USER_DEFINED]
@@ -203,15 +224,17 @@ class SentencePieceTokenizer(Tokenizer):
         reserved: dict[str, int] = {}
         for i, (piece, ptype) in enumerate(zip(pieces, types)):
             if not piece:
-                raise ModelLoadError(f"piece {i} is empty; the model file is broken")
+                if merges is not None:  # Hugging Face tokenizers loads such a tokenizer.json
+                    raise ModelLoadError(f"token {i:,} is the empty text; Tokenplay's engine does not run such a file yet")
+                raise damaged(f"piece {i:,} is empty")
             target = self._merge_ids if ptype in (NORMAL, USER_DEFINED, UNUSED) else reserved
             if piece in target:
-                raise ModelLoadError(f"piece {piece!r} is defined twice; the model file is broken")
+                raise damaged(f"piece {shown(piece, i)} is defined twice")
             if ptype != CONTROL or merges is None:
                 target[piece] = i
         unk = [i for i, t in enumerate(types) if t == UNKNOWN]
         if len(unk) != 1:
-            raise ModelLoadError("the model must define exactly one <unk> piece")
+            raise damaged("it has no <unk> piece, or more than one (a model has exactly one)")
         self.unk_id = unk[0]
         if merges is None:
             self._lookup = {**self._merge_ids, **reserved}  # reserved pieces win, as in sentencepiece
@@ -221,7 +244,7 @@ class SentencePieceTokenizer(Tokenizer):
         if merges is None:
             scores = scores or [0.0] * len(pieces)
             if any(s != s for s in scores):
-                raise ModelLoadError("a piece's score is NaN, so pieces cannot be ordered; the model file is broken")
+                raise damaged("a piece's score is not a number, so the pieces cannot be ordered")
             rank: dict = {p: -scores[i] for p, i in self._merge_ids.items()}  # higher score merges first
             self._key = add
         else:
@@ -235,7 +258,7 @@ class SentencePieceTokenizer(Tokenizer):
             if t == BYTE:
                 b = piece_to_byte(pieces[i])
                 if b < 0:
-                    raise ModelLoadError(f"byte piece {pieces[i]!r} is invalid; the model file is broken")
+                    raise damaged(f"its byte piece {shown(pieces[i], i)} is none of <0x00> to <0xFF>")
                 self._id_byte[i] = b
         for b in range(256):
             self._byte_ids[b] = self._lookup.get(byte_piece(b), self.unk_id)
@@ -304,7 +327,7 @@ class SentencePieceTokenizer(Tokenizer):
         have = set(self._id_byte.values())
         missing = [b for b in range(256) if b not in have]
         if not json_file:
-            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+            raise damaged("it cuts unknown characters into bytes but lacks some of the 256 byte pieces <0x00> to <0xFF>")
         needed = [b for b in missing if b >= 0x80 or chr(b) not in self._merge_ids]
         if needed:
             shown = ", ".join(map(byte_piece, needed[:4])) + (f" and {len(needed) - 4} more" if len(needed) > 4 else "")

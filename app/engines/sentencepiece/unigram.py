@@ -40,7 +40,7 @@ from functools import cached_property, partial
 from ..base import check_text
 from ..compiled import twin
 from ..result import Token, TokenizeResult
-from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, piece_to_byte
+from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, damaged, piece_to_byte, shown
 from .normalizer import Normalizer
 from .proto import BYTE, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 
@@ -109,23 +109,23 @@ class UnigramTokenizer(SentencePieceTokenizer):
         self._id_byte: dict[int, int] = {}
         for i, (piece, ptype) in enumerate(zip(self.pieces, self.types)):
             if not piece:
-                raise ModelLoadError(f"piece {i} is empty; the model file is broken")
+                raise damaged(f"piece {i:,} is empty")
             target = mergeable if ptype in (NORMAL, USER_DEFINED, UNUSED) else reserved
             if piece in target:
-                raise ModelLoadError(f"piece {piece!r} is defined twice; the model file is broken")
+                raise damaged(f"piece {shown(piece, i)} is defined twice")
             target[piece] = i
             if ptype == BYTE:
                 if not self.byte_fallback:
-                    raise ModelLoadError(f"byte piece {piece!r} is found although byte_fallback is off")
+                    raise damaged(f"it has a byte piece, {shown(piece, i)}, but does not cut unknown characters into bytes")
                 self._id_byte[i] = piece_to_byte(piece)
                 if self._id_byte[i] < 0:
-                    raise ModelLoadError(f"byte piece {piece!r} is invalid; the model file is broken")
+                    raise damaged(f"its byte piece {shown(piece, i)} is none of <0x00> to <0xFF>")
         unk = [i for i, t in enumerate(self.types) if t == UNKNOWN]
         if len(unk) != 1:
-            raise ModelLoadError("the model must define exactly one <unk> piece")
+            raise damaged("it has no <unk> piece, or more than one (a model has exactly one)")
         self.unk_id = unk[0]
         if self.byte_fallback and len(self._id_byte) != 256:
-            raise ModelLoadError("byte_fallback is on but the model does not have all 256 <0xNN> pieces")
+            raise damaged("it cuts unknown characters into bytes but lacks some of the 256 byte pieces <0x00> to <0xFF>")
         self._piece_ids = mergeable  # the pieces a path may use are among these
         self._lookup = ChainMap(reserved, mergeable)  # reserved pieces win, as in sentencepiece
         self._byte_ids = [self._lookup.get(byte_piece(b), self.unk_id) for b in range(256)]
@@ -136,7 +136,7 @@ class UnigramTokenizer(SentencePieceTokenizer):
         """Each piece's path score (0 for those no path uses), and the compiled trie of the pieces a path may use
         when the twin is built."""
         if any(math.isnan(s) or math.isinf(s) for s in self.scores):
-            raise ModelLoadError("a piece's score is NaN or infinite; the model file is broken")
+            raise damaged("a piece's score is not a finite number")
         self.min_score = min((s for s, t in zip(self.scores, self.types) if t == NORMAL), default=FLT_MAX)
         self.unk_score = _f32(self.min_score - UNK_PENALTY)
         self._usable = bytearray(len(self.pieces))
@@ -329,6 +329,35 @@ class UnigramTokenizer(SentencePieceTokenizer):
         pieces of the best path marked. For short texts (at most :data:`MAX_LATTICE_CHARS` characters)."""
         check_text(text)
         normalized = self.normalizer.normalize_text(text[: MAX_LATTICE_CHARS])
+        return normalized, self.normalized_lattice(normalized)
+
+    def nbest(self, text: str, n: int = 5) -> list[tuple[list[int], float]]:
+        """The ``n`` best segmentations of a short text as ``(ids before byte fallback, total score)``, best first
+        (a k-best Viterbi over :meth:`lattice`)."""
+        normalized, nodes = self.lattice(text)
+        return self._kbest(normalized, nodes, n)
+
+    # -- a stretch of normalized text (the explain view) -------------------------------------------------------------
+    def segments(self, normalized: str) -> list[tuple[int, int, int]]:
+        """The best segmentation of an already normalized string, ``(start, end, id)`` per piece (``<unk>``
+        included, before byte fallback): what the encoder does with it."""
+        return self._segments(normalized)
+
+    def path_score(self, piece_id: int) -> float:
+        """The score a piece adds to a path (a user-defined piece's ``0.1 * (bytes - 1)``; ``<unk>``'s penalty)."""
+        return self.unk_score if piece_id == self.unk_id else self._path_score[piece_id]
+
+    def reach(self, normalized: str, start: int) -> int:
+        """Where the longest piece a path may use that starts at ``start`` ends (``start + 1`` when none does:
+        an ``<unk>`` covers one character)."""
+        end = start + 1
+        for j, _ in self._pieces_from(normalized, start):
+            end = j
+        return end
+
+    def normalized_lattice(self, normalized: str) -> list[LatticeNode]:
+        """Every candidate piece of an already normalized string (``<unk>`` where no one-character piece is), the
+        pieces of its best path marked. The caller keeps the string short."""
         on_path = set(self._segments(normalized))
         nodes: list[LatticeNode] = []
         for i in range(len(normalized)):
@@ -339,22 +368,30 @@ class UnigramTokenizer(SentencePieceTokenizer):
             if not single:
                 unk_on_path = (i, i + 1, self.unk_id) in on_path
                 nodes.append(LatticeNode(i, i + 1, self.unk_id, normalized[i], self.unk_score, unk_on_path))
-        return normalized, nodes
+        return nodes
 
-    def nbest(self, text: str, n: int = 5) -> list[tuple[list[int], float]]:
-        """The ``n`` best segmentations of a short text as ``(ids before byte fallback, total score)``, best first
-        (a k-best Viterbi over :meth:`lattice`)."""
-        normalized, nodes = self.lattice(text)
-        ending: dict[int, list[LatticeNode]] = {}
-        for node in nodes:
-            ending.setdefault(node.end, []).append(node)
+    def normalized_nbest(self, normalized: str, n: int = 5) -> list[tuple[list[LatticeNode], float]]:
+        """The ``n`` best segmentations of an already normalized string as ``(its lattice nodes, total score)``,
+        best first (a k-best Viterbi; equal totals in the order their paths were found)."""
+        nodes = self.normalized_lattice(normalized)
+        return [([nodes[k] for k in path], score) for path, score in self._kbest(normalized, nodes, n, by_node=True)]
+
+    @staticmethod
+    def _kbest(normalized: str, nodes: list[LatticeNode], n: int, by_node: bool = False) -> list:
+        ending: dict[int, list[int]] = {}
+        for k, node in enumerate(nodes):
+            ending.setdefault(node.end, []).append(k)
         kbest: list[list[tuple[float, tuple[int, ...]]]] = [[(0.0, ())]] + [[] for _ in normalized]
         for end in range(1, len(normalized) + 1):
             candidates = [
-                (score + node.score, path + (node.id,)) for node in ending.get(end, []) for score, path in kbest[node.start]
+                (score + nodes[k].score, path + (k if by_node else nodes[k].id,))
+                for k in ending.get(end, [])
+                for score, path in kbest[nodes[k].start]
             ]
             kbest[end] = heapq.nlargest(n, candidates, key=lambda c: c[0])
-        return [(list(path), score) for score, path in kbest[len(normalized)]] if normalized else []
+        if not normalized:
+            return []
+        return [(list(path), score) for score, path in kbest[len(normalized)]]
 
 
 def sentencepiece_tokenizer(data: bytes | ModelProto, *, name: str = "") -> SentencePieceTokenizer:

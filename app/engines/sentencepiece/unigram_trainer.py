@@ -256,7 +256,8 @@ class UnigramTrainer:
         self.max_len = max_piece_length
         self.shrinking_factor = shrinking_factor
         self.n_special = N_SPECIAL
-        seed = seed_pieces(self.words, max_piece_length, seed_size or max(10 * vocab_size, 2_000))
+        self.seed_size = seed_size or max(10 * vocab_size, 2_000)  # the most pieces the seed may have
+        seed = seed_pieces(self.words, max_piece_length, self.seed_size)
         self.chars = {p for p in seed if len(p) == 1}
         if vocab_size < self.n_special + len(self.chars):
             raise TrainingError(

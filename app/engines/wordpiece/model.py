@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate, chain, islice, repeat
@@ -208,6 +208,18 @@ class _WordMemo(dict):
         return value
 
 
+@dataclass(frozen=True, slots=True)
+class WordSpan:
+    """A word of the input as the encoder cuts it (:meth:`WordPieceTokenizer.words`): input characters
+    ``start..end``, the normalized ``word`` and its ``pieces`` as ``(start, end, id)``; or an added token."""
+
+    start: int
+    end: int
+    word: str
+    pieces: tuple[tuple[int, int, int], ...]
+    token: AddedToken | None = None
+
+
 @dataclass(slots=True)
 class _Stretch:
     """Plain input between raw added tokens (``text``, at ``base`` in the input) and its normalized text."""
@@ -379,6 +391,54 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
                 ids.extend(chain.from_iterable(map(lookup, words)))
                 runs.append(_Run(len(ids) - before, stretch, a, b, words))
         return TokenizeResult(self.name, text, ids, place=partial(self._place, runs))
+
+    def words(self, text: str, allow_special: bool = False) -> Iterator[WordSpan]:
+        """The words of ``text`` as the encoder cuts them, in order, placed in the input: each normalized word with
+        its pieces, or an added token (the explain view's units). With BERT's own pipeline the text is normalized
+        and cut as :meth:`tokenize` cuts it (one ``str.translate``, one ``re`` pattern), a stretch at a time."""
+        check_text(text)
+        if self._words is None:
+            for piece in self.added.split(text, allow_special):
+                if piece.token is not None:
+                    yield WordSpan(piece.start, piece.end, piece.token.content, (), piece.token)
+                    continue
+                spans = input_spans(piece)
+                for a, b in self.pre(piece.text):
+                    word = piece.text[a:b]
+                    yield WordSpan(spans[a][0], spans[b - 1][1], word, self.word_pieces(word))
+            return
+        char_map = self._translate.char_map
+        for start, end, token in self.added.raw.split(text, allow_special):
+            if token is not None:
+                yield WordSpan(start, end, token.content, (), token)
+                continue
+            stretch = _Stretch(text[start:end], start, self._translate(text[start:end]), char_map)
+            for a, b, inner in self.added.normalized.split(stretch.normalized, allow_special):
+                if inner is not None:
+                    first, last = stretch.origins([a, b - 1])
+                    yield WordSpan(first, last + 1, inner.content, (), inner)
+                    continue
+                found = [(m.start(), m.end()) for m in self._words.finditer(stretch.normalized, a, b)]
+                starts = stretch.origins([x for x, _ in found], True)
+                lasts = stretch.origins([y - 1 for _, y in found], True)
+                for (x, y), first, last in zip(found, starts, lasts):
+                    word = stretch.normalized[x:y]
+                    yield WordSpan(first, last + 1, word, self.word_pieces(word))
+
+    def normalized_stretches(self, text: str, allow_special: bool = False) -> list[tuple[int, int, str, list[tuple[int, int]]]]:
+        """The plain stretches of ``text`` (between added tokens) as the model normalizes them: ``(start, end,
+        normalized, spans)``, ``spans[i]`` being the input span normalized character ``i`` came from."""
+        check_text(text)
+        if self._words is None:
+            return [(p.start, p.end, p.text, input_spans(p)) for p in self.added.split(text, allow_special) if p.token is None]
+        out = []
+        char_map = self._translate.char_map
+        for start, end, token in self.added.raw.split(text, allow_special):
+            if token is None:
+                stretch = _Stretch(text[start:end], start, self._translate(text[start:end]), char_map)
+                origins = stretch.origins(range(len(stretch.normalized)), True)
+                out.append((start, end, stretch.normalized, list(zip(origins, map(add, origins, repeat(1))))))
+        return out
 
     def _place(self, runs: list[Token | _Run], offset: int, limit: int | None) -> list[Token]:
         """The Token records of tokens ``[offset, offset + limit)`` of a :meth:`tokenize` result."""

@@ -21,6 +21,7 @@ from app.engines.bpe.model import RankTokenizer
 from app.engines.bpe.patterns import exact, name_of_regex, split_specials
 from app.engines.huggingface.unicode import regex_view
 from app.engines.merging import Ranking, pair
+from .normalization import Normalization, tokenizer_json_normalization
 from .split_rules import Rule, named
 from .units import Plan, Unit, added_token_units
 
@@ -124,6 +125,9 @@ class JSONPlan(_BytePlan):
     def rule(self, unit: Unit) -> Rule:
         text, a, b = unit.context
         return pretokenizer_rule(self.tokenizer.pre, text, a, b)
+
+    def normalization(self, text: str, allow_special: bool) -> Normalization:
+        return tokenizer_json_normalization(self.tokenizer.added, text, allow_special)
 
 
 def pretokenizer_rule(pre, text: str, a: int, b: int) -> Rule:

@@ -1,5 +1,7 @@
-"""Explain one token of a text: the pre-token it came from and the rule that cut it, the merges inside that
-pre-token step by step with the pairs each merge won against, and the merge tree of the token.
+"""Explain one token of a text: the pre-token it came from and the rule that cut it, what the normalizer changed
+there, and for BPE the merges inside that pre-token step by step with the pairs each merge won against and the
+merge tree of the token; for WordPiece and Unigram, whose cuts are not merges, the plan's :class:`~.units.Detail`
+(the word's walk, :mod:`.wordpiece_plans`; the span's lattice and best segmentations, :mod:`.unigram_plans`).
 
 :func:`explain` tokenizes the text with the tokenizer asked for (its token record is the one ``/api/tokenize``
 answers) and retraces it with our own engine: models served by tiktoken or Hugging Face ``tokenizers`` are
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from weakref import WeakKeyDictionary
 
@@ -44,10 +47,13 @@ from app.engines.wordpiece.model import WordPieceTokenizer
 
 from .byte_level_plans import JSONPlan, RankPlan
 from .errors import NotExplainableError, TokenIndexError
+from .normalization import Change, Normalization, merged
 from .sentencepiece_plans import SentencePieceJSONPlan, SentencePiecePlan
 from .split_rules import Rule
 from .trace import Step, Tree, mark, retrace
-from .units import Plan, PlanFactory, Unit
+from .unigram_plans import UnigramPlan
+from .units import Detail, Plan, PlanFactory, Unit, window_around
+from .wordpiece_plans import WordPiecePlan
 
 #: Pre-tokens of more symbols than this are retraced in a window of whole tokens (see the module docstring).
 TRACE_SYMBOLS = 64
@@ -88,7 +94,7 @@ class PreToken:
 @dataclass(slots=True)
 class Explanation:
     """Why one token is what it is (see the module docstring). ``kind``: ``merge``, ``special``, ``added``,
-    ``byte_fallback``, ``unknown`` or ``plain``."""
+    ``byte_fallback``, ``unknown`` or ``plain`` (BPE), ``wordpiece`` or ``unigram``."""
 
     tokenizer: str
     engine: str
@@ -103,6 +109,22 @@ class Explanation:
     piece: int = 0  # which of them this token is (or is a byte of)
     piece_tokens: list[int] = field(default_factory=list)  # the index of each piece's first token
     pieces_cut: tuple[bool, bool] = (False, False)  # pieces left out before / after (a long pre-token)
+    normalized: str = ""  # the text the model cut (the pre-token, the word, the unigram span), after normalizing
+    changes: list[Change] = field(default_factory=list)  # what the normalizer changed in the pre-token's input
+    normalizer_steps: list[str] = field(default_factory=list)  # what the model's normalizer does (none: [])
+    normalizer_summary: str = ""
+    detail: Detail | None = None  # WordPiece's walk, Unigram's lattice
+
+    def shifted(self, chars: int, tokens: int) -> Explanation:
+        """This explanation of a piece of a longer text, placed in that text: its piece starts at character
+        ``chars`` and token ``tokens`` there (a chat prompt is tokenized piece by piece)."""
+        pre = replace(self.pretoken, start=self.pretoken.start + chars, end=self.pretoken.end + chars,
+                      first=self.pretoken.first + tokens)
+        token = replace(self.token, start=self.token.start + chars, end=self.token.end + chars)
+        changes = [replace(c, start=c.start + chars, end=c.end + chars) for c in self.changes]
+        detail = self.detail.shifted(chars, tokens) if self.detail is not None else None
+        return replace(self, index=self.index + tokens, token=token, pretoken=pre, changes=changes, detail=detail,
+                       piece_tokens=[t + tokens for t in self.piece_tokens])
 
     @property
     def linked_pieces(self) -> list[tuple[bytes, int, bool]]:
@@ -120,21 +142,24 @@ class Explanation:
             "steps": [s.to_dict() for s in self.steps],
             "tree": self.tree.to_dict(),
             "notes": self.notes,
-        }
+            "normalized": self.normalized,
+            "normalizer": {
+                "steps": self.normalizer_steps,
+                "changes": [c.to_dict() for c in self.changes],
+                "summary": self.normalizer_summary,
+            },
+        } | (self.detail.to_dict() if self.detail is not None else {})
 
 
 # -- which plan explains a tokenizer ----------------------------------------------------------------------------------
 _PLANS: list[tuple[type, PlanFactory]] = [
     (RankTokenizer, RankPlan),
     (ByteLevelJSONTokenizer, JSONPlan),
+    (UnigramTokenizer, UnigramPlan),  # a unigram model is a SentencePieceTokenizer too
     (SentencePieceJSONTokenizer, SentencePieceJSONPlan),  # before its base class
     (SentencePieceTokenizer, SentencePiecePlan),
+    (WordPieceTokenizer, WordPiecePlan),
 ]
-#: Engines that do not merge, and what they do instead (in the words of a 422).
-_NOT_BPE: dict[type, str] = {
-    UnigramTokenizer: "a unigram model, which cuts text into the pieces of its most likely split",
-    WordPieceTokenizer: "a WordPiece tokenizer, which cuts each word into the longest pieces of its vocabulary",
-}
 _BUILT: WeakKeyDictionary = WeakKeyDictionary()
 _TWINS: WeakKeyDictionary = WeakKeyDictionary()
 
@@ -171,16 +196,13 @@ def plan_for(tokenizer: Tokenizer) -> Plan:
     if own is not None:
         plan = _BUILT[engine] = own()
         return plan
-    what = next((words for cls, words in _NOT_BPE.items() if isinstance(engine, cls)), None)
-    if what is None:  # checked first: a unigram model is a SentencePieceTokenizer too
-        for cls, factory in _PLANS:
-            if isinstance(engine, cls):
-                plan = _BUILT[engine] = factory(engine)
-                return plan
-    what = f" (it is {what})" if what else ""
+    for cls, factory in _PLANS:
+        if isinstance(engine, cls):
+            plan = _BUILT[engine] = factory(engine)
+            return plan
     raise NotExplainableError(
-        f"{tokenizer.name or 'this tokenizer'} is not a BPE tokenizer{what}: only cuts made by BPE merges can be "
-        "explained"
+        f"{tokenizer.name or 'this tokenizer'} is not a BPE tokenizer, nor a WordPiece or unigram one Tokenplay "
+        "runs: only cuts made by BPE merges, a WordPiece walk or a unigram lattice can be explained"
     )
 
 
@@ -204,7 +226,9 @@ class Explainer:
         check_text(text)
         self.tokenizer = tokenizer
         self.text = text
+        self.allow_special = allow_special
         self.plan = plan_for(tokenizer)
+        self._normalization: Normalization | None = None
         self.result = result if result is not None else tokenizer.tokenize(text, allow_special=allow_special)
         self._cut = self.plan.units(text, allow_special)
         self._units: list[Unit] = []
@@ -255,12 +279,28 @@ class Explainer:
             raise TokenIndexError(
                 f"token index {index} is out of range: the text has {n} tokens" + (f" (0..{n - 1})" if n else "")
             )
+        if self._tokens <= index:  # not cut that far yet: a family that can find it on its own does
+            found = self.plan.locate(self.text, self.allow_special, index=index)
+            if found is not None:
+                return self._checked(found)
         self.through(index)
         return self._units[bisect_right(self._firsts, index) - 1]
+
+    def _checked(self, unit: Unit) -> Unit:
+        """A unit found out of order, checked against the tokenizer's ids like every other."""
+        if list(self.result.ids[unit.first : unit.first + len(unit.ids)]) != list(unit.ids):
+            self._disagree()
+        return unit
 
     def index_at(self, offset: int) -> int:
         """The index of the token that covers character ``offset`` of the text (the first one, when a character
         is cut into several tokens; the last token when ``offset`` is past the end)."""
+        if not self._units or self._units[-1].end <= offset:
+            found = self.plan.locate(self.text, self.allow_special, offset=offset)
+            if found is not None and found.ids:
+                unit = self._checked(found)
+                tokens = self.result.window(unit.first, len(unit.ids))
+                return unit.first + next((i for i, t in enumerate(tokens) if t.end > offset), len(tokens) - 1)
         while (not self._units or self._units[-1].end <= offset) and self._more():
             pass
         units = [u for u in self._units if u.ids]
@@ -270,18 +310,49 @@ class Explainer:
         tokens = self.result.window(unit.first, len(unit.ids))
         return unit.first + next((i for i, t in enumerate(tokens) if t.end > offset), len(tokens) - 1)
 
+    @property
+    def normalization(self) -> Normalization:
+        """What the model's normalizer did to the text (made on first use)."""
+        if self._normalization is None:
+            self._normalization = self.plan.normalization(self.text, self.allow_special)
+        return self._normalization
+
     def explain(self, index: int) -> Explanation:
         """Why token ``index`` is what it is."""
         unit = self.unit_of(index)
         explanation = _explain_unit(self.plan, self.text, unit, self.result.window(index, 1)[0], index)
         explanation.tokenizer = self.tokenizer.name
         explanation.notes[:0] = _special_text_notes(self.tokenizer, self.plan, self.text, unit)
+        if unit.kind in ("merge", "plain"):
+            norm = self.normalization
+            # a unit of no input characters (a dummy-prefix ▁ alone) shows the change that made it
+            explanation.changes = merged(norm.changes(unit.start, max(unit.end, unit.start + 1)))
+            explanation.normalizer_steps = norm.steps
+            explanation.normalizer_summary = norm.summary(explanation.changes)
+        else:
+            explanation.normalizer_summary = "An added or special token is cut out of the text before any normalizer runs."
         return explanation
 
 
 def explain(tokenizer: Tokenizer, text: str, index: int, *, allow_special: bool = False) -> Explanation:
     """Why token ``index`` of ``text`` is what it is (see the module docstring)."""
     return Explainer(tokenizer, text, allow_special=allow_special).explain(index)
+
+
+def explain_pieces(tokenizer: Tokenizer, pieces: Sequence[tuple[str, bool]], index: int) -> Explanation:
+    """Why token ``index`` of a text tokenized piece by piece is what it is: ``pieces`` are ``(text, allow_special)``
+    in order (a chat prompt: its markup with special tokens allowed, the messages without), each tokenized on its
+    own, as :func:`app.features.chat.prompt.tokenize_prompt` does. The explanation is placed in the whole text."""
+    chars = tokens = 0
+    for text, allow_special in pieces:
+        explainer = Explainer(tokenizer, text, allow_special=allow_special)
+        if index < tokens + len(explainer):
+            return explainer.explain(index - tokens).shifted(chars, tokens)
+        chars += len(text)
+        tokens += len(explainer)
+    raise TokenIndexError(
+        f"token index {index} is out of range: the text has {tokens} tokens" + (f" (0..{tokens - 1})" if tokens else "")
+    )
 
 
 def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -> Explanation:
@@ -299,11 +370,18 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
     shown = (pieces[lo:hi], part - lo, firsts[lo:hi], (lo > 0, hi < len(pieces)))
 
     def answer(kind: str, steps: list[Step], tree: Tree) -> Explanation:
-        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, *shown)
+        return Explanation("", plan.tokenizer.name, index, token, kind, pre, steps, tree, notes, *shown, unit.text)
 
     if unit.kind != "merge":
         notes.insert(0, _KIND_NOTES[unit.kind])
         return answer(unit.kind, [], Tree(token.bytes))
+    if plan.algorithm != "bpe":  # a walk or a lattice says why, not merges
+        detail = plan.detail(text, unit, part, sub)
+        pre.window = detail.window
+        notes[:0] = detail.notes
+        explanation = answer(detail.kind, [], Tree(token.bytes))
+        explanation.detail, explanation.normalized = detail, detail.normalized
+        return explanation
     unknown = plan.unknown(unit, part)
     if unknown is not None:
         notes.insert(0, _unknown_note(text[token.start : token.end], sub, unknown))
@@ -316,7 +394,7 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
     first_part, last_part = 0, len(unit.parts)
     if len(symbols) > TRACE_SYMBOLS:
         sizes = [plan.size(p) for p in unit.parts]
-        first_part, last_part = _window(sizes, part, TRACE_SYMBOLS)
+        first_part, last_part = window_around(sizes, part, TRACE_SYMBOLS)
         start = sum(sizes[:first_part])
         pre.window = (start, start + sum(sizes[first_part:last_part]))
         notes.insert(0, _window_note(plan, len(symbols), pre.window))
@@ -329,24 +407,6 @@ def _explain_unit(plan: Plan, text: str, unit: Unit, token: Token, index: int) -
     tree = traced.trees[part - first_part]
     mark(traced.steps, tree)
     return answer("merge", traced.steps, tree)
-
-
-def _window(sizes: list[int], part: int, limit: int) -> tuple[int, int]:
-    """The widest run of whole parts around ``part`` whose symbols fit in ``limit`` (at least ``part`` itself),
-    grown on both sides in turn."""
-    first, last, total = part, part + 1, sizes[part]
-    grown = True
-    while grown:
-        grown = False
-        if first > 0 and total + sizes[first - 1] <= limit:
-            first -= 1
-            total += sizes[first]
-            grown = True
-        if last < len(sizes) and total + sizes[last] <= limit:
-            total += sizes[last]
-            last += 1
-            grown = True
-    return first, last
 
 
 def _whole_tree(plan: Plan, part) -> tuple[Tree, list[str]]:

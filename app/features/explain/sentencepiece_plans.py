@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from app.engines.sentencepiece.model import SentencePieceTokenizer, byte_piece
 
 from .errors import NotExplainableError
+from .normalization import Normalization, from_offsets, sentencepiece_steps, tokenizer_json_normalization
 from .split_rules import Rule
 from .units import Plan, Unit, added_token_units
 
@@ -132,6 +133,11 @@ class SentencePiecePlan(Plan):
             return None
         return "byte_fallback" if tok.byte_fallback else "unknown"
 
+    def normalization(self, text: str, allow_special: bool) -> Normalization:
+        tok = self.tokenizer
+        steps = sentencepiece_steps(tok.normalizer_spec, tok.normalizer)
+        return from_offsets(text, steps, *tok.normalizer.normalize(text))
+
 
 class SentencePieceJSONPlan(SentencePiecePlan):
     """A SentencePiece-style ``tokenizer.json`` (:class:`~app.engines.sentencepiece.json_model.SentencePieceJSONTokenizer`):
@@ -141,6 +147,9 @@ class SentencePieceJSONPlan(SentencePiecePlan):
 
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         return added_token_units(self.tokenizer.added, text, allow_special, self._words)
+
+    def normalization(self, text: str, allow_special: bool) -> Normalization:
+        return tokenizer_json_normalization(self.tokenizer.added, text, allow_special)
 
     def _words(self, piece, first: int) -> Iterator[Unit]:
         """The stretches of each word of the normalized text between added tokens, placed back in the input."""

@@ -1,12 +1,16 @@
-"""What a tokenizer family tells the explainer: the stretches of a text it merges on their own (:class:`Unit`), and
-how to retrace and name them (:class:`Plan`).
+"""What a tokenizer family tells the explainer: the stretches of a text it cuts on their own (:class:`Unit`), and
+how to retrace and name them (:class:`Plan`), or, for a family that does not merge, why a part is what it is
+(:class:`Detail`).
 
-A unit is a pre-token (byte-level BPE), a stretch of normalized text that merges on its own (SentencePiece), or
-something that was never merged: a special or added token, text a lab tokenizer leaves between words. Units
-tile the token ids in order, so the unit of token ``i`` is found by its first index. Each family has its plan
-(:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`; the lab's tokenizers bring their own): it cuts a text into units
-exactly as its engine does, gives the symbols a unit's merge starts from, the ranking the engine merges them
-with, and the rule that cut the unit. This module holds no family's logic.
+A unit is a pre-token (byte-level BPE), a stretch of normalized text that merges on its own (SentencePiece), a
+word (WordPiece), a stretch no piece of the vocabulary spans (Unigram), or something that was never merged: a
+special or added token, text a lab tokenizer leaves between words. Units tile the token ids in order, so the unit
+of token ``i`` is found by its first index (or, for a family that can, by :meth:`Plan.locate` from the token
+itself). Each family has its plan (:mod:`.byte_level_plans`, :mod:`.sentencepiece_plans`, :mod:`.wordpiece_plans`,
+:mod:`.unigram_plans`; the lab's tokenizers bring their own): it cuts a text into units exactly as its engine does,
+gives the symbols a unit's merge starts from and the ranking the engine merges them with (BPE) or the detail of a
+part (the others), the rule that cut the unit, and what the model's normalizer changed. This module holds no
+family's logic.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, ClassVar
 from app.engines.base import Tokenizer
 from app.engines.merging import Ranking
 
+from .normalization import Normalization, identity
 from .split_rules import Rule
 from .trace import Tree, split_tree
 
@@ -57,8 +62,11 @@ class Unit:
 
 class Plan(ABC):
     """How one tokenizer family is explained. The defaults are byte-level BPE's: symbols are bytes, ranks are
-    whole numbers already."""
+    whole numbers already. A family whose cuts are not merges (WordPiece, Unigram) sets ``algorithm`` and says
+    why a part is what it is in :meth:`detail` instead."""
 
+    #: ``bpe`` (the merges are retraced), or the algorithm whose :meth:`detail` explains a part.
+    algorithm: ClassVar[str] = "bpe"
     #: What the symbols are called in a note.
     symbol_name: ClassVar[str] = "bytes"
     #: Why special-token text inside a unit was not parsed as special.
@@ -114,6 +122,39 @@ class Plan(ABC):
         """The tree of a token taken whole whose own bytes do not merge into it: its oldest pieces."""
         return split_tree(data, self.pair_rank)
 
+    def locate(self, text: str, allow_special: bool, *, index: int | None = None, offset: int | None = None) -> Unit | None:
+        """The unit holding token ``index`` (or the first one ending after character ``offset``), found without
+        cutting the units before it; None when the family cuts its units only in order (the default)."""
+        return None
+
+    def normalization(self, text: str, allow_special: bool) -> Normalization:
+        """What the model's normalizer did to ``text`` (the default: a model without one)."""
+        return identity(text)
+
+    def detail(self, text: str, unit: Unit, part: int, sub: int) -> Detail:
+        """Why part ``part`` of ``unit`` is what it is, for a family that does not merge (``sub``: which of the
+        part's ids the token is)."""
+        raise NotImplementedError(f"{type(self).__name__} explains by merges")
+
+
+class Detail(ABC):
+    """What a family that does not merge tells about one token: the fields it adds to the explanation's JSON,
+    its ``kind``, the text it worked on (``normalized``), its notes, and where the window it shows lies in the
+    unit (``window``: symbol offsets, or None for the whole unit)."""
+
+    kind: str
+    normalized: str
+    notes: list[str]
+    window: tuple[int, int] | None = None
+
+    @abstractmethod
+    def to_dict(self) -> dict:
+        """The fields this family adds to the explanation's JSON."""
+
+    def shifted(self, chars: int, tokens: int) -> Detail:
+        """This detail with its input offsets moved by ``chars`` and its token indexes by ``tokens``."""
+        return self
+
 
 PlanFactory = Callable[[Tokenizer], Plan]
 
@@ -134,3 +175,21 @@ def added_token_units(
         for unit in plain(piece, first):
             yield unit
             first = unit.first + len(unit.ids)
+
+
+def window_around(sizes: Sequence[int], part: int, limit: int) -> tuple[int, int]:
+    """The widest run of whole parts around ``part`` whose sizes add up to at most ``limit`` (at least ``part``
+    itself), grown on both sides in turn: the window a long unit is explained in."""
+    first, last, total = part, part + 1, sizes[part]
+    grown = True
+    while grown:
+        grown = False
+        if first > 0 and total + sizes[first - 1] <= limit:
+            first -= 1
+            total += sizes[first]
+            grown = True
+        if last < len(sizes) and total + sizes[last] <= limit:
+            total += sizes[last]
+            last += 1
+            grown = True
+    return first, last

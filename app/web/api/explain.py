@@ -1,9 +1,11 @@
 """``POST /api/explain``: why one token of a text is what it is (:mod:`app.features.explain`).
 
 The answer is :meth:`~app.features.explain.Explanation.to_dict`: the token record of ``/api/tokenize``, the
-pre-token and its rule, the merge steps with their candidates, the token's merge tree, and notes. A token index
-out of range, or a tokenizer whose cuts are not BPE merges, answers 422 saying so. The explaining is the
-engine's (:mod:`app.features.explain`); this module only validates, resolves the tokenizer and answers.
+pre-token and its rule, what the normalizer changed, and by algorithm: for BPE the merge steps with their
+candidates and the token's merge tree; for WordPiece (``kind: wordpiece``) the walk of the token's word; for Unigram
+(``kind: unigram``) the best segmentation of the span around the token, its lattice and the n best segmentations.
+A token index out of range, or a tokenizer none of these explain, answers 422 saying so. The explaining is the
+feature's (:mod:`app.features.explain`); this module only validates, resolves the tokenizer and answers.
 """
 
 from __future__ import annotations
@@ -66,16 +68,81 @@ class TreeOut(BaseModel):
     children: list[TreeOut]
 
 
+class ChangeOut(BaseModel):
+    start: int = Field(description="character offset in the text of what the normalizer rewrote")
+    end: int
+    before: str = Field(description="the input characters")
+    after: str = Field(description="what they became (empty: removed)")
+    what: list[str] = Field(description="why: lowercased, accents stripped, NFKC, space → ▁, dummy prefix ▁, removed...")
+
+
+class NormalizerOut(BaseModel):
+    steps: list[str] = Field(description="what the model's normalizer does, in words (empty: it has none)")
+    changes: list[ChangeOut] = Field(description="what it changed in the pre-token's characters")
+    summary: str = Field(description="one sentence saying so (or that it changed nothing, or that there is none)")
+
+
+class WalkOut(BaseModel):
+    piece: str = Field(description="the vocabulary entry (## after a word's first piece)")
+    start: int = Field(description="character offset into `normalized`")
+    end: int
+    tried: int = Field(description="longer candidates looked up at `start` and missed before this piece")
+
+
+class StuckOut(BaseModel):
+    start: int = Field(description="where in `normalized` no piece of the vocabulary begins")
+    found: list[WalkOut] = Field(description="the pieces found before it")
+
+
+class SegmentOut(BaseModel):
+    piece: str = Field(description="the piece (an unknown character as itself)")
+    start: int = Field(description="character offset into `normalized`")
+    end: int
+    score: float = Field(description="the score the piece adds to a path (its log-probability)")
+    id: int
+    unknown: bool = False
+    byte_pieces: list[str] = Field([], description="an unknown character's byte-fallback pieces")
+
+
+class SpanOut(BaseModel):
+    start: int = Field(description="character offset in the text of the span whose lattice is shown")
+    end: int
+    tokens: list[int] = Field(description="[first, end) indexes of its tokens")
+
+
+class NBestOut(BaseModel):
+    pieces: list[str]
+    score: float
+
+
+class LatticeNodeOut(BaseModel):
+    piece: str
+    start: int
+    end: int
+    score: float
+    best: bool = Field(description="on the encoder's path")
+
+
 class ExplainResponse(BaseModel):
     tokenizer: str
-    engine: str = Field(description="the engine that retraced the merges (our engine's twin of the model)")
+    engine: str = Field(description="the engine that retraced the cut (our engine's twin of the model)")
     index: int
-    kind: str = Field(description="merge, special, added, byte_fallback, unknown or plain")
+    kind: str = Field(description="merge, special, added, byte_fallback, unknown or plain (BPE), wordpiece, unigram")
     token: TokenOut
     pretoken: PreTokenOut
-    steps: list[StepOut]
-    tree: TreeOut
+    steps: list[StepOut] = Field(description="BPE: the merges of the pre-token in order (else empty)")
+    tree: TreeOut = Field(description="BPE: the token's merge tree (else the token alone)")
     notes: list[str]
+    normalized: str = Field(description="the text the model cut: the pre-token, the word, or the unigram span")
+    normalizer: NormalizerOut
+    walk: list[WalkOut] | None = Field(None, description="WordPiece: the pieces of the token's word, in order")
+    stuck: StuckOut | None = Field(None, description="WordPiece: where the walk found no piece (the word is [UNK])")
+    span: SpanOut | None = Field(None, description="Unigram: the span around the token (its `normalized` text)")
+    best: list[SegmentOut] | None = Field(None, description="Unigram: the encoder's segmentation of the span")
+    best_score: float | None = Field(None, description="Unigram: the sum of the best segmentation's scores")
+    nbest: list[NBestOut] | None = Field(None, description="Unigram: the best segmentations of the span, in order")
+    lattice: list[LatticeNodeOut] | None = Field(None, description="Unigram: every piece found in the span")
+    token_piece: int | None = Field(None, description="which entry of `walk` or `best` the token is")
 
 
 @router.post(
@@ -83,8 +150,10 @@ class ExplainResponse(BaseModel):
     response_model=ExplainResponse,
     tags=["tokens"],
     summary="Explain why a token was cut where it is",
-    description="For a BPE tokenizer: the token's pre-token and the split rule that cut it, the merges that built "
-    "it with the pairs they beat, and its merge tree. An index out of range or a tokenizer that is not BPE is a 422.",
+    description="The token's pre-token and the rule that cut it, what the normalizer changed, and: for BPE the "
+    "merges that built it with the pairs they beat and its merge tree; for WordPiece its word's greedy walk; for "
+    "Unigram the lattice of the span around it, its best path and the n best segmentations. An index out of range "
+    "or a tokenizer none of these explain is a 422.",
 )
 async def explain(body: ExplainRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
     check_text_size(body.text, settings)

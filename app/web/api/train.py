@@ -57,7 +57,18 @@ class MergeRequest(BaseModel):
 
 
 def _summary(run: Run) -> dict:
-    return run.summary() | {"url": f"/lab/runs/{run.id}"}
+    """The run's summary; once done, with ``text_tokens``: the corpus as the run's tokenizer cuts it (what
+    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count. A run that ended away from the
+    size asked for says why in ``stop_reason``, in the words of its page, and ``reachable`` gives the sizes that
+    work on its corpus (``{"vocab_size": {"min", "max"}, "merges": {"min", "max"}}``) when the lab knows them."""
+    out = run.summary() | {"url": f"/lab/runs/{run.id}"}
+    if run.status == "done":
+        replay = replay_for(run)
+        outcome = replay.outcome.to_dict()
+        out["text_tokens"] = replay.text_tokens(run.n_steps)
+        out["stop_reason"] = outcome["reason"] or run.stop_reason
+        out["reachable"] = outcome["reachable"]
+    return out
 
 
 def _started(run: Run, **extra) -> JSONResponse:
