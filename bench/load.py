@@ -1,7 +1,8 @@
 """Load test on loopback: 50 simulated typists on the playground and 5 concurrent lab trainings.
 
-Starts its own server (``uvicorn app.main:app`` on a free 127.0.0.1 port, ``--workers`` processes, ``auto`` by
-default as ``serve --workers auto``, runs in a temporary directory) or uses ``--url`` (loopback addresses only);
+Starts its own server (``tokenplay serve`` on a free 127.0.0.1 port, as ``make run`` and the Docker image run it:
+every tokenizer loaded once, then ``--workers`` processes forked, ``auto`` by default as ``serve --workers auto``;
+``--serve uvicorn`` for ``uvicorn app.main:app --workers``; runs in a temporary directory) or uses ``--url`` (loopback addresses only);
 the client runs on the same CPUs. Bounded: ``--duration`` seconds (default 20) and at most ``--max-requests``
 requests. Each typist types its own real text: ``--text-kb``/2 KB of ``en.txt`` and as much of ``ja.txt`` (the
 shared corpora, read through ``tests/helpers/realtext.py``), each from the typist's own offset, so no two typists send
@@ -339,23 +340,28 @@ class Load:
 
 
 class Server(UvicornProcess):
-    def __init__(self, workers: int, pool: str, app: str):
+    def __init__(self, workers: int, pool: str, app: str, serve: str = "tokenplay"):
         self.tmp = tempfile.TemporaryDirectory(prefix="tokenplay-load-")
+        self.serve = serve
         env = {
             "TOKENPLAY_LAB_RUNS_DIR": self.tmp.name,
             "TOKENPLAY_LAB_POOL": pool,
             "TOKENPLAY_LAB_STALE_AFTER_SECONDS": "5",
         }
         try:
-            super().__init__(
-                env, workers=workers, app=app, args=("--log-level", "error", "--no-access-log"), timeout=60
-            )
+            if serve == "tokenplay":  # loads every tokenizer, then forks the workers
+                super().__init__(env, workers=workers, args=("--log-level", "error"), timeout=600, serve=serve)
+            else:
+                super().__init__(
+                    env, workers=workers, app=app, args=("--log-level", "error", "--no-access-log"), timeout=60
+                )
         except RuntimeError as exc:
             sys.exit(f"the server did not start: {exc}")
         time.sleep(1.5 * workers)  # every worker up, trainer processes warm
 
     def workers(self) -> list[int]:
-        """Pids of the uvicorn worker processes (children of the server started with multiprocessing spawn)."""
+        """Pids of the worker processes: the children of ``tokenplay serve`` (forked), or of uvicorn started with
+        multiprocessing spawn."""
         out = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -366,7 +372,7 @@ class Server(UvicornProcess):
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except (OSError, ValueError, IndexError):
                 continue
-            if ppid == self.proc.pid and b"spawn_main" in cmdline:
+            if ppid == self.proc.pid and (self.serve == "tokenplay" or b"spawn_main" in cmdline):
                 out.append(int(entry))
         return out
 
@@ -394,7 +400,8 @@ def report(load: Load, elapsed: float, lost: list[str] | None, args, url: str) -
         f"{args.trainings} concurrent trainings\n"
     )
     print(
-        f"{url}, uvicorn workers={args.workers if not args.url else '?'}, lab pool={args.pool}, "
+        f"{url}, {args.serve if not args.url else 'a'} server, workers={args.workers if not args.url else '?'}, "
+        f"lab pool={args.pool}, "
         f"{elapsed:.1f} s, {s.requests} requests ({s.requests / elapsed:.0f}/s; the typists alone would send "
         f"~{offered:.0f}/s if answered at once), {os.cpu_count()} CPUs, load average (1, 5, 15 min) before: "
         f"{args.loadavg}, after: {_loadavg()}\n"
@@ -429,7 +436,7 @@ def report(load: Load, elapsed: float, lost: list[str] | None, args, url: str) -
     ok = ok_p95 and (typing_errors == 0 or lost is not None)
     if lost is not None:
         print(
-            f"- uvicorn worker pid {load.killed} SIGKILLed {args.kill_worker_at:g} s in; stored runs lost: **{len(lost)}** of "
+            f"- worker pid {load.killed} SIGKILLed {args.kill_worker_at:g} s in; stored runs lost: **{len(lost)}** of "
             f"{len(load.done_runs)} finished — {'PASS' if not lost else 'FAIL'}"
         )
         ok = ok and not lost
@@ -446,7 +453,14 @@ def main(argv: list[str] | None = None) -> int:
         help="uvicorn worker processes of the server started here: a number, or auto (two per CPU, as serve does)",
     )
     ap.add_argument("--pool", choices=("process", "thread"), default="process", help="lab training pool")
-    ap.add_argument("--app", default="app.main:app", help="ASGI app of the server started here")
+    ap.add_argument("--app", default="app.main:app", help="ASGI app of the server started here (--serve uvicorn)")
+    ap.add_argument(
+        "--serve",
+        choices=("tokenplay", "uvicorn"),
+        default="tokenplay",
+        help="the server started here: tokenplay serve (every tokenizer loaded once, the workers forked and sharing "
+        "it: what make run and the Docker image run) or uvicorn's own --workers (each worker loads its own)",
+    )
     ap.add_argument("--duration", type=float, default=20.0, help="seconds (at most 120)")
     ap.add_argument("--max-requests", type=int, default=50_000)
     ap.add_argument("--typists", type=int, default=50)
@@ -467,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         url = check_loopback(args.url)
     else:
-        server = Server(args.workers, args.pool, args.app)
+        server = Server(args.workers, args.pool, args.app, args.serve)
         url = server.url
     try:
         load = Load(url, args)

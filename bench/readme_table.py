@@ -164,6 +164,47 @@ def main(argv: list[str]) -> int:
         slow = max(firsts, key=lambda r: float(r["first use (s)"]))
         add("first use of a model (load on demand), slowest", f"{slow['first use (s)']} s ({slow['entry']})", "—", "—",
             "< 5 s " + ("(met)" if float(slow["first use (s)"]) < 5 else "(missed)"))
+    shared = next((chunk for chunk in text.split("\n## ")[1:] if chunk.startswith("Shared tables")), "")
+    if shared:
+        first = re.search(r"slowest first request: ours ([\d.]+) s, peer ([\d.]+) s \(answered: (\d+) of (\d+)\), "
+                          r"ratio ([\d.]+)", shared)
+        ready = re.search(r"\| tokenplay serve \(loads once, forks\) \| ([\d.]+) \|", shared)
+        if first:
+            add("first use of every model on a fresh `tokenplay serve` (every tokenizer loaded before the workers "
+                "fork), slowest first request" + (f"; the server answers {ready[1]} s after it starts" if ready else ""),
+                f"{first[1]} s", f"uvicorn --workers, each worker loading: {first[2]} s ({first[3]} of {first[4]} "
+                "answered)", f"{float(first[5]):.2f}x", "< 1 s " + ("(met)" if float(first[1]) < 1 else "(missed)"))
+        lazy = re.search(r"slowest first use from a table, fresh process: ([\d.]+) s \(([^)]+)\)", shared)
+        if lazy:
+            add("first use of our engines in a fresh process, from their table files (`--no-preload`, uploads), "
+                "slowest", f"{lazy[1]} s ({lazy[2]})", "—", "—", "< 1 s " + ("(met)" if float(lazy[1]) < 1 else "(missed)"))
+        mem = [r for r in section(t, "Shared tables") if "PSS of the workers (MB)" in r]
+        ours_mem = next((r for r in mem if r.get("", "").startswith("tokenplay serve") or
+                         next(iter(r.values()), "").startswith("tokenplay serve")), None)
+        peer_mem = next((r for r in mem if next(iter(r.values()), "").startswith("uvicorn")), None)
+        if ours_mem and peer_mem:
+            head = next(iter(ours_mem))
+            add(f"memory (PSS) of the server, {head.split('|')[0].strip()}: total / largest worker",
+                f"{ours_mem['total (MB)']} MB / {ours_mem['largest worker (MB)']} MB",
+                f"uvicorn --workers: {peer_mem['total (MB)']} MB / {peer_mem['largest worker (MB)']} MB",
+                f"{float(ours_mem['total (MB)']) / float(peer_mem['total (MB)']):.2f}x", ours_mem["target"])
+        bursts = [r for r in section(t, "Shared tables") if "workers restarted" in r]
+        ours_b = next((r for r in bursts if next(iter(r.values()), "").startswith("tokenplay serve")), None)
+        peer_b = next((r for r in bursts if next(iter(r.values()), "").startswith("uvicorn")), None)
+        if ours_b and peer_b:
+            add(f"{next(iter(ours_b))}: answered, workers restarted",
+                f"{ours_b['answered']}, {ours_b['workers restarted']} restarted",
+                f"uvicorn --workers: {peer_b['answered']}, {peer_b['workers restarted']} restarted", "—", ours_b["target"])
+        hostile_rows = [r for r in section(t, "Shared tables") if "fragment first" in r]
+        if hostile_rows:
+            worst = max(hostile_rows, key=lambda r: max(float(r["fragment first"]), float(r["again"])))
+            names = len({r["tokenizer"] for r in hostile_rows})
+            met = sum(r["targets"] == "met" for r in hostile_rows)
+            add(f"hostile inputs once loaded, {names} tokenizers (an uploaded one included), from the tables: worst "
+                "playground fragment, CPU s", f"{max(float(worst['fragment first']), float(worst['again'])):.2f} s "
+                f"({worst['tokenizer']}, {worst['input']})", "—", "—", f"< 1 s: {met} of {len(hostile_rows)} met")
+    else:
+        missing.append("shared tables")
     typing = section(t, "Compare while typing")
     ours = next((r for r in typing if r.get("panes draw", "").endswith("(ours)")), None)
     peer = next((r for r in typing if r.get("panes draw", "").endswith("(peer)")), None)

@@ -31,6 +31,8 @@ SCRIPTS = [
     ("WordPiece and Unigram: training and encoding beside tokenizers and sentencepiece (issue 17)",
      "bench_algorithms.py", [], ["--quick"]),
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),
+    ("Shared tables, a server that loads once: first use, memory of the workers, a burst of first uses, hostile "
+     "inputs per tokenizer (issue 23)", "bench_tables.py", [], ["--quick"]),
     ("Chat page: one pane per chosen tokenizer, beside its reference library (issue 14)", "bench_chat.py", [],
      ["--repeat", "3", "--tokenizers", "cl100k_base,o200k_harmony,qwen3"]),
     ("Explain a token: server time for any token of 10 KB (issue 15)", "bench_explain.py", [], ["--quick"]),

@@ -62,8 +62,15 @@ def data_path(rel: str) -> Path:
     return path
 
 
+#: The manifest keys read by :func:`verified_bytes` while a table is built (``None``: not recording). A table of a
+#: shipped tokenizer is keyed by the sha256 of every file its build read (app/engines/registry/tables.py).
+reads: list[str] | None = None
+
+
 def verified_bytes(rel: str) -> bytes:
     """The file's bytes, after checking its sha256 against the manifest."""
+    if reads is not None:
+        reads.append(rel)
     data = data_path(rel).read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected_sha256(rel):

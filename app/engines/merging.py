@@ -12,7 +12,8 @@ All the BPE variants Tokenplay runs are this one loop over different parts and r
 every step, so they give the same parts (the tests check it on random inputs).
 
 :func:`merge_text` is the case every encoder runs on every new pre-token: the symbols of a text (its bytes or
-its characters) joined by concatenation. It runs in ``app/engines/_merge.c``, the compiled twin of this loop,
+its characters) joined by concatenation (its table and ids a dict, or a ``FrozenMap`` read in place from a table file,
+:mod:`app.engines.registry.tables`). It runs in ``app/engines/_merge.c``, the compiled twin of this loop,
 when that was built (``pip install`` builds it; without a C compiler the package still works, slower), and in
 :func:`merge` otherwise; ``TOKENPLAY_PURE_PYTHON=1`` forces the Python loop. The tests hold the two equal. The
 traced merges of the explain view and the lab always run here, in Python: they record every step.
@@ -198,6 +199,8 @@ _BYTES = [bytes([b]) for b in range(256)]
 
 _compiled = twin("_merge", "merge")
 _CompiledTable = twin("_merge", "PairTable")
+#: What the compiled merge reads as a table or as ids: dicts, and the frozen maps of a table file (read in place).
+_TABLE_TYPES = tuple(t for t in (dict, twin("_merge", "FrozenMap")) if t is not None)
 
 #: Whether :func:`merge_text` runs compiled (``app/engines/_merge.c``).
 COMPILED = _compiled is not None
@@ -215,7 +218,7 @@ def merge_text(text: bytes | str, table: Mapping, ids: Mapping | None = None, pa
     >>> merge_text("lower", {"lo": 0, "low": 1, "er": 2})
     ['low', 'er']
     """
-    if _compiled is not None and type(table) is dict and (ids is None or type(ids) is dict):
+    if _compiled is not None and type(table) in _TABLE_TYPES and (ids is None or type(ids) in _TABLE_TYPES):
         return _compiled(text, table, ids, pair_keys)
     return merge_text_python(text, table, ids, pair_keys)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -180,8 +181,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(path, media_type=SWAGGER_FILES[name], headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", include_in_schema=False)
-    def healthz():
-        return {"status": "ok", "version": __version__}
+    def healthz():  # pid: which worker process answered (bench/bench_tables.py reads each worker's memory)
+        return {"status": "ok", "version": __version__, "pid": os.getpid()}
 
     for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, api):
         app.include_router(module.router)

@@ -4,10 +4,12 @@ A file is checked by building its tokenizer (:func:`app.engines.registry.loaders
 a ``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.model``, a Tokenplay BPE model): a file that
 does not build is refused with the loader's message and nothing is stored. A ``tokenizer.json`` gets the two engines a
 shipped one has: its name runs it with Hugging Face ``tokenizers``, ``native-<name>`` with Tokenplay's engine (the
-twin the explain view retraces), and it is kept only when both build, so every view of it works or none is offered. A file that builds is kept as an
-:class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory, or Redis; bounded in count and bytes;
-expiring), so every worker process and machine can serve it, and the browser that brought it gets its id in a cookie
-(``tp_tok``). Only that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
+twin the explain view retraces), and it is kept only when both build, so every view of it works or none is offered.
+A file that builds is kept as an :class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory,
+or Redis; bounded in count and bytes; expiring), so every worker process and machine can serve it, and the browser
+that brought it gets its id in a cookie (``tp_tok``). Tokenplay's engine of it is built once, in a process of its
+own, into a table keyed by the file's bytes, which every worker maps (:mod:`app.engines.registry.tables`). Only
+that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
 registry, so nobody else's pickers or API see it.
 
 A tokenizer may come with its model's ``tokenizer_config.json`` (the ``config`` file): checked to hold a chat template
@@ -29,7 +31,8 @@ from functools import cached_property
 from app.engines import registry
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
-from app.engines.registry.loaders import detect_format, load_tokenizer
+from app.engines.registry.loaders import detect_format
+from app.engines.registry.tables import load_bytes
 from app.engines.registry import TokenizerSpec
 from app.features.chat.template import read_chat_config
 from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
@@ -105,9 +108,10 @@ class Upload:
         return out
 
     def build(self, name: str | None = None) -> Tokenizer:
-        """The tokenizer of one of its names (default: its own name's engine)."""
+        """The tokenizer of one of its names (default: its own name's engine); Tokenplay's engine from the table of
+        its bytes (built once, in a process of its own, for every worker)."""
         name = name or self.name
-        return load_tokenizer(
+        return load_bytes(
             self.data, name=name, pattern=self.pattern, special_tokens=self.special_tokens, engine=self.engines[name]
         )
 
@@ -180,6 +184,7 @@ class Uploads:
         self.store = store
         self._built: OrderedDict[tuple[str, str], Tokenizer] = OrderedDict()  # (upload id, name) -> tokenizer
         self._lock = threading.Lock()
+        self._loading: dict[tuple[str, str], threading.Lock] = {}  # one per (upload, name) being built: one build
 
     @classmethod
     def from_settings(cls, settings) -> Uploads:
@@ -238,10 +243,10 @@ class Uploads:
             read_chat_config(config)  # before the (slower) tokenizer: a config without a template is refused
         built = {}
         if twin:  # both engines must run it: Tokenplay's (its message names what it cannot model) and the library's
-            built[TWIN + name] = load_tokenizer(data, name=TWIN + name, filename=filename)
-            built[name] = load_tokenizer(data, name=name, engine="huggingface", filename=filename)
+            built[TWIN + name] = load_bytes(data, name=TWIN + name, filename=filename)
+            built[name] = load_bytes(data, name=name, engine="huggingface", filename=filename)
         else:
-            built[name] = load_tokenizer(
+            built[name] = load_bytes(
                 data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename
             )
         tok = built[name]
@@ -266,15 +271,23 @@ class Uploads:
         return [u for u in map(self.store.get, cookie_ids(cookie)) if u is not None]
 
     def tokenizer(self, upload: Upload, name: str | None = None) -> Tokenizer:
-        """The tokenizer of ``upload`` under one of its names (default: its own), built once per process (a few
-        are kept)."""
+        """The tokenizer of ``upload`` under one of its names (default: its own), loaded once per process however
+        many requests ask at once (a few are kept)."""
         name = name or upload.name
         with self._lock:
             tok = self._built.get((upload.id, name))
             if tok is not None:
                 self._built.move_to_end((upload.id, name))
                 return tok
-        return self._keep(upload, name, upload.build(name))
+            loading = self._loading.setdefault((upload.id, name), threading.Lock())
+        with loading:
+            with self._lock:
+                tok = self._built.get((upload.id, name))
+            if tok is None:
+                tok = self._keep(upload, name, upload.build(name))
+        with self._lock:
+            self._loading.pop((upload.id, name), None)
+        return tok
 
     def _keep(self, upload: Upload, name: str, tok: Tokenizer) -> Tokenizer:
         if name == upload.name and len(upload.engines) > 1:

@@ -208,51 +208,46 @@ def test_entry_names_come_from_the_file():
     assert entry_name("/models/qwen-small/tokenizer.json") == "qwen-small"
 
 
-def test_serve_registers_tokenizer_files_for_the_worker_processes(tmp_path, monkeypatch):
+def test_serve_registers_tokenizer_files_before_forking_its_workers(tmp_path, monkeypatch):
+    """``tokenplay serve`` registers the files in its own process, which its workers are forked from, and names them
+    in the environment for any process started otherwise: both serve the ids of the reference libraries."""
     folder = tmp_path / "tiny-hf"
     folder.mkdir()
     (folder / "tokenizer.json").write_text(trained_byte_level_json(), encoding="utf-8")
     model = tmp_path / "mine.model"
     model.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
     started = []
-    monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
+    monkeypatch.setattr("app.web.server.serve", lambda *a, **k: started.append(k) or 0)
     monkeypatch.setenv(ENV, "[]")  # restored afterwards
     files = ["--tokenizer", str(folder / "tokenizer.json"), "--tokenizer", str(model)]
-    assert main(["serve", "--workers", "2", *files]) == 0
-    assert started and json.loads(os.environ[ENV]) == [str(folder / "tokenizer.json"), str(model)]
-    assert "mine" not in registry.names(), "with worker processes, they register the files, not this one"
-    script = (
-        "import json; from app.engines import registry;"
-        "print(json.dumps({n: registry.get(n).encode('Hello world') for n in ('tiny-hf', 'native-tiny-hf', 'mine')}),"
-        "registry.spec('mine').maker)"
-    )
-    out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ), cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
-    ids, maker = out.rsplit(" ", 1)
-    ids = json.loads(ids)
-    assert ids["tiny-hf"] == ids["native-tiny-hf"] == HFTokenizer.from_str(trained_byte_level_json()).encode("Hello world").ids
-    assert ids["mine"] == spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world")
-    assert maker.strip() == "yours"
-
-
-def test_serve_with_one_worker_registers_the_files_in_its_own_process(tmp_path, monkeypatch):
-    """One worker: uvicorn serves from this process, whose shipped tokenizers were registered before the files
-    were named, so the files are registered here."""
-    model = tmp_path / "mine-alone.model"
-    model.write_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
-    monkeypatch.setattr("uvicorn.run", lambda *a, **k: None)
-    monkeypatch.setenv(ENV, "[]")  # restored afterwards
     try:
-        assert main(["serve", "--workers", "1", "--tokenizer", str(model)]) == 0
-        assert registry.spec("mine-alone").maker == "yours"
-        want = spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world")
-        assert registry.get("mine-alone").encode("Hello world") == want
+        assert main(["serve", "--workers", "2", *files]) == 0
+        assert started and started[0]["workers"] == 2
+        assert json.loads(os.environ[ENV]) == [str(folder / "tokenizer.json"), str(model)]
+        want = {
+            "tiny-hf": HFTokenizer.from_str(trained_byte_level_json()).encode("Hello world").ids,
+            "mine": spm.SentencePieceProcessor(model_file=str(model)).encode("Hello world"),
+        }
+        want["native-tiny-hf"] = want["tiny-hf"]
+        assert {n: registry.get(n).encode("Hello world") for n in want} == want
+        assert registry.spec("mine").maker == "yours"
+        script = (
+            "import json; from app.engines import registry;"
+            "print(json.dumps({n: registry.get(n).encode('Hello world') for n in ('tiny-hf', 'native-tiny-hf', 'mine')}),"
+            "registry.spec('mine').maker)"
+        )
+        out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ), cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout
+        ids, maker = out.rsplit(" ", 1)
+        assert json.loads(ids) == want
+        assert maker.strip() == "yours"
     finally:
-        registry.unregister("mine-alone")
+        for name in ("tiny-hf", "native-tiny-hf", "mine"):
+            registry.unregister(name)
 
 
 def test_serve_refuses_a_bad_file_or_a_taken_name_before_starting(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
+    monkeypatch.setattr("app.web.server.serve", lambda *a, **k: pytest.fail("the server must not start"))
     monkeypatch.delenv(ENV, raising=False)
     bad = tmp_path / "broken.json"
     bad.write_text('{"model": {"type": "WordLevel"}}', encoding="utf-8")

@@ -26,7 +26,9 @@ def free_port() -> int:
 
 class UvicornProcess:
     """``python -m uvicorn APP`` on 127.0.0.1 with ``env`` added to this environment (``REDIS_URL`` removed
-    unless given); ready once ``/healthz`` answers. Raises ``RuntimeError`` if it does not start in ``timeout``."""
+    unless given); ready once ``/healthz`` answers. Raises ``RuntimeError`` if it does not start in ``timeout``.
+    ``serve="tokenplay"``: ``tokenplay serve`` instead (the app's own process manager, which loads every tokenizer
+    before forking its workers; ``app`` is then the app's own), its output to ``log`` when given."""
 
     def __init__(
         self,
@@ -36,13 +38,19 @@ class UvicornProcess:
         app: str = "app.main:app",
         args: tuple[str, ...] = ("--log-level", "warning"),
         timeout: float = 30,
+        serve: str = "uvicorn",
+        log=None,
     ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         environ = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | dict(env)
-        cmd = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(self.port)]
+        if serve == "tokenplay":
+            cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        else:
+            cmd = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(self.port)]
         cmd += ["--workers", str(workers), *args]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, start_new_session=True, stdout=log,
+                                     stderr=subprocess.STDOUT if log is not None else None)
         deadline = time.monotonic() + timeout
         while True:
             try:

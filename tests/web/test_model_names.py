@@ -193,7 +193,7 @@ def test_a_served_file_may_not_be_named_after_a_model(tmp_path, monkeypatch, cap
     from app.engines.errors import TokenplayError
     from app.engines.registry.files import ENV, register_file
 
-    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
+    monkeypatch.setattr("app.web.server.serve", lambda *a, **k: pytest.fail("the server must not start"))
     monkeypatch.delenv(ENV, raising=False)
     for stem in ("gpt-4o-mine", "gpt-oss-tuned", "o3"):
         path = tmp_path / f"{stem}.model"

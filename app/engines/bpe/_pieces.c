@@ -5,7 +5,7 @@
  *     pieces       a list of str (the pre-tokens, in order)
  *     cache        a dict: pre-token -> tuple of its ids; read, and filled with the pre-tokens seen here of at most
  *                  cache_chars characters (cleared first when it holds cache_limit entries)
- *     whole        a dict: bytes -> id, or None: a pre-token whose bytes are a key is that one id
+ *     whole        a mapping (a dict, or a table file's FrozenMap): bytes -> id, or None: a pre-token whose bytes are a key is that one id
  *     merge        a callable: merge(bytes, *merge_args) -> list of ids (the merge loop: _merge.c's, or
  *                  bpe/encoder.py's merge_piece)
  *
@@ -34,9 +34,16 @@ static PyObject *first_sight(PyObject *piece, PyObject *whole, PyObject *merge, 
     if (!data) return NULL;
     PyObject *ids = NULL;
     if (whole != Py_None) {
-        PyObject *id = PyDict_GetItemWithError(whole, data); /* borrowed */
+        PyObject *id;
+        if (PyDict_CheckExact(whole)) {
+            id = Py_XNewRef(PyDict_GetItemWithError(whole, data));
+        } else { /* another mapping (a table file's FrozenMap): a missing key raises KeyError */
+            id = PyObject_GetItem(whole, data);
+            if (!id && PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+        }
         if (id) {
             ids = PyTuple_Pack(1, id);
+            Py_DECREF(id);
             Py_DECREF(data);
             return ids;
         }
@@ -62,8 +69,8 @@ static PyObject *encode(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!OOO!nn", &PyList_Type, &pieces, &PyDict_Type, &cache, &whole, &merge,
                           &PyTuple_Type, &merge_args, &cache_chars, &cache_limit))
         return NULL;
-    if (whole != Py_None && !PyDict_Check(whole)) {
-        PyErr_SetString(PyExc_TypeError, "encode(): whole must be a dict or None");
+    if (whole != Py_None && !PyMapping_Check(whole)) {
+        PyErr_SetString(PyExc_TypeError, "encode(): whole must be a mapping or None");
         return NULL;
     }
     if (PyTuple_GET_SIZE(merge_args) > MOST_MERGE_ARGS) {

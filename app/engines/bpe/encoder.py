@@ -42,6 +42,9 @@ PairRanks = Mapping[tuple[bytes, bytes], int]
 _compiled_merge = twin("_merge", "merge")
 _PairMemo = twin("_merge", "PairMemo")
 _compiled_encode = twin("_pieces", "encode")
+#: What the compiled merge takes as ranks or pairs: dicts, and a table file's maps (read in place, with no memo: a
+#: lookup in one builds no object already; app/engines/registry/tables.py).
+_MERGE_TABLES = tuple(t for t in (dict, twin("_merge", "FrozenMap")) if t is not None)
 
 
 def merge_piece(piece: bytes, ranks: Mapping[bytes, int], pairs: PairRanks | None = None) -> list[int]:
@@ -67,9 +70,9 @@ def piece_merger(ranks: Mapping[bytes, int], pairs: PairRanks | None = None) -> 
     stands for one token's bytes, provided that no two tokens share an id (checked here) and the ranks do not change.
     """
     table = ranks if pairs is None else pairs
-    if _compiled_merge is None or type(table) is not dict or type(ranks) is not dict:
+    if _compiled_merge is None or type(table) not in _MERGE_TABLES or type(ranks) not in _MERGE_TABLES:
         return merge_piece, (ranks, pairs)
-    if pairs is None and _PairMemo is not None and _memo_fits(ranks):
+    if pairs is None and _PairMemo is not None and type(ranks) is dict and _memo_fits(ranks):
         return _compiled_merge, (ranks, ranks, False, _PairMemo())
     return _compiled_merge, (table, ranks, pairs is not None)
 
@@ -90,6 +93,9 @@ class _PieceCache(dict):
         self.ranks = ranks
         self.pairs = pairs
         self.whole = whole
+
+    def __reduce__(self):  # stored empty (a tokenizer's table)
+        return _PieceCache, (self.ranks, self.pairs, self.whole)
 
     def __missing__(self, piece: str) -> tuple[int, ...]:
         data = piece.encode("utf-8")
@@ -129,9 +135,26 @@ class RankEncoder:
         self.split = Splitter(pattern)
         self._cache = _PieceCache(ranks, pairs, whole)
         self._special_res: dict[frozenset, object] = {}
-        self._merge, self._merge_args = piece_merger(ranks, pairs)
-        # the compiled loop looks whole pre-tokens up in a dict; other mappings go through the Python loop
-        self._compiled = _compiled_encode is not None and (type(ranks) is dict or not whole)
+        self._start_merge()
+
+    def _start_merge(self) -> None:
+        """The merge of a new pre-token and the loop over pre-tokens, compiled when they take these ranks."""
+        self._merge, self._merge_args = piece_merger(self.ranks, self.pairs)
+        # the compiled loop looks whole pre-tokens up in a dict or a table's map; others go through the Python loop
+        self._compiled = _compiled_encode is not None and (type(self.ranks) in _MERGE_TABLES or not self.whole)
+
+    def __getstate__(self) -> dict:
+        """What a table stores (app/engines/registry/tables.py): no merge function or memo, which
+        :meth:`__setstate__` makes again for the ranks as they are loaded (a map read in place)."""
+        state = self.__dict__.copy()
+        for name in ("_merge", "_merge_args", "_compiled"):
+            state.pop(name, None)
+        state["_special_res"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._start_merge()
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids with special-token text treated as plain text (tiktoken's ``encode_ordinary``)."""

@@ -322,12 +322,18 @@ class Splitter:
         self.pattern = pattern
         self._findall = exact(pattern).findall if pattern is not None else None
         self._twin_findall = None
+        self._may_compile = compiled
         self._compiled = compiled_split(pattern) if compiled else None
         if self._compiled is None and pattern is not None and name_of_regex(pattern) is not None:  # cut-safe (above)
             try:
                 self._twin_findall = re.compile(bmp_twin(pattern)).findall
             except (ValueError, re.error):
                 pass
+
+    def __reduce__(self):  # its compiled regexes and bound methods are made again (a tokenizer's table)
+        if not self._may_compile and self.pattern is not None:
+            return _plain_splitter, (self.pattern,)
+        return splitter if self.pattern is not None else Splitter, (self.pattern,)
 
     def __call__(self, text: str) -> list[str]:
         if self._compiled is not None:
@@ -358,6 +364,11 @@ class Splitter:
 
 
 @lru_cache(maxsize=32)
+def _plain_splitter(pattern: str) -> Splitter:
+    """A :class:`Splitter` without the compiled split (what ``Splitter(pattern, compiled=False)`` pickles as)."""
+    return Splitter(pattern, compiled=False)
+
+
 def splitter(pattern: str) -> Splitter:
     """The shared :class:`Splitter` for a split regex."""
     return Splitter(pattern)

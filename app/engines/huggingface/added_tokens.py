@@ -75,6 +75,9 @@ class _Matcher:
         self.by_content = {t.content: t for t in tokens}
         self.find = re.compile(trie_pattern(self.by_content)).finditer if tokens else None
 
+    def __reduce__(self):  # the pattern's bound method is made again (a tokenizer's table)
+        return _Matcher, (list(self.by_content.values()),)
+
     def split(self, text: str, allow_special: bool) -> list[Match]:
         if self.find is None or not text:
             return [Match(0, len(text), None)] if text else []

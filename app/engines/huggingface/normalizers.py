@@ -254,6 +254,9 @@ class TextNormalizer:
         self.spec = spec  # as the file wrote it (the explain view names the steps)
         self.steps = [_step(obj) for obj in pipeline_steps(spec, "normalizers")]
 
+    def __reduce__(self):  # the steps are closures, made again from the spec (a tokenizer's table)
+        return TextNormalizer, (self.spec,)
+
     @property
     def identity(self) -> bool:
         return not self.steps

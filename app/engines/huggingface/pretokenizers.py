@@ -222,6 +222,9 @@ class PreTokenizer:
         #: Whether the pre-tokens always cover the whole text as it is (nothing dropped, nothing rewritten).
         self.keeps_text = not self.transforms and all(step.behavior != "Removed" for step in self.steps)
 
+    def __reduce__(self):  # the steps hold closures, made again from the spec (a tokenizer's table)
+        return PreTokenizer, (self.spec,)
+
     def __call__(self, text: str) -> list[Span]:
         if not text:
             return []

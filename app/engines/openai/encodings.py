@@ -142,6 +142,11 @@ def _ranks_of_file(rel: str) -> dict[bytes, int]:
     return parse_tiktoken_file(verified_bytes(rel))
 
 
+def release_parsed_ranks() -> None:
+    """Forget the parsed rank files (a server that has built every encoding needs them no more)."""
+    _ranks_of_file.cache_clear()
+
+
 class TiktokenTokenizer(Tokenizer):
     """One of OpenAI's encodings, run by tiktoken itself (the reference our own engine is tested against)."""
 
@@ -149,10 +154,12 @@ class TiktokenTokenizer(Tokenizer):
         spec = ENCODINGS[name]
         self.name = name
         self._spec = spec
+        ranks = mergeable_ranks(name)
+        self._n_ranks = len(ranks)
         self.encoding = tiktoken.Encoding(
             name=f"tokenplay-{name}",
             pat_str=spec.pattern,
-            mergeable_ranks=mergeable_ranks(name),
+            mergeable_ranks=ranks,
             special_tokens=spec.special_tokens,
         )
 
@@ -165,8 +172,14 @@ class TiktokenTokenizer(Tokenizer):
         return dict(self._spec.special_tokens)
 
     def _has_gaps(self) -> bool:
-        ids = len(mergeable_ranks(self.name)) + len(set(self._spec.special_tokens.values()))
+        ids = self._n_ranks + len(set(self._spec.special_tokens.values()))
         return self.encoding.max_token_value + 1 != ids
+
+    def drop_python_ranks(self) -> None:
+        """Let go of the ranks dict the ``tiktoken.Encoding`` keeps beside its Rust core (which has its own copy and
+        never reads it; tiktoken uses it only to pickle an Encoding, which nothing here does): 25 MB for o200k,
+        kept otherwise by every server process."""
+        self.encoding._mergeable_ranks = {}
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         check_text(text)  # tiktoken would silently turn a lone surrogate into U+FFFD

@@ -8,7 +8,8 @@ with :func:`register`.
 - :mod:`.builtin` — the shipped entries (one per model and engine), registered on first use;
 - :mod:`.files` — tokenizer files on disk used by name (``tokenplay serve --tokenizer``);
 - :mod:`.loaders` — a tokenizer from the bytes of any file format (uploads, files, the lab's exports);
-- :mod:`.memory` — memory freed after loading a big model, given back to the operating system.
+- :mod:`.memory` — memory freed after loading a big model, given back to the operating system;
+- :mod:`.tables` — tokenizers stored as table files, built once and memory-mapped by every process.
 """
 
 from __future__ import annotations
@@ -91,4 +92,7 @@ def _ensure_builtins() -> None:
             return
         from . import builtin  # noqa: F401  (registers on import)
 
+        # Every shipped tokenizer our own engines run is stored as a table (files named on the command line are
+        # stored by their bytes instead, and the reference libraries build their own structures).
+        table.store_registered(s.name for s in table.specs() if s.engine == "tokenplay" and s.family != "file")
         _builtins_loaded = True

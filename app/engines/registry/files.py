@@ -3,7 +3,8 @@
 A file is read and built by :mod:`.loaders` (any format it knows). ``tokenplay serve --tokenizer PATH`` checks each
 file once, then passes the list to the server's worker processes in the ``TOKENPLAY_TOKENIZER_FILES``
 environment variable (a JSON list of paths); every process registers them with the shipped tokenizers
-(:func:`register_from_environment`, called by :mod:`.builtin`), lazily like the shipped ones. A file's entry is
+(:func:`register_from_environment`, called by :mod:`.builtin`), lazily like the shipped ones; those our engines run
+are stored as tables keyed by the file's bytes (:mod:`.tables`), built once for all the processes. A file's entry is
 named after the file (``my-bpe.json`` -> ``my-bpe``; a ``tokenizer.json`` after its directory), with maker
 "yours"; a ``tokenizer.json`` gets a second entry, ``native-<name>``, run by our own engine. A name that shadows
 a registered tokenizer or alias (an OpenAI model name included: ``gpt-4o-mine``) is refused.
@@ -54,6 +55,14 @@ def load_file(
                           special_tokens=special_tokens, engine=engine, filename=Path(path).name)
 
 
+def load_file_stored(path: str | Path, *, engine: str = "tokenplay") -> Tokenizer:
+    """:func:`load_file` through a table keyed by the file's bytes (:mod:`.tables`): built once, mapped by every
+    worker process; a changed file is a new key, so its table is built again."""
+    from .tables import load_bytes
+
+    return load_bytes(read_file(path), name=entry_name(path), engine=engine, filename=Path(path).name)
+
+
 def entry_name(path: str | Path) -> str:
     """The registry name for a file: its name without extension, or its directory's for a generic file name.
 
@@ -82,7 +91,7 @@ def register_file(path: str | Path) -> list[str]:
             name=entry,
             label=f"{name} ({path.name}, {engine} engine)" if engine == "tokenplay" else f"{name} ({path.name})",
             family="file",
-            factory=lambda engine=engine: load_file(path, engine=engine),
+            factory=lambda engine=engine: load_file_stored(path, engine=engine),
             description=f"tokenizer file {path}",
             maker="yours",
             model=model,

@@ -238,6 +238,18 @@ def refuse_unknown(data: bytes, kind: str, filename: str = "") -> None:
     raise LoaderError(f"this is not a tokenizer file; Tokenplay reads {ACCEPTED}")
 
 
+def precheck(data: bytes, pattern: str | None = None, filename: str = "") -> str:
+    """The file's kind (:func:`detect_format`), after the checks that need no build: its size, a kind read, a split
+    pattern only for a ``.tiktoken`` file. Raises the loader's error otherwise."""
+    check_size(data)
+    kind = detect_format(data)
+    if kind in ("empty", "unknown"):
+        refuse_unknown(data, kind, filename)
+    if pattern is not None and kind != "tiktoken":
+        raise LoaderError(f"a split pattern applies to .tiktoken files only; this is a {kind} file")
+    return kind
+
+
 def load_tokenizer(
     data: bytes,
     *,
@@ -250,14 +262,9 @@ def load_tokenizer(
     """A tokenizer from any supported file (see the module docstring); ``pattern`` and ``special_tokens`` are for
     ``.tiktoken`` files (default pattern: ``gpt4``), ``engine`` for ``tokenizer.json`` files. ``filename`` (the
     name a user gave the file) only words the error for a file named ``.json`` that is not JSON."""
-    check_size(data)
-    kind = detect_format(data)
-    if kind in ("empty", "unknown"):
-        refuse_unknown(data, kind, filename)
+    kind = precheck(data, pattern, filename)
     if kind == "tiktoken":
         return tokenizer_from_tiktoken(data, pattern or "gpt4", special_tokens, name=name)
-    if pattern is not None:
-        raise LoaderError(f"a split pattern applies to .tiktoken files only; this is a {kind} file")
     if kind == "tokenizer.json":
         try:
             return tokenizer_from_json(data, name=name, engine=engine)

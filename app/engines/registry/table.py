@@ -17,7 +17,7 @@ model with the engine as a secondary choice.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace as _with
 from typing import Callable, Iterable
 
 from ..base import Tokenizer
@@ -37,6 +37,7 @@ class TokenizerSpec:
     model: str = ""  # the entry this is another engine of ("" when it is its own entry)
     engine: str = ""  # which engine runs it, as a picker names it: "tiktoken", "tokenplay", ...
     title: str = ""  # the model as its picker entry names it, without the engine ("Llama 3"); default: the label
+    stored: bool = False  # built once into a table file that every process maps (.tables), not by each process
 
     @property
     def entry(self) -> str:
@@ -63,6 +64,7 @@ class TokenizerSpec:
 _SPECS: dict[str, TokenizerSpec] = {}
 _BUILT: dict[str, Tokenizer] = {}
 _LOCK = threading.Lock()
+_LOADING: dict[str, threading.Lock] = {}  # one lock per name being built: others load meanwhile
 
 #: tiktoken's encodings that are registered under another name: r50k_base is gpt2's ranks, pattern and special token.
 ENCODING_ENTRIES = {"r50k_base": "gpt2"}
@@ -161,14 +163,33 @@ def spec(name: str) -> TokenizerSpec:
 
 
 def get(name: str) -> Tokenizer:
+    """The tokenizer ``name`` stands for, built the first time: once per process however many threads ask at once
+    (each name has its own lock, so one tokenizer loading holds up no other)."""
     canonical = resolve(name)
     tok = _BUILT.get(canonical)
     if tok is not None:
         return tok
     with _LOCK:
+        loading = _LOADING.setdefault(canonical, threading.Lock())
+    with loading:
         tok = _BUILT.get(canonical)
         if tok is None:
-            tok = _SPECS[canonical].factory()
+            spec = _SPECS[canonical]
+            if spec.stored:
+                from .tables import load_registered  # a table file, built once for every process
+
+                tok = load_registered(canonical, spec.factory)
+            else:
+                tok = spec.factory()
             tok.name = canonical
-            _BUILT[canonical] = tok
+            with _LOCK:
+                if _SPECS.get(canonical) is spec:  # not unregistered or replaced meanwhile
+                    _BUILT[canonical] = tok
     return tok
+
+
+def store_registered(names) -> None:
+    """Mark the tokenizers ``names`` as stored in tables (:mod:`.tables`): the shipped ones our engines run."""
+    with _LOCK:
+        for name in names:
+            _SPECS[name] = _with(_SPECS[name], stored=True)

@@ -5,7 +5,7 @@
  *   Chunker(index, blocks, lookup, unk_id, byte_ids, cut, heap_from)
  *     index, blocks  a character's class: blocks[index[c >> 8] * 256 + (c & 255)] (index: 0x1100 uint16 in native
  *                    order, blocks: 256-byte blocks), one of OUT, SPACE, RUN_A, RUN_B below
- *     lookup         dict: piece -> id; unk_id: the id of <unk>; byte_ids: the 256 ids of <0x00> ... <0xFF>
+ *     lookup         a mapping (a dict, or a table file's FrozenMap): piece -> id; unk_id: the id of <unk>; byte_ids: the 256 ids of <0x00> ... <0xFF>
  *     cut            a callable (PairTable.cut) cutting a chunk longer than heap_from characters, or None
  *   .chunks(text) -> list[str]: the chunks, as the engine's chunk regex finds them
  *   .encode(text, cache, encode_chunk, cache_chars, cache_limit) -> list[int]: the ids of every chunk (long ones
@@ -109,9 +109,15 @@ static int singles_put(Chunker *c, uint32_t key, PyObject *ids) {
 static PyObject *single_ids(Chunker *c, Py_UCS4 ch) {
     Single *s = singles_slot(c, ch);
     if (s->key == ch) return s->ids;
-    PyObject *text = PyUnicode_FromOrdinal(ch), *ids = NULL;
+    PyObject *text = PyUnicode_FromOrdinal(ch), *ids = NULL, *owned = NULL;
     if (!text) return NULL;
-    PyObject *id = PyDict_GetItemWithError(c->lookup, text); /* borrowed */
+    PyObject *id;
+    if (PyDict_CheckExact(c->lookup)) {
+        id = PyDict_GetItemWithError(c->lookup, text); /* borrowed */
+    } else { /* another mapping (a table file's FrozenMap): a missing key raises KeyError */
+        id = owned = PyObject_GetItem(c->lookup, text);
+        if (!id && PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear();
+    }
     long value = id ? PyLong_AsLong(id) : c->unk_id;
     if ((id && value == -1 && PyErr_Occurred()) || (!id && PyErr_Occurred())) goto done;
     if (value != c->unk_id) {
@@ -126,6 +132,7 @@ static PyObject *single_ids(Chunker *c, Py_UCS4 ch) {
     if (ids && singles_put(c, ch, ids) < 0) Py_CLEAR(ids);
 done:
     Py_DECREF(text);
+    Py_XDECREF(owned);
     return ids; /* the table holds it */
 }
 
@@ -253,9 +260,10 @@ static int chunker_init(Chunker *c, PyObject *args, PyObject *kwargs) {
     PyObject *index, *blocks, *lookup, *byte_ids, *cut;
     long unk_id;
     Py_ssize_t heap_from;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SSO!lO!On", names, &index, &blocks, &PyDict_Type, &lookup,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SSOlO!On", names, &index, &blocks, &lookup,
                                      &unk_id, &PyTuple_Type, &byte_ids, &cut, &heap_from))
         return -1;
+    if (!PyMapping_Check(lookup)) return raise_error(PyExc_TypeError, "Chunker(): lookup must be a mapping");
     Py_ssize_t n_blocks = PyBytes_GET_SIZE(blocks) / 256;
     const uint16_t *block_of = (const uint16_t *)PyBytes_AS_STRING(index);
     const uint8_t *classes = (const uint8_t *)PyBytes_AS_STRING(blocks);

@@ -279,7 +279,7 @@ class SentencePieceTokenizer(Tokenizer):
         self._rank: dict | list = rank
         self._table: StrMerges | None = None
         self._chunk_re: re.Pattern | None = None
-        self._chunker_c = None
+        self._chunk_blocks: tuple[bytes, bytes] | None = None
         if not self.has_unused:  # re-splitting unused pieces depends on the whole text: such models merge it whole
             multi = [p for p in self._merge_ids if len(p) > 1]
             # Every two neighbouring characters inside some piece: a merge never joins any other two (see _chunks).
@@ -287,12 +287,36 @@ class SentencePieceTokenizer(Tokenizer):
             classes = self._chunk_classes(multi, adjacent)
             self._chunk_re = self._chunker(classes)
             self._table = merge_table(rank, self._merge_ids, pair_keys=merges is not None, adjacent=adjacent)
-            if _Chunker is not None:
-                index, blocks = _class_blocks(classes)
-                byte_ids = tuple(self._byte_ids)
-                self._chunker_c = _Chunker(index, blocks, self._lookup, self.unk_id, byte_ids, self._table.cut, _HEAP_FROM)
+            self._chunk_blocks = _class_blocks(classes)
+        self._start_chunker()
         self._piece_cache: dict[str, tuple[str, ...]] = {}
         self._id_cache: dict[str, tuple[int, ...]] = {}
+
+    def __getstate__(self) -> dict:
+        """What a table stores (app/engines/registry/tables.py): a tokenizer.json's merges as the dict
+        :meth:`ranking` would make of them (a table keeps it as a map read in place), the caches empty, and the
+        compiled chunker as what it is made of (:meth:`__setstate__` makes it again around the loaded lookup)."""
+        state = self.__dict__.copy()
+        if isinstance(state.get("_rank"), list):
+            state["_rank"] = {p: i for i, p in enumerate(state["_rank"])}
+        for cache in ("_piece_cache", "_id_cache"):
+            if cache in state:
+                state[cache] = {}
+        state["_chunker_c"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._start_chunker()
+
+    def _start_chunker(self) -> None:
+        """The compiled chunker (``_chunks.c``), when it is built and the model chunks."""
+        self._chunker_c = None
+        blocks = self.__dict__.get("_chunk_blocks")  # None: no chunks (a unigram model has none at all)
+        if _Chunker is not None and blocks is not None:
+            self._chunker_c = _Chunker(
+                *blocks, self._lookup, self.unk_id, tuple(self._byte_ids), self._table.cut, _HEAP_FROM
+            )
 
     def _check_missing_bytes(self, json_file: bool) -> None:
         """Refuse byte fallback without all 256 ``<0xNN>`` pieces, unless (in a tokenizer.json) no text can need

@@ -1,0 +1,160 @@
+"""``tokenplay serve`` (app/web/server.py): every tokenizer loaded once, before the workers are forked, so that a burst
+of first uses over several workers answers every request and restarts no worker; the workers map the same table
+files; a worker that dies is replaced; SIGTERM stops them all. No test here times anything: each waits for an event
+(an answer, a line of the log, a process ending) with a generous bound."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.engines import datafiles, registry
+from app.engines.registry import builder
+from helpers.serving import ROOT, free_port
+
+TEXT = "Tokenizers cut text into tokens: 東京スカイツリー, 🙂, and code like f(x) = 42."
+RESTARTS = ("died", "did not answer")
+
+
+class Served:
+    """``python -m app.cli serve --workers N`` on a free loopback port, its log in a file."""
+
+    def __init__(self, tmp_path: Path, workers: int):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp_path / "serve.log"
+        env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {
+            "TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"),
+            "TOKENPLAY_UPLOADS_DIR": str(tmp_path / "uploads"),
+            "TOKENPLAY_LAB_POOL": "thread",
+        }
+        cmd = [sys.executable, "-m", "app.cli", "serve", "--workers", str(workers), "--port", str(self.port),
+               "--log-level", "info"]
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.wait_for(lambda: self.answers() and len(self.workers()) == workers, "the server to start", 600)
+
+    def answers(self) -> bool:
+        try:
+            return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def wait_for(self, condition, what: str, bound: float = 300) -> None:
+        deadline = time.monotonic() + bound
+        while not condition():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server ended while waiting for {what}:\n{self.text()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} within {bound} s:\n{self.text()}")
+            time.sleep(0.2)
+
+    def workers(self) -> set[int]:
+        """The supervisor's child processes (its workers, and any table builder it runs)."""
+        found = set()
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    stat = Path(entry.path, "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.proc.pid:
+                    found.add(int(entry.name))
+        return found
+
+    def text(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(120)
+        finally:
+            self.log.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    server = Served(tmp_path_factory.mktemp("serve"), workers=2)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait(30)
+
+
+def _mapped_tables(pid: int) -> set[str]:
+    return {line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if line.endswith(".table")}
+
+
+def test_a_burst_of_first_uses_over_the_workers_answers_every_request_and_restarts_none(served):
+    names = [n for n in registry.names() if not n.startswith("lab-")]
+    before = served.workers()
+    assert "Loaded" in served.text() and "to share between the workers" in served.text()
+
+    def one(name: str) -> tuple[str, int, list[int]]:
+        with httpx.Client(timeout=120) as client:
+            r = client.post(served.url + "/api/tokenize", json={"text": TEXT, "tokenizer": name})
+            return name, r.status_code, r.json().get("ids", [])
+
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(one, names * 4))
+    assert [(n, code) for n, code, _ in answers if code != 200] == []
+    assert all(ids == registry.get(n).encode(TEXT) for n, _, ids in answers)
+    assert served.workers() == before, "no worker was restarted"
+    assert not [line for line in served.text().splitlines() if any(word in line for word in RESTARTS)]
+    stored = {Path(registry.get(n).table_file).name for n in builder.stored_names()}
+    for pid in before:  # every worker maps the tables the supervisor loaded: one copy of their pages for all
+        assert stored <= {Path(p).name for p in _mapped_tables(pid)}
+
+
+def test_an_upload_is_built_once_and_served_by_every_worker(served):
+    model = datafiles.verified_bytes("sentencepiece/jurassic-2.model")
+    with httpx.Client(base_url=served.url, timeout=300) as client:
+        r = client.post("/api/tokenizers", files={"file": ("mine.model", model)}, data={"name": "mine"})
+        assert r.status_code == 201, r.text
+        cookies = dict(client.cookies)
+
+    def one(_) -> tuple[int, list[int]]:
+        with httpx.Client(base_url=served.url, timeout=300, cookies=cookies) as client:
+            r = client.post("/api/tokenize", json={"text": TEXT, "tokenizer": "mine"})
+            return r.status_code, r.json().get("ids", [])
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(24)))
+    want = registry.get("jurassic-2").encode(TEXT)
+    assert answers == [(200, want)] * 24
+    uploaded = set()
+    for pid in served.workers():
+        uploaded |= {p for p in _mapped_tables(pid) if Path(p).name.startswith("bytes-")}
+    assert len(uploaded) == 1, "one table of the upload, whichever worker served it"
+
+
+def test_a_worker_that_dies_is_replaced(served):
+    before = served.workers()
+    victim = min(before)
+    os.kill(victim, signal.SIGKILL)
+    served.wait_for(lambda: f"Worker [{victim}] died" in served.text(), "replacement of the killed worker")
+    served.wait_for(lambda: len(served.workers()) == len(before) and victim not in served.workers(), "a new worker")
+    with httpx.Client(timeout=60) as client:
+        for _ in range(6):
+            r = client.post(served.url + "/api/tokenize", json={"text": TEXT, "tokenizer": "native-gemma-3"})
+            assert r.status_code == 200 and r.json()["ids"] == registry.get("native-gemma-3").encode(TEXT)
+
+
+def test_sigterm_stops_the_workers_then_the_supervisor(served):
+    workers = served.workers()
+    assert served.stop() == 0
+    assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+               for pid in workers)
+    assert "Stopping parent process" in served.text()
