@@ -236,22 +236,32 @@ def _step(obj: dict) -> Step:
     raise UnsupportedTokenizerError(f"the {kind} decoder is not supported yet")
 
 
-def decoder(spec: dict | None) -> Callable[[list[str]], str]:
-    """The file's decoder as a function of the token strings (see the module docstring).
+class Decoder:
+    """The file's decoder as a function of the token strings (see the module docstring); pickled as its spec (its
+    steps are closures, made again from it: a tokenizer's table).
 
-    >>> decoder({"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+    >>> Decoder({"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
     ...                                            {"type": "ByteFallback"}, {"type": "Fuse"}]})(["▁Hi", "<0xE2>", "<0x9C>", "<0x93>"])
     ' Hi✓'
-    >>> decoder(None)(["a", "b"])
+    >>> Decoder(None)(["a", "b"])
     'a b'
     """
-    if spec is None:
-        return " ".join
-    steps = [_step(obj) for obj in pipeline_steps(spec, "decoders")]
 
-    def decode(tokens: list[str]) -> str:
-        for step in steps:
+    def __init__(self, spec: dict | None):
+        self.spec = spec
+        self.steps = None if spec is None else [_step(obj) for obj in pipeline_steps(spec, "decoders")]
+
+    def __call__(self, tokens: list[str]) -> str:
+        if self.steps is None:
+            return " ".join(tokens)
+        for step in self.steps:
             tokens = step(tokens)
         return "".join(tokens)
 
-    return decode
+    def __reduce__(self):
+        return Decoder, (self.spec,)
+
+
+def decoder(spec: dict | None) -> Callable[[list[str]], str]:
+    """The file's decoder (:class:`Decoder`)."""
+    return Decoder(spec)

@@ -210,6 +210,7 @@ class PreTokenizer:
 
     def __init__(self, spec: dict | None, *, map_bytes: bool = True):
         self.spec = spec  # as the file wrote it (the explain view names the rules)
+        self.map_bytes = map_bytes
         stages = [s for obj in pipeline_steps(spec, "pretokenizers") for s in _steps(obj)]
         if not map_bytes and stages and isinstance(stages[-1], ByteAlphabet):
             stages.pop()
@@ -222,8 +223,8 @@ class PreTokenizer:
         #: Whether the pre-tokens always cover the whole text as it is (nothing dropped, nothing rewritten).
         self.keeps_text = not self.transforms and all(step.behavior != "Removed" for step in self.steps)
 
-    def __reduce__(self):  # the steps hold closures, made again from the spec (a tokenizer's table)
-        return PreTokenizer, (self.spec,)
+    def __reduce__(self):  # the steps hold closures, made again from the spec and options (a tokenizer's table)
+        return _pre_tokenizer, (self.spec, self.map_bytes)
 
     def __call__(self, text: str) -> list[Span]:
         if not text:
@@ -280,3 +281,8 @@ class Cut(NamedTuple):
 
 def _same(position: int) -> int:
     return position
+
+
+def _pre_tokenizer(spec: dict | None, map_bytes: bool) -> PreTokenizer:
+    """A pickled :class:`PreTokenizer` made again."""
+    return PreTokenizer(spec, map_bytes=map_bytes)

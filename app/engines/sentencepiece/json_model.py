@@ -96,8 +96,12 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         normalizer = TextNormalizer(spec.normalizer)
         self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
         self.pre = PreTokenizer(spec.pre_tokenizer)
-        #: A pre-token's ids: merged, or with ignore_merges taken whole when it is a token.
-        self._word_ids = self._whole_or_merged if self.whole_words else self._encode_normalized
+
+    @property
+    def _word_ids(self):
+        """A pre-token's ids: merged, or with ignore_merges taken whole when it is a token (a property, not a bound
+        method kept in the instance: a table pickles the instance)."""
+        return self._whole_or_merged if self.whole_words else self._encode_normalized
 
     # -- vocabulary ------------------------------------------------------------------------------------------------
     @property

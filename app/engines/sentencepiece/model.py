@@ -295,7 +295,8 @@ class SentencePieceTokenizer(Tokenizer):
     def __getstate__(self) -> dict:
         """What a table stores (app/engines/registry/tables.py): a tokenizer.json's merges as the dict
         :meth:`ranking` would make of them (a table keeps it as a map read in place), the caches empty, and the
-        compiled chunker as what it is made of (:meth:`__setstate__` makes it again around the loaded lookup)."""
+        compiled chunker as what it is made of (:meth:`__setstate__` makes it again around the loaded lookup), and no
+        bitmap of ``hash()`` values (another process hashes strings otherwise)."""
         state = self.__dict__.copy()
         if isinstance(state.get("_rank"), list):
             state["_rank"] = {p: i for i, p in enumerate(state["_rank"])}
@@ -303,6 +304,7 @@ class SentencePieceTokenizer(Tokenizer):
             if cache in state:
                 state[cache] = {}
         state["_chunker_c"] = None
+        state.pop("_prefixes", None)  # a unigram model's bitmap of Python hash() values: this process's only
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -97,6 +97,17 @@ class UnigramJSONTokenizer(UnigramTokenizer):
         self._decode = decoder(spec.decoder)
         self._cache: dict[str, Segments] = {}
 
+    def __getstate__(self) -> dict:
+        """As a SentencePiece model's, without the prefix bitmap: its bits are Python's ``hash()`` of strings, which
+        differs from process to process (a table is built in a child process), so it is made again on loading."""
+        state = super().__getstate__()
+        state.pop("_starts", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._starts = _prefix_bitmap(list(self._ids))  # every piece's prefixes: a superset only looks further
+
     # -- vocabulary ------------------------------------------------------------------------------------------------
     @property
     def special_tokens(self) -> dict[str, int]:
