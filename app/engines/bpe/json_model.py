@@ -125,8 +125,7 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
 
     def _pretokens(self, piece: Piece) -> list[tuple[bytes, list[int]]]:
         """A piece's pre-tokens as their bytes and, per byte, the position in the piece's text it comes from."""
-        spans = piece.spans
-        origin = (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
+        origin = piece.origin()
         out = []
         for text, pos in self.pre.pieces(piece.text, origin):  # the text itself: ByteLevel is the last step
             data = text.encode("utf-8")

@@ -131,6 +131,12 @@ class Piece(NamedTuple):
     token: AddedToken | None = None
     spans: list[tuple[int, int]] | None = None
 
+    def origin(self):
+        """The input offset each position of a plain piece's text came from (what the pre-tokenizer's
+        :meth:`~.pretokenizers.PreTokenizer.pieces` reads)."""
+        spans, start = self.spans, self.start
+        return (lambda p: spans[p][0]) if spans else (lambda p: start + p)
+
 
 class AddedVocabulary:
     """The added tokens of one tokenizer, split into those matched before and after normalization."""

@@ -139,8 +139,7 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
         text = piece.text
         if not self.pre.transforms:
             return [(text[a:b], a) for a, b in self.pre(text)]
-        spans = piece.spans
-        origin = (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
+        origin = piece.origin()
         return self.pre.pieces(text, origin)
 
     def _piece_ids_of(self, piece: Piece) -> list[int]:

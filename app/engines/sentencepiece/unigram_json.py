@@ -214,8 +214,7 @@ class UnigramJSONTokenizer(UnigramTokenizer):
         text = piece.text
         if not self.pre.transforms:
             return [(text[a:b], a) for a, b in self.pre(text)]
-        spans = piece.spans
-        origin = (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
+        origin = piece.origin()
         return self.pre.pieces(text, origin)
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:

@@ -31,7 +31,7 @@ from functools import partial
 from itertools import accumulate, chain, islice, repeat
 from operator import add
 
-from ..huggingface.added_tokens import AddedVocabulary, Piece, added_token, input_spans
+from ..huggingface.added_tokens import AddedVocabulary, added_token, input_spans
 from ..huggingface.decoders import decoder
 from ..base import Tokenizer, VocabFacts, check_text
 from ..huggingface.bert_text import InputOffsets, bert_normalizer, bert_words
@@ -356,7 +356,7 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
             if self._words:
                 words = self._words.findall(piece.text)
             elif self.pre.transforms:
-                words = [word for word, _ in self.pre.pieces(piece.text, _origin(piece))]
+                words = [word for word, _ in self.pre.pieces(piece.text, piece.origin())]
             else:
                 words = [piece.text[a:b] for a, b in self.pre(piece.text)]
             ids.extend(chain.from_iterable(map(lookup, words)))
@@ -496,7 +496,7 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
                 continue
             spans = input_spans(piece)
             if self.pre.transforms:
-                words = self.pre.pieces(piece.text, _origin(piece))
+                words = self.pre.pieces(piece.text, piece.origin())
             else:
                 words = [(piece.text[a:b], range(a, b)) for a, b in self.pre(piece.text)]
             for word, pos in words:
@@ -511,12 +511,6 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         ``WordPiece``: ``##`` pieces glued to the one before, the others after a space, then the library's clean-up
         of spaces before punctuation; :mod:`..huggingface.decoders`)."""
         return self._decode([self.id_to_token(i) for i in self.check_ids(ids)])
-
-
-def _origin(piece: Piece):
-    """The input offset each position of a plain piece's text came from."""
-    spans = piece.spans
-    return (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
 
 
 def _from_spec(spec: TokenizerJSON, name: str) -> WordPieceTokenizer:

@@ -66,8 +66,7 @@ class WordLevelTokenizer(VocabFacts, Tokenizer):
         """A plain piece's words, each with the first and last position in the piece's text it stands for."""
         if not self.pre.transforms:
             return [(piece.text[a:b], a, b - 1) for a, b in self.pre(piece.text)]
-        spans = piece.spans
-        origin = (lambda p: spans[p][0]) if spans else (lambda p: piece.start + p)
+        origin = piece.origin()
         return [(word, pos[0], pos[-1]) for word, pos in self.pre.pieces(piece.text, origin)]
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
