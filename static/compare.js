@@ -41,6 +41,15 @@
 
   document.addEventListener("htmx:afterSwap", syncReference);
 
+  // Typing re-sends the results: before htmx swaps the answer in, empty the old panes' token views and id lists in
+  // one step each. Otherwise htmx's swap walks every old element to clean it up, one event per element: thousands
+  // of token spans (no htmx attributes among them) and some 60 ms of every keystroke in Chromium.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const target = event.detail.target;
+    if (!event.detail.shouldSwap || !(target instanceof Element) || target.id !== "compare-results") return;
+    target.querySelectorAll(".pane .tokens, .pane .ids").forEach(function (view) { view.textContent = ""; });
+  });
+
   function setup() {
     if (!(navigator.clipboard && window.fetch)) return;
     document.querySelectorAll("#compare-form button[data-copy]").forEach(function (b) { b.hidden = false; });

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import regex
@@ -269,19 +269,25 @@ class MarkedSegment:
         return cut_at(self.text, self.start, self.missing_cuts)
 
 
+def segment_marks(
+    segments: Iterable, reference_boundaries: set[int], ordered: Sequence[int] | None = None
+) -> Iterator[tuple[bool, list[int]]]:
+    """For each of ``segments`` (anything with ``start`` and ``end``), whether it starts where the reference does
+    not cut, and the reference's cuts strictly inside it (``ordered``: the boundaries sorted, when at hand)."""
+    ordered = sorted(reference_boundaries) if ordered is None else ordered
+    for seg in segments:
+        start = seg.start
+        yield start > 0 and start not in reference_boundaries, ordered[bisect_right(ordered, start) : bisect_left(ordered, seg.end)]
+
+
 def mark_segments(
     segments: Iterable, reference_boundaries: set[int], ordered: Sequence[int] | None = None
 ) -> list[MarkedSegment]:
     """Each of ``segments`` (anything with ``start``, ``end`` and ``text``: a :class:`Segment`, a view's span)
-    marked against the reference's boundaries (``ordered``: the same boundaries sorted, when already at hand)."""
-    ordered = sorted(reference_boundaries) if ordered is None else ordered
-    marked: list[MarkedSegment] = []
-    for seg in segments:
-        m = MarkedSegment(seg.start, seg.end, seg.text)
-        m.extra_cut = seg.start > 0 and seg.start not in reference_boundaries
-        m.missing_cuts = ordered[bisect_right(ordered, seg.start) : bisect_left(ordered, seg.end)]
-        marked.append(m)
-    return marked
+    marked against the reference's boundaries (see :func:`segment_marks`)."""
+    segments = list(segments)
+    marks = segment_marks(segments, reference_boundaries, ordered)
+    return [MarkedSegment(seg.start, seg.end, seg.text, extra, cuts) for seg, (extra, cuts) in zip(segments, marks)]
 
 
 @dataclass(slots=True)

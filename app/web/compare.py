@@ -37,7 +37,7 @@ from app.features.compare import (
     boundary_diff,
     check_selection,
     compare,
-    mark_segments,
+    segment_marks,
     unk_id_of,
 )
 from app.engines.errors import TokenplayError
@@ -95,9 +95,8 @@ def _fmt(value, column: str) -> str:
     return f"{value:,}"
 
 
-def _classes_and_cuts(mark) -> tuple[str, tuple[int, ...]]:
-    flags = (("diff-extra", mark.extra_cut), ("diff-missing", bool(mark.missing_cuts)))
-    return " ".join(name for name, on in flags if on), tuple(mark.missing_cuts)
+_CLASSES = {(False, False): "", (True, False): "diff-extra", (False, True): "diff-missing",
+            (True, True): "diff-extra diff-missing"}
 
 
 def reference_of(chosen: list[str], reference: str | None) -> str:
@@ -114,7 +113,8 @@ def pane_window(
     window = token_window(result, start, limit)
     if ref_bounds is None:
         return window
-    return with_marks(window, map(_classes_and_cuts, mark_segments(window.spans, ref_bounds, ordered)))
+    marks = segment_marks(window.spans, ref_bounds, ordered)
+    return with_marks(window, ((_CLASSES[extra, bool(cuts)], tuple(cuts)) for extra, cuts in marks))
 
 
 def pane_context(result, label: str, window: TokenWindow, *, is_reference: bool, diff_count: int) -> dict:

@@ -50,6 +50,12 @@ class TokenSpan:
     classes: str = ""  # more CSS classes (compare: boundary differences; lab: made by this step)
     cuts: tuple[int, ...] = ()  # character offsets inside the span where another tokenizer cuts (compare)
 
+    def marked(self, classes: str, cuts: tuple[int, ...]) -> TokenSpan:
+        """A copy with these ``classes`` and ``cuts`` (what ``dataclasses.replace`` gives, without its field-by-field
+        introspection: compare marks hundreds of spans on every keystroke)."""
+        return TokenSpan(self.index, self.start, self.end, self.text, self.colour, self.ids, self.special, self.partial,
+                         self.table, self.token_list, classes, cuts)
+
     @property
     def tokens(self) -> list[Token]:
         """The span's tokens (placed from its ids the first time its markup is rendered)."""
@@ -133,7 +139,7 @@ def token_window(result: TokenizeResult, offset: int = 0, limit: int | None = No
 def with_marks(window: TokenWindow, marks: Iterable[tuple[str, tuple[int, ...]]]) -> TokenWindow:
     """A copy of ``window`` whose spans carry ``(classes, cuts)`` each (compare's boundary marks). Marked spans
     are new objects and the copy reuses no earlier markup, so the window a later keystroke reuses is untouched."""
-    spans = [replace(s, classes=c, cuts=k) if c or k else s for s, (c, k) in zip(window.spans, marks)]
+    spans = [s.marked(c, k) if c or k else s for s, (c, k) in zip(window.spans, marks)]
     return replace(window, spans=spans, previous=None, reused=0, markup={})
 
 

@@ -22,7 +22,7 @@ from app.features.compare import (
     unk_id_of,
 )
 from app.features.presets import BY_KEY, PRESETS
-from app.engines.result import Token, TokenizeResult
+from app.engines.result import Token, TokenizeResult, group_segments
 
 
 def _result(name: str, text: str, cuts: list[int], ids: list[int] | None = None, **flags) -> TokenizeResult:
@@ -204,3 +204,17 @@ def test_boundaries_equal_segment_starts_for_every_tokenizer(text):
     for name in registry.names():
         result = registry.get(name).tokenize(text)
         assert boundaries(result) == {seg.start for seg in result.segments() if seg.start > 0}, name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=12), st.integers(0, 4))
+def test_boundaries_equal_segment_starts_for_any_placed_tokens(steps, tail):
+    # Tokens as engines place them, in order: each starts at or after the previous one's start (gaps, overlaps,
+    # empty tokens); the text may run past the last. The C-level loops of boundaries() fold them as group_segments.
+    tokens, start = [], 0
+    for skip, length in steps:
+        start += skip
+        tokens.append(Token(len(tokens), b"x", start, start + length, "x"))
+    size = max([t.end for t in tokens], default=0) + tail
+    result = TokenizeResult("t", "x" * size, [t.id for t in tokens], tokens)
+    assert boundaries(result) == {seg.start for seg in group_segments(result.text, tokens) if seg.start > 0}
