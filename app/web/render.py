@@ -8,6 +8,7 @@ can never diverge. :func:`page_or_block` decides between them on the ``HX-Reques
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import Request
 import orjson
@@ -52,6 +53,20 @@ def render_block(env: Environment, template: str, block: str, context: dict[str,
     return "".join(tmpl.blocks[block](ctx))
 
 
+def without_unchanged_url(request: Request, headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` without an ``HX-Replace-Url`` that names the address the page already has (htmx sends it as
+    ``HX-Current-URL``). A page that keeps its address up to date while someone types (compare, the playground,
+    chat) would otherwise have htmx replace the browser's history entry, twice, with the same address on every
+    keystroke, which costs Chromium tens of milliseconds on a page of ten token panes."""
+    url, current = headers.get("HX-Replace-Url"), request.headers.get("HX-Current-URL")
+    if url is None or not current:
+        return headers
+    here = urlsplit(current)
+    if urlunsplit(("", "", here.path, here.query, "")) != url:
+        return headers
+    return {name: value for name, value in headers.items() if name != "HX-Replace-Url"}
+
+
 def is_htmx(request: Request) -> bool:
     """An htmx request for a block: not htmx restoring a page from history after a miss in its cache (it sends
     ``HX-Request`` too, and swaps the answer in as the whole page)."""
@@ -71,11 +86,12 @@ def page_or_block(
     """The whole page for a normal request, only ``block`` for an htmx request."""
     env: Environment = request.app.state.jinja
     full_context = {"request": request, "settings": request.app.state.settings} | context
+    headers = without_unchanged_url(request, headers or {})
     if is_htmx(request):
         html = render_block(env, template, block, full_context)
     else:
         html = env.get_template(template).render(full_context)
-    return HTMLResponse(html, status_code=status_code, headers={"Vary": "HX-Request"} | (headers or {}))
+    return HTMLResponse(html, status_code=status_code, headers={"Vary": "HX-Request"} | headers)
 
 
 class FastJSON(JSONResponse):

@@ -432,3 +432,26 @@ def test_htmx_restoring_history_gets_the_whole_page(client):
                          headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
     assert "<html" in restore.text and 'id="compare-form"' in restore.text
     assert "<html" not in client.get("/compare", params={"t": THREE, "preset": "japanese"}, headers=HX).text
+
+
+def test_typing_does_not_replace_the_address_with_the_same_one(client):
+    # While someone types a long text, the address (tokenizers, reference; no text past url_text_limit) stays the
+    # same: the answer then carries no HX-Replace-Url, so htmx leaves the browser's history alone. A changed
+    # address still comes, and so does the playground's and chat's.
+    text = "x" * 2_500
+    fields = {"text": text, "t": THREE}
+    first = client.post("/compare/results", data=fields, headers=HX)
+    url = first.headers["HX-Replace-Url"]
+    assert url.startswith("/compare?t=gpt2") and "text=" not in url
+    again = client.post("/compare/results", data=fields, headers=HX | {"HX-Current-URL": "http://testserver" + url})
+    assert again.status_code == 200 and "HX-Replace-Url" not in again.headers
+    assert "compare-stats" in again.text
+    fields = {"text": text + "y", "t": THREE[:2]}
+    other = client.post("/compare/results", data=fields, headers=HX | {"HX-Current-URL": "http://testserver" + url})
+    assert other.headers["HX-Replace-Url"] == "/compare?t=gpt2&t=cl100k_base&ref=gpt2"
+    form = {"text": "hello", "tokenizer": "gpt2"}
+    played = client.post("/render", data=form, headers=HX)
+    here = "http://testserver" + played.headers["HX-Replace-Url"]
+    assert "HX-Replace-Url" not in client.post("/render", data=form, headers=HX | {"HX-Current-URL": here}).headers
+    moved = client.post("/render", data=form | {"text": "hello!"}, headers=HX | {"HX-Current-URL": here})
+    assert moved.headers["HX-Replace-Url"] != played.headers["HX-Replace-Url"]
