@@ -1,6 +1,6 @@
 """Run every benchmark in turn and print their tables (what README.md's benchmark section shows).
 
-    python bench/run_all.py [--quick]
+    python bench/run_all.py [--quick] [--only bench_compare.py bench_languages.py ...]
 
 Each script runs in its own process, one after the other, so none competes with another for the two cores.
 Every table compares us with the peer measured in the same run; nothing here is a pass/fail test.
@@ -76,11 +76,17 @@ SCRIPTS = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run, not the README numbers)")
+    parser.add_argument("--only", nargs="+", metavar="SCRIPT", help="run only these scripts (every section of each)")
     args = parser.parse_args()
+    unknown = set(args.only or ()) - {script for _, script, _, _ in SCRIPTS}
+    if unknown:
+        parser.error(f"no such benchmark: {', '.join(sorted(unknown))}")
     print(f"# Tokenplay benchmarks — {time.strftime('%Y-%m-%d')}, Python {platform.python_version()}, "
           f"{platform.machine()}\n")
     failed = 0
     for title, script, full, quick in SCRIPTS:
+        if args.only and script not in args.only:
+            continue
         print(f"## {title}\n\n`python bench/{script} {' '.join(quick if args.quick else full)}`\n", flush=True)
         proc = subprocess.run([sys.executable, str(HERE / script), *(quick if args.quick else full)])
         failed += proc.returncode != 0
