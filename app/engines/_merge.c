@@ -364,35 +364,38 @@ static int frozen_map_ready(const FrozenMap *m) {
 
 static Py_ssize_t frozen_map_len(FrozenMap *m) { return frozen_map_ready(m) ? (Py_ssize_t)m->head->count : -1; }
 
-static PyObject *frozen_map_subscript(FrozenMap *m, PyObject *key) {
-    const MapEntry *e;
-    if (!frozen_map_ready(m)) return NULL;
-    int found = map_lookup(m, key, &e);
-    if (found < 0) return NULL;
-    if (!found) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        return NULL;
+/* The [], `in` and get() of a read-only mapping (`prefix` frozen_map or frozen_idmap, over an `Object`): `ready`
+ * says it holds a section (else an error is set), `find` looks a key up (-1 on error, 0 when absent, 1 with where it
+ * is in a `Where`), `value` reads the value there. */
+#define FROZEN_LOOKUPS(prefix, Object, Where, ready, find, value)                                            \
+    static PyObject *prefix##_subscript(Object *self, PyObject *key) {                                      \
+        Where at;                                                                                           \
+        if (!ready(self)) return NULL;                                                                      \
+        int found = find(self, key, &at);                                                                   \
+        if (found < 0) return NULL;                                                                         \
+        if (!found) {                                                                                       \
+            PyErr_SetObject(PyExc_KeyError, key);                                                           \
+            return NULL;                                                                                    \
+        }                                                                                                   \
+        return value(self, at);                                                                             \
+    }                                                                                                       \
+    static int prefix##_contains(Object *self, PyObject *key) {                                             \
+        Where at;                                                                                           \
+        return ready(self) ? find(self, key, &at) : -1;                                                     \
+    }                                                                                                       \
+    static PyObject *prefix##_get(Object *self, PyObject *const *args, Py_ssize_t nargs) {                 \
+        if (nargs < 1 || nargs > 2) return raise_error(PyExc_TypeError, "get(key, default=None)"), NULL;    \
+        Where at;                                                                                           \
+        if (!ready(self)) return NULL;                                                                      \
+        int found = find(self, args[0], &at);                                                               \
+        if (found < 0) return NULL;                                                                         \
+        if (found) return value(self, at);                                                                  \
+        PyObject *fallback = nargs == 2 ? args[1] : Py_None;                                                \
+        Py_INCREF(fallback);                                                                                \
+        return fallback;                                                                                    \
     }
-    return map_value(m, e);
-}
 
-static int frozen_map_contains(FrozenMap *m, PyObject *key) {
-    const MapEntry *e;
-    if (!frozen_map_ready(m)) return -1;
-    return map_lookup(m, key, &e);
-}
-
-static PyObject *frozen_map_get(FrozenMap *m, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 1 || nargs > 2) return raise_error(PyExc_TypeError, "get(key, default=None)"), NULL;
-    const MapEntry *e;
-    if (!frozen_map_ready(m)) return NULL;
-    int found = map_lookup(m, args[0], &e);
-    if (found < 0) return NULL;
-    if (found) return map_value(m, e);
-    PyObject *fallback = nargs == 2 ? args[1] : Py_None;
-    Py_INCREF(fallback);
-    return fallback;
-}
+FROZEN_LOOKUPS(frozen_map, FrozenMap, const MapEntry *, frozen_map_ready, map_lookup, map_value)
 
 /* -- building a map -- */
 
@@ -610,34 +613,7 @@ static int idmap_index(const FrozenList *l, PyObject *key, uint64_t *i) {
 
 static Py_ssize_t frozen_idmap_len(FrozenList *l) { return frozen_list_ready(l) ? (Py_ssize_t)l->head->present : -1; }
 
-static PyObject *frozen_idmap_subscript(FrozenList *l, PyObject *key) {
-    uint64_t i;
-    if (!frozen_list_ready(l)) return NULL;
-    int found = idmap_index(l, key, &i);
-    if (found < 0) return NULL;
-    if (!found) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        return NULL;
-    }
-    return list_item(l, i);
-}
-
-static int frozen_idmap_contains(FrozenList *l, PyObject *key) {
-    uint64_t i;
-    return frozen_list_ready(l) ? idmap_index(l, key, &i) : -1;
-}
-
-static PyObject *frozen_idmap_get(FrozenList *l, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 1 || nargs > 2) return raise_error(PyExc_TypeError, "get(key, default=None)"), NULL;
-    uint64_t i;
-    if (!frozen_list_ready(l)) return NULL;
-    int found = idmap_index(l, args[0], &i);
-    if (found < 0) return NULL;
-    if (found) return list_item(l, i);
-    PyObject *fallback = nargs == 2 ? args[1] : Py_None;
-    Py_INCREF(fallback);
-    return fallback;
-}
+FROZEN_LOOKUPS(frozen_idmap, FrozenList, uint64_t, frozen_list_ready, idmap_index, list_item)
 
 /* The section of `items` (item i at index i; NULL or None for an absent one), of bytes or str. */
 static PyObject *build_list(PyObject **items, Py_ssize_t n) {
