@@ -310,8 +310,18 @@ static PyObject *map_key(const FrozenMap *m, const MapEntry *e) {
     return pair;
 }
 
-/* Take `buffer` as a section of `size_of_header` bytes and more; fills view. -1 with an error set on failure. */
-static int take_view(PyObject *buffer, Py_buffer *view, const char *magic, const char *what) {
+/* The `buffer` argument of FrozenMap(buffer) or FrozenList(buffer) (`what`), taken as a section that starts with
+ * `magic`: the object's view (*view, *has_view) released first if it had one, then filled. -1 with an error set
+ * on failure (*has_view is then 0; the caller sets it once it has checked the section's header). */
+static int take_view(PyObject *args, PyObject *kwargs, Py_buffer *view, int *has_view, const char *magic,
+                     const char *what) {
+    PyObject *buffer;
+    static char *names[] = {"buffer", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &buffer)) return -1;
+    if (*has_view) {
+        PyBuffer_Release(view);
+        *has_view = 0;
+    }
     if (PyObject_GetBuffer(buffer, view, PyBUF_SIMPLE) < 0) return -1;
     if (view->len < FROZEN_HEADER || memcmp(view->buf, magic, 8) != 0 || ((uintptr_t)view->buf & 7) != 0) {
         PyBuffer_Release(view);
@@ -322,14 +332,7 @@ static int take_view(PyObject *buffer, Py_buffer *view, const char *magic, const
 }
 
 static int frozen_map_init(FrozenMap *self, PyObject *args, PyObject *kwargs) {
-    PyObject *buffer;
-    static char *names[] = {"buffer", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &buffer)) return -1;
-    if (self->has_view) {
-        PyBuffer_Release(&self->view);
-        self->has_view = 0;
-    }
-    if (take_view(buffer, &self->view, MAP_MAGIC, "FrozenMap") < 0) return -1;
+    if (take_view(args, kwargs, &self->view, &self->has_view, MAP_MAGIC, "FrozenMap") < 0) return -1;
     const MapHeader *h = self->view.buf;
     uint64_t len = (uint64_t)self->view.len;
     int bad = h->key_kind > 3 || h->value_kind > 1 || h->slot_bits < 1 || h->slot_bits > 32 || h->count >= (1ULL << h->slot_bits);
@@ -532,14 +535,7 @@ done:
 /* -- lists -- */
 
 static int frozen_list_init(FrozenList *self, PyObject *args, PyObject *kwargs) {
-    PyObject *buffer;
-    static char *names[] = {"buffer", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &buffer)) return -1;
-    if (self->has_view) {
-        PyBuffer_Release(&self->view);
-        self->has_view = 0;
-    }
-    if (take_view(buffer, &self->view, LIST_MAGIC, "FrozenList") < 0) return -1;
+    if (take_view(args, kwargs, &self->view, &self->has_view, LIST_MAGIC, "FrozenList") < 0) return -1;
     const ListHeader *h = self->view.buf;
     uint64_t len = (uint64_t)self->view.len, count = h->count;
     uint64_t offsets_len = ((count + 1) * 4 + 7) & ~7ULL, bitmap_len = ((count + 7) / 8 + 7) & ~7ULL;
