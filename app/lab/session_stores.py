@@ -30,6 +30,7 @@ from pathlib import Path
 import orjson
 
 from .sessions import Session, valid_code
+from .stores import connect_redis
 from .sweeps import Sweeps, entries
 
 
@@ -310,11 +311,7 @@ class RedisSessionStore:
     kind = "redis"
 
     def __init__(self, url: str, *, prefix: str = "tokenplay:class:", clock: Callable[[], float] = time.time, client=None):
-        if client is None:
-            import redis
-
-            client = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
-        self.redis = client
+        self.redis = client if client is not None else connect_redis(url)
         self.url = url
         self.prefix = prefix
         self.clock = clock

@@ -346,11 +346,7 @@ class RedisStore(_SharedStore):
         record=Run,
     ):
         super().__init__(max_runs, max_bytes, ttl, stale_after, record)
-        if client is None:
-            import redis
-
-            client = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
-        self.redis = client
+        self.redis = client if client is not None else connect_redis(url)
         self.url = url
         self.prefix = prefix
         self.max_store_bytes = max_store_bytes
@@ -465,6 +461,14 @@ class RedisStore(_SharedStore):
 
     def stored_bytes(self) -> int:
         return sum(int(v) for v in self.redis.hvals(self._key("sizes")))
+
+
+def connect_redis(url: str):
+    """A Redis client for ``url`` with the timeouts every Redis store uses (the package is imported here, on first
+    use: the directory stores do without it)."""
+    import redis
+
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
 
 
 def redis_url(settings) -> str | None:
