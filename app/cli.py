@@ -382,6 +382,13 @@ def _tokenizer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--special", action="append", default=[], metavar="TOKEN", help="special token of a .tiktoken file")
 
 
+def _text_arguments(p: argparse.ArgumentParser) -> None:
+    """The text a command reads (the argument, or stdin) and how its JSON is printed."""
+    p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
+    p.add_argument("--indent", type=int, default=None)
+    p.add_argument("text", nargs="?", default=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tokenplay", description="See how language models cut text into tokens.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -420,9 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("encode", help="tokenize TEXT (or stdin) and print the same JSON as POST /api/tokenize")
     _tokenizer_arguments(p)
-    p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
-    p.add_argument("--indent", type=int, default=None)
-    p.add_argument("text", nargs="?", default=None)
+    _text_arguments(p)
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("explain", help="why token INDEX of TEXT is what it is: the same JSON as POST /api/explain")
@@ -430,9 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index", type=int, required=True, help="the token's index in the text's tokens")
     p.add_argument("--tree", action="store_true",
                    help="print it as text, not JSON: the merge tree and steps, a WordPiece walk or a unigram lattice")
-    p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
-    p.add_argument("--indent", type=int, default=None)
-    p.add_argument("text", nargs="?", default=None)
+    _text_arguments(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("decode", help="turn token ids (arguments or stdin) back into text")

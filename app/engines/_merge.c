@@ -310,8 +310,18 @@ static PyObject *map_key(const FrozenMap *m, const MapEntry *e) {
     return pair;
 }
 
-/* Take `buffer` as a section of `size_of_header` bytes and more; fills view. -1 with an error set on failure. */
-static int take_view(PyObject *buffer, Py_buffer *view, const char *magic, const char *what) {
+/* The `buffer` argument of FrozenMap(buffer) or FrozenList(buffer) (`what`), taken as a section that starts with
+ * `magic`: the object's view (*view, *has_view) released first if it had one, then filled. -1 with an error set
+ * on failure (*has_view is then 0; the caller sets it once it has checked the section's header). */
+static int take_view(PyObject *args, PyObject *kwargs, Py_buffer *view, int *has_view, const char *magic,
+                     const char *what) {
+    PyObject *buffer;
+    static char *names[] = {"buffer", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &buffer)) return -1;
+    if (*has_view) {
+        PyBuffer_Release(view);
+        *has_view = 0;
+    }
     if (PyObject_GetBuffer(buffer, view, PyBUF_SIMPLE) < 0) return -1;
     if (view->len < FROZEN_HEADER || memcmp(view->buf, magic, 8) != 0 || ((uintptr_t)view->buf & 7) != 0) {
         PyBuffer_Release(view);
@@ -322,14 +332,7 @@ static int take_view(PyObject *buffer, Py_buffer *view, const char *magic, const
 }
 
 static int frozen_map_init(FrozenMap *self, PyObject *args, PyObject *kwargs) {
-    PyObject *buffer;
-    static char *names[] = {"buffer", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &buffer)) return -1;
-    if (self->has_view) {
-        PyBuffer_Release(&self->view);
-        self->has_view = 0;
-    }
-    if (take_view(buffer, &self->view, MAP_MAGIC, "FrozenMap") < 0) return -1;
+    if (take_view(args, kwargs, &self->view, &self->has_view, MAP_MAGIC, "FrozenMap") < 0) return -1;
     const MapHeader *h = self->view.buf;
     uint64_t len = (uint64_t)self->view.len;
     int bad = h->key_kind > 3 || h->value_kind > 1 || h->slot_bits < 1 || h->slot_bits > 32 || h->count >= (1ULL << h->slot_bits);
@@ -364,35 +367,38 @@ static int frozen_map_ready(const FrozenMap *m) {
 
 static Py_ssize_t frozen_map_len(FrozenMap *m) { return frozen_map_ready(m) ? (Py_ssize_t)m->head->count : -1; }
 
-static PyObject *frozen_map_subscript(FrozenMap *m, PyObject *key) {
-    const MapEntry *e;
-    if (!frozen_map_ready(m)) return NULL;
-    int found = map_lookup(m, key, &e);
-    if (found < 0) return NULL;
-    if (!found) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        return NULL;
+/* The [], `in` and get() of a read-only mapping (`prefix` frozen_map or frozen_idmap, over an `Object`): `ready`
+ * says it holds a section (else an error is set), `find` looks a key up (-1 on error, 0 when absent, 1 with where it
+ * is in a `Where`), `value` reads the value there. */
+#define FROZEN_LOOKUPS(prefix, Object, Where, ready, find, value)                                            \
+    static PyObject *prefix##_subscript(Object *self, PyObject *key) {                                      \
+        Where at;                                                                                           \
+        if (!ready(self)) return NULL;                                                                      \
+        int found = find(self, key, &at);                                                                   \
+        if (found < 0) return NULL;                                                                         \
+        if (!found) {                                                                                       \
+            PyErr_SetObject(PyExc_KeyError, key);                                                           \
+            return NULL;                                                                                    \
+        }                                                                                                   \
+        return value(self, at);                                                                             \
+    }                                                                                                       \
+    static int prefix##_contains(Object *self, PyObject *key) {                                             \
+        Where at;                                                                                           \
+        return ready(self) ? find(self, key, &at) : -1;                                                     \
+    }                                                                                                       \
+    static PyObject *prefix##_get(Object *self, PyObject *const *args, Py_ssize_t nargs) {                 \
+        if (nargs < 1 || nargs > 2) return raise_error(PyExc_TypeError, "get(key, default=None)"), NULL;    \
+        Where at;                                                                                           \
+        if (!ready(self)) return NULL;                                                                      \
+        int found = find(self, args[0], &at);                                                               \
+        if (found < 0) return NULL;                                                                         \
+        if (found) return value(self, at);                                                                  \
+        PyObject *fallback = nargs == 2 ? args[1] : Py_None;                                                \
+        Py_INCREF(fallback);                                                                                \
+        return fallback;                                                                                    \
     }
-    return map_value(m, e);
-}
 
-static int frozen_map_contains(FrozenMap *m, PyObject *key) {
-    const MapEntry *e;
-    if (!frozen_map_ready(m)) return -1;
-    return map_lookup(m, key, &e);
-}
-
-static PyObject *frozen_map_get(FrozenMap *m, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 1 || nargs > 2) return raise_error(PyExc_TypeError, "get(key, default=None)"), NULL;
-    const MapEntry *e;
-    if (!frozen_map_ready(m)) return NULL;
-    int found = map_lookup(m, args[0], &e);
-    if (found < 0) return NULL;
-    if (found) return map_value(m, e);
-    PyObject *fallback = nargs == 2 ? args[1] : Py_None;
-    Py_INCREF(fallback);
-    return fallback;
-}
+FROZEN_LOOKUPS(frozen_map, FrozenMap, const MapEntry *, frozen_map_ready, map_lookup, map_value)
 
 /* -- building a map -- */
 
@@ -529,14 +535,7 @@ done:
 /* -- lists -- */
 
 static int frozen_list_init(FrozenList *self, PyObject *args, PyObject *kwargs) {
-    PyObject *buffer;
-    static char *names[] = {"buffer", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O", names, &buffer)) return -1;
-    if (self->has_view) {
-        PyBuffer_Release(&self->view);
-        self->has_view = 0;
-    }
-    if (take_view(buffer, &self->view, LIST_MAGIC, "FrozenList") < 0) return -1;
+    if (take_view(args, kwargs, &self->view, &self->has_view, LIST_MAGIC, "FrozenList") < 0) return -1;
     const ListHeader *h = self->view.buf;
     uint64_t len = (uint64_t)self->view.len, count = h->count;
     uint64_t offsets_len = ((count + 1) * 4 + 7) & ~7ULL, bitmap_len = ((count + 7) / 8 + 7) & ~7ULL;
@@ -610,34 +609,7 @@ static int idmap_index(const FrozenList *l, PyObject *key, uint64_t *i) {
 
 static Py_ssize_t frozen_idmap_len(FrozenList *l) { return frozen_list_ready(l) ? (Py_ssize_t)l->head->present : -1; }
 
-static PyObject *frozen_idmap_subscript(FrozenList *l, PyObject *key) {
-    uint64_t i;
-    if (!frozen_list_ready(l)) return NULL;
-    int found = idmap_index(l, key, &i);
-    if (found < 0) return NULL;
-    if (!found) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        return NULL;
-    }
-    return list_item(l, i);
-}
-
-static int frozen_idmap_contains(FrozenList *l, PyObject *key) {
-    uint64_t i;
-    return frozen_list_ready(l) ? idmap_index(l, key, &i) : -1;
-}
-
-static PyObject *frozen_idmap_get(FrozenList *l, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 1 || nargs > 2) return raise_error(PyExc_TypeError, "get(key, default=None)"), NULL;
-    uint64_t i;
-    if (!frozen_list_ready(l)) return NULL;
-    int found = idmap_index(l, args[0], &i);
-    if (found < 0) return NULL;
-    if (found) return list_item(l, i);
-    PyObject *fallback = nargs == 2 ? args[1] : Py_None;
-    Py_INCREF(fallback);
-    return fallback;
-}
+FROZEN_LOOKUPS(frozen_idmap, FrozenList, uint64_t, frozen_list_ready, idmap_index, list_item)
 
 /* The section of `items` (item i at index i; NULL or None for an absent one), of bytes or str. */
 static PyObject *build_list(PyObject **items, Py_ssize_t n) {
@@ -802,14 +774,12 @@ static PyObject *frozen_reduce_as(PyObject *self, PyTypeObject *type, int mode) 
     return Py_BuildValue("(O(N))", (PyObject *)type, items);
 }
 
+/* A FrozenMap or FrozenIdMap pickles as a dict. */
 static PyObject *frozen_map_reduce(PyObject *self, PyObject *unused) {
     return frozen_reduce_as(self, &PyDict_Type, ITER_ITEMS);
 }
 static PyObject *frozen_list_reduce(PyObject *self, PyObject *unused) {
     return frozen_reduce_as(self, &PyList_Type, ITER_LIST);
-}
-static PyObject *frozen_idmap_reduce(PyObject *self, PyObject *unused) {
-    return frozen_reduce_as(self, &PyDict_Type, ITER_ITEMS);
 }
 
 static PyObject *frozen_nbytes(PyObject *self, void *closure) {
@@ -822,33 +792,36 @@ static PyGetSetDef frozen_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyMethodDef frozen_map_methods[] = {
-    {"get", (PyCFunction)(void (*)(void))frozen_map_get, METH_FASTCALL, "get(key, default=None)"},
-    {"keys", frozen_keys, METH_NOARGS, "an iterator over the keys, in the dict's order"},
-    {"values", frozen_values, METH_NOARGS, "an iterator over the values"},
-    {"items", frozen_items, METH_NOARGS, "an iterator over (key, value) pairs"},
-    {"build", frozen_map_build, METH_O | METH_CLASS, "build(dict) -> the bytes of a FrozenMap section"},
-    {"__reduce__", frozen_map_reduce, METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
+/* A read-only mapping over a section, FrozenMap or FrozenIdMap (`prefix` frozen_map or frozen_idmap, whose
+ * functions it takes): its methods (get, keys, values and items, build, pickled as a dict), `len`, `[]` and `in`.
+ * `key` and `value` name its keys and values in the docs, `order` says what order its keys come in. */
+#define FROZEN_MAPPING(Name, prefix, object, init, flags, doc, key, value, order)                            \
+    static PyMethodDef prefix##_methods[] = {                                                                   \
+        {"get", (PyCFunction)(void (*)(void))prefix##_get, METH_FASTCALL, "get(" key ", default=None)"},      \
+        {"keys", frozen_keys, METH_NOARGS, "an iterator over the " key "s" order},                            \
+        {"values", frozen_values, METH_NOARGS, "an iterator over the " value "s"},                            \
+        {"items", frozen_items, METH_NOARGS, "an iterator over (" key ", " value ") pairs"},                  \
+        {"build", prefix##_build, METH_O | METH_CLASS, "build(dict) -> the bytes of a " #Name " section"},    \
+        {"__reduce__", frozen_map_reduce, METH_NOARGS, NULL},                                               \
+        {NULL, NULL, 0, NULL},                                                                              \
+    };                                                                                                      \
+    static PyMappingMethods prefix##_mapping = {(lenfunc)prefix##_len, (binaryfunc)prefix##_subscript, NULL}; \
+    static PySequenceMethods prefix##_sequence = {.sq_contains = (objobjproc)prefix##_contains};            \
+    static PyTypeObject Name##Type = {                                                                      \
+        TWIN_TYPE("app.engines._merge." #Name, object, flags, doc, init, frozen_dealloc),                   \
+        .tp_as_mapping = &prefix##_mapping,                                                                 \
+        .tp_as_sequence = &prefix##_sequence,                                                               \
+        .tp_iter = frozen_map_iter,                                                                         \
+        .tp_methods = prefix##_methods,                                                                     \
+        .tp_getset = frozen_getset,                                                                         \
+    };
 
-static PyMappingMethods frozen_map_mapping = {(lenfunc)frozen_map_len, (binaryfunc)frozen_map_subscript, NULL};
-static PySequenceMethods frozen_map_sequence = {.sq_contains = (objobjproc)frozen_map_contains};
+FROZEN_MAPPING(FrozenMap, frozen_map, FrozenMap, frozen_map_init, Py_TPFLAGS_DEFAULT,
+               "FrozenMap(buffer): a read-only mapping stored in a buffer (see FrozenMap.build).", "key", "value",
+               ", in the dict's order")
 
-static PyTypeObject FrozenMapType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines._merge.FrozenMap",
-    .tp_basicsize = sizeof(FrozenMap),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "FrozenMap(buffer): a read-only mapping stored in a buffer (see FrozenMap.build).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)frozen_map_init,
-    .tp_dealloc = frozen_dealloc,
-    .tp_as_mapping = &frozen_map_mapping,
-    .tp_as_sequence = &frozen_map_sequence,
-    .tp_iter = frozen_map_iter,
-    .tp_methods = frozen_map_methods,
-    .tp_getset = frozen_getset,
-};
+FROZEN_MAPPING(FrozenIdMap, frozen_idmap, FrozenList, frozen_list_init, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
+               "FrozenIdMap(buffer): a read-only mapping of ids to bytes or str stored in a buffer.", "id", "item", "")
 
 static PyMethodDef frozen_list_methods[] = {
     {"build", frozen_list_build, METH_O | METH_CLASS, "build(list) -> the bytes of a FrozenList section"},
@@ -861,45 +834,13 @@ static PySequenceMethods frozen_list_sequence = {.sq_length = (lenfunc)frozen_li
 static PyMappingMethods frozen_list_mapping = {(lenfunc)frozen_list_len, (binaryfunc)frozen_list_subscript, NULL};
 
 static PyTypeObject FrozenListType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines._merge.FrozenList",
-    .tp_basicsize = sizeof(FrozenList),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
-    .tp_doc = "FrozenList(buffer): a read-only list of bytes or str stored in a buffer (see FrozenList.build).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)frozen_list_init,
-    .tp_dealloc = frozen_dealloc,
+    TWIN_TYPE("app.engines._merge.FrozenList", FrozenList, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+              "FrozenList(buffer): a read-only list of bytes or str stored in a buffer (see FrozenList.build).",
+              frozen_list_init, frozen_dealloc),
     .tp_as_sequence = &frozen_list_sequence,
     .tp_as_mapping = &frozen_list_mapping,
     .tp_iter = frozen_list_iter,
     .tp_methods = frozen_list_methods,
-    .tp_getset = frozen_getset,
-};
-
-static PyMethodDef frozen_idmap_methods[] = {
-    {"get", (PyCFunction)(void (*)(void))frozen_idmap_get, METH_FASTCALL, "get(id, default=None)"},
-    {"keys", frozen_keys, METH_NOARGS, "an iterator over the ids"},
-    {"values", frozen_values, METH_NOARGS, "an iterator over the items"},
-    {"items", frozen_items, METH_NOARGS, "an iterator over (id, item) pairs"},
-    {"build", frozen_idmap_build, METH_O | METH_CLASS, "build(dict) -> the bytes of a FrozenIdMap section"},
-    {"__reduce__", frozen_idmap_reduce, METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyMappingMethods frozen_idmap_mapping = {(lenfunc)frozen_idmap_len, (binaryfunc)frozen_idmap_subscript, NULL};
-static PySequenceMethods frozen_idmap_sequence = {.sq_contains = (objobjproc)frozen_idmap_contains};
-
-static PyTypeObject FrozenIdMapType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines._merge.FrozenIdMap",
-    .tp_basicsize = sizeof(FrozenList),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_MAPPING,
-    .tp_doc = "FrozenIdMap(buffer): a read-only mapping of ids to bytes or str stored in a buffer.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)frozen_list_init,
-    .tp_dealloc = frozen_dealloc,
-    .tp_as_mapping = &frozen_idmap_mapping,
-    .tp_as_sequence = &frozen_idmap_sequence,
-    .tp_iter = frozen_map_iter,
-    .tp_methods = frozen_idmap_methods,
     .tp_getset = frozen_getset,
 };
 
@@ -1134,10 +1075,8 @@ static int push_candidate(const Merge *m, Heap *h, Py_ssize_t left, Py_ssize_t m
 /* Long inputs: the part starting at i ends at next[i] (-1 once merged into its left neighbour). A popped candidate
  * whose parts changed since it was pushed is skipped: a part is known by where it starts and ends. */
 static PyObject *merge_heap(const Merge *m, Py_ssize_t n) {
-    if (n > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "merge(): inputs of 2**31 symbols or more are not supported");
-        return NULL;
-    }
+    if (n > INT32_MAX)
+        return raise_error(PyExc_ValueError, "merge(): inputs of 2**31 symbols or more are not supported"), NULL;
     Py_ssize_t *next = PyMem_Malloc(2 * (n + 1) * sizeof(Py_ssize_t));
     if (!next) return PyErr_NoMemory();
     Py_ssize_t *prev = next + n + 1;
@@ -1329,13 +1268,9 @@ static PyGetSetDef pair_memo_getset[] = {
 };
 
 static PyTypeObject PairMemoType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines._merge.PairMemo",
-    .tp_basicsize = sizeof(PairMemo),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "PairMemo(): the answers of a byte-level rank table, kept by merge(..., memo=) from one merge to the next.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)pair_memo_init,
-    .tp_dealloc = (destructor)pair_memo_dealloc,
+    TWIN_TYPE("app.engines._merge.PairMemo", PairMemo, Py_TPFLAGS_DEFAULT,
+              "PairMemo(): the answers of a byte-level rank table, kept by merge(..., memo=) from one merge to the next.",
+              pair_memo_init, pair_memo_dealloc),
     .tp_getset = pair_memo_getset,
 };
 
@@ -1360,17 +1295,11 @@ static int collect_ranks(Build *b, PyObject *table) {
     int small_ints = 1;
     PyObject *key, *value;
     b->ranks = PyMem_Malloc((PyDict_GET_SIZE(table) + 1) * sizeof(double));
-    if (!b->ranks) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (!b->ranks) return no_memory();
     while (PyDict_Next(table, &pos, &key, &value)) {
         double r = PyFloat_AsDouble(value);
         if (r == -1.0 && PyErr_Occurred()) return -1;
-        if (isnan(r)) {
-            PyErr_SetString(PyExc_ValueError, "PairTable(): a rank is NaN, so pairs cannot be ordered");
-            return -1;
-        }
+        if (isnan(r)) return raise_error(PyExc_ValueError, "PairTable(): a rank is NaN, so pairs cannot be ordered");
         b->ranks[n++] = r;
         small_ints = small_ints && r >= 0 && r <= UINT32_MAX && r == floor(r);
     }
@@ -1405,10 +1334,7 @@ static int bad_id(void) { return raise_error(PyExc_ValueError, "PairTable(): ids
 /* The id of part: ids[part], else the new one it was given before, else a new one. -1 on error. A one-character part
  * is noted in t->chars: a merge starts from the characters' ids. */
 static int64_t part_id(Build *b, PairTable *t, PyObject *part) {
-    if (!PyUnicode_Check(part)) {
-        PyErr_SetString(PyExc_TypeError, "PairTable(): parts must be str");
-        return -1;
-    }
+    if (!PyUnicode_Check(part)) return raise_error(PyExc_TypeError, "PairTable(): parts must be str");
     PyObject *value = PyDict_GetItemWithError(b->ids, part);
     if (!value && !PyErr_Occurred()) value = PyDict_GetItemWithError(b->extra, part);
     if (!value && PyErr_Occurred()) return -1;
@@ -1445,10 +1371,8 @@ static int put_pair(Build *b, PairTable *t, PyObject *left, PyObject *right, PyO
 
 /* A (left, right) key: the joined part is left + right. */
 static int put_pair_key(Build *b, PairTable *t, PyObject *key, uint32_t rank) {
-    if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2) {
-        PyErr_SetString(PyExc_TypeError, "PairTable(): with pair_keys, keys must be (left, right) tuples");
-        return -1;
-    }
+    if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
+        return raise_error(PyExc_TypeError, "PairTable(): with pair_keys, keys must be (left, right) tuples");
     PyObject *left = PyTuple_GET_ITEM(key, 0), *right = PyTuple_GET_ITEM(key, 1);
     PyObject *joined = PyUnicode_Check(left) && PyUnicode_Check(right) ? PyUnicode_Concat(left, right) : NULL;
     if (!joined) {
@@ -1480,10 +1404,7 @@ static int put_splits(Build *b, PairTable *t, PyObject *table) {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(table, &pos, &key, &value)) {
-        if (!PyUnicode_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "PairTable(): parts must be str");
-            return -1;
-        }
+        if (!PyUnicode_Check(key)) return raise_error(PyExc_TypeError, "PairTable(): parts must be str");
         Py_ssize_t n = PyUnicode_GET_LENGTH(key);
         for (Py_ssize_t k = 1; k < n; k++) {
             PyObject *left = PyUnicode_Substring(key, 0, k), *right = left ? PyUnicode_Substring(key, k, n) : NULL;
@@ -1533,10 +1454,8 @@ static int pair_table_init(PairTable *t, PyObject *args, PyObject *kwargs) {
     int pair_keys = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|pO", names, &table, &PyDict_Type, &ids, &pair_keys, &adjacent))
         return -1;
-    if (!PyDict_Check(table) && !(pair_keys && PyList_Check(table))) {
-        PyErr_SetString(PyExc_TypeError, "PairTable(): table must be a dict, or with pair_keys a list of pairs");
-        return -1;
-    }
+    if (!PyDict_Check(table) && !(pair_keys && PyList_Check(table)))
+        return raise_error(PyExc_TypeError, "PairTable(): table must be a dict, or with pair_keys a list of pairs");
     pair_table_free(t);
     Build b = {ids, PyDict_New(), 0, NULL, 0};
     int bits = 4; /* pairs: at least two slots a key (splits: guessing two keys an entry) */
@@ -1566,14 +1485,8 @@ static void pair_table_dealloc(PairTable *t) {
 }
 
 static int check_text(PairTable *t, PyObject *text) {
-    if (!t->pairs.slots) {
-        PyErr_SetString(PyExc_ValueError, "PairTable was not initialised");
-        return -1;
-    }
-    if (!PyUnicode_CheckExact(text)) {
-        PyErr_SetString(PyExc_TypeError, "PairTable: text must be str");
-        return -1;
-    }
+    if (!t->pairs.slots) return raise_error(PyExc_ValueError, "PairTable was not initialised");
+    if (!PyUnicode_CheckExact(text)) return raise_error(PyExc_TypeError, "PairTable: text must be str");
     return 0;
 }
 
@@ -1691,13 +1604,9 @@ static PyGetSetDef pair_table_getset[] = {
 };
 
 static PyTypeObject PairTableType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines._merge.PairTable",
-    .tp_basicsize = sizeof(PairTable),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "PairTable(table, ids, pair_keys=False, adjacent=()): a str merge table compiled to int hash tables.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)pair_table_init,
-    .tp_dealloc = (destructor)pair_table_dealloc,
+    TWIN_TYPE("app.engines._merge.PairTable", PairTable, Py_TPFLAGS_DEFAULT,
+              "PairTable(table, ids, pair_keys=False, adjacent=()): a str merge table compiled to int hash tables.",
+              pair_table_init, pair_table_dealloc),
     .tp_methods = pair_table_methods,
     .tp_getset = pair_table_getset,
 };
@@ -1711,16 +1620,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_merge", "The compiled twin of merging.merge.", -1, methods};
-
-PyMODINIT_FUNC PyInit__merge(void) {
-    PyTypeObject *types[] = {&PairTableType, &PairMemoType, &FrozenMapType, &FrozenListType, &FrozenIdMapType,
-                             &FrozenIterType};
-    const char *type_names[] = {"PairTable", "PairMemo", "FrozenMap", "FrozenList", "FrozenIdMap", NULL};
-    for (int i = 0; i < 6; i++)
-        if (PyType_Ready(types[i]) < 0) return NULL;
-    PyObject *mod = PyModule_Create(&module);
-    for (int i = 0; mod && type_names[i]; i++)
-        if (PyModule_AddObjectRef(mod, type_names[i], (PyObject *)types[i]) < 0) Py_CLEAR(mod);
-    return mod;
-}
+/* The types but the iterator are added to the module by name. */
+TWIN_MODULE_WITH_TYPES(_merge, "The compiled twin of merging.merge.", methods, 5, &PairTableType, &PairMemoType,
+                       &FrozenMapType, &FrozenListType, &FrozenIdMapType, &FrozenIterType)

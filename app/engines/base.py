@@ -5,7 +5,8 @@ Subclasses provide ``encode``, ``token_bytes`` and the vocabulary facts; ``token
 tokens' bytes join up to the input's UTF-8; SentencePiece-style tokenizers, whose pieces are not the input
 bytes, override it to place their pieces in the text themselves. What a tokenizer shows in a picker (label,
 description, maker) is registry data (:mod:`app.engines.registry`), not part of the tokenizer.
-:class:`VocabFacts` answers the vocabulary facts for a tokenizer that knows them once it is built.
+:class:`VocabFacts` answers the vocabulary facts for a tokenizer that knows them once it is built;
+:class:`TokenStrings` adds ``id_to_token`` for one whose ids each stand for a token string.
 """
 
 from __future__ import annotations
@@ -120,3 +121,21 @@ class VocabFacts:
 
     def _has_gaps(self) -> bool:
         return self._holes
+
+
+class TokenStrings(VocabFacts):
+    """VocabFacts for a tokenizer whose every id stands for one token string (WordPiece, WordLevel), kept in a list
+    by id: ``_set_tokens`` it in ``__init__`` (None for an id with no token) and set ``_special``."""
+
+    _tokens: list[str | None]
+
+    def _set_tokens(self, tokens: list[str | None]) -> None:
+        self._tokens = tokens
+        self._n_vocab = len(tokens)
+        self._holes = None in tokens
+
+    def id_to_token(self, token_id: int) -> str:
+        token = self._tokens[token_id] if 0 <= token_id < self._n_vocab else None
+        if token is None:
+            raise KeyError(token_id)
+        return token

@@ -1,5 +1,6 @@
-/* What every compiled twin of a hot loop shares (app/engines/_merge.c, sentencepiece/_lattice.c and
- * _unigram_train.c, training/_train.c): growable arrays, the errors they raise and the module boilerplate.
+/* What every compiled twin of a hot loop shares (app/engines/_merge.c, bpe/_pieces.c, sentencepiece/_chunks.c,
+ * _lattice.c and _unigram_train.c, training/_train.c): growable arrays, the errors they raise, and the boilerplate
+ * of their types and modules.
  *
  * Each twin includes this header first (it brings Python.h). setup.py lists it in every extension's `depends` and
  * the Makefile among the install's prerequisites, so a change here rebuilds every twin.
@@ -49,6 +50,34 @@ static inline int grow_array(void *array, Py_ssize_t *cap, Py_ssize_t need, size
 
 /* grow_array for an array variable and its capacity variable: GROW(h->items, h->cap, h->len + 1, 64). */
 #define GROW(items, cap, need, first) grow_array(&(items), &(cap), (need), sizeof *(items), (first))
+
+/* The start of a type's definition that Python code can make: its dotted `name`, the C struct of its objects, its
+ * flags and doc, made by PyType_GenericNew and then `init`, freed by `dealloc`. */
+#define TWIN_TYPE(name, object, flags, doc, init, dealloc)                                                   \
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = name, .tp_basicsize = sizeof(object), .tp_flags = (flags),       \
+    .tp_doc = doc, .tp_new = PyType_GenericNew, .tp_init = (initproc)(init), .tp_dealloc = (destructor)(dealloc)
+
+/* The module of `def` with its `n` types made ready, the first `shown` of them added to it by the last part of their
+ * dotted name (the others, iterators say, only ready): the module, or NULL with the error set. */
+static inline PyObject *twin_module_with_types(PyModuleDef *def, PyTypeObject **types, int n, int shown) {
+    for (int i = 0; i < n; i++)
+        if (PyType_Ready(types[i]) < 0) return NULL;
+    PyObject *mod = PyModule_Create(def);
+    for (int i = 0; mod && i < shown; i++) {
+        const char *dot = strrchr(types[i]->tp_name, '.');
+        if (PyModule_AddObjectRef(mod, dot ? dot + 1 : types[i]->tp_name, (PyObject *)types[i]) < 0) Py_CLEAR(mod);
+    }
+    return mod;
+}
+
+/* The module `name` with functions `methods` (or NULL) and the types that follow, the first `shown` of them added
+ * to it by name: its definition and its PyInit_<name>. */
+#define TWIN_MODULE_WITH_TYPES(name, doc, methods, shown, ...)                                              \
+    static struct PyModuleDef name##_module = {PyModuleDef_HEAD_INIT, #name, doc, -1, methods};             \
+    PyMODINIT_FUNC PyInit_##name(void) {                                                                    \
+        PyTypeObject *types[] = {__VA_ARGS__};                                                              \
+        return twin_module_with_types(&name##_module, types, (int)(sizeof types / sizeof *types), shown);   \
+    }
 
 /* The module `name` (a twin with only functions, listed in `methods`): its definition and its PyInit_<name>. */
 #define TWIN_MODULE(name, doc, methods)                                                                     \

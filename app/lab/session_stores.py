@@ -30,6 +30,8 @@ from pathlib import Path
 import orjson
 
 from .sessions import Session, valid_code
+from .stores import connect_redis
+from .sweeps import Sweeps, entries
 
 
 def _client_key(client: str) -> str:
@@ -57,15 +59,13 @@ class DirectorySessionStore:
     Expired sessions are swept (at most once a minute, when a session is created).
     """
 
-    SWEEP_EVERY = 60.0
     kind = "directory"
 
     def __init__(self, directory: Path, *, clock: Callable[[], float] = time.time):
         self.directory = Path(directory)
         self.log_dir = self.directory / "log"
         self.clock = clock
-        self._last_sweep = float("-inf")
-        self._sweep_lock = threading.Lock()
+        self._sweeps = Sweeps()
 
     # -- files -------------------------------------------------------------------------------------------------
     def _path(self, code: str, ext: str) -> Path:
@@ -223,11 +223,7 @@ class DirectorySessionStore:
         """Distinct followers with an open stream whose heartbeat is younger than ``ttl``."""
         now = self.clock()
         alive = set()
-        try:
-            entries = list(os.scandir(self._followers(code)))
-        except OSError:
-            return 0
-        for entry in entries:
+        for entry in entries(self._followers(code)) or []:
             try:
                 age = now - entry.stat().st_mtime
             except OSError:
@@ -267,40 +263,29 @@ class DirectorySessionStore:
     def sweep(self, *, force: bool = False) -> int:
         """Remove expired sessions (record, log, votes, followers) and old failed-join records; returns how many
         sessions went."""
-        now = self.clock()
-        if not force and now - self._last_sweep < self.SWEEP_EVERY:
+        return self._sweeps.run(self.clock(), force, self._sweep)
+
+    def _sweep(self, now: float) -> int:
+        found = entries(self.directory)
+        if found is None:
             return 0
-        if not self._sweep_lock.acquire(blocking=False):
-            return 0
-        try:
-            self._last_sweep = now
-            removed = 0
-            try:
-                entries = list(os.scandir(self.directory))
-            except OSError:
-                return 0
-            for entry in entries:
-                if entry.name.endswith(".json") and not entry.name.startswith("."):
-                    code = entry.name[:-5]
-                    session = self._read_session(code)
-                    if session is None or session.expires < now:
-                        self._remove(code)
-                        removed += 1
-            try:
-                joins = list(os.scandir(self.directory / "joins"))
-            except OSError:
-                joins = []
-            for entry in joins:
-                if entry.name.endswith(".json") and not entry.name.startswith("."):
-                    try:
-                        times = orjson.loads(Path(entry.path).read_bytes())
-                    except (OSError, ValueError):
-                        times = []
-                    if not times or now - max(times) > 86400:
-                        Path(entry.path).unlink(missing_ok=True)
-            return removed
-        finally:
-            self._sweep_lock.release()
+        removed = 0
+        for entry in found:
+            if entry.name.endswith(".json") and not entry.name.startswith("."):
+                code = entry.name[:-5]
+                session = self._read_session(code)
+                if session is None or session.expires < now:
+                    self._remove(code)
+                    removed += 1
+        for entry in entries(self.directory / "joins") or []:
+            if entry.name.endswith(".json") and not entry.name.startswith("."):
+                try:
+                    times = orjson.loads(Path(entry.path).read_bytes())
+                except (OSError, ValueError):
+                    times = []
+                if not times or now - max(times) > 86400:
+                    Path(entry.path).unlink(missing_ok=True)
+        return removed
 
     def _remove(self, code: str) -> None:
         for path in (self._path(code, "json"), self._log(code), self._path(code, "lock")):
@@ -326,11 +311,7 @@ class RedisSessionStore:
     kind = "redis"
 
     def __init__(self, url: str, *, prefix: str = "tokenplay:class:", clock: Callable[[], float] = time.time, client=None):
-        if client is None:
-            import redis
-
-            client = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
-        self.redis = client
+        self.redis = client if client is not None else connect_redis(url)
         self.url = url
         self.prefix = prefix
         self.clock = clock

@@ -35,6 +35,7 @@ from pathlib import Path
 import orjson
 
 from .runs import Run, valid_id
+from .sweeps import Sweeps, entries
 
 #: A running run whose heartbeat is older than this is reported as failed (its worker process is gone).
 STALE_AFTER = 60.0
@@ -202,8 +203,6 @@ class DirectoryStore(_SharedStore):
     finished runs beyond ``max_store_bytes`` too. ``<id>.beat`` / ``<id>.cancel`` mark running trainings.
     """
 
-    SWEEP_EVERY = 60.0
-
     def __init__(
         self,
         directory: Path,
@@ -218,8 +217,7 @@ class DirectoryStore(_SharedStore):
         super().__init__(max_runs, max_bytes, ttl, stale_after, record)
         self.directory = Path(directory)
         self.max_store_bytes = max_store_bytes
-        self._last_sweep = 0.0
-        self._sweep_lock = threading.Lock()
+        self._sweeps = Sweeps()
 
     def _path(self, run_id: str, ext: str = "json") -> Path:
         return self.directory / f"{run_id}.{ext}"
@@ -268,11 +266,7 @@ class DirectoryStore(_SharedStore):
     def _busy(self) -> int:
         now = time.time()
         busy = 0
-        try:
-            entries = list(os.scandir(self.directory))
-        except OSError:
-            return 0
-        for entry in entries:
+        for entry in entries(self.directory) or []:
             if entry.name.endswith(".beat"):
                 try:
                     busy += now - entry.stat().st_mtime <= self.stale_after
@@ -290,47 +284,40 @@ class DirectoryStore(_SharedStore):
 
     def sweep(self, *, force: bool = False) -> int:
         """Remove expired runs (and the oldest beyond the byte cap); returns how many files went."""
-        now = time.time()
-        if not force and now - self._last_sweep < self.SWEEP_EVERY:
+        return self._sweeps.run(time.time(), force, self._sweep)
+
+    def _sweep(self, now: float) -> int:
+        found = entries(self.directory)
+        if found is None:
             return 0
-        if not self._sweep_lock.acquire(blocking=False):
-            return 0
-        try:
-            self._last_sweep = now
-            removed = 0
-            files = []
+        removed = 0
+        files = []
+        for entry in found:
             try:
-                entries = list(os.scandir(self.directory))
+                st = entry.stat()
             except OSError:
-                return 0
-            for entry in entries:
-                try:
-                    st = entry.stat()
-                except OSError:
-                    continue
-                age = now - st.st_mtime
-                leftover_tmp = entry.name.endswith(".tmp") and age > 3600
-                old_marker = entry.name.endswith((".beat", ".cancel")) and age > max(self.ttl, 86400)
-                if leftover_tmp or old_marker:
-                    Path(entry.path).unlink(missing_ok=True)
-                elif entry.name.endswith(".json"):
-                    if age > self.ttl:
-                        self._remove(entry.name[:-5])
-                        removed += 1
-                    else:
-                        files.append((st.st_mtime, st.st_size, entry.name[:-5]))
-            total = sum(size for _, size, _ in files)
-            for _, size, run_id in sorted(files):
-                if total <= self.max_store_bytes:
-                    break
-                if self._path(run_id, "beat").exists():  # still training
-                    continue
-                self._remove(run_id)
-                total -= size
-                removed += 1
-            return removed
-        finally:
-            self._sweep_lock.release()
+                continue
+            age = now - st.st_mtime
+            leftover_tmp = entry.name.endswith(".tmp") and age > 3600
+            old_marker = entry.name.endswith((".beat", ".cancel")) and age > max(self.ttl, 86400)
+            if leftover_tmp or old_marker:
+                Path(entry.path).unlink(missing_ok=True)
+            elif entry.name.endswith(".json"):
+                if age > self.ttl:
+                    self._remove(entry.name[:-5])
+                    removed += 1
+                else:
+                    files.append((st.st_mtime, st.st_size, entry.name[:-5]))
+        total = sum(size for _, size, _ in files)
+        for _, size, run_id in sorted(files):
+            if total <= self.max_store_bytes:
+                break
+            if self._path(run_id, "beat").exists():  # still training
+                continue
+            self._remove(run_id)
+            total -= size
+            removed += 1
+        return removed
 
     def _remove(self, run_id: str) -> None:
         for ext in ("json", "beat", "cancel"):
@@ -359,11 +346,7 @@ class RedisStore(_SharedStore):
         record=Run,
     ):
         super().__init__(max_runs, max_bytes, ttl, stale_after, record)
-        if client is None:
-            import redis
-
-            client = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
-        self.redis = client
+        self.redis = client if client is not None else connect_redis(url)
         self.url = url
         self.prefix = prefix
         self.max_store_bytes = max_store_bytes
@@ -478,6 +461,14 @@ class RedisStore(_SharedStore):
 
     def stored_bytes(self) -> int:
         return sum(int(v) for v in self.redis.hvals(self._key("sizes")))
+
+
+def connect_redis(url: str):
+    """A Redis client for ``url`` with the timeouts every Redis store uses (the package is imported here, on first
+    use: the directory stores do without it)."""
+    import redis
+
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=30)
 
 
 def redis_url(settings) -> str | None:

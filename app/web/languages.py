@@ -18,10 +18,11 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from app.engines.errors import TokenplayError
@@ -296,19 +297,37 @@ def _compare_href(code: str, names: list[str]) -> str:
     return "/compare?" + urlencode([("lang", code), *(("t", n) for n in names)])
 
 
-@router.get("/languages")
-async def languages_page(
-    request: Request,
+@dataclass(frozen=True)
+class LanguagesQuery:
+    """What /languages and its exports are asked (the same URL parameters): the tokenizers (``t``, repeated; none
+    given: the default selection), a filter ``q``, a ``script``, a ``sort`` key and an ``order``."""
+
+    names: list[str]
+    q: str
+    script: str
+    sort: str
+    order: str | None
+
+
+async def languages_query(
     tokenizers: TokenizersDep,
     t: Annotated[list[str] | None, Query()] = None,
     q: str = "",
     script: str = "",
     sort: str = "",
     order: str | None = None,
-):
-    names = t if t is not None else default_selection(tokenizers)
+) -> LanguagesQuery:
+    return LanguagesQuery(t if t is not None else default_selection(tokenizers), q, script, sort, order)
+
+
+LanguagesQueryDep = Annotated[LanguagesQuery, Depends(languages_query)]
+
+
+@router.get("/languages")
+async def languages_page(request: Request, tokenizers: TokenizersDep, query: LanguagesQueryDep):
+    names, q, script = query.names, query.q, query.script
     context = await run_cpu(
-        request, results_context, tokenizers, names, q=q, script=script, sort=sort, order=order
+        request, results_context, tokenizers, names, q=q, script=script, sort=query.sort, order=query.order
     )
     context |= {
         "picker_groups": picker_groups(tokenizers.listed(), missing=names),
@@ -324,18 +343,9 @@ async def languages_page(
 
 
 @router.get("/languages/export.{fmt}")
-async def languages_export(
-    request: Request,
-    fmt: str,
-    tokenizers: TokenizersDep,
-    t: Annotated[list[str] | None, Query()] = None,
-    q: str = "",
-    script: str = "",
-    sort: str = "",
-    order: str | None = None,
-):
+async def languages_export(request: Request, fmt: str, tokenizers: TokenizersDep, query: LanguagesQueryDep):
     export_format(fmt, EXPORT_FORMATS)
-    names = t if t is not None else default_selection(tokenizers)
+    names, q, script, sort, order = query.names, query.q, query.script, query.sort, query.order
 
     def work():
         table = count_table(tokenizers, names)

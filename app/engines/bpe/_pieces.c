@@ -69,14 +69,10 @@ static PyObject *encode(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!OOO!nn", &PyList_Type, &pieces, &PyDict_Type, &cache, &whole, &merge,
                           &PyTuple_Type, &merge_args, &cache_chars, &cache_limit))
         return NULL;
-    if (whole != Py_None && !PyMapping_Check(whole)) {
-        PyErr_SetString(PyExc_TypeError, "encode(): whole must be a mapping or None");
-        return NULL;
-    }
-    if (PyTuple_GET_SIZE(merge_args) > MOST_MERGE_ARGS) {
-        PyErr_SetString(PyExc_ValueError, "encode(): at most 8 merge_args");
-        return NULL;
-    }
+    if (whole != Py_None && !PyMapping_Check(whole))
+        return raise_error(PyExc_TypeError, "encode(): whole must be a mapping or None"), NULL;
+    if (PyTuple_GET_SIZE(merge_args) > MOST_MERGE_ARGS)
+        return raise_error(PyExc_ValueError, "encode(): at most 8 merge_args"), NULL;
     PyObject *out = PyList_New(0);
     if (!out) return NULL;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(pieces); k++) {
@@ -308,19 +304,10 @@ static void split_dealloc(Split *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *split_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    Split *self = (Split *)type->tp_alloc(type, 0);
-    return (PyObject *)self;
-}
-
 static PyTypeObject SplitType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines.bpe._pieces.Split",
-    .tp_basicsize = sizeof(Split),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Split(pattern, index, blocks)(text) -> the pre-tokens of text by a shipped OpenAI pattern.",
-    .tp_new = split_new,
-    .tp_init = (initproc)split_init,
-    .tp_dealloc = (destructor)split_dealloc,
+    TWIN_TYPE("app.engines.bpe._pieces.Split", Split, Py_TPFLAGS_DEFAULT,
+              "Split(pattern, index, blocks)(text) -> the pre-tokens of text by a shipped OpenAI pattern.", split_init,
+              split_dealloc),
     .tp_call = (ternaryfunc)split_call,
 };
 
@@ -331,13 +318,5 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pieces",
-                                    "The compiled twins of the byte-level encoder's split and loop over pre-tokens.",
-                                    -1, methods};
-
-PyMODINIT_FUNC PyInit__pieces(void) {
-    if (PyType_Ready(&SplitType) < 0) return NULL;
-    PyObject *mod = PyModule_Create(&module);
-    if (mod && PyModule_AddObjectRef(mod, "Split", (PyObject *)&SplitType) < 0) Py_CLEAR(mod);
-    return mod;
-}
+TWIN_MODULE_WITH_TYPES(_pieces, "The compiled twins of the byte-level encoder's split and loop over pre-tokens.",
+                       methods, 1, &SplitType)

@@ -22,15 +22,18 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
 from ..openai.encodings import ENCODINGS, mergeable_ranks
 from ..training.steps import TrainResult
-from ..training import MAX_VOCAB_SIZE, ProgressFn
 from .encoder import RankEncoder
 from .patterns import name_of_regex, pattern_name, pattern_regex
-from .trainer import train, vocab_from_merges
+from .trainer import RunOptions, train, vocab_from_merges
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 FORMAT = "tokenplay-bpe"
 VERSION = 1
@@ -148,25 +151,12 @@ class BPETokenizer(RankTokenizer):
         special_tokens: Iterable[str] = (),
         tie_break: str = "first",
         *,
-        top_k: int = 0,
-        max_ties: int | None = None,
-        max_vocab_size: int = MAX_VOCAB_SIZE,
-        progress: ProgressFn | None = None,
         name: str = "",
+        **options: Unpack[RunOptions],
     ) -> tuple[BPETokenizer, TrainResult]:
-        """Train on ``text`` and return the model with the full step records."""
+        """Train on ``text`` and return the model with the full step records (``options``: see RunOptions)."""
         specials = list(dict.fromkeys(special_tokens))
-        result = train(
-            text,
-            vocab_size,
-            pattern,
-            specials,
-            tie_break,
-            top_k=top_k,
-            max_ties=max_ties,
-            max_vocab_size=max_vocab_size,
-            progress=progress,
-        )
+        result = train(text, vocab_size, pattern, specials, tie_break, **options)
         training = {
             "tie_break": tie_break,
             "vocab_size": vocab_size,

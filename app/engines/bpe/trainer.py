@@ -20,13 +20,18 @@ implementation the tests hold this to is ``tests/helpers/bpe_reference.py``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, TypedDict
 
 from ..base import check_text
 from ..training.steps import TrainResult
 from ..training import MAX_VOCAB_SIZE, MergeState, ProgressFn, TrainingError, cycle_collector_paused, run_merges
 from ..training.words import LONG_WORD, MAX_ID
 from .patterns import pattern_regex, pretokenize
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 Pair = tuple[int, int]
 
@@ -120,32 +125,53 @@ class BPETrainerState(MergeState):
         return cls(words_from_text(text, pattern, special_tokens), BYTE_VOCAB, tie_break=tie_break)
 
 
-def train(
-    text: str,
+class RunOptions(TypedDict, total=False):
+    """How a run goes, whatever it trains on (the keywords of :func:`train`, :func:`train_words` and
+    ``BPETokenizer.train``): ``top_k`` > 0 records the k most frequent pairs before each merge; ``max_ties`` keeps
+    only that many ties per record (all by default: on corpora of many MB the tie lists of late, low-count steps
+    hold hundreds of pairs each); ``max_vocab_size`` caps the size asked for; ``progress`` is called after each
+    merge with ``(step, total_merges, record)``."""
+
+    top_k: int
+    max_ties: int | None
+    max_vocab_size: int
+    progress: ProgressFn | None
+
+
+def _run(
+    start: Callable[[], BPETrainerState],
     vocab_size: int,
-    pattern: str = "gpt4",
-    special_tokens: Iterable[str] = (),
-    tie_break: str = "first",
+    base_size: int,
     *,
     top_k: int = 0,
     max_ties: int | None = None,
     max_vocab_size: int = MAX_VOCAB_SIZE,
     progress: ProgressFn | None = None,
 ) -> TrainResult:
-    """Train byte-level BPE on ``text`` up to ``vocab_size`` (256 bytes + merges; special tokens come after).
-
-    ``pattern`` is ``none``, ``gpt2``, ``gpt4`` or ``o200k``; special-token text is cut out of the corpus so
-    no merge learns it. ``top_k`` > 0 records the k most frequent pairs before each merge; ``max_ties`` keeps
-    only that many ties per record (all by default: on corpora of many MB the tie lists of late, low-count
-    steps hold hundreds of pairs each). ``progress`` is called after each merge with
-    ``(step, total_merges, record)``.
-    """
-    n_merges = check_vocab_size(vocab_size, 256, max_vocab_size)
+    """The run to ``vocab_size`` of the trainer ``start()`` makes, over a base of ``base_size`` ids."""
+    n_merges = check_vocab_size(vocab_size, base_size, max_vocab_size)
     with cycle_collector_paused():
-        state = BPETrainerState.from_text(text, pattern, special_tokens=special_tokens, tie_break=tie_break)
+        state = start()
         result = state.result(run_merges(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress))
         del state  # gone before the collector resumes: its passes would walk every list of the run once more
     return result
+
+
+def train(
+    text: str,
+    vocab_size: int,
+    pattern: str = "gpt4",
+    special_tokens: Iterable[str] = (),
+    tie_break: str = "first",
+    **options: Unpack[RunOptions],
+) -> TrainResult:
+    """Train byte-level BPE on ``text`` up to ``vocab_size`` (256 bytes + merges; special tokens come after).
+
+    ``pattern`` is ``none``, ``gpt2``, ``gpt4`` or ``o200k``; special-token text is cut out of the corpus so
+    no merge learns it. ``options``: see :class:`RunOptions`.
+    """
+    start = partial(BPETrainerState.from_text, text, pattern, special_tokens=special_tokens, tie_break=tie_break)
+    return _run(start, vocab_size, 256, **options)
 
 
 def train_words(
@@ -153,16 +179,8 @@ def train_words(
     vocab_size: int,
     base_vocab: Mapping[int, bytes] = BYTE_VOCAB,
     tie_break: str = "first",
-    *,
-    top_k: int = 0,
-    max_ties: int | None = None,
-    max_vocab_size: int = MAX_VOCAB_SIZE,
-    progress: ProgressFn | None = None,
+    **options: Unpack[RunOptions],
 ) -> TrainResult:
     """Train on words given as id sequences with counts over ``base_vocab`` (e.g. one id per character)."""
-    n_merges = check_vocab_size(vocab_size, len(base_vocab), max_vocab_size)
-    with cycle_collector_paused():
-        state = BPETrainerState(words, base_vocab, tie_break=tie_break)
-        result = state.result(run_merges(state, n_merges, top_k=top_k, max_ties=max_ties, progress=progress))
-        del state  # see train()
-    return result
+    start = partial(BPETrainerState, words, base_vocab, tie_break=tie_break)
+    return _run(start, vocab_size, len(base_vocab), **options)

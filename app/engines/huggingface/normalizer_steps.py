@@ -188,23 +188,7 @@ class _Charsmap:
         found = self._found.get(chunk, False)
         if found is not False:
             return found
-        found = None
-        units = self.map.units
-        unit = units[0]
-        node = (unit >> 10) << ((unit & 0x200) >> 6)
-        for c in chunk.encode("utf-8"):
-            if c == 0:
-                break
-            node ^= c
-            if node >= len(units):
-                break
-            unit = units[node]
-            if unit & 0x800000FF != c:
-                break
-            node ^= (unit >> 10) << ((unit & 0x200) >> 6)
-            if (unit >> 8) & 1:
-                found = self.map._output(units[node] & 0x7FFFFFFF)
-                break
+        found = self.map.shortest(chunk.encode("utf-8").split(b"\0", 1)[0])
         if len(self._found) < 100_000:
             self._found[chunk] = found
         return found

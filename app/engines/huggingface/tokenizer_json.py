@@ -80,6 +80,16 @@ class TokenizerJSON:
             ids.append(len(self.pieces) - 1)
         return max(ids) + 1 if ids else 0
 
+    def tokens_by_id(self) -> list[str | None]:
+        """Each id's token below ``n_vocab``: the vocabulary's string, or the added token's content where one
+        has the id; None for an id that stands for neither."""
+        tokens: list[str | None] = [None] * self.n_vocab
+        for token, tid in self.vocab.items():
+            tokens[tid] = token
+        for added in self.added_tokens:
+            tokens[added.id] = added.content
+        return tokens
+
 
 def _byte_alphabet() -> dict[str, int]:
     """GPT-2's byte-level alphabet: the printable character that stands for each byte in a vocabulary string.

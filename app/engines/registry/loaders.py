@@ -26,11 +26,15 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
 
 from ..base import Tokenizer
 from ..errors import TokenplayError
 from .memory import release_freed_memory
 from ..huggingface.tokenizer_json import TokenizerFileError, json_error, load_json, parse_tokenizer_json
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 MAX_FILE_BYTES = 64 << 20
 ENGINES = ("tokenplay", "huggingface")
@@ -250,19 +254,34 @@ def precheck(data: bytes, pattern: str | None = None, filename: str = "") -> str
     return kind
 
 
-def load_tokenizer(
-    data: bytes,
-    *,
-    name: str = "",
-    pattern: str | None = None,
-    special_tokens: Mapping[str, int] | list[str] | tuple[str, ...] = (),
-    engine: str = "tokenplay",
-    filename: str = "",
-) -> Tokenizer:
-    """A tokenizer from any supported file (see the module docstring); ``pattern`` and ``special_tokens`` are for
-    ``.tiktoken`` files (default pattern: ``gpt4``), ``engine`` for ``tokenizer.json`` files. ``filename`` (the
-    name a user gave the file) only words the error for a file named ``.json`` that is not JSON."""
-    kind = precheck(data, pattern, filename)
+class LoadOptions(TypedDict, total=False):
+    """What a tokenizer file is loaded with besides its bytes (each has its default in :data:`LOAD_DEFAULTS`):
+    ``pattern`` and ``special_tokens`` are for ``.tiktoken`` files (pattern None: ``gpt4``), ``engine`` for
+    ``tokenizer.json`` files. ``filename`` (the name a user gave the file) only words the error for a file named
+    ``.json`` that is not JSON."""
+
+    pattern: str | None
+    special_tokens: Mapping[str, int] | list[str] | tuple[str, ...]
+    engine: str
+    filename: str
+
+
+LOAD_DEFAULTS: LoadOptions = {"pattern": None, "special_tokens": (), "engine": "tokenplay", "filename": ""}
+
+
+def load_options(options: LoadOptions) -> LoadOptions:
+    """``options`` with a default for each one left out; a TypeError names an option there is not."""
+    unknown = sorted(options.keys() - LOAD_DEFAULTS.keys())
+    if unknown:
+        raise TypeError(f"unknown load option(s): {', '.join(unknown)}; known: {', '.join(LOAD_DEFAULTS)}")
+    return {**LOAD_DEFAULTS, **options}
+
+
+def load_tokenizer(data: bytes, *, name: str = "", **options: Unpack[LoadOptions]) -> Tokenizer:
+    """A tokenizer from any supported file (see the module docstring and :class:`LoadOptions`)."""
+    o = load_options(options)
+    pattern, special_tokens, engine = o["pattern"], o["special_tokens"], o["engine"]
+    kind = precheck(data, pattern, o["filename"])
     if kind == "tiktoken":
         return tokenizer_from_tiktoken(data, pattern or "gpt4", special_tokens, name=name)
     if kind == "tokenizer.json":

@@ -48,11 +48,17 @@ import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..base import Tokenizer
 from ..compiled import twin
 from ..datafiles import REPO_ROOT, expected_sha256
 from ..errors import DataFileError, TokenplayError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .loaders import LoadOptions
 
 #: The layout of a table file; part of every key.
 FORMAT = 1
@@ -497,22 +503,15 @@ def bytes_path(key: dict) -> Path:
     return tables_dir() / f"bytes-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]}.table"
 
 
-def load_bytes(
-    data: bytes,
-    *,
-    name: str = "",
-    pattern: str | None = None,
-    special_tokens: Mapping[str, int] | list[str] | tuple[str, ...] = (),
-    engine: str = "tokenplay",
-    filename: str = "",
-) -> Tokenizer:
+def load_bytes(data: bytes, *, name: str = "", **options: Unpack[LoadOptions]) -> Tokenizer:
     """:func:`.loaders.load_tokenizer` through a table keyed by the file's sha256 and these options: the same
     tokenizer and the same errors, built once in a child process and then mapped by every process that uses it."""
-    from .loaders import load_tokenizer, precheck
+    from .loaders import load_options, load_tokenizer, precheck
 
+    o = load_options(options)
+    pattern, special_tokens, engine, filename = o["pattern"], o["special_tokens"], o["engine"], o["filename"]
     if not enabled() or engine != "tokenplay":
-        return load_tokenizer(data, name=name, pattern=pattern, special_tokens=special_tokens, engine=engine,
-                              filename=filename)
+        return load_tokenizer(data, name=name, **options)
     precheck(data, pattern, filename)  # the errors that need no build, answered without a child process
     options = file_options(pattern, special_tokens, engine)
     key = bytes_key(data, options)
@@ -520,7 +519,7 @@ def load_bytes(
     args = ["--options", json.dumps(options | {"filename": filename}), "--out", str(path)]
 
     def here() -> Tokenizer:
-        return load_tokenizer(data, pattern=pattern, special_tokens=special_tokens, engine=engine, filename=filename)
+        return load_tokenizer(data, **options)
 
     tok = _load(path, lambda k: k == key, lambda: _build_in_child(args, data), here)
     try:

@@ -165,10 +165,7 @@ static Py_ssize_t chunk_end(const Chunker *c, const Text *t, Py_ssize_t i) {
 }
 
 static PyObject *chunker_chunks(Chunker *c, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "chunks(): text must be str");
-        return NULL;
-    }
+    if (!PyUnicode_Check(text)) return raise_error(PyExc_TypeError, "chunks(): text must be str"), NULL;
     Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0, e; out && i < t.n; i = e) {
@@ -299,10 +296,7 @@ static void chunker_dealloc(Chunker *c) {
 }
 
 static PyObject *chunker_ready(Chunker *c) {
-    if (!c->singles) {
-        PyErr_SetString(PyExc_ValueError, "Chunker was not initialised");
-        return NULL;
-    }
+    if (!c->singles) return raise_error(PyExc_ValueError, "Chunker was not initialised"), NULL;
     return (PyObject *)c;
 }
 
@@ -322,22 +316,11 @@ static PyMethodDef chunker_methods[] = {
 };
 
 static PyTypeObject ChunkerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "app.engines.sentencepiece._chunks.Chunker",
-    .tp_basicsize = sizeof(Chunker),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Chunker(index, blocks, lookup, unk_id, byte_ids, cut, heap_from): a normalized text's chunks and ids.",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)chunker_init,
-    .tp_dealloc = (destructor)chunker_dealloc,
+    TWIN_TYPE("app.engines.sentencepiece._chunks.Chunker", Chunker, Py_TPFLAGS_DEFAULT,
+              "Chunker(index, blocks, lookup, unk_id, byte_ids, cut, heap_from): a normalized text's chunks and ids.",
+              chunker_init, chunker_dealloc),
     .tp_methods = chunker_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_chunks",
-                                    "The compiled twin of the SentencePiece engine's loop over chunks.", -1, NULL};
-
-PyMODINIT_FUNC PyInit__chunks(void) {
-    if (PyType_Ready(&ChunkerType) < 0) return NULL;
-    PyObject *mod = PyModule_Create(&module);
-    if (mod && PyModule_AddObjectRef(mod, "Chunker", (PyObject *)&ChunkerType) < 0) Py_CLEAR(mod);
-    return mod;
-}
+TWIN_MODULE_WITH_TYPES(_chunks, "The compiled twin of the SentencePiece engine's loop over chunks.", NULL, 1,
+                       &ChunkerType)

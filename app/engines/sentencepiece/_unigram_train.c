@@ -36,10 +36,8 @@ static void lattice_release(Lattice *lat) {
 
 static int lattice_get(PyObject *tuple, Lattice *lat) {
     memset(lat, 0, sizeof(*lat));
-    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 4) {
-        PyErr_SetString(PyExc_TypeError, "a lattice is a tuple of four int32 buffers, as build() returns");
-        return -1;
-    }
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 4)
+        return raise_error(PyExc_TypeError, "a lattice is a tuple of four int32 buffers, as build() returns");
     for (int k = 0; k < 4; k++)
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(tuple, k), &lat->bufs[k], PyBUF_SIMPLE) < 0) {
             lattice_release(lat);

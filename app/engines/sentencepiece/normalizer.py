@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import struct
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..compiled import twin
 
@@ -53,7 +53,8 @@ class CharsMap:
         self._cache: dict[int, str] = {}
         self._starts: dict[str, bool] = {}
 
-    def _output(self, value: int) -> str:
+    def output(self, value: int) -> str:
+        """The output that starts at ``value`` (as :meth:`matches` gives it)."""
         out = self._cache.get(value)
         if out is None:
             end = self.strings.index(b"\x00", value)
@@ -79,25 +80,37 @@ class CharsMap:
             self._starts[ch] = found
         return found
 
-    def longest(self, data: bytes, pos: int) -> tuple[int, str]:
+    def matches(self, data: bytes, pos: int = 0) -> Iterator[tuple[int, int]]:
+        """Every rule matching a beginning of ``data[pos:]``, shortest first: its byte length and where its output
+        starts (for :meth:`output`), as the walk down the trie meets them."""
         units = self.units
         unit = units[0]
         node = (unit >> 10) << ((unit & 0x200) >> 6)
-        best_len, best_value = 0, -1
         for i in range(pos, len(data)):
             c = data[i]
             node ^= c
             if node >= len(units):
-                break
+                return
             unit = units[node]
             if unit & 0x800000FF != c:
-                break
+                return
             node ^= (unit >> 10) << ((unit & 0x200) >> 6)
             if (unit >> 8) & 1:
-                best_len, best_value = i + 1 - pos, units[node] & 0x7FFFFFFF
+                yield i + 1 - pos, units[node] & 0x7FFFFFFF
+
+    def longest(self, data: bytes, pos: int) -> tuple[int, str]:
+        best_len, best_value = 0, -1
+        for best_len, best_value in self.matches(data, pos):
+            pass
         if best_len == 0:
             return 0, ""
-        return best_len, self._output(best_value)
+        return best_len, self.output(best_value)
+
+    def shortest(self, data: bytes) -> str | None:
+        """The output of the shortest rule matching a beginning of ``data``, or None."""
+        for _, value in self.matches(data):
+            return self.output(value)
+        return None
 
 
 class Normalizer:

@@ -151,10 +151,8 @@ static Py_ssize_t read_word(PyObject *word, Py_UCS4 **buffer, Py_ssize_t *cap) {
 }
 
 static int check_lists(PyObject *words, PyObject *freqs) {
-    if (PyList_GET_SIZE(words) != PyList_GET_SIZE(freqs)) {
-        PyErr_SetString(PyExc_ValueError, "words and freqs must have the same length");
-        return -1;
-    }
+    if (PyList_GET_SIZE(words) != PyList_GET_SIZE(freqs))
+        return raise_error(PyExc_ValueError, "words and freqs must have the same length");
     return 0;
 }
 
@@ -381,10 +379,8 @@ static PyObject *merge_words(PyObject *self, PyObject *args) {
                           &PyList_Type, &entries, &pair, &new))
         return NULL;
     if (check_lists(words, freqs) < 0) return NULL;
-    if (PyUnicode_GET_LENGTH(pair) != 2 || PyUnicode_GET_LENGTH(new) != 1) {
-        PyErr_SetString(PyExc_ValueError, "merge_words(): pair must be two characters and new one");
-        return NULL;
-    }
+    if (PyUnicode_GET_LENGTH(pair) != 2 || PyUnicode_GET_LENGTH(new) != 1)
+        return raise_error(PyExc_ValueError, "merge_words(): pair must be two characters and new one"), NULL;
     const Py_UCS4 a = PyUnicode_READ_CHAR(pair, 0), b = PyUnicode_READ_CHAR(pair, 1), x = PyUnicode_READ_CHAR(new, 0);
     Groups lefts = {0}, rights = {0}; /* freed whether or not they were set up */
     PyObject *doubles = NULL, *changes = NULL, *out = NULL;
@@ -484,10 +480,7 @@ static int bucket_discard(const Counts *c, PyObject *count, PyObject *pair) {
         if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, count);
         return -1;
     }
-    if (!PySet_Check(bucket)) {
-        PyErr_SetString(PyExc_TypeError, "apply_counts(): buckets must hold sets");
-        return -1;
-    }
+    if (!PySet_Check(bucket)) return raise_error(PyExc_TypeError, "apply_counts(): buckets must hold sets");
     return PySet_Discard(bucket, pair) < 0 ? -1 : 0;
 }
 
@@ -495,10 +488,7 @@ static int bucket_discard(const Counts *c, PyObject *count, PyObject *pair) {
 static int bucket_enter(const Counts *c, PyObject *count, PyObject *pair) {
     PyObject *bucket = PyDict_GetItemWithError(c->buckets, count); /* borrowed */
     if (bucket) {
-        if (!PySet_Check(bucket)) {
-            PyErr_SetString(PyExc_TypeError, "apply_counts(): buckets must hold sets");
-            return -1;
-        }
+        if (!PySet_Check(bucket)) return raise_error(PyExc_TypeError, "apply_counts(): buckets must hold sets");
         return PySet_Add(bucket, pair);
     }
     if (PyErr_Occurred()) return -1;
@@ -684,10 +674,8 @@ static int rescore_one(PyObject *key, PyObject *counts, PyObject *parts, PyObjec
         }
         return 0;
     }
-    if (!PyUnicode_Check(key) || PyUnicode_GET_LENGTH(key) != 2) {
-        PyErr_SetString(PyExc_ValueError, "rescore(): a pair must be a str of two characters");
-        return -1;
-    }
+    if (!PyUnicode_Check(key) || PyUnicode_GET_LENGTH(key) != 2)
+        return raise_error(PyExc_ValueError, "rescore(): a pair must be a str of two characters");
     Py_INCREF(count); /* the dict's may go while Python code runs */
     PyObject *a = part_count(parts, PyUnicode_READ_CHAR(key, 0));
     PyObject *b = a ? part_count(parts, PyUnicode_READ_CHAR(key, 1)) : NULL;

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import add
 
 from ..compiled import twin
@@ -65,6 +65,20 @@ def as_string(ids: Sequence[int] | str) -> str:
     if isinstance(ids, bytes):
         return ids.decode("latin-1")  # bytes are ids below 256: chr() of each, in C
     return "".join(map(chr, ids))
+
+
+def first_live(entries: list[int] | None, position: Callable[[int], int]) -> tuple[int, int] | None:
+    """The first of a pair's ``entries`` that still holds the pair, with ``position(entry)`` (-1 for one that lost
+    it), or None: the stale entries before it are dropped, and all of them when none holds the pair any more."""
+    for k, entry in enumerate(entries or ()):
+        at = position(entry)
+        if at >= 0:
+            if k:
+                del entries[:k]
+            return entry, at
+    if entries:
+        entries.clear()
+    return None
 
 
 def index_pairs_python(words: list[str], freqs: list[int]) -> tuple[dict[str, list[int]], dict[str, int]]:
@@ -182,19 +196,12 @@ class ShortWords:
         words = self.words
         if cached is not None and words[cached[0]] is cached[2]:
             return self.index[cached[0]], cached[1]
-        entries = self.where.get(pair)
-        if not entries:
+        found = first_live(self.where.get(pair), lambda w: words[w].find(pair))
+        if found is None:
             return None
-        for k, w in enumerate(entries):
-            word = words[w]
-            i = word.find(pair)
-            if i >= 0:
-                if k:
-                    del entries[:k]  # stale: those words lost the pair
-                self._first[pair] = (w, i, word)
-                return self.index[w], i
-        entries.clear()
-        return None
+        w, i = found
+        self._first[pair] = (w, i, words[w])
+        return self.index[w], i
 
     def merge(self, pair: str, new: str) -> list[Change]:
         """Merge ``pair`` into the id ``new`` (both as characters) in every word holding it; return the changes."""
@@ -258,18 +265,13 @@ class LongWords:
 
     def first(self, pair: str) -> tuple[int, int] | None:
         """(corpus word number, position) of the first occurrence of ``pair``, or None."""
-        entries = self.where.get(pair)
-        if not entries:
-            return None
         a, b = key_pair(pair)
         tok, nxt = self.tok, self.nxt
-        for k, p in enumerate(entries):
-            if tok[p] == a and tok[nxt[p]] == b:
-                if k:
-                    del entries[:k]
-                return self.numbers[bisect_right(self.starts, p) - 1], p
-        entries.clear()
-        return None
+        found = first_live(self.where.get(pair), lambda p: p if tok[p] == a and tok[nxt[p]] == b else -1)
+        if found is None:
+            return None
+        p = found[0]
+        return self.numbers[bisect_right(self.starts, p) - 1], p
 
     def merge(self, pair: str, new: str) -> list[Change]:
         """Merge ``pair`` into ``new`` at every position holding it, left to right; see :meth:`ShortWords.merge`."""

@@ -33,7 +33,7 @@ from operator import add
 
 from ..huggingface.added_tokens import AddedVocabulary, added_token, input_spans
 from ..huggingface.decoders import decoder
-from ..base import Tokenizer, VocabFacts, check_text
+from ..base import TokenStrings, Tokenizer, check_text
 from ..huggingface.bert_text import InputOffsets, bert_normalizer, bert_words
 from ..huggingface.normalizers import TextNormalizer
 from ..huggingface.pretokenizers import PreTokenizer
@@ -252,7 +252,7 @@ class _Run:
 _MATCH_START = re.Match.start
 
 
-class WordPieceTokenizer(VocabFacts, Tokenizer):
+class WordPieceTokenizer(TokenStrings, Tokenizer):
     """A WordPiece model with its pipeline, id for id with Hugging Face ``tokenizers``."""
 
     def __init__(self, spec: TokenizerJSON, *, name: str = ""):
@@ -267,13 +267,7 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         self.unk_id = spec.vocab[self.unk_token]
         self.max_word_chars = spec.max_input_chars_per_word
         self.longest = max(map(len, spec.vocab))  # no piece is longer, with or without its ## prefix
-        self._n_vocab = spec.n_vocab
-        self._tokens: list[str | None] = [None] * self._n_vocab
-        for token, tid in spec.vocab.items():
-            self._tokens[tid] = token
-        for added in spec.added_tokens:
-            self._tokens[added.id] = added.content
-        self._holes = None in self._tokens
+        self._set_tokens(spec.tokens_by_id())
         self._special = {t.content: t.id for t in spec.added_tokens if t.special}
         self._added_ids = {t.id for t in spec.added_tokens}
         normalizer = TextNormalizer(spec.normalizer)
@@ -306,12 +300,6 @@ class WordPieceTokenizer(VocabFacts, Tokenizer):
         return cls(bert_spec(parse_vocab_txt(data), lowercase=lowercase), name=name)
 
     # -- vocabulary ------------------------------------------------------------------------------------------------
-    def id_to_token(self, token_id: int) -> str:
-        token = self._tokens[token_id] if 0 <= token_id < self._n_vocab else None
-        if token is None:
-            raise KeyError(token_id)
-        return token
-
     def token_bytes(self, token_id: int) -> bytes:
         """What a token stands for: its text, without the ``##`` of a continuation piece."""
         token = self.id_to_token(token_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..base import Tokenizer, VocabFacts, check_text
+from ..base import TokenStrings, Tokenizer, check_text
 from ..errors import InvalidTextError
 from ..huggingface.added_tokens import AddedVocabulary, Piece, added_token, input_spans
 from ..huggingface.decoders import decoder
@@ -22,7 +22,7 @@ from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON
 from ..result import Token, TokenizeResult
 
 
-class WordLevelTokenizer(VocabFacts, Tokenizer):
+class WordLevelTokenizer(TokenStrings, Tokenizer):
     """A WordLevel ``tokenizer.json``, id for id with Hugging Face ``tokenizers``."""
 
     def __init__(self, spec: TokenizerJSON, *, name: str = ""):
@@ -31,24 +31,12 @@ class WordLevelTokenizer(VocabFacts, Tokenizer):
         self.name = name
         self.vocab = spec.vocab
         self.unk_id = spec.vocab[spec.unk_token] if spec.unk_token is not None else None
-        self._n_vocab = spec.n_vocab
-        self._tokens: list[str | None] = [None] * self._n_vocab
-        for token, tid in spec.vocab.items():
-            self._tokens[tid] = token
-        for added in spec.added_tokens:
-            self._tokens[added.id] = added.content
-        self._holes = None in self._tokens
+        self._set_tokens(spec.tokens_by_id())
         self._special = {t.content: t.id for t in spec.added_tokens if t.special}
         normalizer = TextNormalizer(spec.normalizer)
         self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
         self.pre = PreTokenizer(spec.pre_tokenizer)
         self._decode = decoder(spec.decoder)
-
-    def id_to_token(self, token_id: int) -> str:
-        token = self._tokens[token_id] if 0 <= token_id < self._n_vocab else None
-        if token is None:
-            raise KeyError(token_id)
-        return token
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.id_to_token(token_id).encode("utf-8")

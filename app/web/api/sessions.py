@@ -93,6 +93,13 @@ def _state(classroom: Classroom, lab, session: Session) -> dict:
     return state | {"reveal": shown}
 
 
+def _teacher_session(request: Request, classroom: Classroom, code: str, authorization: str | None) -> Session:
+    """The session of ``code``, for its teacher only (401 without a token, 403 with another one)."""
+    session = find_session(request, classroom, code)
+    classroom.authorize(session, authorization)
+    return session
+
+
 @router.get(
     "/sessions/{code}",
     summary="A class session: step, followers and the votes of this step",
@@ -111,8 +118,7 @@ def api_session(request: Request, code: str, classroom: ClassroomDep, lab: LabDe
     "(401 without, 403 with another token); 422 for a step the run does not have.",
 )
 def api_step(request: Request, code: str, body: StepRequest, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
-    session = find_session(request, classroom, code)
-    classroom.authorize(session, authorization)
+    session = _teacher_session(request, classroom, code, authorization)
     classroom.set_step(session, body.step)
     return _state(classroom, lab, session)
 
@@ -124,8 +130,7 @@ def api_step(request: Request, code: str, body: StepRequest, classroom: Classroo
     "run, whose rounds remove pieces instead.",
 )
 def api_quiz(request: Request, code: str, body: QuizRequest, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
-    session = find_session(request, classroom, code)
-    classroom.authorize(session, authorization)
+    session = _teacher_session(request, classroom, code, authorization)
     classroom.set_quiz(session, body.on)
     return _state(classroom, lab, session)
 
@@ -137,8 +142,7 @@ def api_quiz(request: Request, code: str, body: QuizRequest, classroom: Classroo
     "for new actions.",
 )
 def api_end(request: Request, code: str, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
-    session = find_session(request, classroom, code)
-    classroom.authorize(session, authorization)
+    session = _teacher_session(request, classroom, code, authorization)
     classroom.end(session)
     return _state(classroom, lab, session)
 
