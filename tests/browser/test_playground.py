@@ -49,6 +49,12 @@ def expect_count(page: Page, n: int) -> None:
     expect(page.locator("#count-tokens")).to_have_text(f"{n:,}")
 
 
+def expect_shown(page: Page, text: str) -> None:
+    """Wait until the tokens show exactly ``text`` (the answer to the last keystroke): a count alone can match an
+    earlier answer, e.g. for ``…alert(2)`` before the ``>`` that cl100k_base adds to the same token."""
+    expect(page.locator("#tokens")).to_have_text(re.compile("^" + re.escape(text) + "$"), use_inner_text=True)
+
+
 def token_classes(page: Page) -> list[str]:
     return page.locator("#tokens > span").evaluate_all("els => els.map(e => e.className)")
 
@@ -63,6 +69,7 @@ def test_type_updates_counts_and_colours_and_keeps_the_caret(play: Page):
     first = token_classes(play)
     box.press_sequentially(", and more tokens!", delay=10)
     text = "Hello world, and more tokens!"
+    expect_shown(play, text)
     expect_count(play, len(enc("cl100k_base").encode(text)))
     assert play.locator("#tokens").inner_text() == text
     assert token_classes(play) != first
@@ -133,6 +140,7 @@ def test_type_script_is_shown_as_text_and_never_runs(play: Page):
     text = "<script>alert(1)</script><img src=x onerror=alert(2)>"
     play.locator("#text").click()
     play.locator("#text").press_sequentially(text, delay=5)
+    expect_shown(play, text)
     expect_count(play, len(enc("cl100k_base").encode(text)))
     assert play.locator("#tokens").inner_text() == text
     assert play.locator("#result script, #result img").count() == 0
