@@ -72,6 +72,20 @@ class Segment:
 PlaceFn = Callable[[int, "int | None"], "list[Token]"]
 
 
+@dataclass(slots=True)
+class Columns:
+    """Every token of a result as columns, for writing its JSON without a :class:`Token` per token: ``starts`` and
+    ``ends`` (character spans, one per id) and ``info``, which gives for a token id what its Token records say
+    about it, the same for every token with that id: ``(bytes, text, special, valid_utf8, byte_fallback)``."""
+
+    starts: Sequence[int]
+    ends: Sequence[int]
+    info: Callable[[int], tuple[bytes, str, bool, bool, bool]]
+
+
+ColumnsFn = Callable[[], "Columns | None"]
+
+
 class TokenizeResult:
     """Every id of a text, and its :class:`Token` records placed in the text when first asked for.
 
@@ -79,10 +93,11 @@ class TokenizeResult:
     offsets into the whole text), which is what a view of a 1 MB text needs. An engine passes either the tokens
     or ``place(offset, limit)``, which places a window (``limit`` None: to the end). ``byte_table`` is set when
     the tokens' bytes join up to the text's UTF-8 (byte-level BPE): a view can then place tokens from the ids
-    alone (``app.web.tokenview``).
+    alone (``app.web.tokenview``). ``columns`` (optional) gives every token as :class:`Columns` (or None when it
+    cannot for this text), what :func:`result_json` writes from instead of the Token records.
     """
 
-    __slots__ = ("tokenizer", "text", "ids", "byte_table", "_tokens", "_place")
+    __slots__ = ("tokenizer", "text", "ids", "byte_table", "columns", "_tokens", "_place")
 
     def __init__(
         self,
@@ -93,6 +108,7 @@ class TokenizeResult:
         *,
         place: PlaceFn | None = None,
         byte_table: ByteTable | None = None,
+        columns: ColumnsFn | None = None,
     ):
         if (tokens is None) == (place is None):
             raise ValueError("give the tokens or a function that places them, not both")
@@ -100,6 +116,7 @@ class TokenizeResult:
         self.text = text
         self.ids = ids
         self.byte_table = byte_table
+        self.columns = columns
         self._tokens = tokens
         self._place = place
 
@@ -293,7 +310,12 @@ def result_json(result: TokenizeResult) -> bytes:
     )
     if not result.ids:
         return head[:-1] + b',"tokens":[]}'
-    tokens = _byte_level_tokens(result) if result.byte_table is not None else _placed_tokens(result)
+    if result.byte_table is not None:
+        tokens = _byte_level_tokens(result)
+    elif result.columns is not None and (columns := result.columns()) is not None:
+        tokens = _column_tokens(result.ids, columns)
+    else:
+        tokens = _placed_tokens(result)
     return b"".join(chain((head[:-1], b',"tokens":['), tokens, (b"]}",)))
 
 
@@ -327,6 +349,13 @@ def _byte_level_tokens(result: TokenizeResult) -> Iterator[bytes]:
     ends = list(accumulate(map(leads.__getitem__, ids)))
     starts = map(sub, chain((0,), ends), map(mids.__getitem__, ids))
     return _fill(ids, templates, zip(starts, ends))
+
+
+def _column_tokens(ids: list[int], columns: Columns) -> Iterator[bytes]:
+    """A result from its :class:`Columns`: one template per distinct id, filled with each token's span."""
+    info = columns.info
+    templates = {tid: _template(tid, *info(tid)) for tid in set(ids)}
+    return _fill(ids, templates, zip(columns.starts, columns.ends))
 
 
 _KEY = attrgetter("id", "special", "valid_utf8", "byte_fallback")
