@@ -74,12 +74,12 @@ PlaceFn = Callable[[int, "int | None"], "list[Token]"]
 
 @dataclass(slots=True)
 class Columns:
-    """Every token of a result as columns, for writing its JSON without a :class:`Token` per token: ``starts`` and
-    ``ends`` (character spans, one per id) and ``info``, which gives for a token id what its Token records say
-    about it, the same for every token with that id: ``(bytes, text, special, valid_utf8, byte_fallback)``."""
+    """Every token of a result as columns, for writing its JSON without a :class:`Token` per token: ``spans``
+    (each token's ``(start, end)`` in characters, in order) and ``info``, which gives for a token id what its
+    Token records say about it, the same for every token with that id: ``(bytes, text, special, valid_utf8,
+    byte_fallback)``."""
 
-    starts: Sequence[int]
-    ends: Sequence[int]
+    spans: Iterable[tuple[int, int]]
     info: Callable[[int], tuple[bytes, str, bool, bool, bool]]
 
 
@@ -340,22 +340,31 @@ def _byte_level_tokens(result: TokenizeResult) -> Iterator[bytes]:
     counting the characters that start before it (as :func:`~app.engines.result.tokens_after` places them)."""
     ids, table = result.ids, result.byte_table
     special_ids = table.special_ids
-    templates, leads, mids = {}, {}, {}
+    templates = {}
     for tid in set(ids):
         info = table[tid]
         templates[tid] = _template(tid, info.data, info.text, tid in special_ids, info.valid, False)
+    return _fill(ids, templates, zip(*byte_spans(ids, table)))
+
+
+def byte_spans(ids: list[int], table: ByteTable) -> tuple[Iterable[int], list[int]]:
+    """Every byte-level token's (starts, ends), as :func:`tokens_after` places them, with C-level loops: a token's
+    end counts the characters that start up to it; one that starts inside a character shares it with the one
+    before."""
+    leads, mids = {}, {}
+    for tid in set(ids):
+        info = table[tid]
         leads[tid] = info.leads
-        mids[tid] = int(info.starts_mid)  # a token that starts inside a character shares it with the one before
+        mids[tid] = int(info.starts_mid)
     ends = list(accumulate(map(leads.__getitem__, ids)))
-    starts = map(sub, chain((0,), ends), map(mids.__getitem__, ids))
-    return _fill(ids, templates, zip(starts, ends))
+    return map(sub, chain((0,), ends), map(mids.__getitem__, ids)), ends
 
 
 def _column_tokens(ids: list[int], columns: Columns) -> Iterator[bytes]:
     """A result from its :class:`Columns`: one template per distinct id, filled with each token's span."""
     info = columns.info
     templates = {tid: _template(tid, *info(tid)) for tid in set(ids)}
-    return _fill(ids, templates, zip(columns.starts, columns.ends))
+    return _fill(ids, templates, columns.spans)
 
 
 _KEY = attrgetter("id", "special", "valid_utf8", "byte_fallback")

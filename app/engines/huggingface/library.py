@@ -32,7 +32,7 @@ import tokenizers
 from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import InvalidTextError
 from .decoders import DecodeError
-from ..result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
+from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
 from ..sentencepiece.model import piece_to_byte
 from ..sentencepiece.normalizer import SPACE_SYMBOL
 from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
@@ -133,7 +133,10 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         if b"".join(map(_DATA, map(table.__getitem__, ids))) == text.encode("utf-8"):
             if self.byte_level:
                 return byte_level_result(self.name, text, ids, table)
-            return TokenizeResult(self.name, text, ids, place=partial(self._place_pieces, ids, table))
+            return TokenizeResult(
+                self.name, text, ids, place=partial(self._place_pieces, ids, table),
+                columns=lambda: Columns(zip(*byte_spans(ids, table)), partial(self._piece_info, table)),
+            )
         encoding = self._encoding(text, allow_special)
         ids = encoding.ids
 
@@ -158,7 +161,32 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
                 out.append(Token(tid, data, start, end, shown, tid in table.special_ids, valid, fallback))
             return out
 
-        return TokenizeResult(self.name, text, ids, place=place)
+        def columns() -> Columns:  # what place(0, None) says, from the library's offsets in bulk
+            offsets = encoding.offsets
+            first = {tid: offsets[ids.index(tid)] for tid in self._added.keys() & set(ids)}
+
+            def info(tid: int) -> tuple[bytes, str, bool, bool, bool]:
+                piece = self.library.id_to_token(tid)
+                fallback = not self.byte_level and piece_to_byte(piece) >= 0
+                if tid in first:  # an added token: its text as written where it first occurs
+                    shown = text[first[tid][0] : first[tid][1]]
+                    return shown.encode(), shown, tid in table.special_ids, True, fallback
+                entry = table[tid]
+                shown = piece if not self.byte_level else entry.text
+                return entry.data, shown, tid in table.special_ids, entry.valid, fallback
+
+            return Columns(offsets, info)
+
+        return TokenizeResult(self.name, text, ids, place=place, columns=columns)
+
+    def _piece_info(self, table, token_id: int) -> tuple[bytes, str, bool, bool, bool]:
+        """What :meth:`_place_pieces` says about a token (the same for every token with that id)."""
+        entry = table[token_id]
+        special = token_id in table.special_ids
+        if token_id in self._added:
+            return entry.data, entry.text, special, entry.valid, False
+        piece = self.library.id_to_token(token_id)
+        return entry.data, piece, special, entry.valid, piece_to_byte(piece) >= 0
 
     def _place_pieces(self, ids: list[int], table, offset: int, limit: int | None) -> list[Token]:
         """Tokens of a piece vocabulary (``▁`` for a space, ``<0xNN>`` byte pieces) whose bytes join up to the text:

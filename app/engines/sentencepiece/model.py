@@ -586,6 +586,11 @@ class SentencePieceTokenizer(Tokenizer):
     def _columns(self, text: str, merged: list[str]) -> Columns | None:
         """Every token's span as :meth:`_place` places it, computed as columns (no Token per token); None when a
         piece is a control, byte or unknown piece taken as itself (the rare texts :meth:`_place` handles alone)."""
+        spans = self._spans(text, merged)
+        return None if spans is None else Columns(zip(*spans), self._column_info)
+
+    def _spans(self, text: str, merged: list[str]) -> tuple[list[int], list[int]] | None:
+        """The (starts, ends) of :meth:`_columns`, or None."""
         normalized, n2o = self.normalizer.normalize(text)
         unk, types = self.unk_id, self.types
         pids = list(map(self._lookup.get, merged, repeat(unk)))
@@ -603,7 +608,7 @@ class SentencePieceTokenizer(Tokenizer):
             counts = [len(w.encode("utf-8")) if pid == unk else 1 for w, pid in zip(merged, pids)]
             starts = list(chain.from_iterable(map(repeat, starts, counts)))
             ends = list(chain.from_iterable(map(repeat, ends, counts)))
-        return Columns(starts, ends, self._column_info)
+        return starts, ends
 
     def _column_info(self, token_id: int) -> tuple[bytes, str, bool, bool, bool]:
         """What :meth:`_place`'s Token records say about ``token_id`` (a byte piece only ever from byte fallback)."""
