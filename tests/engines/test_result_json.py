@@ -62,7 +62,7 @@ def test_json_on_real_text_places_tokens_where_tiktoken_does(corpus):
 
 # Engines that write the JSON from Columns (every token's span and per-id facts, no Token per token): the SentencePiece
 # .model engine, the library's piece-vocabulary models (placed by bytes or by its offsets), and the others below.
-COLUMN_ENGINES = ["mistral-7b", "llama-2", "gemma-3", "gemma-2", "native-llama-2", "native-gemma-3", "native-gemma-2"]
+COLUMN_ENGINES = ["mistral-7b", "llama-2", "gemma-3", "gemma-2", "native-llama-2", "native-gemma-3", "native-gemma-2", "bert-base-uncased"]
 
 
 @pytest.mark.parametrize("name", COLUMN_ENGINES)
