@@ -137,11 +137,29 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
                 self.name, text, ids, place=partial(self._place_pieces, ids, table),
                 columns=lambda: Columns(zip(*byte_spans(ids, table)), partial(self._piece_info, table)),
             )
-        encoding = self._encoding(text, allow_special)
-        ids = encoding.ids
+        # The library's offsets: for a window of the first tokens (what a view shows), from encoding a prefix of
+        # the text whose ids agree with the text's well past the window; for anything else, from encoding it all.
+        encodings: dict[str, object] = {}
+
+        def encoding_upto(stop: int):
+            if "all" in encodings:
+                return encodings["all"]
+            if stop <= 10_000 and stop + _PREFIX_CHECK < len(ids):
+                found = encodings.get("prefix")
+                if found is not None and len(found.ids) >= stop + _PREFIX_CHECK:
+                    return found
+                need = stop + _PREFIX_CHECK
+                chars = min(len(text), 2 * len(text) * need // len(ids) + 256)
+                prefix = self._encoding(text[:chars], allow_special)
+                if prefix.ids[:need] == ids[:need]:
+                    encodings["prefix"] = prefix
+                    return prefix
+            encoding = encodings["all"] = self._encoding(text, allow_special)
+            return encoding
 
         def place(offset: int, limit: int | None) -> list[Token]:
             stop = len(ids) if limit is None else min(len(ids), offset + limit)
+            encoding = encoding_upto(stop)
             if stop - offset > 10_000:  # many tokens: the library's whole lists
                 offsets, pieces = encoding.offsets, encoding.tokens
             else:  # a window: ask for its tokens only (the lists cost a tenth of a second per 300,000 tokens)
@@ -162,7 +180,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             return out
 
         def columns() -> Columns:  # what place(0, None) says, from the library's offsets in bulk
-            offsets = encoding.offsets
+            offsets = encoding_upto(len(ids)).offsets
             first = {tid: offsets[ids.index(tid)] for tid in self._added.keys() & set(ids)}
 
             def info(tid: int) -> tuple[bytes, str, bool, bool, bool]:
@@ -200,6 +218,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
 
 _DATA = attrgetter("data")
+#: A window's tokens are placed from a prefix of the text when the prefix's ids agree this far past the window.
+_PREFIX_CHECK = 256
 
 
 def _library_error(exc: BaseException) -> bool:
