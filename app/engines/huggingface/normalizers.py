@@ -14,8 +14,11 @@ original text. It does not split or tokenize.
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import compress
 
 from . import unicode as hf_unicode
 from .bert_text import bert_normalizer
@@ -25,6 +28,9 @@ from .tokenizer_json import TokenizerFileError, pipeline_steps
 #: character ``i`` (same length, one for one).
 Spans = list[tuple[int, int]] | None
 Step = Callable[[str, Spans], tuple[str, Spans]]
+
+
+_ASCII_RUN = re.compile(r"[\x00-\x7f]{4,}")
 
 
 def _positions(text: str, spans: Spans) -> list[tuple[int, int]]:
@@ -49,8 +55,24 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
     character starts where the library's alignment starts it (:func:`_aligned`) and ends where the group ends, so
     that the tokens over a group cover all of it.
     """
-    starts = [i for i, ch in enumerate(text) if i == 0 or hf_unicode.is_starter(ch)]
+    starter = {ch: hf_unicode.is_starter(ch) for ch in set(text)}
+    starts = list(compress(range(len(text)), map(starter.__getitem__, text)))
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
     starts.append(len(text))
+    memo: dict[str, str] = {}  # the groups (and pairs of them) a text repeats, normalized once
+
+    def normalize(piece: str) -> str:
+        found = memo.get(piece)
+        if found is None:
+            found = memo[piece] = hf_unicode.normalize(form, piece)
+        return found
+
+    # Runs of ASCII: a character there is a group of its own (what follows it is a starter), which normalizing
+    # leaves as it is and never joins with the next ASCII character, so the loop below passes over such a run's
+    # inside at once (its edges are decided as any group's).
+    runs = [(m.start(), m.end()) for m in _ASCII_RUN.finditer(text)]
+    run_starts = [r[0] for r in runs]
     out: list[str] = []
     out_spans: list[tuple[int, int]] = []
 
@@ -67,16 +89,28 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
             out_spans.extend((spans[a + k][0], end) for k in aligned)
 
     a, b = starts[0], starts[1]
-    current = hf_unicode.normalize(form, text[a:b])
-    for nxt in starts[2:]:
-        alone = hf_unicode.normalize(form, text[b:nxt])
-        joined = hf_unicode.normalize(form, text[a:nxt])
+    current = normalize(text[a:b])
+    i, n_starts = 2, len(starts)  # starts[i] is the end of the group after b
+    while i < n_starts:
+        if b == a + 1 and text[a] < "\x80":  # the current group is one ASCII character: at a run's start?
+            k = bisect_right(run_starts, a) - 1
+            if k >= 0 and a + 1 < runs[k][1] - 2:
+                stop = runs[k][1] - 2  # the run's characters before its last two each stay a group as they are
+                out.append(text[a:stop])
+                out_spans.extend(spans[a:stop])
+                i += stop - a
+                a, b, current = stop, stop + 1, text[stop]
+                continue
+        nxt = starts[i]
+        alone = normalize(text[b:nxt])
+        joined = normalize(text[a:nxt])
         if joined == current + alone:
             emit(a, b, current)
             a, current = b, alone
         else:
             current = joined
         b = nxt
+        i += 1
     emit(a, b, current)
     return "".join(out), out_spans
 
