@@ -72,6 +72,20 @@ class Segment:
 PlaceFn = Callable[[int, "int | None"], "list[Token]"]
 
 
+@dataclass(slots=True)
+class Columns:
+    """Every token of a result as columns, for writing its JSON without a :class:`Token` per token: ``spans``
+    (each token's ``(start, end)`` in characters, in order) and ``info``, which gives for a token id what its
+    Token records say about it, the same for every token with that id: ``(bytes, text, special, valid_utf8,
+    byte_fallback)``."""
+
+    spans: Iterable[tuple[int, int]]
+    info: Callable[[int], tuple[bytes, str, bool, bool, bool]]
+
+
+ColumnsFn = Callable[[], "Columns | None"]
+
+
 class TokenizeResult:
     """Every id of a text, and its :class:`Token` records placed in the text when first asked for.
 
@@ -79,10 +93,11 @@ class TokenizeResult:
     offsets into the whole text), which is what a view of a 1 MB text needs. An engine passes either the tokens
     or ``place(offset, limit)``, which places a window (``limit`` None: to the end). ``byte_table`` is set when
     the tokens' bytes join up to the text's UTF-8 (byte-level BPE): a view can then place tokens from the ids
-    alone (``app.web.tokenview``).
+    alone (``app.web.tokenview``). ``columns`` (optional) gives every token as :class:`Columns` (or None when it
+    cannot for this text), what :func:`result_json` writes from instead of the Token records.
     """
 
-    __slots__ = ("tokenizer", "text", "ids", "byte_table", "_tokens", "_place")
+    __slots__ = ("tokenizer", "text", "ids", "byte_table", "columns", "_tokens", "_place")
 
     def __init__(
         self,
@@ -93,6 +108,7 @@ class TokenizeResult:
         *,
         place: PlaceFn | None = None,
         byte_table: ByteTable | None = None,
+        columns: ColumnsFn | None = None,
     ):
         if (tokens is None) == (place is None):
             raise ValueError("give the tokens or a function that places them, not both")
@@ -100,6 +116,7 @@ class TokenizeResult:
         self.text = text
         self.ids = ids
         self.byte_table = byte_table
+        self.columns = columns
         self._tokens = tokens
         self._place = place
 
@@ -293,7 +310,12 @@ def result_json(result: TokenizeResult) -> bytes:
     )
     if not result.ids:
         return head[:-1] + b',"tokens":[]}'
-    tokens = _byte_level_tokens(result) if result.byte_table is not None else _placed_tokens(result)
+    if result.byte_table is not None:
+        tokens = _byte_level_tokens(result)
+    elif result.columns is not None and (columns := result.columns()) is not None:
+        tokens = _column_tokens(result.ids, columns)
+    else:
+        tokens = _placed_tokens(result)
     return b"".join(chain((head[:-1], b',"tokens":['), tokens, (b"]}",)))
 
 
@@ -318,15 +340,31 @@ def _byte_level_tokens(result: TokenizeResult) -> Iterator[bytes]:
     counting the characters that start before it (as :func:`~app.engines.result.tokens_after` places them)."""
     ids, table = result.ids, result.byte_table
     special_ids = table.special_ids
-    templates, leads, mids = {}, {}, {}
+    templates = {}
     for tid in set(ids):
         info = table[tid]
         templates[tid] = _template(tid, info.data, info.text, tid in special_ids, info.valid, False)
+    return _fill(ids, templates, zip(*byte_spans(ids, table)))
+
+
+def byte_spans(ids: list[int], table: ByteTable) -> tuple[Iterable[int], list[int]]:
+    """Every byte-level token's (starts, ends), as :func:`tokens_after` places them, with C-level loops: a token's
+    end counts the characters that start up to it; one that starts inside a character shares it with the one
+    before."""
+    leads, mids = {}, {}
+    for tid in set(ids):
+        info = table[tid]
         leads[tid] = info.leads
-        mids[tid] = int(info.starts_mid)  # a token that starts inside a character shares it with the one before
+        mids[tid] = int(info.starts_mid)
     ends = list(accumulate(map(leads.__getitem__, ids)))
-    starts = map(sub, chain((0,), ends), map(mids.__getitem__, ids))
-    return _fill(ids, templates, zip(starts, ends))
+    return map(sub, chain((0,), ends), map(mids.__getitem__, ids)), ends
+
+
+def _column_tokens(ids: list[int], columns: Columns) -> Iterator[bytes]:
+    """A result from its :class:`Columns`: one template per distinct id, filled with each token's span."""
+    info = columns.info
+    templates = {tid: _template(tid, *info(tid)) for tid in set(ids)}
+    return _fill(ids, templates, columns.spans)
 
 
 _KEY = attrgetter("id", "special", "valid_utf8", "byte_fallback")

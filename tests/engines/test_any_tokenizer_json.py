@@ -189,6 +189,9 @@ def _step_texts() -> list[str]:
         "``hello", "  x  ", "ａｂ ｃ", "e\u0301\u0327a\u0315\u0300 ệ\u0323", "\x01\t\u200b\ufeffa\x7f", "ab  cd   e",
         "İstanbul ß ﬁ ǅ", "가각\u1100\u1161\u11a8", "①②③ ½ ٣ ௰", "\U0001f468\u200d\U0001f469 \U0001f1ef\U0001f1f5",
         "\u2581\u2581x y", "a\u0558b\U00011de9c",
+        # runs of plain characters (passed over at once) next to what composes or decomposes
+        "abcdefgh\u0301ijklmnop\u0327", "日本語のテキストｶﾞｷﾞ漢字漢字かなカナ\u3099ひらがな", "한국어가나다라\u1100\u1161abcdefg\u11a8",
+        "abcdefg\u0b47\u0b3eabcdefg\u0b47abcd\u0b3e", "ﬁﬁﬁplainrunﬁ①②plainrun½", "wxyz" * 30 + "\u0301" + "wxyz" * 30,
     ]
 
 

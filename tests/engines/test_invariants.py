@@ -61,3 +61,26 @@ def test_a_window_of_tokens_equals_a_slice_of_all_of_them(name):
         assert window == full.tokens[offset : offset + limit]
         segs = group_segments(text, window, whole=False)
         assert "".join(s.text for s in segs) == text[segs[0].start : segs[-1].end]
+
+
+FAMILY = "\U0001F468\u200d\U0001F469\u200d\U0001F467\u200d\U0001F466"
+
+
+@pytest.mark.parametrize("name", ["llama-2", "mistral-7b", "gemma-3", "claude-legacy"])
+def test_a_first_window_is_placed_from_a_prefix_as_from_the_whole(name, monkeypatch):
+    """Library models whose tokens' bytes do not join up to the text place a view's first window from a prefix of
+    the text (its ids checked against the text's): the tokens are those of placing every token."""
+    tok = registry.get(name)
+    words = "Tokenization,without;spaces:日本語のテキスト" + FAMILY + "  \n\n\tend."
+    for text in [words * 300, "".join(words.split()) * 300, FAMILY * 2000, " " + words * 300]:
+        full = tok.tokenize(text).tokens
+        for offset, limit in [(0, 3000), (0, 7), (40, 50)]:
+            seen = []
+            if hasattr(tok, "_encoding"):
+                real = tok._encoding
+                monkeypatch.setattr(tok, "_encoding", lambda t, special: seen.append(len(t)) or real(t, special))
+            fresh = tok.tokenize(text)
+            assert fresh.window(offset, limit) == full[offset : offset + limit]
+            monkeypatch.undo()
+            if seen and limit < 100:  # the offsets path: a small first window did not encode the whole text again
+                assert max(seen) < len(text)

@@ -178,7 +178,10 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
         """Tokens placed pre-token by pre-token, their normalized spans mapped back to the input."""
         table = byte_table(self)
         tokens: list[Token] = []
+        stop = None if limit is None else offset + limit  # placed in order: no piece past the window is needed
         for piece in pieces:
+            if stop is not None and len(tokens) >= stop:
+                break
             if piece.token is not None:
                 t = piece.token
                 tokens.append(Token(t.id, t.content.encode(), piece.start, piece.end, t.content, t.special))
@@ -188,6 +191,8 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
                 tokens.extend(self._place_rewritten(piece, spans, table))
                 continue
             for a, b in self.pre(piece.text):
+                if stop is not None and len(tokens) >= stop:
+                    break
                 for token in tokens_after(self.encoder.encode_pretokens([piece.text[a:b]]), a, table):
                     token.start, token.end = spans[token.start][0], spans[token.end - 1][1]
                     tokens.append(token)

@@ -164,7 +164,7 @@ class AddedVocabulary:
                     piece_spans = None
                     first, last = start + a, start + b
                 else:
-                    piece_spans = [(s + start, e + start) for s, e in spans[a:b]]
+                    piece_spans = spans[a:b] if not start else [(s + start, e + start) for s, e in spans[a:b]]
                     first, last = piece_spans[0][0], piece_spans[-1][1]
                 out.append(Piece(first, last, normalized[a:b], inner, None if inner is not None else piece_spans))
         return out

@@ -32,7 +32,7 @@ import tokenizers
 from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import InvalidTextError
 from .decoders import DecodeError
-from ..result import Token, TokenizeResult, byte_level_result, byte_table, place_byte_tokens
+from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
 from ..sentencepiece.model import piece_to_byte
 from ..sentencepiece.normalizer import SPACE_SYMBOL
 from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
@@ -133,12 +133,33 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         if b"".join(map(_DATA, map(table.__getitem__, ids))) == text.encode("utf-8"):
             if self.byte_level:
                 return byte_level_result(self.name, text, ids, table)
-            return TokenizeResult(self.name, text, ids, place=partial(self._place_pieces, ids, table))
-        encoding = self._encoding(text, allow_special)
-        ids = encoding.ids
+            return TokenizeResult(
+                self.name, text, ids, place=partial(self._place_pieces, ids, table),
+                columns=lambda: Columns(zip(*byte_spans(ids, table)), partial(self._piece_info, table)),
+            )
+        # The library's offsets: for a window of the first tokens (what a view shows), from encoding a prefix of
+        # the text whose ids agree with the text's well past the window; for anything else, from encoding it all.
+        encodings: dict[str, object] = {}
+
+        def encoding_upto(stop: int):
+            if "all" in encodings:
+                return encodings["all"]
+            if stop <= 10_000 and stop + _PREFIX_CHECK < len(ids):
+                found = encodings.get("prefix")
+                if found is not None and len(found.ids) >= stop + _PREFIX_CHECK:
+                    return found
+                need = stop + _PREFIX_CHECK
+                chars = min(len(text), 2 * len(text) * need // len(ids) + 256)
+                prefix = self._encoding(text[:chars], allow_special)
+                if prefix.ids[:need] == ids[:need]:
+                    encodings["prefix"] = prefix
+                    return prefix
+            encoding = encodings["all"] = self._encoding(text, allow_special)
+            return encoding
 
         def place(offset: int, limit: int | None) -> list[Token]:
             stop = len(ids) if limit is None else min(len(ids), offset + limit)
+            encoding = encoding_upto(stop)
             if stop - offset > 10_000:  # many tokens: the library's whole lists
                 offsets, pieces = encoding.offsets, encoding.tokens
             else:  # a window: ask for its tokens only (the lists cost a tenth of a second per 300,000 tokens)
@@ -158,7 +179,32 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
                 out.append(Token(tid, data, start, end, shown, tid in table.special_ids, valid, fallback))
             return out
 
-        return TokenizeResult(self.name, text, ids, place=place)
+        def columns() -> Columns:  # what place(0, None) says, from the library's offsets in bulk
+            offsets = encoding_upto(len(ids)).offsets
+            first = {tid: offsets[ids.index(tid)] for tid in self._added.keys() & set(ids)}
+
+            def info(tid: int) -> tuple[bytes, str, bool, bool, bool]:
+                piece = self.library.id_to_token(tid)
+                fallback = not self.byte_level and piece_to_byte(piece) >= 0
+                if tid in first:  # an added token: its text as written where it first occurs
+                    shown = text[first[tid][0] : first[tid][1]]
+                    return shown.encode(), shown, tid in table.special_ids, True, fallback
+                entry = table[tid]
+                shown = piece if not self.byte_level else entry.text
+                return entry.data, shown, tid in table.special_ids, entry.valid, fallback
+
+            return Columns(offsets, info)
+
+        return TokenizeResult(self.name, text, ids, place=place, columns=columns)
+
+    def _piece_info(self, table, token_id: int) -> tuple[bytes, str, bool, bool, bool]:
+        """What :meth:`_place_pieces` says about a token (the same for every token with that id)."""
+        entry = table[token_id]
+        special = token_id in table.special_ids
+        if token_id in self._added:
+            return entry.data, entry.text, special, entry.valid, False
+        piece = self.library.id_to_token(token_id)
+        return entry.data, piece, special, entry.valid, piece_to_byte(piece) >= 0
 
     def _place_pieces(self, ids: list[int], table, offset: int, limit: int | None) -> list[Token]:
         """Tokens of a piece vocabulary (``▁`` for a space, ``<0xNN>`` byte pieces) whose bytes join up to the text:
@@ -172,6 +218,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
 
 _DATA = attrgetter("data")
+#: A window's tokens are placed from a prefix of the text when the prefix's ids agree this far past the window.
+_PREFIX_CHECK = 256
 
 
 def _library_error(exc: BaseException) -> bool:

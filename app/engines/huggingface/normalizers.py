@@ -14,8 +14,11 @@ original text. It does not split or tokenize.
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import compress
 
 from . import unicode as hf_unicode
 from .bert_text import bert_normalizer
@@ -27,8 +30,37 @@ Spans = list[tuple[int, int]] | None
 Step = Callable[[str, Spans], tuple[str, Spans]]
 
 
+_PLAIN_RUN = re.compile("p{4,}")
+_COMPOSES_AFTER: frozenset[str] | None = None  # the characters that are the second of a canonical composition
+
+
+def _plain(ch: str) -> bool:
+    """Whether ``ch`` is a starter without any decomposition that no composition takes as its second character (nor
+    a Hangul jamo or syllable, composed by rule, nor a character the library's tables do not know): every form
+    leaves it as it is, and two of them side by side as they are."""
+    global _COMPOSES_AFTER
+    if _COMPOSES_AFTER is None:
+        seconds = set()
+        for cp in range(0x30000):
+            parts = unicodedata.decomposition(chr(cp)).split()
+            if len(parts) == 2 and not parts[0].startswith("<"):
+                seconds.add(chr(int(parts[1], 16)))
+        _COMPOSES_AFTER = frozenset(seconds)
+    cp = ord(ch)
+    if 0x1100 <= cp <= 0x11FF or 0x3130 <= cp <= 0x318F or 0xA960 <= cp <= 0xA97F or 0xAC00 <= cp <= 0xD7FF:
+        return False
+    return (
+        unicodedata.combining(ch) == 0
+        and not unicodedata.decomposition(ch)
+        and ch not in _COMPOSES_AFTER
+        and hf_unicode.is_starter(ch)
+        and hf_unicode.is_normalized("NFKD", ch)
+        and hf_unicode.normalize("NFKC", ch) == ch
+    )
+
+
 def _positions(text: str, spans: Spans) -> list[tuple[int, int]]:
-    return [(i, i + 1) for i in range(len(text))] if spans is None else spans
+    return list(zip(range(len(text)), range(1, len(text) + 1))) if spans is None else spans
 
 
 def _unicode_form(form: str) -> Step:
@@ -49,8 +81,25 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
     character starts where the library's alignment starts it (:func:`_aligned`) and ends where the group ends, so
     that the tokens over a group cover all of it.
     """
-    starts = [i for i, ch in enumerate(text) if i == 0 or hf_unicode.is_starter(ch)]
+    starter = {ch: hf_unicode.is_starter(ch) for ch in set(text)}
+    starts = list(compress(range(len(text)), map(starter.__getitem__, text)))
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
     starts.append(len(text))
+    memo: dict[str, str] = {}  # the groups (and pairs of them) a text repeats, normalized once
+
+    def normalize(piece: str) -> str:
+        found = memo.get(piece)
+        if found is None:
+            found = memo[piece] = hf_unicode.normalize(form, piece)
+        return found
+
+    # Runs of plain characters (:func:`_plain`): there each character is a group of its own, which normalizing
+    # leaves as it is and never joins with the next, so the loop below passes over such a run's inside at once
+    # (its edges are decided as any group's).
+    mask = text.translate({ord(ch): "p" if _plain(ch) else "x" for ch in starter})
+    runs = [(m.start(), m.end()) for m in _PLAIN_RUN.finditer(mask)]
+    run_starts = [r[0] for r in runs]
     out: list[str] = []
     out_spans: list[tuple[int, int]] = []
 
@@ -67,16 +116,28 @@ def _normalize_in_groups(form: str, text: str, spans: list[tuple[int, int]]) -> 
             out_spans.extend((spans[a + k][0], end) for k in aligned)
 
     a, b = starts[0], starts[1]
-    current = hf_unicode.normalize(form, text[a:b])
-    for nxt in starts[2:]:
-        alone = hf_unicode.normalize(form, text[b:nxt])
-        joined = hf_unicode.normalize(form, text[a:nxt])
+    current = normalize(text[a:b])
+    i, n_starts = 2, len(starts)  # starts[i] is the end of the group after b
+    while i < n_starts:
+        if b == a + 1 and mask[a] == "p":  # the current group is one plain character: in a run?
+            k = bisect_right(run_starts, a) - 1
+            if k >= 0 and a + 1 < runs[k][1] - 2:
+                stop = runs[k][1] - 2  # the run's characters before its last two each stay a group as they are
+                out.append(text[a:stop])
+                out_spans.extend(spans[a:stop])
+                i += stop - a
+                a, b, current = stop, stop + 1, text[stop]
+                continue
+        nxt = starts[i]
+        alone = normalize(text[b:nxt])
+        joined = normalize(text[a:nxt])
         if joined == current + alone:
             emit(a, b, current)
             a, current = b, alone
         else:
             current = joined
         b = nxt
+        i += 1
     emit(a, b, current)
     return "".join(out), out_spans
 

@@ -22,14 +22,16 @@ It refuses, named, the merges it would run differently: a merge of the unknown t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from functools import partial
+from itertools import chain, repeat
+from operator import add, itemgetter, sub
 
 from ..huggingface.added_tokens import AddedVocabulary, Piece
 from ..base import check_text
 from ..huggingface.decoders import decoder
 from ..huggingface.normalizers import TextNormalizer
 from ..huggingface.pretokenizers import PreTokenizer
-from ..result import Token, TokenizeResult
+from ..result import Columns, Token, TokenizeResult
 from ..huggingface.tokenizer_json import (
     BYTE_OF_CHAR,
     TokenizerFileError,
@@ -43,6 +45,7 @@ from .proto import BYTE, CONTROL, NORMAL, UNKNOWN, NormalizerSpec
 
 #: Where a pre-token's characters are in the text it was cut from: from an offset on, or one position each.
 Where = int | list[int]
+_START, _END = itemgetter(0), itemgetter(1)
 
 
 class SentencePieceJSONTokenizer(SentencePieceTokenizer):
@@ -204,7 +207,50 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
                 seen += len(group)
             return tokens
 
-        return TokenizeResult(self.name, text, ids, place=place)
+        return TokenizeResult(
+            self.name, text, ids, place=place, columns=partial(self._columns_of, pieces, merged, len(ids))
+        )
+
+    def _columns_of(self, pieces: list[Piece], merged: list, n_ids: int) -> Columns | None:
+        """Every token's span as ``place`` in :meth:`tokenize` places it, without a Token per token; None for the
+        texts left to the Token records (a model that drops unknown characters, an added token's id that merging
+        also gives, and what :meth:`_spans` leaves)."""
+        if self.drops_unknown:
+            return None
+        out: list[tuple[int, int]] = []
+        cut: dict[int, tuple[bytes, str, bool, bool, bool]] = {}  # the added tokens cut out of the text
+        seen: set[int] = set()  # ids merging gave
+        for piece, pre in zip(pieces, merged):
+            if pre is None:
+                t = piece.token
+                out.append((piece.start, piece.end))
+                cut[t.id] = (t.content.encode(), t.content, t.special, True, False)
+                continue
+            spans, base = piece.spans, piece.start
+            for word, where, pieces_of_word, got in pre:
+                word_spans = self._spans(word, pieces_of_word)
+                if word_spans is None:
+                    return None
+                seen.update(got)
+                # a token's first and last character in the word, then in the piece's text, then in the input
+                firsts = word_spans[0]
+                lasts = list(map(max, firsts, map(sub, word_spans[1], repeat(1))))
+                if isinstance(where, int):
+                    firsts, lasts = map(add, firsts, repeat(where)), map(add, lasts, repeat(where))
+                else:
+                    firsts, lasts = map(where.__getitem__, firsts), map(where.__getitem__, lasts)
+                if spans is None:
+                    out.extend(zip(map(add, firsts, repeat(base)), map(add, lasts, repeat(base + 1))))
+                else:
+                    out.extend(zip(map(_START, map(spans.__getitem__, firsts)), map(_END, map(spans.__getitem__, lasts))))
+        if len(out) != n_ids or not seen.isdisjoint(cut):
+            return None
+
+        def info(tid: int) -> tuple[bytes, str, bool, bool, bool]:
+            found = cut.get(tid)
+            return found if found is not None else self._column_info(tid)
+
+        return Columns(out, info)
 
     def _pre_tokens(self, piece: Piece) -> list[tuple[str, Where, list[str], list[int]]]:
         """A piece's pre-tokens as (text, where its characters are in the piece's text, merged pieces, ids)."""

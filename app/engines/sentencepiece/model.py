@@ -31,8 +31,8 @@ import unicodedata
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import chain, repeat
-from operator import add
+from itertools import accumulate, chain, compress, repeat
+from operator import add, eq
 from pathlib import Path
 
 from ..base import Tokenizer, check_text
@@ -40,7 +40,7 @@ from ..compiled import twin
 from ..datafiles import verified_bytes
 from ..errors import TokenplayError
 from ..merging import Ranking, StrMerges, merge, merge_table, pair
-from ..result import Token, TokenizeResult
+from ..result import Columns, Token, TokenizeResult
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 
@@ -578,7 +578,44 @@ class SentencePieceTokenizer(Tokenizer):
         """
         check_text(text)
         pieces = self._pieces(self.normalizer.normalize_text(text))  # merged once: placing walks these
-        return TokenizeResult(self.name, text, self._piece_ids(pieces), place=partial(self._place, text, pieces))
+        return TokenizeResult(
+            self.name, text, self._piece_ids(pieces), place=partial(self._place, text, pieces),
+            columns=partial(self._columns, text, pieces),
+        )
+
+    def _columns(self, text: str, merged: list[str]) -> Columns | None:
+        """Every token's span as :meth:`_place` places it, computed as columns (no Token per token); None when a
+        piece is a control, byte or unknown piece taken as itself (the rare texts :meth:`_place` handles alone)."""
+        spans = self._spans(text, merged)
+        return None if spans is None else Columns(zip(*spans), self._column_info)
+
+    def _spans(self, text: str, merged: list[str]) -> tuple[list[int], list[int]] | None:
+        """The (starts, ends) of :meth:`_columns`, or None."""
+        normalized, n2o = self.normalizer.normalize(text)
+        unk, types = self.unk_id, self.types
+        pids = list(map(self._lookup.get, merged, repeat(unk)))
+        if any(types[pid] in (CONTROL, BYTE) or (pid == unk and not self.byte_fallback) for pid in set(pids)):
+            return None
+        offsets = list(map(n2o.__getitem__, accumulate(map(len, merged), initial=0)))
+        starts, ends = offsets[:-1], offsets[1:]
+        n_text = len(text)
+        # a piece alone on no character (the dummy-prefix ▁) gets the character it prefixes; a byte-fallback
+        # piece's bytes keep their character's span
+        for k in compress(range(len(starts)), map(eq, starts, ends)):
+            if ends[k] < n_text and pids[k] != unk:
+                ends[k] += 1
+        if unk in pids:  # each unknown piece is its UTF-8 bytes, one byte piece each, all on its characters
+            counts = [len(w.encode("utf-8")) if pid == unk else 1 for w, pid in zip(merged, pids)]
+            starts = list(chain.from_iterable(map(repeat, starts, counts)))
+            ends = list(chain.from_iterable(map(repeat, ends, counts)))
+        return starts, ends
+
+    def _column_info(self, token_id: int) -> tuple[bytes, str, bool, bool, bool]:
+        """What :meth:`_place`'s Token records say about ``token_id`` (a byte piece only ever from byte fallback)."""
+        if self.types[token_id] == BYTE:
+            b = self._id_byte[token_id]
+            return bytes([b]), self.pieces[token_id], False, b < 0x80, True
+        return self.token_bytes(token_id), self.pieces[token_id], False, True, False
 
     def _place(self, text: str, merged: list[str] | None, offset: int, limit: int | None) -> list[Token]:
         """The Token records of ``ids[offset:offset + limit]`` (every id's when ``limit`` is None); ``merged``:

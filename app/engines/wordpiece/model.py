@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate, chain, islice, repeat
@@ -37,7 +37,7 @@ from ..base import TokenStrings, Tokenizer, check_text
 from ..huggingface.bert_text import InputOffsets, bert_normalizer, bert_words
 from ..huggingface.normalizers import TextNormalizer
 from ..huggingface.pretokenizers import PreTokenizer
-from ..result import Token, TokenizeResult
+from ..result import Columns, Token, TokenizeResult
 from ..huggingface.tokenizer_json import (
     AddedToken,
     TokenizerFileError,
@@ -376,7 +376,9 @@ class WordPieceTokenizer(TokenStrings, Tokenizer):
                 before = len(ids)
                 ids.extend(chain.from_iterable(map(lookup, words)))
                 runs.append(_Run(len(ids) - before, stretch, a, b, words))
-        return TokenizeResult(self.name, text, ids, place=partial(self._place, runs))
+        return TokenizeResult(
+            self.name, text, ids, place=partial(self._place, runs), columns=partial(self._columns, runs)
+        )
 
     def words(self, text: str, allow_special: bool = False) -> Iterator[WordSpan]:
         """The words of ``text`` as the encoder cuts them, in order, placed in the input: each normalized word with
@@ -447,9 +449,44 @@ class WordPieceTokenizer(TokenStrings, Tokenizer):
                 break
         return tokens
 
+    def _columns(self, runs: list[Token | _Run]) -> Columns | None:
+        """Every token's span as :meth:`_place` places it, without a Token per token (None when an added token's
+        id is also a word piece's in this text: the Token records tell them apart)."""
+        spans: list[Iterable[tuple[int, int]]] = []  # per run
+        added: dict[int, tuple[bytes, str, bool, bool, bool]] = {}
+        seen: set[int] = set()  # ids of word pieces
+        for run in runs:
+            if isinstance(run, Token):
+                spans.append(((run.start, run.end),))
+                added.setdefault(run.id, (run.bytes, run.text, run.special, run.valid_utf8, run.byte_fallback))
+            elif run.token is not None:
+                t = run.token
+                first, last = run.stretch.origins([run.a, run.b - 1])
+                spans.append(((first, last + 1),))
+                added.setdefault(t.id, (t.content.encode(), t.content, t.special, True, False))
+            elif run.count:
+                tids, starts, ends = self._word_spans(run, 0, run.count)
+                seen.update(tids)
+                spans.append(zip(starts, ends))
+        if not seen.isdisjoint(added):
+            return None
+        shown_bytes, shown_text = self._shown_tokens()
+
+        def info(tid: int) -> tuple[bytes, str, bool, bool, bool]:
+            found = added.get(tid)
+            return found if found is not None else (shown_bytes[tid], shown_text[tid], False, True, False)
+
+        return Columns(chain.from_iterable(spans), info)
+
     def _place_words(self, run: _Run, first: int, stop: int) -> list[Token]:
-        """The Token records of tokens ``[first, stop)`` of a run of words (indexes within the run), built
-        column by column with C-level loops over the words that hold them."""
+        """The Token records of tokens ``[first, stop)`` of a run of words (indexes within the run)."""
+        tids, starts, ends = self._word_spans(run, first, stop)
+        shown_bytes, shown_text = self._shown_tokens()
+        return list(map(Token, tids, map(shown_bytes.__getitem__, tids), starts, ends, map(shown_text.__getitem__, tids)))
+
+    def _word_spans(self, run: _Run, first: int, stop: int) -> tuple[list[int], list[int], Iterator[int]]:
+        """The ids, starts and ends of tokens ``[first, stop)`` of a run of words, built column by column with
+        C-level loops over the words that hold them."""
         if run.word_ends is None:
             run.word_ends = list(accumulate(map(len, map(self._piece_ids.__getitem__, run.words))))
         word_ends = run.word_ends
@@ -463,9 +500,7 @@ class WordPieceTokenizer(TokenStrings, Tokenizer):
         starts = list(map(add, word_at, chain.from_iterable(map(self._piece_starts.__getitem__, words))))[cut]
         lasts = list(map(add, word_at, chain.from_iterable(map(self._piece_lasts.__getitem__, words))))[cut]
         many = len(tids) > 50_000  # a view's window maps its few offsets by binary search, the API all by a table
-        starts, ends = run.stretch.origins(starts, many), map(add, run.stretch.origins(lasts, many), repeat(1))
-        shown_bytes, shown_text = self._shown_tokens()
-        return list(map(Token, tids, map(shown_bytes.__getitem__, tids), starts, ends, map(shown_text.__getitem__, tids)))
+        return tids, run.stretch.origins(starts, many), map(add, run.stretch.origins(lasts, many), repeat(1))
 
     def _shown_tokens(self) -> tuple[list[bytes], list[str]]:
         """Per id, a placed token's bytes and text."""
