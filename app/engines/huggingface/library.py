@@ -112,6 +112,19 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             out.extend(encoding.ids for encoding in chunk)
         return out
 
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`encode_batch`'s lengths, read from the library's encodings without making their ids Python lists
+        (a whole corpus is millions of ids)."""
+        for text in texts:
+            check_text(text)
+        out: list[int] = []
+        for start in range(0, len(texts), self.BATCH):
+            with self._lock, _encoding_errors():
+                self.library.encode_special_tokens = True
+                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
+            out.extend(map(len, chunk))
+        return out
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
         ids = self.check_ids(ids)
