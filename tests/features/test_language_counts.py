@@ -4,6 +4,14 @@ and the shortcuts under them, each against the reference library (tiktoken, Hugg
 
 from __future__ import annotations
 
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import regex
 import sentencepiece as spm
@@ -135,3 +143,65 @@ def _byte_level(piece: str) -> str:
     from app.engines.huggingface.tokenizer_json import byte_level_bytes
 
     return byte_level_bytes(piece).decode("utf-8", errors="surrogateescape")
+
+
+# -- the server's workers are forked: counting on every core there, and never a hang ------------------------------
+
+
+def _count_in_a_fork(tok, texts: list[str]) -> list[int]:
+    """``tok.count_batch(texts)`` in a forked child, as in a worker of ``tokenplay serve``; a child that hangs (a
+    thread pool lost in the fork) fails the test instead of hanging it."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: count, answer, leave without running anything of the parent's
+        try:
+            os.close(read)
+            os.write(write, json.dumps(tok.count_batch(texts)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 900)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the forked child never answered: its batch encoder hangs")
+        with os.fdopen(read, "rb") as answer:
+            return json.loads(answer.read())
+    finally:
+        os.waitpid(pid, 0)
+
+
+def test_a_forked_process_counts_as_the_library_after_the_parent_used_its_threads():
+    """The parent has encoded a batch (the library's threads started); a child forked then still counts, exactly."""
+    tok = registry.get("llama-3")
+    texts = [corpus().get(code).text for code in LANGS[:6]]
+    tok.count_batch(texts[:2])
+    reference = _reference("llama-3")
+    assert _count_in_a_fork(tok, texts) == [len(reference(t)) for t in texts]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the library runs one thread anyway")
+def test_a_worker_forked_after_loading_counts_on_every_core():
+    """As ``tokenplay serve`` does: the supervisor loads a tokenizer (never encoding with it) and forks; the worker's
+    batch encoder starts its own threads (the library turns them off in a child of a parent that used them)."""
+    script = """
+import json, os, sys
+from app.engines import registry
+from app.features.udhr import corpus
+tok = registry.get("llama-3")
+texts = [d.text for d in corpus().declarations[:40]]
+pid = os.fork()
+if pid == 0:
+    counts = tok.count_batch(texts)
+    print(json.dumps({"threads": len(os.listdir("/proc/self/task")), "tokens": sum(counts)}), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("TOKENIZERS_PARALLELISM", "RAYON_NUM_THREADS")}
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    reference = _reference("llama-3")
+    assert answer["tokens"] == sum(len(reference(d.text)) for d in corpus().declarations[:40])
+    assert answer["threads"] > 1  # the library's pool: counting spreads over the cores
