@@ -100,6 +100,9 @@ def test_a_fresh_sentencepiece_model_counts_as_the_library_the_first_time(name):
         (r"\p{L}+", "gaps, between words"),  # gaps: not a tiling
         (r"x*", "axxb"),  # empty matches: Oniguruma and regex part, so never the shortcut
         (r"(a)|b", "abab"),  # a group: findall gives the group
+        (r"\p{N}{1,3}", "In 1948, 58 states; 12345 digits " * 20),  # gaps, a long piece
+        (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", "It's 42 — ok\n " * 40),
+        (r"x*", "axxb" * 100),
     ],
 )
 def test_a_split_regex_is_cut_the_same_with_or_without_the_tiling_shortcut(pattern, text):

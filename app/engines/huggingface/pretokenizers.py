@@ -67,6 +67,28 @@ def _tiling(pattern: regex.Pattern, view: str, start: int, end: int) -> list[Spa
     return list(zip(ends, islice(ends, 1, None)))
 
 
+def _isolated(pattern: regex.Pattern, view: str, start: int, end: int) -> list[Span] | None:
+    """The ``Isolated`` pieces of ``view[start:end]`` (each match and each gap between them), in one loop, when no
+    match is empty (where Oniguruma and the regex module part: then None, for the general way)."""
+    piece = view[start:end] if start or end < len(view) else view
+    out: list[Span] = []
+    pos = 0
+    for a, b in [m.span() for m in pattern.finditer(piece)]:
+        if a == b:
+            return None
+        if a > pos:
+            out.append((start + pos, start + a))
+        out.append((start + a, start + b))
+        pos = b
+    if pos < len(piece):
+        out.append((start + pos, end))
+    return out
+
+
+#: A piece at least this long is first tried as a tiling (:func:`_tiling`: one C call, no loop per match).
+_TILE_FROM = 256
+
+
 def _tiles(pattern: regex.Pattern, text: str) -> list[str] | None:
     """The matches of ``pattern`` in ``text`` when they tile it (no gap, no empty match), else None."""
     found = pattern.findall(text)
@@ -109,19 +131,26 @@ class _Split:
         self.behavior = behavior
         self.kind = kind  # the step's type and regex, for the explain view to name the rule that cut a pre-token
         self.pattern = pattern
-        #: The regex whose matches are the pieces when they tile a piece (:func:`_tiling`); None: no such shortcut.
-        tiles_with = getattr(find, "pattern", None) if behavior == "Isolated" else None
+        #: An ``Isolated`` step's regex: its pieces are cut by :func:`_isolated` (or :func:`_tiling`, when its matches
+        #: tile a long piece); None: the general way (:func:`_merge` of the finder's runs).
+        self.isolated = getattr(find, "pattern", None) if behavior == "Isolated" else None
+        tiles_with = self.isolated
         self.tiles_with = None if tiles_with is None or tiles_with.groups else tiles_with  # findall gives groups
 
     def __call__(self, view: str, spans: list[Span]) -> list[Span]:
         out: list[Span] = []
-        pattern = self.tiles_with
+        pattern, tiles_with = self.isolated, self.tiles_with
         for start, end in spans:
-            tiles = None if pattern is None else _tiling(pattern, view, start, end)
-            if tiles is not None:
-                out.extend(tiles)
-            else:  # a regex that leaves gaps (BERT's punctuation): cut this call's pieces the general way
-                pattern = None
+            if tiles_with is not None and end - start >= _TILE_FROM:
+                tiles = _tiling(tiles_with, view, start, end)
+                if tiles is not None:
+                    out.extend(tiles)
+                    continue
+                tiles_with = None  # a regex that leaves gaps: not tried again in this call
+            pieces = None if pattern is None else _isolated(pattern, view, start, end)
+            if pieces is not None:
+                out.extend(pieces)
+            else:
                 out.extend(p for p in _merge(list(self.find(view, start, end)), self.behavior) if p[0] < p[1])
         return out
 
