@@ -58,6 +58,11 @@ class Tokenizer(ABC):
         Hugging Face ``tokenizers``) override this to use every core; the ids are the same."""
         return [self.encode(text, allow_special=allow_special) for text in texts]
 
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens each text is (special-token text plain, as ``encode``): ``len`` of each of
+        :meth:`encode_batch`'s lists. An engine that can count without building the ids overrides it."""
+        return [len(ids) for ids in self.encode_batch(texts)]
+
     # -- shared behaviour --------------------------------------------------------------------------------
     @property
     def special_ids(self) -> frozenset[int]:

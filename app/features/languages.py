@@ -1,11 +1,12 @@
 """The token tax of every language: one text (the UDHR, :mod:`app.features.udhr`) in 532 translations, counted by
 any tokenizer, and each language's *premium*: its tokens over English's for the same tokenizer (English is 1).
 
-- :func:`token_counts` counts every declaration with one tokenizer (``encode_batch``, so the libraries that can use
-  every core do) and keeps the counts by ``(identity, corpus digest)``: the second ask for a tokenizer is a look-up.
-  The identity is the caller's name for *what the tokenizer is*, not what it is called: a shipped tokenizer's
-  registry name, an uploaded file's id, a lab run's id. A tokenizer replaced under the same name has another
-  identity, so its old counts are never served for it;
+- :func:`token_counts` counts every declaration with one tokenizer (``count_batch``: ``encode_batch``'s lengths, so
+  the libraries that can use every core do, without the ids where an engine can) and keeps the counts by
+  ``(identity, corpus digest)``: the second ask for a tokenizer is a look-up. The identity is the caller's name
+  for *what the tokenizer is*, not what it is called: a shipped tokenizer's registry name, an uploaded file's id, a
+  lab run's id. A tokenizer replaced under the same name has another identity, so its old counts are never served
+  for it;
 - :func:`language_table` turns counts into rows: complete translations (the ranking) and the incomplete ones apart
   with their stage; :func:`view` filters and sorts rows as the page and the CLI do; :func:`extremes` finds the
   worst and best languages of a tokenizer; :func:`csv_text` and :meth:`LanguageTable.to_dict` are the exports
@@ -86,8 +87,8 @@ CACHE = CountCache()
 
 def count_all(tokenizer: Tokenizer, declarations: Sequence[Declaration]) -> dict[str, int]:
     """Tokens of every declaration's text: code -> count (special-token text stays plain text)."""
-    ids = tokenizer.encode_batch([d.text for d in declarations])
-    return {d.code: len(i) for d, i in zip(declarations, ids)}
+    counts = tokenizer.count_batch([d.text for d in declarations])
+    return dict(zip((d.code for d in declarations), counts))
 
 
 def token_counts(tokenizer: Tokenizer, identity: str, data: Corpus | None = None) -> dict[str, int]:

@@ -115,8 +115,7 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
             elif self.pre.transforms:
                 ids.extend(i for data in self._pretoken_bytes(piece) for i in self._bytes_ids(data))
             else:
-                normalized = piece.text
-                ids.extend(pretokens([normalized[a:b] for a, b in self.pre(normalized)]))
+                ids.extend(pretokens(self.pre.texts(piece.text)))
         return ids
 
     def _pretoken_bytes(self, piece: Piece) -> list[bytes]:

@@ -112,6 +112,24 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             out.extend(encoding.ids for encoding in chunk)
         return out
 
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`encode_batch`'s lengths, read from the library's encodings without making their ids Python lists
+        (a whole corpus is millions of ids). The texts go to the library longest first, so that each batch's
+        threads finish together (the last texts of a batch are its shortest) rather than one core waiting on a
+        long text while the other is idle."""
+        for text in texts:
+            check_text(text)
+        order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
+        out = [0] * len(texts)
+        for start in range(0, len(order), self.BATCH):
+            part = order[start : start + self.BATCH]
+            with self._lock, _encoding_errors():
+                self.library.encode_special_tokens = True
+                chunk = self.library.encode_batch_fast([texts[k] for k in part], add_special_tokens=False)
+            for k, encoding in zip(part, chunk):
+                out[k] = len(encoding)
+        return out
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
         ids = self.check_ids(ids)

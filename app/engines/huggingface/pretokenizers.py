@@ -17,6 +17,7 @@ kept as pieces of its own (as ``tokenizers`` keeps it), unlike ``findall``. The 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import accumulate, islice
 from typing import NamedTuple
 
 import regex
@@ -50,7 +51,50 @@ def _regex_finder(pattern: regex.Pattern, invert: bool) -> Finder:
         if pos < len(piece):
             yield start + pos, end, invert
 
+    find.pattern = pattern  # for _Split's shortcut (:func:`_tiling`)
     return find
+
+
+def _tiling(pattern: regex.Pattern, view: str, start: int, end: int) -> list[Span] | None:
+    """The spans of ``view[start:end]``'s matches when they tile it (no gap, no empty match), in one C call; else
+    None. Then they are the ``Isolated`` pieces whatever ``invert`` is, and Oniguruma finds the same matches (the
+    two engines part on empty matches only, :mod:`.onig_matches`): a byte-level model's split regex tiles any text,
+    and this is how a whole declaration (thousands of pre-tokens) is cut without a Python step per pre-token."""
+    found = _tiles(pattern, view[start:end] if start or end < len(view) else view)
+    if found is None:
+        return None
+    ends = list(accumulate(map(len, found), initial=start))
+    return list(zip(ends, islice(ends, 1, None)))
+
+
+def _isolated(pattern: regex.Pattern, view: str, start: int, end: int) -> list[Span] | None:
+    """The ``Isolated`` pieces of ``view[start:end]`` (each match and each gap between them), in one loop, when no
+    match is empty (where Oniguruma and the regex module part: then None, for the general way)."""
+    piece = view[start:end] if start or end < len(view) else view
+    out: list[Span] = []
+    pos = 0
+    for a, b in [m.span() for m in pattern.finditer(piece)]:
+        if a == b:
+            return None
+        if a > pos:
+            out.append((start + pos, start + a))
+        out.append((start + a, start + b))
+        pos = b
+    if pos < len(piece):
+        out.append((start + pos, end))
+    return out
+
+
+#: A piece at least this long is first tried as a tiling (:func:`_tiling`: one C call, no loop per match).
+_TILE_FROM = 256
+
+
+def _tiles(pattern: regex.Pattern, text: str) -> list[str] | None:
+    """The matches of ``pattern`` in ``text`` when they tile it (no gap, no empty match), else None."""
+    found = pattern.findall(text)
+    if sum(map(len, found)) != len(text) or "" in found:
+        return None
+    return found
 
 
 def _merge(runs: list[tuple[int, int, bool]], behavior: str) -> list[Span]:
@@ -87,11 +131,27 @@ class _Split:
         self.behavior = behavior
         self.kind = kind  # the step's type and regex, for the explain view to name the rule that cut a pre-token
         self.pattern = pattern
+        #: An ``Isolated`` step's regex: its pieces are cut by :func:`_isolated` (or :func:`_tiling`, when its matches
+        #: tile a long piece); None: the general way (:func:`_merge` of the finder's runs).
+        self.isolated = getattr(find, "pattern", None) if behavior == "Isolated" else None
+        tiles_with = self.isolated
+        self.tiles_with = None if tiles_with is None or tiles_with.groups else tiles_with  # findall gives groups
 
     def __call__(self, view: str, spans: list[Span]) -> list[Span]:
         out: list[Span] = []
+        pattern, tiles_with = self.isolated, self.tiles_with
         for start, end in spans:
-            out.extend(p for p in _merge(list(self.find(view, start, end)), self.behavior) if p[0] < p[1])
+            if tiles_with is not None and end - start >= _TILE_FROM:
+                tiles = _tiling(tiles_with, view, start, end)
+                if tiles is not None:
+                    out.extend(tiles)
+                    continue
+                tiles_with = None  # a regex that leaves gaps: not tried again in this call
+            pieces = None if pattern is None else _isolated(pattern, view, start, end)
+            if pieces is not None:
+                out.extend(pieces)
+            else:
+                out.extend(p for p in _merge(list(self.find(view, start, end)), self.behavior) if p[0] < p[1])
         return out
 
 
@@ -237,6 +297,17 @@ class PreTokenizer:
             for step in self.steps:
                 spans = step(text if step.raw else view, spans)
         return spans
+
+    def texts(self, text: str) -> list[str]:
+        """The pre-tokens' text, for a pipeline that does not rewrite them (``text[a:b]`` for each span of
+        ``self(text)``); one regex that tiles the text gives them as its matches, with no span made."""
+        if len(self.steps) == 1 and not self.transforms and self.steps[0].tiles_with is not None:
+            step = self.steps[0]
+            if step.raw or regex_view(text) is text:
+                found = _tiles(step.tiles_with, text)
+                if found is not None:
+                    return found
+        return [text[a:b] for a, b in self(text)]
 
     def pieces(self, text: str, origin: Origin | None = None) -> list[Piece]:
         """The pre-tokens of ``text`` as the model sees them, each with the position in ``text`` of each of its

@@ -68,12 +68,14 @@ _FIRST_FREE = 0x40000  # plane 4: unassigned in every Unicode version so far
 
 
 @cache
-def _onig_map() -> tuple[re.Pattern, dict[int, str]]:
+def _onig_map() -> tuple[frozenset[str], dict[int, str]]:
+    """The characters Oniguruma sees differently, and what each becomes. (A set, not a character class: whether a
+    text has one is a set of its distinct characters against this one, several times faster than a regex search
+    over 83 ranges on the long texts of a whole language's declaration.)"""
     points = [c for a, b in ONIG_UNASSIGNED for c in range(a, b + 1)]
     mapping = {c: chr(_FIRST_FREE + k) for k, c in enumerate(points)}
     mapping.update({c: _STAND_INS[cat] for c, cat in ONIG_RECATEGORISED.items()})
-    extra = "".join(re.escape(chr(c)) for c in ONIG_RECATEGORISED)
-    return re.compile(f"[{char_class(ONIG_UNASSIGNED)}{extra}]"), mapping
+    return frozenset(map(chr, mapping)), mapping
 
 
 def regex_view(text: str) -> str:
@@ -84,8 +86,8 @@ def regex_view(text: str) -> str:
     """
     if text.isascii():  # every character that differs is past U+0290
         return text
-    finder, mapping = _onig_map()
-    if finder.search(text) is None:
+    differing, mapping = _onig_map()
+    if differing.isdisjoint(set(text)):
         return text
     return text.translate(mapping)
 

@@ -564,8 +564,18 @@ class SentencePieceTokenizer(Tokenizer):
         return ids
 
     def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
-        """The ids of one chunk (with byte fallback, a chunk's ids do not depend on its neighbours)."""
-        return tuple(self._piece_ids(self._chunk_pieces(chunk)))
+        """The ids of one chunk (with byte fallback, a chunk's ids do not depend on its neighbours).
+
+        The encoder caches these ids itself, so a chunk it has not seen is merged without also keeping its pieces
+        (:meth:`_chunk_pieces`'s cache is for placing tokens), and pieces that are all in the vocabulary are looked
+        up in one go: a text of many new words (the first count of a language) spends its time merging."""
+        pieces = self._piece_cache.get(chunk)
+        if pieces is None:
+            pieces = self._merge(chunk)
+        ids = tuple(map(self._lookup.get, pieces))
+        if None in ids or self.unk_id in ids:  # unknown pieces: byte fallback or one <unk> per run
+            return tuple(self._piece_ids(pieces))
+        return ids
 
     def encode_pieces(self, text: str) -> list[str]:
         """Pieces as ``sentencepiece``'s ``encode(text, out_type=str)``."""

@@ -36,6 +36,7 @@ from collections import ChainMap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, partial
+from operator import itemgetter
 
 from ..base import check_text
 from ..compiled import twin
@@ -240,8 +241,11 @@ class UnigramTokenizer(SentencePieceTokenizer):
 
     def _ids_of(self, normalized: str, segments: list[tuple[int, int, int]]) -> list[int]:
         """Ids for the segments: byte fallback for ``<unk>``, or one ``<unk>`` per run of them."""
-        ids: list[int] = []
         unk, byte_ids = self.unk_id, self._byte_ids
+        ids = list(map(itemgetter(2), segments))
+        if unk not in ids:  # the common case: one id per segment (a whole declaration's in one C loop)
+            return ids
+        ids = []
         prev_unk = False
         for start, end, pid in segments:
             is_unk = pid == unk
