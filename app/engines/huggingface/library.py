@@ -25,7 +25,7 @@ import threading
 from contextlib import contextmanager
 from functools import partial
 from operator import attrgetter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import tokenizers
 
@@ -102,33 +102,29 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
         """The library's batch encoder without offsets (``encode_batch_fast``): the texts spread over every core
         outside the GIL, the same ids as :meth:`encode`."""
-        for text in texts:
-            check_text(text)
-        out: list[list[int]] = []
-        for start in range(0, len(texts), self.BATCH):
-            with self._lock, _encoding_errors():
-                self.library.encode_special_tokens = not allow_special
-                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
-            out.extend(encoding.ids for encoding in chunk)
-        return out
+        return [encoding.ids for encoding in self._batch_encodings(texts, allow_special)]
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         """:meth:`encode_batch`'s lengths, read from the library's encodings without making their ids Python lists
         (a whole corpus is millions of ids). The texts go to the library longest first, so that each batch's
         threads finish together (the last texts of a batch are its shortest) rather than one core waiting on a
         long text while the other is idle."""
-        for text in texts:
-            check_text(text)
         order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
         out = [0] * len(texts)
-        for start in range(0, len(order), self.BATCH):
-            part = order[start : start + self.BATCH]
-            with self._lock, _encoding_errors():
-                self.library.encode_special_tokens = True
-                chunk = self.library.encode_batch_fast([texts[k] for k in part], add_special_tokens=False)
-            for k, encoding in zip(part, chunk):
-                out[k] = len(encoding)
+        for k, encoding in zip(order, self._batch_encodings([texts[k] for k in order], False)):
+            out[k] = len(encoding)
         return out
+
+    def _batch_encodings(self, texts: Sequence[str], allow_special: bool) -> Iterator[tokenizers.Encoding]:
+        """The library's encodings of ``texts`` in order, ``BATCH`` texts per hold of the lock (every text is
+        checked before the first is encoded; one batch's encodings are held at a time)."""
+        for text in texts:
+            check_text(text)
+        for start in range(0, len(texts), self.BATCH):
+            with self._lock, _encoding_errors():
+                self.library.encode_special_tokens = not allow_special
+                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
+            yield from chunk
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
