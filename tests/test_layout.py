@@ -21,7 +21,7 @@ DOCS = [ROOT / "README.md", ROOT / "docs" / "architecture.md"]
 TOP_DIRS = ("app", "tests", "bench", "templates", "static", "tokenizers", "docs", "scripts")
 #: A path from the repository root, with ``:name`` after a file for something defined in it.
 PATH = re.compile(r"(?<![\w./<>-])((?:%s)/[\w./-]*[\w/])(?::(\w+))?" % "|".join(TOP_DIRS))
-#: A file or folder named in backticks without the root: ``registry/table.py``, ``_lattice.c``, ``explain/``.
+#: A file or folder named in backticks without the root: ``registry/specs.py``, ``_lattice.c``, ``explain/``.
 NAMED = re.compile(r"`([\w-]+(?:/[\w-]+)*(?:\.(?:py|c|h|html|js|css|md)|/))`")
 #: A dotted name in app/: ``app.lab.algorithms.train`` (not a file name such as ``app.py``).
 DOTTED = re.compile(
@@ -344,6 +344,26 @@ def test_the_engines_keep_a_short_top_of_core_modules_and_family_packages():
         assert (ROOT / "app" / "engines" / family / "__init__.py").is_file(), family
 
 
+def test_no_two_packages_of_the_engines_import_each_other():
+    """Packages of app/engines/ import one way only (``bpe/`` reads ``openai/``, never the other way): what two
+    families share, such as a tokenizer.json's pipeline or SentencePiece's character map, lives where both import it
+    (``pipeline/``), never inside one of them."""
+    def package(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 3 and parts[:2] == ["app", "engines"] else None
+
+    arrows = {
+        (package(m), package(t))
+        for m, targets in _graph().items()
+        for t in targets
+        if package(m) and package(t) and package(m) != package(t)
+    }
+    assert ("bpe", "openai") in arrows and ("sentencepiece", "pipeline") in arrows
+    both_ways = sorted(f"{a} <-> {b}" for a, b in arrows if (b, a) in arrows and a < b)
+    assert not both_ways, both_ways
+    assert _circles({a: {b for x, b in arrows if x == a} for a, _ in arrows}) == []
+
+
 def test_every_compiled_twin_is_found_where_it_is_built():
     """``compiled.TWINS`` names every ``_*.c`` under app/engines/ by the module its path builds, and only those."""
     built = {
@@ -365,13 +385,13 @@ def test_setup_builds_every_twin_with_the_shared_header_as_a_dependency():
     assert {e.name for e in extensions} == set(TWINS.values())
     for ext in extensions:
         assert ext.sources == ["/".join(ext.name.split(".")) + ".c"]
-        assert "app/engines/twins.h" in ext.depends
+        assert {"app/engines/compiled/twins.h", "app/engines/compiled/frozen.h"} <= set(ext.depends)
         source = (ROOT / ext.sources[0]).read_text()
         assert '#include "twins.h"' in source, ext.name
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="make is not installed (the Makefile is what is checked)")
-@pytest.mark.parametrize("changed", ["app/engines/twins.h", *sorted(
+@pytest.mark.parametrize("changed", ["app/engines/compiled/twins.h", "app/engines/compiled/frozen.h", *sorted(
     c.relative_to(ROOT).as_posix() for c in (ROOT / "app" / "engines").rglob("_*.c")
 )])
 def test_the_makefile_reinstalls_when_a_twin_or_the_header_changes(tmp_path, changed):

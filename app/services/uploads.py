@@ -4,11 +4,11 @@ A file is checked by building its tokenizer (:func:`app.engines.registry.loaders
 a ``.tiktoken`` with a split pattern and special tokens, a SentencePiece ``.model``, a Tokenplay BPE model): a file that
 does not build is refused with the loader's message and nothing is stored. A ``tokenizer.json`` gets the two engines a
 shipped one has: its name runs it with Hugging Face ``tokenizers``, ``native-<name>`` with Tokenplay's engine (the
-twin the explain view retraces), and it is kept only when both build, so every view of it works or none is offered.
+native engine the explain view retraces), and it is kept only when both build, so every view of it works or none is offered.
 A file that builds is kept as an :class:`Upload` in a store of the lab's kind (:mod:`app.lab.stores`: a directory,
 or Redis; bounded in count and bytes; expiring), so every worker process and machine can serve it, and the browser
 that brought it gets its id in a cookie (``tp_tok``). Tokenplay's engine of it is built once, in a process of its
-own, into a table keyed by the file's bytes, which every worker maps (:mod:`app.engines.registry.tables`). Only
+own, into a table keyed by the file's bytes, which every worker maps (:mod:`app.engines.registry.table_files`). Only
 that browser sees it listed and may use it, by the name it chose (:mod:`app.services.catalog`): nothing enters
 the process-wide registry, so nobody else's pickers or API see it.
 
@@ -32,12 +32,12 @@ from app.engines import registry
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
 from app.engines.registry.loaders import detect_format
-from app.engines.registry.tables import load_bytes
+from app.engines.registry.table_files import load_bytes
 from app.engines.registry import TokenizerSpec
 from app.features.chat.template import read_chat_config
 
 #: What goes before an uploaded tokenizer.json's name to name its Tokenplay engine (as ``native-llama-3``).
-TWIN = "native-"
+NATIVE = "native-"
 #: Built tokenizers kept per process (each may hold a large vocabulary); older ones are rebuilt from the store.
 BUILT_PER_PROCESS = 16
 #: The largest tokenizer_config.json accepted (Gemma 3's, which lists its 6,415 added tokens, has 1.2 MB).
@@ -77,28 +77,28 @@ class Upload:
 
     @property
     def engines(self) -> dict[str, str]:
-        """Each name it is used by -> the engine that runs it (a tokenizer.json: the library's, and our twin)."""
+        """Each name it is used by -> the engine that runs it (a tokenizer.json: the library's, and our native engine)."""
         if self.format == "tokenizer.json":
-            return {self.name: "huggingface", TWIN + self.name: "tokenplay"}
+            return {self.name: "huggingface", NATIVE + self.name: "tokenplay"}
         return {self.name: "tokenplay"}
 
     def specs(self) -> list[TokenizerSpec]:
         """Its registry specs, one per engine (the reference library's first)."""
         out = []
         for name, engine in self.engines.items():
-            twin = name != self.name
+            native = name != self.name
             out.append(
                 TokenizerSpec(
                     name=name,
-                    label=f"{self.name} (yours, {self.format}, tokenplay engine)" if twin else self.label,
+                    label=f"{self.name} (yours, {self.format}, tokenplay engine)" if native else self.label,
                     family=self.family,
                     factory=lambda name=name: self.build(name),
                     description=f"uploaded {self.format} file"
                     + (" with its tokenizer_config.json" if self.config else "")
-                    + (", run by Tokenplay's own engine" if twin else ", run by Hugging Face tokenizers" if engine == "huggingface" else ""),
+                    + (", run by Tokenplay's own engine" if native else ", run by Hugging Face tokenizers" if engine == "huggingface" else ""),
                     maker="yours",
                     n_vocab=self.n_vocab,
-                    model=self.name if twin else "",
+                    model=self.name if native else "",
                     engine=engine,
                     title=self.name,  # its picker group already says "yours"
                 )
@@ -215,10 +215,10 @@ class Uploads:
         error, the config's (:class:`~app.features.chat.template.ChatConfigError`), or :class:`UploadError`; stores
         nothing then."""
         kind = detect_format(data)
-        twin = kind == "tokenizer.json"  # its Tokenplay engine is named too
+        native = kind == "tokenizer.json"  # its Tokenplay engine is named too
 
         def is_taken(n: str) -> bool:
-            return n in taken or _is_registered(n) or (twin and (TWIN + n in taken or _is_registered(TWIN + n)))
+            return n in taken or _is_registered(n) or (native and (NATIVE + n in taken or _is_registered(NATIVE + n)))
 
         if name is None:
             base = default_name(filename)
@@ -234,14 +234,14 @@ class Uploads:
             raise UploadError(f"the name {name!r} is taken (a shipped tokenizer or one of yours); choose another name")
         if is_taken(name):
             raise UploadError(
-                f"the name {name!r} is taken: its Tokenplay engine would be {TWIN + name!r}, which is taken (a shipped "
+                f"the name {name!r} is taken: its Tokenplay engine would be {NATIVE + name!r}, which is taken (a shipped "
                 "tokenizer or one of yours); choose another name"
             )
         if config is not None:
             read_chat_config(config)  # before the (slower) tokenizer: a config without a template is refused
         built = {}
-        if twin:  # both engines must run it: Tokenplay's (its message names what it cannot model) and the library's
-            built[TWIN + name] = load_bytes(data, name=TWIN + name, filename=filename)
+        if native:  # both engines must run it: Tokenplay's (its message names what it cannot model) and the library's
+            built[NATIVE + name] = load_bytes(data, name=NATIVE + name, filename=filename)
             built[name] = load_bytes(data, name=name, engine="huggingface", filename=filename)
         else:
             built[name] = load_bytes(
@@ -289,8 +289,8 @@ class Uploads:
 
     def _keep(self, upload: Upload, name: str, tok: Tokenizer) -> Tokenizer:
         if name == upload.name and len(upload.engines) > 1:
-            # the library's engine is retraced by the twin built from the same bytes (app.features.explain)
-            tok.native_twin = lambda: self.tokenizer(upload, TWIN + upload.name)
+            # the library's engine is retraced by the native engine built from the same bytes (app.features.explain)
+            tok.native_engine = lambda: self.tokenizer(upload, NATIVE + upload.name)
         with self._lock:
             self._built[(upload.id, name)] = tok
             while len(self._built) > BUILT_PER_PROCESS:

@@ -345,8 +345,8 @@ def test_every_rule_of_a_shipped_split_pattern_has_a_name(name):
 
     from app.engines import datafiles
     from app.engines.huggingface.npm_models import NPM_MODELS
-    from app.engines.huggingface.pretokenizers import BYTE_LEVEL_PATTERN
-    from app.engines.huggingface.tokenizer_json import pipeline_steps
+    from app.engines.pipeline.pretokenizers import BYTE_LEVEL_PATTERN
+    from app.engines.pipeline.tokenizer_json import pipeline_steps
     from app.features.explain.split_rules import alternatives, rule_name
 
     spec = json.loads(datafiles.verified_bytes(NPM_MODELS[name].tokenizer_file))

@@ -176,8 +176,8 @@ def test_an_upload_with_its_config_renders_that_chat_template(upload_client, tmp
     ref = HFTokenizer.from_str(tokenizer_json.decode())
     assert body["ids"] == ref.encode(want_text, add_special_tokens=False).ids
     assert body["special"] > 0
-    twin = api(upload_client, MESSAGES, tokenizer="native-mine").json()  # Tokenplay's engine of the same upload
-    assert (twin["format"], twin["text"], twin["ids"]) == ("template", want_text, body["ids"])
+    native = api(upload_client, MESSAGES, tokenizer="native-mine").json()  # Tokenplay's engine of the same upload
+    assert (native["format"], native["text"], native["ids"]) == ("template", want_text, body["ids"])
     primed = api(upload_client, MESSAGES[:2], tokenizer="mine", primer=False).json()
     assert primed["text"] == reference_render(referee, MESSAGES[:2], primer=False)
     html = upload_client.post("/chat/result", data={"role": ["user"], "content": ["Hi"], "tokenizer": "mine"}).text

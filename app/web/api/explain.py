@@ -126,7 +126,7 @@ class LatticeNodeOut(BaseModel):
 
 class ExplainResponse(BaseModel):
     tokenizer: str
-    engine: str = Field(description="the engine that retraced the cut (our engine's twin of the model)")
+    engine: str = Field(description="the engine that retraced the cut (our own engine of the model)")
     index: int
     kind: str = Field(description="merge, special, added, byte_fallback, unknown or plain (BPE), wordpiece, unigram")
     token: TokenOut

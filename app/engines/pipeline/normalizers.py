@@ -4,7 +4,7 @@ Supported steps (and ``Sequence`` of them): ``NFC``, ``NFD``, ``NFKC``, ``NFKD``
 tables, see :mod:`.unicode`), ``Replace`` with a string pattern, ``Prepend``, and BERT's ``BertNormalizer`` and
 ``Lowercase`` (:mod:`.bert_text`); ``Strip``, ``StripAccents``, ``Nmt``, ``Precompiled``, ``Replace`` with a regex
 and ``ByteLevel`` are built by :mod:`.normalizer_steps`. Any other step type raises
-:class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
+:class:`~app.engines.pipeline.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 :class:`TextNormalizer` returns the normalized text and, when it is not a character-for-character rewrite of the
 input, the input span of every normalized character (a character that came from several input characters, or a

@@ -9,7 +9,7 @@ and the operating system keeps one copy of its pages for all of them.
   of the file: a dict of bytes or str keys (ranks, vocabulary, merge pairs) becomes a :class:`FrozenMap`, a list of
   bytes or str (pieces, a decoder) a :class:`FrozenList`, a dict of ids a :class:`FrozenIdMap`, a long list of ints or
   a large array or bytes a ``memoryview`` of the section; a compiled ``PairTable`` keeps its hash slots in sections.
-  All of them are read in place from the mapped file (``app/engines/_merge.c``; the merge loop reads a FrozenMap
+  All of them are read in place from the mapped file (``app/engines/compiled/_frozen.c``; the merge loop reads a FrozenMap
   without building an object per lookup). The engines do not know about tables: any tokenizer whose state pickles is
   stored, so every family is covered without a list of them.
 - **The key.** A table is never trusted without its key: the format, a fingerprint of the engines' code (a change to
@@ -73,9 +73,9 @@ BUILD_TIMEOUT = 600.0
 #: Unused tables of uploaded files are removed after this long (their uploads expire after a week by default).
 BYTES_TABLE_TTL = 8 * 86400
 
-FrozenMap = twin("_merge", "FrozenMap")
-FrozenList = twin("_merge", "FrozenList")
-FrozenIdMap = twin("_merge", "FrozenIdMap")
+FrozenMap = twin("_frozen", "FrozenMap")
+FrozenList = twin("_frozen", "FrozenList")
+FrozenIdMap = twin("_frozen", "FrozenIdMap")
 PairTable = twin("_merge", "PairTable")
 if FrozenMap is not None:
     Mapping.register(FrozenMap)

@@ -4,7 +4,7 @@
 
 :func:`step` builds one of them from its JSON object (see :mod:`.normalizers`, which asks this module for the step
 types it does not build itself) and raises
-:class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming any other type.
+:class:`~app.engines.pipeline.tokenizer_json.UnsupportedTokenizerError` naming any other type.
 
 What the library does that is easy to get wrong, and is done here as it does it:
 
@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import regex
 
-from ..sentencepiece.normalizer import CharsMap
+from .charsmap import CharsMap
 from .bert_text import SPLIT_SPACE, _member
 from .onig_matches import spans as onig_spans
 from .onig_regex import translate

@@ -1,6 +1,8 @@
 """Which compiled twins of hot loops this process runs: the C extensions setup.py builds next to their Python loops
 (:data:`TWINS`: ``app/engines/_merge.c``, ``bpe/_pieces.c``, ``sentencepiece/_lattice.c``, ``_chunks.c`` and
-``_unigram_train.c``, ``training/_train.c``, sharing ``app/engines/twins.h``).
+``_unigram_train.c``, ``training/_train.c``), and what they share, here: ``twins.h`` (the header every one of them
+includes) and the frozen containers a table file's sections are read as (``_frozen.c``, their layout in
+``frozen.h``, which the merge loop reads too).
 
 Each twin is optional: a machine without a C compiler installs without it, and ``TOKENPLAY_PURE_PYTHON=1`` turns
 them all off (the tests run both ways). This module only finds them; the modules that own the loops choose between
@@ -18,6 +20,7 @@ from typing import Any
 #: Python loops it is the twin of (setup.py builds every ``_*.c`` there; the tests hold this table to the files).
 TWINS = {
     "_merge": "app.engines._merge",  # merging.py
+    "_frozen": "app.engines.compiled._frozen",  # registry/table_files.py's sections (read by merging.py too)
     "_pieces": "app.engines.bpe._pieces",  # bpe/patterns.py and encoder.py
     "_lattice": "app.engines.sentencepiece._lattice",  # sentencepiece/unigram.py and normalizer.py
     "_chunks": "app.engines.sentencepiece._chunks",  # sentencepiece/model.py

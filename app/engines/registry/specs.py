@@ -176,7 +176,7 @@ def get(name: str) -> Tokenizer:
         if tok is None:
             spec = _SPECS[canonical]
             if spec.stored:
-                from .tables import load_registered  # a table file, built once for every process
+                from .table_files import load_registered  # a table file, built once for every process
 
                 tok = load_registered(canonical, spec.factory)
             else:
@@ -189,7 +189,7 @@ def get(name: str) -> Tokenizer:
 
 
 def store_registered(names) -> None:
-    """Mark the tokenizers ``names`` as stored in tables (:mod:`.tables`): the shipped ones our engines run."""
+    """Mark the tokenizers ``names`` as stored in tables (:mod:`.table_files`): the shipped ones our engines run."""
     with _LOCK:
         for name in names:
             _SPECS[name] = _with(_SPECS[name], stored=True)

@@ -6,7 +6,7 @@ regex or string pattern and any of its behaviours (``Isolated``, ``Removed``, ``
 the WordPiece models' ``BertPreTokenizer``, ``Whitespace`` and ``WhitespaceSplit`` (characters classified as
 :mod:`.bert_text` says), and the steps that rewrite what they cut (:mod:`.pretokenizer_steps`): ``ByteLevel`` (its
 prefix space, its GPT-2 regex when ``use_regex``, its byte alphabet) and ``Metaspace``. Any other step raises
-:class:`~app.engines.huggingface.tokenizer_json.UnsupportedTokenizerError` naming it.
+:class:`~app.engines.pipeline.tokenizer_json.UnsupportedTokenizerError` naming it.
 
 Regexes are written for Oniguruma; they run here on the ``regex`` module, against :func:`.unicode.regex_view`
 of the text so that characters are classified with Oniguruma's Unicode tables. Text that no pattern matches is
