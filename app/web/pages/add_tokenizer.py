@@ -74,5 +74,11 @@ async def add_tokenizer_form(request: Request, tokenizers: TokenizersDep):
     except TokenplayError as exc:
         context = {"add": form.fields | {"error": str(exc)}, "back": form.fields.get("back", "playground")}
         return page_or_block(request, "add_tokenizer.html", "content", context, status_code=status_for(exc))
-    response = RedirectResponse(back_url(form.fields.get("back", ""), upload.name, tokenizers), 303)
+    target = back_url(form.fields.get("back", ""), upload.name, tokenizers)
+    if upload.warnings:  # added, with something to read first: the page says it, with the way on
+        context = {"add": {}, "back": form.fields.get("back", "playground"),
+                   "added": {"name": upload.name, "warnings": upload.warnings, "next": target}}
+        response = page_or_block(request, "add_tokenizer.html", "content", context, status_code=201)
+    else:
+        response = RedirectResponse(target, 303)
     return remember_upload(request, response, upload.id)
