@@ -21,7 +21,6 @@ import hashlib
 import os
 import secrets
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -29,6 +28,8 @@ from pathlib import Path
 
 import orjson
 
+from app.engines.errors import StorageFull
+from app.lab.files import append_line, full, touch, write_whole
 from app.lab.stores import connect_redis, redis_url
 from app.lab.sweeps import Sweeps, entries
 
@@ -88,9 +89,7 @@ class DirectorySessionStore:
             yield
 
     def _write_session(self, session: Session) -> None:
-        tmp = self.directory / f".{session.code}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(orjson.dumps(session.to_json()))
-        os.replace(tmp, self._path(session.code, "json"))
+        write_whole(self._path(session.code, "json"), orjson.dumps(session.to_json()), "the class session")
 
     def _read_session(self, code: str) -> Session | None:
         try:
@@ -99,12 +98,8 @@ class DirectorySessionStore:
             return None
 
     @staticmethod
-    def _append_line(path: Path, record: dict) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, orjson.dumps(record) + b"\n")  # one write of one short line: never interleaved
-        finally:
-            os.close(fd)
+    def _append_line(path: Path, record: dict, what: str) -> None:
+        append_line(path, orjson.dumps(record), what)  # one write of one short line (under the session's lock)
 
     # -- sessions and events -----------------------------------------------------------------------------------
     def create(self, session: Session, first_event: dict) -> bool:
@@ -115,10 +110,17 @@ class DirectorySessionStore:
             os.close(os.open(self._path(session.code, "lock"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except FileExistsError:
             return False
-        with self._locked(session.code):
-            self._write_session(session)
-            self._log(session.code).unlink(missing_ok=True)
-            self._append_line(self._log(session.code), first_event | {"seq": 1, "at": self.clock()})
+        except OSError as exc:
+            raise full(exc, "the class session") from None
+        try:
+            with self._locked(session.code):
+                self._log(session.code).unlink(missing_ok=True)
+                self._append_line(self._log(session.code), first_event | {"seq": 1, "at": self.clock()},
+                                  "the class session")
+                self._write_session(session)  # last: the session exists once its record does
+        except StorageFull:
+            self._remove(session.code)  # a full disk: no half-made session (and its code is free again)
+            raise
         return True
 
     def get(self, code: str) -> Session | None:
@@ -150,11 +152,13 @@ class DirectorySessionStore:
         with self._locked(code):
             last = self.last(code) or {"seq": 0}
             event = last | changes | {"seq": last["seq"] + 1, "at": self.clock()}
-            self._append_line(self._log(code), event)
+            # The session's new end first, the event last: on a full disk the action raises before the event is
+            # in the log, so an action that answered an error did not happen (a later end alone changes nothing).
             session = self._read_session(code)
             if session is not None:
                 session.expires = expires
                 self._write_session(session)
+            self._append_line(self._log(code), event, "the teacher's action")
         return event
 
     def events(self, code: str, after: int, cursor: int | None = None) -> tuple[list[dict], int | None]:
@@ -186,7 +190,7 @@ class DirectorySessionStore:
         with self._locked(code):
             if follower in self.votes(code, step):
                 return False
-            self._append_line(path, {"f": follower, "pair": pair})
+            self._append_line(path, {"f": follower, "pair": pair}, "the vote")
         return True
 
     def votes(self, code: str, step: int) -> dict[str, list[str]]:
@@ -209,7 +213,7 @@ class DirectorySessionStore:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{follower}.{stream}"
         now = self.clock()
-        path.touch()
+        touch(path, "the follower's heartbeat")
         os.utime(path, (now, now))
 
     def leave(self, code: str, stream: str) -> None:
@@ -256,9 +260,7 @@ class DirectorySessionStore:
         with open(path.parent / ".lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # read, add, write back: one process at a time
             times = [t for t in self._join_times(path) if now - t < window] + [now]
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(orjson.dumps(times))
-            os.replace(tmp, path)
+            write_whole(path, orjson.dumps(times), "the count of wrong codes")
 
     # -- expiry ------------------------------------------------------------------------------------------------
     def sweep(self, *, force: bool = False) -> int:

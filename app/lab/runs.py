@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from app.engines.training.steps import MergeStep
 from app.engines.wordpiece.trainer import WordPieceStep
@@ -26,6 +27,9 @@ def valid_id(run_id: str) -> bool:
 
 @dataclass
 class Run:
+    #: What a store's message calls it (:mod:`app.lab.stores`).
+    STORED_AS: ClassVar[str] = "the lab run"
+
     id: str
     corpus: str
     options: Options

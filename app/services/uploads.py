@@ -67,6 +67,7 @@ class Upload:
     warnings: list[str] = field(default_factory=list, compare=False)
 
     finished = True  # what the stores ask of a record: an upload is complete when it is stored
+    STORED_AS = "the tokenizer file"  # what a store's message calls it (a full disk)
 
     @property
     def label(self) -> str:
@@ -265,7 +266,11 @@ class Uploads:
             config=config,
             warnings=warnings,
         )
-        self.store.put(upload)
+        try:
+            self.store.put(upload)
+        except BaseException:
+            self.store.mem.drop(upload.id)  # not stored (a full disk): not kept here either
+            raise
         for built_name, built_tok in built.items():
             self._keep(upload, built_name, built_tok)
         return upload

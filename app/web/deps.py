@@ -31,6 +31,7 @@ from starlette.formparsers import MultiPartException
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session
 from app.engines import budget as budgets
+from app.engines.errors import TokenplayError
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.runs import Run
 from app.lab.service import Lab, RunNotReady
@@ -142,7 +143,11 @@ def checked(value: object) -> bool:
 
 
 # The messages of Starlette's form parsers when a limit is passed (any other parse error is a malformed form).
-_OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields", "Too many files")
+_OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields")
+
+
+class FormError(TokenplayError):
+    """A form that is not what the page takes (a file part where none belongs): 422."""
 
 
 async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> FormData:
@@ -158,6 +163,10 @@ async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> 
         form = await request.form(max_part_size=max_chars * 12 + 1024, max_fields=50, max_files=max_files)
     except (MultiPartException, HTTPException) as exc:
         message = exc.message if isinstance(exc, MultiPartException) else str(exc.detail)
+        if message.startswith("Too many files"):  # a file where none (or fewer) belong: not a size, a wrong form
+            if max_files == 0:
+                raise FormError("this form takes no file, and a file part was sent; send the text as a field") from None
+            raise FormError(f"this form takes at most {max_files} file{'s' if max_files > 1 else ''}; more were sent") from None
         if not message.startswith(_OVER_LIMIT):
             raise
         limit = f"a text may have up to {max_chars:,} characters"
