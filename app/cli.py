@@ -87,8 +87,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _share_tokenizer_files(args.tokenizer)
     from app.settings import Settings
 
+    settings = Settings()
     return serve("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-                 preload_tokenizers=args.preload, drain_seconds=Settings().drain_seconds)
+                 preload_tokenizers=args.preload, drain_seconds=settings.drain_seconds,
+                 forwarded_allow_ips=settings.forwarded_allow_ips)
 
 
 def cmd_tables(args: argparse.Namespace) -> int:

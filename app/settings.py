@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     session_follower_ttl_seconds: float = Field(30.0, gt=0, description="a follower whose stream sent no heartbeat this long is no longer counted")
     session_join_failures: int = Field(20, gt=0, description="wrong class-session codes one address may try within session_join_window_seconds (then 429)")
     session_join_window_seconds: float = Field(600.0, gt=0, description="the window of session_join_failures")
+    forwarded_allow_ips: str | None = Field(None, description="the reverse proxies whose X-Forwarded-Proto and X-Forwarded-For are trusted (comma-separated addresses or networks, or *), so that a request that reached the proxy over HTTPS counts as HTTPS (cookies get Secure); unset: no proxy is trusted, the connection's own scheme counts")
+    session_votes_per_address: int = Field(100, gt=0, description="votes one address may cast within session_vote_window_seconds, over every session (then 429): a class behind one router still votes, one machine cannot stuff a ballot")
+    session_vote_window_seconds: float = Field(60.0, gt=0, description="the window of session_votes_per_address")
     public_url: str | None = Field(None, description="the address students open, for join links and QR codes (e.g. http://192.168.1.20:8000); default: the address the teacher's browser used")
 
     @field_validator("public_url")

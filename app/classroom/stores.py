@@ -3,8 +3,9 @@ or Redis shared by every machine. The same choice as the run store (:func:`app.l
 
 Both keep, per session: its record (:class:`~app.classroom.sessions.Session`), its **event log** (every teacher action
 in order, numbered ``seq`` from 1; the last event is the state), the votes of each step (one per follower, the
-first one counts), and the heartbeats of followers' open streams. Per client address they keep the times of its
-failed joins. Time is ``clock()``, never the files' or Redis' own, so a test can move it.
+first one counts), the followers who joined (the ids the follow page or the event stream gave them: only they may
+vote), and the heartbeats of followers' open streams. Per client address they keep the times of its failed joins
+and of its counted votes. Time is ``clock()``, never the files' or Redis' own, so a test can move it.
 
 How followers' streams learn of a new event (:mod:`.hub`): the directory store appends a line to
 ``log/<code>.log``, which the kernel reports to every process watching that folder (inotify); the Redis store
@@ -36,6 +37,11 @@ from app.lab.sweeps import Sweeps, entries
 from .sessions import Session, valid_code
 
 
+#: What the stores count per address, and where (a folder of the directory store, a key of Redis').
+RECENT = {"joins": "joins", "votes": "votes-from"}
+RECENT_WORDS = {"joins": "wrong codes", "votes": "votes"}
+
+
 def _client_key(client: str) -> str:
     return hashlib.sha256(client.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -56,7 +62,9 @@ class DirectorySessionStore:
         log/<code>.log         the events, one JSON line each, appended (what followers' streams watch)
         votes/<code>.<k>.jsonl the votes of step k, one line each
         followers/<code>/<follower>.<stream>   one empty file per open stream; its mtime is the heartbeat
+        members/<code>/<follower>              one empty file per follower who joined (only they may vote)
         joins/<client hash>.json               a client's recent failed joins
+        votes-from/<client hash>.json          a client's recent counted votes
 
     Expired sessions are swept (at most once a minute, when a session is created).
     """
@@ -239,28 +247,48 @@ class DirectorySessionStore:
                 Path(entry.path).unlink(missing_ok=True)
         return len(alive)
 
-    # -- failed joins ------------------------------------------------------------------------------------------
-    def _joins_path(self, client: str) -> Path:
-        return self.directory / "joins" / f"{_client_key(client)}.json"
+    # -- members ---------------------------------------------------------------------------------------------
+    def _member(self, code: str, follower: str) -> Path:
+        return self.directory / "members" / code / follower
 
-    def _join_times(self, path: Path) -> list[float]:
+    def is_member(self, code: str, follower: str) -> bool:
+        return self._member(code, follower).exists()
+
+    def add_member(self, code: str, follower: str, expires: float) -> None:
+        path = self._member(code, follower)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        touch(path, "the student's place in the class")
+
+    # -- what one address did lately (failed joins, votes) -------------------------------------------------------
+    def _recent_path(self, kind: str, client: str) -> Path:
+        return self.directory / RECENT[kind] / f"{_client_key(client)}.json"
+
+    def _recent_times(self, path: Path) -> list[float]:
         try:
             return orjson.loads(path.read_bytes())
         except (OSError, ValueError):
             return []
 
-    def join_wait(self, client: str, limit: int, window: float) -> float:
+    def recent_wait(self, kind: str, client: str, limit: int, window: float) -> float:
+        """Seconds until ``client`` has done ``kind`` fewer than ``limit`` times within ``window`` (0: not now)."""
         # No lock: the file is replaced whole (every request of every follower asks this)
-        return _wait_for(self._join_times(self._joins_path(client)), self.clock(), limit, window)
+        return _wait_for(self._recent_times(self._recent_path(kind, client)), self.clock(), limit, window)
 
-    def join_failed(self, client: str, window: float) -> None:
+    def recent_add(self, kind: str, client: str, window: float) -> None:
+        """Count one more ``kind`` (``"joins"``: a wrong code; ``"votes"``: a counted vote) of ``client``."""
         now = self.clock()
-        path = self._joins_path(client)
+        path = self._recent_path(kind, client)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.parent / ".lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # read, add, write back: one process at a time
-            times = [t for t in self._join_times(path) if now - t < window] + [now]
-            write_whole(path, orjson.dumps(times), "the count of wrong codes")
+            times = [t for t in self._recent_times(path) if now - t < window] + [now]
+            write_whole(path, orjson.dumps(times), f"the count of {RECENT_WORDS[kind]}")
+
+    def join_wait(self, client: str, limit: int, window: float) -> float:
+        return self.recent_wait("joins", client, limit, window)
+
+    def join_failed(self, client: str, window: float) -> None:
+        self.recent_add("joins", client, window)
 
     # -- expiry ------------------------------------------------------------------------------------------------
     def sweep(self, *, force: bool = False) -> int:
@@ -280,20 +308,22 @@ class DirectorySessionStore:
                 if session is None or session.expires < now:
                     self._remove(code)
                     removed += 1
-        for entry in entries(self.directory / "joins") or []:
-            if entry.name.endswith(".json") and not entry.name.startswith("."):
-                try:
-                    times = orjson.loads(Path(entry.path).read_bytes())
-                except (OSError, ValueError):
-                    times = []
-                if not times or now - max(times) > 86400:
-                    Path(entry.path).unlink(missing_ok=True)
+        for folder in RECENT.values():
+            for entry in entries(self.directory / folder) or []:
+                if entry.name.endswith(".json") and not entry.name.startswith("."):
+                    try:
+                        times = orjson.loads(Path(entry.path).read_bytes())
+                    except (OSError, ValueError):
+                        times = []
+                    if not times or now - max(times) > 86400:
+                        Path(entry.path).unlink(missing_ok=True)
         return removed
 
     def _remove(self, code: str) -> None:
         for path in (self._path(code, "json"), self._log(code), self._path(code, "lock")):
             path.unlink(missing_ok=True)
         shutil.rmtree(self._followers(code), ignore_errors=True)
+        shutil.rmtree(self.directory / "members" / code, ignore_errors=True)
         for path in (self.directory / "votes").glob(f"{code}.*.jsonl"):
             path.unlink(missing_ok=True)
 
@@ -306,7 +336,9 @@ class RedisSessionStore:
         events:<code>       pub/sub channel: each event as it is appended (same transaction as the append)
         votes:<code>:<k>    hash follower -> pair (HSETNX: the first vote counts)
         followers:<code>    sorted set "<follower>.<stream>" -> heartbeat time
+        members:<code>      set of the followers who joined (only they may vote)
         joins:<client hash> sorted set of failed-join times
+        votes-from:<client hash>  sorted set of counted votes' times
 
     Keys carry a TTL an hour past the session's end, so Redis forgets what nobody swept.
     """
@@ -420,18 +452,35 @@ class RedisSessionStore:
         _, members = p.execute()
         return len({m.decode().rsplit(".", 1)[0] for m in members})
 
-    def join_wait(self, client: str, limit: int, window: float) -> float:
-        times = [score for _, score in self.redis.zrange(self.key("joins", _client_key(client)), 0, -1, withscores=True)]
+    def is_member(self, code: str, follower: str) -> bool:
+        return bool(self.redis.sismember(self.key("members", code), follower))
+
+    def add_member(self, code: str, follower: str, expires: float) -> None:
+        key = self.key("members", code)
+        p = self.redis.pipeline()
+        p.sadd(key, follower)
+        p.expire(key, self._keep(expires))
+        p.execute()
+
+    def recent_wait(self, kind: str, client: str, limit: int, window: float) -> float:
+        key = self.key(RECENT[kind], _client_key(client))
+        times = [score for _, score in self.redis.zrange(key, 0, -1, withscores=True)]
         return _wait_for(times, self.clock(), limit, window)
 
-    def join_failed(self, client: str, window: float) -> None:
-        key = self.key("joins", _client_key(client))
+    def recent_add(self, kind: str, client: str, window: float) -> None:
+        key = self.key(RECENT[kind], _client_key(client))
         now = self.clock()
         p = self.redis.pipeline()
         p.zremrangebyscore(key, "-inf", now - window)
         p.zadd(key, {f"{now!r}:{secrets.token_hex(4)}": now})
         p.expire(key, max(60, int(window) + 60))
         p.execute()
+
+    def join_wait(self, client: str, limit: int, window: float) -> float:
+        return self.recent_wait("joins", client, limit, window)
+
+    def join_failed(self, client: str, window: float) -> None:
+        self.recent_add("joins", client, window)
 
     def sweep(self, *, force: bool = False) -> int:
         return 0  # Redis forgets by TTL

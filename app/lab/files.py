@@ -35,8 +35,16 @@ def write_whole(path: Path, data: bytes, what: str) -> None:
     file (``what`` names the content in the message of a full disk)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:  # nothing more fits
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except OSError as exc:
         try:

@@ -24,7 +24,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.classroom.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused
+from app.classroom.sessions import (
+    NotAuthenticated,
+    NotJoined,
+    NotTeacher,
+    SessionNotFound,
+    TooManyJoins,
+    TooManyVotes,
+    VoteRefused,
+)
 from app.engines.errors import DataFileError, StorageFull, TokenplayError, UnknownTokenizerError
 from app.engines.registry.loaders import FileTooLargeError
 from app.lab.jobs import QueueFull
@@ -50,8 +58,10 @@ STATUS: dict[type[Exception], int] = {
     SessionNotFound: 404,
     NotAuthenticated: 401,
     NotTeacher: 403,
+    NotJoined: 403,
     VoteRefused: 409,
     TooManyJoins: 429,
+    TooManyVotes: 429,
     DataFileError: 500,
     StorageFull: 507,
     TokenplayError: 422,
@@ -68,7 +78,7 @@ def status_for(exc: Exception) -> int:
 def headers_for(exc: Exception) -> dict[str, str]:
     """``Retry-After`` for a full training queue or too many wrong session codes: the client may try again then;
     ``WWW-Authenticate`` for a teacher's action without the teacher token."""
-    if isinstance(exc, (QueueFull, TooManyJoins)):
+    if isinstance(exc, (QueueFull, TooManyJoins, TooManyVotes)):
         return {"Retry-After": str(exc.retry_after)}
     if isinstance(exc, NotAuthenticated):
         return {"WWW-Authenticate": "Bearer"}

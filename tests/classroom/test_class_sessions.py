@@ -285,6 +285,8 @@ def test_quiz_votes_follow_the_rules(classroom, run):
     with pytest.raises(VoteRefused, match="quiz mode is off"):
         classroom.vote(session, "browser-a-aaaaaaaaa", merge_1, choices)
     classroom.set_quiz(session, True)
+    for follower in ("browser-a-aaaaaaaaa", "browser-b-bbbbbbbbb", "browser-c-ccccccccc", "browser-d-ddddddddd"):
+        classroom.join(session, follower)  # what the follow page does: only a follower who joined may vote
     assert classroom.vote(session, "browser-a-aaaaaaaaa", merge_1, choices, step=0) == {"step": 0, "pair": merge_1}
     with pytest.raises(VoteRefused, match="already voted"):
         classroom.vote(session, "browser-a-aaaaaaaaa", choices[0], choices)
