@@ -96,8 +96,8 @@ class DirectorySessionStore:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             yield
 
-    def _write_session(self, session: Session) -> None:
-        write_whole(self._path(session.code, "json"), orjson.dumps(session.to_json()), "the class session")
+    def _write_session(self, session: Session, what: str = "the class session") -> None:
+        write_whole(self._path(session.code, "json"), orjson.dumps(session.to_json()), what)
 
     def _read_session(self, code: str) -> Session | None:
         try:
@@ -165,7 +165,7 @@ class DirectorySessionStore:
             session = self._read_session(code)
             if session is not None:
                 session.expires = expires
-                self._write_session(session)
+                self._write_session(session, "the teacher's action")
             self._append_line(self._log(code), event, "the teacher's action")
         return event
 
