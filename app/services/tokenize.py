@@ -16,7 +16,7 @@ from app.engines.result import TokenizeResult
 from app.settings import Settings
 
 from .catalog import Tokenizers
-from .errors import check_ids_count, check_text_size
+from .errors import TooLargeError, check_ids_count, check_text_size
 
 
 @dataclass(slots=True)
@@ -53,22 +53,27 @@ def decode(tokenizers: Tokenizers, name: str, ids: list[int], settings: Settings
     return tokenizers.get(name).decode(ids)
 
 
-_ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
+#: What a pasted id list holds between the ids: spaces, commas, semicolons, brackets.
+_ID_PARTS = re.compile(r"[^\s,;\[\]()]+")
+_ID = re.compile(r"\d{1,12}")
 
 
-def parse_ids(raw: str) -> list[int]:
-    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`.
+def parse_ids(raw: str, limit: int | None = None) -> list[int]:
+    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`, and more
+    than ``limit`` ids :class:`~app.services.errors.TooLargeError` as soon as the one past it is read (a paste of
+    millions of ids is refused after reading the limit, not all of it).
 
     >>> parse_ids("[9906, 1917]")
     [9906, 1917]
     """
     ids = []
-    for part in _ID_SEPARATORS.split(raw):
-        if not part:
-            continue
-        if not re.fullmatch(r"\d{1,12}", part):
+    for found in _ID_PARTS.finditer(raw):
+        part = found.group()
+        if not _ID.fullmatch(part):
             shown = part if len(part) <= 20 else part[:20] + "…"
             raise InvalidIdsError(f"{shown!r} is not a token id; paste whole numbers separated by commas or spaces")
+        if limit is not None and len(ids) == limit:
+            raise TooLargeError(f"more than {limit:,} ids; the limit is {limit:,}")
         ids.append(int(part))
     return ids
 

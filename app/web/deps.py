@@ -238,18 +238,21 @@ def lanes_of(app) -> Lanes:
     lanes = getattr(app.state, "lanes", None)
     if lanes is None:
         settings = app.state.settings
-        lanes = app.state.lanes = Lanes(settings.cpu_threads, settings.untrusted_threads, settings.user_code_seconds)
+        lanes = app.state.lanes = Lanes(settings.cpu_threads, settings.untrusted_threads, settings.user_code_seconds,
+                                        heavy_threads=settings.heavy_threads)
     return lanes
 
 
-async def run_cpu(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def run_cpu(request: Request, fn: Callable[..., T], *args: Any, heavy: bool = False, **kwargs: Any) -> T:
     """Run CPU-bound work (tokenizing, rendering) in the app's CPU lane (:mod:`.lanes`): at most
     ``settings.cpu_threads`` at a time per process, first come first served, and work on what a user brought in
-    a lane of its own, under the request's time budget. Lab requests that only wait (for a training to start)
-    keep using the default pool, so they never hold up the lane."""
+    a lane of its own, under the request's time budget; ``heavy`` work (a big paste to parse, a big upload, a
+    finished run's document built the first time) in the heavy lane, so that it never holds up the common one.
+    Lab requests that only wait (for a training to start) keep using the default pool, so they never hold up a
+    lane."""
     lanes = lanes_of(request.app)
     limiter = getattr(request.app.state, "lane_threads", None)
     if limiter is None:  # created on first use: a limiter belongs to the running event loop
         limiter = request.app.state.lane_threads = anyio.CapacityLimiter(LANE_THREADS)
-    work = partial(lanes.run, budgets.current(), partial(fn, *args, **kwargs))
+    work = partial(lanes.run, budgets.current(), partial(fn, *args, **kwargs), heavy=heavy)
     return await anyio.to_thread.run_sync(work, limiter=limiter)
