@@ -48,6 +48,8 @@ class Run:
     top0: list = field(default_factory=list)
     model: bytes | None = None  # SentencePiece-style and unigram runs: the .model file; WordPiece: tokenizer.json
     extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores (see unigram_runs)
+    #: What is computed once from a finished run and kept with it in memory (never stored): its API document.
+    kept: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- facts -----------------------------------------------------------------------------------------------
     @property

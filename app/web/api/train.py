@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, model_validator
 
 from app.lab.display import MAX_ENCODE_CHARS
@@ -18,7 +18,7 @@ from app.lab.runs import Run
 from app.services import lab as service
 
 from ..cookies import remember_run
-from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
+from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep, run_cpu
 from ..render import download
 
 router = APIRouter(prefix="/train", tags=["lab"])
@@ -106,11 +106,12 @@ def api_side_cuts(
     summary="A run's summary and its merge records",
     description="Status, progress and numbers; once done, every step too (a merge, or a unigram round).",
 )
-def api_run(run: RunDep):
-    out = service.summary(run)
-    if run.status == "done":
-        out["steps"] = service.steps_of(run)
-    return out
+async def api_run(request: Request, run: RunDep) -> Response:
+    # a finished run's document is built once (in the heavy lane: most of a second for 4,096 merges), then kept
+    data = service.kept_document(run)
+    if data is None:
+        data = await run_cpu(request, service.document, run, heavy=run.status == "done")
+    return Response(data, media_type="application/json")
 
 
 @router.get(
