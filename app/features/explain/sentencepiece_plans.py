@@ -147,6 +147,21 @@ class SentencePieceJSONPlan(SentencePiecePlan):
 
     special_off = "special tokens were not allowed, so its text was encoded as ordinary text"
 
+    def rule(self, unit: Unit) -> Rule:
+        if not self.tokenizer.byte_alphabet:
+            return super().rule(unit)
+        # A byte-level file (its pieces written in GPT-2's byte alphabet) that lacks some of the 256 byte tokens: the
+        # pieces are merged as the file's characters, but they stand for bytes, and no SentencePiece is involved.
+        return Rule("a pre-token", None, "byte-level BPE: a word the pre-tokenizer cut, merged by the file's merges")
+
+    def notes(self, unit: Unit) -> list[str]:
+        if not self.tokenizer.byte_alphabet:
+            return super().notes(unit)
+        return [
+            "This byte-level file writes each byte as a character of GPT-2's byte alphabet (Ġ is a space); it lacks "
+            "some of the 256 byte tokens, so a byte with no token is the unknown token or is dropped, as the library does."
+        ]
+
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         return added_token_units(self.tokenizer.added, text, allow_special, self._words)
 

@@ -1,0 +1,160 @@
+"""BPE ``tokenizer.json`` models whose words end with a marker (``end_of_word_suffix``, ``</w>``): OpenAI's first GPT
+(``openai-gpt``) and files trained by ``tokenizers``' ``CharBPETokenizer``, id for id with Hugging Face ``tokenizers``.
+
+The file's pipeline cuts the text into words (added tokens first, then its normalizer and pre-tokenizer, as for every
+tokenizer.json engine: ``openai-gpt`` lower-cases with ``BertNormalizer`` and cuts with ``BertPreTokenizer``). Each word
+then starts as its characters, the last one written with the suffix (``cool`` is ``c o o l</w>``, so a word's last
+piece differs from the same letters inside a word), and is merged as the library merges it: the listed pair of lowest
+rank first, the leftmost on ties. A character the vocabulary lacks is the unknown token (one for a run with
+``fuse_unk``), or, without an unknown token, nothing (its neighbours then meet, as in the library). With
+``ignore_merges`` a word that is a token is taken whole. ``decode`` runs the file's decoder (``BPEDecoder`` turns the
+suffix into a space). A token's bytes are its text without the suffix: the suffix marks where a word ends, it is no
+character of the input. Files with byte fallback and a suffix are refused, named (the library falls back to the bytes
+of the suffixed symbol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..base import TokenStrings, Tokenizer, check_text
+from ..huggingface.added_tokens import AddedVocabulary, Piece, added_token, input_spans
+from ..huggingface.decoders import decoder
+from ..huggingface.normalizers import TextNormalizer
+from ..huggingface.pretokenizers import PreTokenizer
+from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError
+from ..merging import merge
+from ..result import Token, TokenizeResult
+
+#: A part being merged: its text (None for the unknown token) and the first and last position of the word it covers.
+Part = tuple[str | None, int, int]
+_CACHE_LIMIT = 100_000
+
+
+def _pair(a: Part, b: Part) -> tuple[str | None, str | None]:
+    return a[0], b[0]
+
+
+def _join(a: Part, b: Part) -> Part:
+    return a[0] + b[0], a[1], b[2]  # type: ignore[operator]  (the unknown token never merges: no pair has it)
+
+
+class WordEndBPETokenizer(TokenStrings, Tokenizer):
+    """A BPE ``tokenizer.json`` with an ``end_of_word_suffix``, id for id with Hugging Face ``tokenizers``."""
+
+    def __init__(self, spec: TokenizerJSON, *, name: str = ""):
+        if spec.model_type != "BPE" or not spec.end_of_word_suffix:
+            raise TokenizerFileError("this is not a BPE model with an end_of_word_suffix")
+        if spec.byte_fallback:
+            raise UnsupportedTokenizerError(
+                "BPE models with both an end_of_word_suffix and byte_fallback are not supported yet"
+            )
+        unk = spec.unk_token
+        if unk is not None and any(unk in pair for pair in spec.merges):
+            raise UnsupportedTokenizerError(
+                f"a merge of the unknown token {unk!r} is not supported: the library merges it as a symbol where a "
+                "character has no token, which Tokenplay's engine does not"
+            )
+        self.name = name
+        self.suffix = spec.end_of_word_suffix
+        self.vocab = spec.vocab
+        self.unk_id = spec.vocab[unk] if unk is not None else None
+        self.fuse_unk = spec.fuse_unk
+        self.whole_words = spec.ignore_merges
+        # a later repeat of a pair wins, as in the library's map of merges
+        self.ranks = {pair: rank for rank, pair in enumerate(spec.merges)}
+        self._set_tokens(spec.tokens_by_id())
+        self._n_vocab, self._id_bound = spec.reference_size, len(self._tokens)
+        self._special = {t.content: t.id for t in spec.added_tokens if t.special}
+        self._added_ids = {t.id for t in spec.added_tokens}
+        normalizer = TextNormalizer(spec.normalizer)
+        self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
+        self.pre = PreTokenizer(spec.pre_tokenizer)
+        self._decode = decoder(spec.decoder)
+        self._cache: dict[str, tuple[Part, ...]] = {}
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        return state
+
+    # -- the model ---------------------------------------------------------------------------------------------------
+    def word_parts(self, word: str) -> tuple[Part, ...]:
+        """The merged parts of one word: each its token text (None: the unknown token) and the first and last
+        position of the word it covers (a character with no token and no unknown token covers nothing)."""
+        found = self._cache.get(word)
+        if found is not None:
+            return found
+        vocab = self.vocab
+        if self.whole_words and word in vocab:
+            parts: list[Part] = [(word, 0, len(word) - 1)]
+        else:
+            parts = []
+            last = len(word) - 1
+            for i, ch in enumerate(word):
+                symbol = ch + self.suffix if i == last else ch
+                if symbol in vocab:
+                    parts.append((symbol, i, i))
+                elif self.unk_id is not None:
+                    if self.fuse_unk and parts and parts[-1][0] is None and parts[-1][2] == i - 1:
+                        parts[-1] = (None, parts[-1][1], i)
+                    else:
+                        parts.append((None, i, i))
+            parts = merge(parts, self.ranks.get, key=_pair, join=_join)
+        found = tuple(parts)
+        if len(word) <= 256:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[word] = found
+        return found
+
+    def _part_id(self, part: Part) -> int:
+        return self.unk_id if part[0] is None else self.vocab[part[0]]  # type: ignore[return-value]
+
+    def _words(self, piece: Piece) -> list[tuple[str, list[int]]]:
+        """A plain piece's words, each with the position in the piece's text of each of its characters."""
+        if not self.pre.transforms:
+            return [(piece.text[a:b], list(range(a, b))) for a, b in self.pre(piece.text)]
+        origin = piece.origin()
+        return [(word, list(pos)) for word, pos in self.pre.pieces(piece.text, origin)]
+
+    # -- the Tokenizer contract --------------------------------------------------------------------------------------
+    def token_bytes(self, token_id: int) -> bytes:
+        """A token's text without the end-of-word suffix (an added token: its text)."""
+        token = self.id_to_token(token_id)
+        if token_id not in self._added_ids and token.endswith(self.suffix) and token != self.suffix:
+            token = token[: -len(self.suffix)]
+        return token.encode("utf-8")
+
+    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
+        """Ids as ``tokenizers``' ``encode(text, add_special_tokens=False)``."""
+        check_text(text)
+        ids: list[int] = []
+        for piece in self.added.split(text, allow_special):
+            if piece.token is not None:
+                ids.append(piece.token.id)
+                continue
+            for word, _ in self._words(piece):
+                ids.extend(map(self._part_id, self.word_parts(word)))
+        return ids
+
+    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
+        """Each token placed on the input characters it came from (shown with its suffix, as the vocabulary has it)."""
+        check_text(text)
+        tokens: list[Token] = []
+        for piece in self.added.split(text, allow_special):
+            if piece.token is not None:
+                tokens.append(added_token(piece))
+                continue
+            spans = input_spans(piece)
+            for word, positions in self._words(piece):
+                for part in self.word_parts(word):
+                    tid = self._part_id(part)
+                    start, end = spans[positions[part[1]]][0], spans[positions[part[2]]][1]
+                    tokens.append(Token(tid, self.token_bytes(tid), start, end, self._tokens[tid]))
+        return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text as ``tokenizers``' ``decode(ids, skip_special_tokens=False)``."""
+        return self._decode([self.id_to_token(i) for i in self.check_ids(ids)])
+
