@@ -81,6 +81,17 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         piece = self.library.id_to_token(token_id)
         if piece is None:
             raise KeyError(token_id)
+        return self.piece_bytes(token_id, piece)
+
+    def pieces_by_id(self) -> list[str | None]:
+        """Every id's token string as the library has it (None for an id with none), read in one call."""
+        pieces: list[str | None] = [None] * self._id_bound
+        for piece, tid in self.library.get_vocab(with_added_tokens=True).items():
+            pieces[tid] = self._added.get(tid, piece)
+        return pieces
+
+    def piece_bytes(self, token_id: int, piece: str) -> bytes:
+        """The bytes of id ``token_id`` whose token string is ``piece`` (what :meth:`token_bytes` answers)."""
         if token_id in self._added:
             return piece.encode("utf-8")
         if self.byte_level:
