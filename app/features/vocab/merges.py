@@ -76,6 +76,8 @@ class MergeModel:
     units: Callable[[str], Iterable[tuple[object, int]]] | None = None  # set by merge_model: a text's pre-tokens
     count_parts: Callable[[list], int] | None = None  # how many ids the merged parts of a pre-token are
     whole: bool = False  # a pre-token that is a token is taken whole (tiktoken's rule, ignore_merges)
+    #: what a key starts as, when it is not its bytes or characters one by one (a word's last character and its suffix)
+    split_key: Callable[[object], list] | None = None
     _rank_of_id: dict[int, int] | None = None
     _rank_of_key: dict | None = None
     _parents: dict[int, tuple[int, int] | None] = field(default_factory=dict)
@@ -98,6 +100,8 @@ class MergeModel:
         return self._rank_of_key.get(key)
 
     def _symbols_of(self, key) -> list:
+        if self.split_key is not None:
+            return self.split_key(key)
         if self.symbols == "bytes":
             return [key[i : i + 1] for i in range(len(key))]
         return list(key)
@@ -370,7 +374,7 @@ def _word_end_model(tok: WordEndBPETokenizer) -> MergeModel:
             return list(body[:-1]) + [body[-1] + suffix]
         return list(key)
 
-    model._symbols_of = symbols_of  # type: ignore[method-assign]
+    model.split_key = symbols_of
 
     def count_parts(parts: list) -> int:
         n, prev_unknown = 0, False
