@@ -281,16 +281,20 @@ def browse(vocab: Vocabulary, *, offset: int = 0, limit: int = 100, q: str = "",
     return total, [vocab.ids[k] for k in positions[offset : offset + limit]]
 
 
+def _now() -> float:
+    return time.monotonic()
+
+
 def _regex_filter(pattern: regex.Pattern, texts: list[str], positions) -> list[int]:
     """The positions whose text the pattern finds something in; the whole search stops after :data:`REGEX_SECONDS`."""
-    deadline = time.monotonic() + REGEX_SECONDS
+    deadline = _now() + REGEX_SECONDS
     out: list[int] = []
     search = pattern.search
     try:
         for n, k in enumerate(positions):
             if search(texts[k], timeout=REGEX_SECONDS):
                 out.append(k)
-            if n % 4096 == 4095 and time.monotonic() > deadline:
+            if n % 4096 == 4095 and _now() > deadline:
                 raise TimeoutError
     except TimeoutError:
         raise VocabQueryError(
