@@ -331,3 +331,36 @@ def test_characters_table_describes_each_character_and_its_tokens():
     assert describe("\u0301")["script"] == "Inherited" and describe("\x07")["name"] == "<control-0007>"
     with pytest.raises(CharactersTooLongError):
         characters("a" * 10_000, [])
+
+
+# -- lab runs ------------------------------------------------------------------------------------------------------------
+LAB_CORPUS = "the lower lowest newer newest wider widest " * 20 + "東京の東京 naïve 😀 code_block = 42\n"
+
+
+def _lab_tokenizer(**options):
+    from app.lab.algorithms import train
+    from app.lab.options import Options
+    from app.lab.runs import Run
+    from app.lab.tokenizers import spec_for
+
+    opts = Options(**options).check(10_000)
+    trained = train(LAB_CORPUS, opts, max_merges=10_000)
+    run = Run("t0", LAB_CORPUS, opts, status="done", base=trained.base, steps=trained.steps, model=trained.model)
+    tok = spec_for(run).factory()
+    tok.name = "lab-t0"
+    return run, tok
+
+
+@pytest.mark.parametrize("end_of_word", [False, True])
+def test_a_character_lab_runs_tree_and_ladder_are_its_step_records(end_of_word):
+    run, tok = _lab_tokenizer(algorithm="char", merges=40, end_of_word=end_of_word)
+    model = merge_model(tok)
+    for step in run.steps:  # the run's records: each merge's pair and the id it made
+        assert model.parents(step.new_id) == tuple(step.pair)
+        assert step.new_id in model.children(step.pair[0])
+    text = "the newest widest 東京 lowest naïve"
+    sizes = [model.n_base, model.n_base + 5, model.size]
+    ladder = model.ladder(text, sizes)
+    assert ladder[-1] == (model.size, len(tok.encode(text)))
+    assert [n for _, n in ladder] == sorted((n for _, n in ladder), reverse=True)
+    assert H.compute(tok)["figures"]["unreachable_bpe"]["count"] == 0

@@ -102,7 +102,7 @@ def unreachable_bpe(vocab: Vocabulary, model: MergeModel | None) -> Figure:
         return Figure(None, [], "not a BPE tokenizer: it has no merges")
     bad: list[int] = []
     parts_of: dict[int, list] = {}
-    fast = model.split_key is None  # each key starts as its bytes or characters: the compiled merge does it
+    fast = model.split_key is None and model.symbols != "ids"  # a key's bytes or characters: the compiled merge
     pair_keys = model.rule == "pairs"
     special = vocab.special
     for rank in range(model.n_base, model.size):

@@ -62,7 +62,7 @@ def _join_bytes(a: bytes, b: bytes) -> bytes:
 class MergeModel:
     """The learned order of one BPE vocabulary (see the module docstring)."""
 
-    symbols: str  # "bytes" or "chars": what a token is merged from
+    symbols: str  # "bytes", "chars" or "ids" (a lab run's merges join ids): what a token is merged from
     rule: str  # "join" (a pair ranks as its joined token: tiktoken, SentencePiece) or "pairs" (a merges list)
     keys: list  # by rank: each token's key (its bytes, or its string)
     ids: list[int]  # by rank: each token's id
@@ -74,6 +74,8 @@ class MergeModel:
     #: "pairs": by merge index, its (left key, right key)
     merges: list[tuple] = field(default_factory=list)
     units: Callable[[str], Iterable[tuple[object, int]]] | None = None  # set by merge_model: a text's pre-tokens
+    #: a tokenizer that counts a text with its first k merges itself (a lab run over ids): (text, k merges) -> tokens
+    count_with_merges: Callable[[str, int], int] | None = None
     count_parts: Callable[[list], int] | None = None  # how many ids the merged parts of a pre-token are
     whole: bool = False  # a pre-token that is a token is taken whole (tiktoken's rule, ignore_merges)
     #: what a key starts as, when it is not its bytes or characters one by one (a word's last character and its suffix)
@@ -102,6 +104,9 @@ class MergeModel:
     def _symbols_of(self, key) -> list:
         if self.split_key is not None:
             return self.split_key(key)
+        if self.symbols == "ids":  # the base ids a merged id is made of
+            found = self.parents(key)
+            return [key] if found is None else self._symbols_of(found[0]) + self._symbols_of(found[1])
         if self.symbols == "bytes":
             return [key[i : i + 1] for i in range(len(key))]
         return list(key)
@@ -124,6 +129,9 @@ class MergeModel:
     def merge_parts(self, key, limit: int | None = None) -> list:
         """The parts a token's own symbols merge into with the ranks below ``limit`` (all of them: None)."""
         get = self._getter(self.size if limit is None else limit)
+        if self.symbols == "ids":
+            made = {p: self.keys[r] for p, r in zip(self.merges, self.makes)}
+            return merge(self._symbols_of(key), get, key=pair, join=lambda a, b: made[(a, b)])
         join = _join_bytes if self.symbols == "bytes" else str.__add__
         return merge(self._symbols_of(key), get, key=join if self.rule == "join" else pair, join=join)
 
@@ -205,6 +213,8 @@ class MergeModel:
     def ladder(self, text: str, sizes: Sequence[int]) -> list[tuple[int, int]]:
         """``(size, tokens)`` for each size: how many tokens ``text`` takes with only the first ``size`` ranks."""
         sizes = self.check_sizes(sizes)
+        if self.count_with_merges is not None:
+            return [(k, self.count_with_merges(text, k - self.n_base)) for k in sizes]
         units = Counter()
         fixed = 0
         for unit, n in self.units(text):
@@ -272,6 +282,8 @@ def _build(tok: Tokenizer) -> MergeModel:
         return _sentencepiece_json_model(engine)
     if isinstance(engine, SentencePieceTokenizer) and not isinstance(engine, UnigramTokenizer):
         return _sentencepiece_model(engine)
+    if hasattr(engine, "merge_order") and hasattr(engine, "count_with_merges"):
+        return _id_model(engine)
     raise NotMergeBasedError(
         f"{tok.name or 'this tokenizer'} is not a BPE tokenizer: it has no merges, so no ranks, parents or ladder"
     )
@@ -422,6 +434,21 @@ def _sentencepiece_model(tok: SentencePieceTokenizer) -> MergeModel:
             yield from ((chunk, 1) for chunk in tok._chunks(normalized))
 
     model.units = units
+    return model
+
+
+def _id_model(tok) -> MergeModel:
+    """A tokenizer whose merges join ids (a lab run over characters): ``merge_order()`` gives its base ids and its
+    merges as ``(left, right, new)`` ids; it counts a text with its first k merges itself."""
+    base, merges = tok.merge_order()
+    ids = list(base) + [new for _, _, new in merges]
+    model = _pairs_model("ids", {tid: tid for tid in ids}, [])
+    model.keys, model.ids, model.n_base = ids, ids, len(base)
+    model.merges = [(a, b) for a, b, _ in merges]
+    model.makes = [len(base) + m for m in range(len(merges))]
+    model.table = {(a, b): m for m, (a, b, _) in enumerate(merges)}
+    model._rank_of_key = {tid: r for r, tid in enumerate(ids)}
+    model.count_with_merges = tok.count_with_merges
     return model
 
 
