@@ -364,3 +364,19 @@ def test_a_character_lab_runs_tree_and_ladder_are_its_step_records(end_of_word):
     assert ladder[-1] == (model.size, len(tok.encode(text)))
     assert [n for _, n in ladder] == sorted((n for _, n in ladder), reverse=True)
     assert H.compute(tok)["figures"]["unreachable_bpe"]["count"] == 0
+
+
+def test_a_tree_prepared_once_is_read_back_by_another_process(tmp_path, monkeypatch):
+    from app.features.vocab import browser
+    from app.features.vocab.merges import MergeModel, _build
+    from app.features.vocab.store import JSONStore
+
+    tok = registry.get("gpt2")
+    assert browser.prepare_tree(tok, JSONStore(tmp_path))
+    before = browser.token(tok, 31373)  # "hello"
+    fresh = _build(tok)  # what a new process builds: nothing found yet
+    monkeypatch.setattr(browser, "_model", lambda tok: fresh)
+    monkeypatch.setattr(MergeModel, "_find_parents", lambda self, rank: pytest.fail("computed again"))
+    assert browser.prepare_tree(tok, JSONStore(tmp_path))
+    assert browser.token(tok, 31373) == before
+    assert [p["text"] for p in before["parents"]] == ["hell", "o"]

@@ -22,12 +22,8 @@ a directory, on disk as JSON: a second process or a restarted server reads it ba
 
 from __future__ import annotations
 
-import json
-import os
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import regex
 
@@ -42,6 +38,7 @@ from app.engines.result import escape_bytes
 from app.engines.sentencepiece.json_model import SentencePieceJSONTokenizer
 
 from .merges import MergeModel, NotMergeBasedError, merge_model
+from .store import JSONStore
 from .tokens import Vocabulary, vocabulary
 
 FIGURES = (
@@ -270,54 +267,13 @@ def compute(tok: Tokenizer) -> dict:
     }
 
 
-class HealthStore:
-    """Reports by vocabulary fingerprint: in memory, and as JSON files in ``directory`` when one is given."""
-
-    def __init__(self, directory: Path | None = None):
-        self.directory = Path(directory) if directory is not None else None
-        self._reports: dict[str, dict] = {}
-        self._lock = threading.Lock()
-        self._busy: dict[str, threading.Lock] = {}
-
-    def _path(self, key: str) -> Path | None:
-        return None if self.directory is None else self.directory / f"health-{key}.json"
+class HealthStore(JSONStore):
+    """Health reports by vocabulary fingerprint (see :class:`~.store.JSONStore`)."""
 
     def report(self, tok: Tokenizer) -> dict:
         """The report of ``tok``, computed once per vocabulary (other requests for it wait for that one)."""
-        key = vocabulary(tok).fingerprint
-        found = self._reports.get(key)
-        if found is not None:
-            return {**found, "tokenizer": tok.name}
-        with self._lock:
-            busy = self._busy.setdefault(key, threading.Lock())
-        with busy:
-            found = self._reports.get(key) or self._read(key)
-            if found is None:
-                found = compute(tok)
-                self._write(key, found)
-            self._reports[key] = found
+        found = self.get_or_compute(f"health-{vocabulary(tok).fingerprint}", lambda: compute(tok))
         return {**found, "tokenizer": tok.name}
-
-    def _read(self, key: str) -> dict | None:
-        path = self._path(key)
-        if path is None or not path.is_file():
-            return None
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # a damaged file is computed again
-
-    def _write(self, key: str, report: dict) -> None:
-        path = self._path(key)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only directory: the report stays in memory
 
 
 def usage(tok: Tokenizer, text: str) -> dict:
