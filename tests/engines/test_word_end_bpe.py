@@ -108,3 +108,16 @@ def test_a_byte_level_file_lacking_bytes_shows_its_tokens_as_bytes_whatever_its_
         assert result.ids == want
         assert [t.text for t in result.tokens] == ["the", " the", "m", "e", " the"]
         assert all("Ġ" not in t.text for t in result.tokens)
+
+
+def test_shipped_models_are_told_byte_level_by_their_content_not_their_names():
+    """The registry's family of each shipped tokenizer.json agrees with what its file holds (the engine the loader
+    picks from the content), whatever the model is called."""
+    from app.engines import registry
+    from app.engines.bpe.json_model import ByteLevelJSONTokenizer
+    from app.engines.huggingface.npm_models import NPM_MODELS
+
+    for name, model in NPM_MODELS.items():
+        native = registry.get(f"native-{name}")
+        assert isinstance(native, ByteLevelJSONTokenizer) == (not model.pieces), name
+        assert registry.spec(f"native-{name}").family == ("sentencepiece" if model.pieces else "tokenplay-bpe")
