@@ -176,10 +176,17 @@ class Vocabulary:
     def bytes_of(self, token_id: int) -> bytes:
         return self.data[self.position[token_id]]
 
+    def kind_at(self, k: int) -> tuple[str, str]:
+        """The kind and script of the token at position ``k`` (without working out every token's)."""
+        if self._kinds is not None:
+            return self._kinds[k]
+        tid = self.ids[k]
+        return kind_of(self.data[k], special=tid in self.special, fallback=tid in self.fallback)
+
     def entry(self, token_id: int) -> dict:
         """The browser's record of one id (without its rank)."""
         k = self.position[token_id]
-        kind, script = self.kinds[k]
+        kind, script = self.kind_at(k)
         out = {"id": token_id, "text": self.texts[k], "bytes_hex": self.data[k].hex(), "kind": kind}
         if script:
             out["script"] = script
