@@ -121,3 +121,14 @@ def test_shipped_models_are_told_byte_level_by_their_content_not_their_names():
         native = registry.get(f"native-{name}")
         assert isinstance(native, ByteLevelJSONTokenizer) == (not model.pieces), name
         assert registry.spec(f"native-{name}").family == ("sentencepiece" if model.pieces else "tokenplay-bpe")
+
+
+@pytest.mark.parametrize("engine", ["tokenplay", "huggingface"])
+def test_a_byte_level_file_lacking_bytes_is_explained_as_byte_level(engine):
+    from app.features.explain.explainer import Explainer
+
+    tok = load_tokenizer(_handmade_byte_level(), name="handmade", engine=engine)
+    explained = Explainer(tok, "the theme the").explain(1).to_dict()
+    assert bytes.fromhex(explained["tree"]["bytes"]) == b" the"
+    assert [bytes.fromhex(s["left"]) for s in explained["steps"]][:1] == [b" "]
+    assert "SentencePiece" not in explained["pretoken"]["source"] + " ".join(explained["notes"])

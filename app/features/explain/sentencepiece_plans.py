@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from app.engines.huggingface.tokenizer_json import byte_level_bytes
 from app.engines.sentencepiece.model import SentencePieceTokenizer, byte_piece
 
 from .errors import NotExplainableError
@@ -153,6 +154,10 @@ class SentencePieceJSONPlan(SentencePiecePlan):
         # A byte-level file (its pieces written in GPT-2's byte alphabet) that lacks some of the 256 byte tokens: the
         # pieces are merged as the file's characters, but they stand for bytes, and no SentencePiece is involved.
         return Rule("a pre-token", None, "byte-level BPE: a word the pre-tokenizer cut, merged by the file's merges")
+
+    def data(self, symbol: str) -> bytes:
+        # a byte-level file's pieces stand for the bytes their characters name (Ġ is a space), as its tokens do
+        return byte_level_bytes(symbol) if self.tokenizer.byte_alphabet else symbol.encode("utf-8")
 
     def notes(self, unit: Unit) -> list[str]:
         if not self.tokenizer.byte_alphabet:
