@@ -132,3 +132,26 @@ def test_a_byte_level_file_lacking_bytes_is_explained_as_byte_level(engine):
     assert bytes.fromhex(explained["tree"]["bytes"]) == b" the"
     assert [bytes.fromhex(s["left"]) for s in explained["steps"]][:1] == [b" "]
     assert "SentencePiece" not in explained["pretoken"]["source"] + " ".join(explained["notes"])
+
+
+@pytest.mark.parametrize("engine", ["tokenplay", "huggingface"])
+def test_word_end_tokens_are_explained_by_the_files_merges(gpt1_like, engine):
+    """Every token of a text explained: a merged token's tree is made of its word's characters (the last with
+    </w>) and joins into the library's piece; a character the vocabulary lacks is the unknown token."""
+    from app.features.explain.explainer import Explainer
+
+    tok = load_tokenizer(gpt1_like.encode(), name="gpt1", engine=engine)
+    text = "Tokenization is cool. Hello, Wörld ☃"
+    ref = Tokenizer.from_str(gpt1_like).encode(text, add_special_tokens=False)
+    explainer = Explainer(tok, text)
+    assert explainer.result.ids == ref.ids
+    for index, piece in enumerate(ref.tokens):
+        got = explainer.explain(index).to_dict()
+        if piece == "<unk>":
+            assert got["kind"] == "unknown"
+            continue
+        assert got["kind"] == "merge" and bytes.fromhex(got["tree"]["bytes"]).decode() == piece
+        leaves = got["tree"]
+        while leaves["children"]:
+            leaves = leaves["children"][0]
+        assert len(bytes.fromhex(leaves["bytes"]).decode().removesuffix("</w>")) == 1

@@ -85,28 +85,32 @@ class WordEndBPETokenizer(TokenStrings, Tokenizer):
         found = self._cache.get(word)
         if found is not None:
             return found
-        vocab = self.vocab
-        if self.whole_words and word in vocab:
-            parts: list[Part] = [(word, 0, len(word) - 1)]
+        if self.whole_words and word in self.vocab:
+            found = ((word, 0, len(word) - 1),)
         else:
-            parts = []
-            last = len(word) - 1
-            for i, ch in enumerate(word):
-                symbol = ch + self.suffix if i == last else ch
-                if symbol in vocab:
-                    parts.append((symbol, i, i))
-                elif self.unk_id is not None:
-                    if self.fuse_unk and parts and parts[-1][0] is None and parts[-1][2] == i - 1:
-                        parts[-1] = (None, parts[-1][1], i)
-                    else:
-                        parts.append((None, i, i))
-            parts = merge(parts, self.ranks.get, key=_pair, join=_join)
-        found = tuple(parts)
+            found = tuple(merge(self.initial_parts(word), self.ranks.get, key=_pair, join=_join))
         if len(word) <= 256:
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[word] = found
         return found
+
+    def initial_parts(self, word: str) -> list[Part]:
+        """What a word's merge starts from: its characters, the last written with the suffix; a character the
+        vocabulary lacks is the unknown token (one for a run with ``fuse_unk``), or nothing without one."""
+        vocab = self.vocab
+        parts: list[Part] = []
+        last = len(word) - 1
+        for i, ch in enumerate(word):
+            symbol = ch + self.suffix if i == last else ch
+            if symbol in vocab:
+                parts.append((symbol, i, i))
+            elif self.unk_id is not None:
+                if self.fuse_unk and parts and parts[-1][0] is None and parts[-1][2] == i - 1:
+                    parts[-1] = (None, parts[-1][1], i)
+                else:
+                    parts.append((None, i, i))
+        return parts
 
     def _part_id(self, part: Part) -> int:
         return self.unk_id if part[0] is None else self.vocab[part[0]]  # type: ignore[return-value]
