@@ -15,16 +15,9 @@ of the suffixed symbol).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from ..base import TokenStrings, Tokenizer, check_text
-from ..huggingface.added_tokens import AddedVocabulary, Piece, added_token, input_spans
-from ..huggingface.decoders import decoder
-from ..huggingface.normalizers import TextNormalizer
-from ..huggingface.pretokenizers import PreTokenizer
 from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON, UnsupportedTokenizerError
+from ..huggingface.word_models import WordModel
 from ..merging import merge
-from ..result import Token, TokenizeResult
 
 #: A part being merged: its text (None for the unknown token) and the first and last position of the word it covers.
 Part = tuple[str | None, int, int]
@@ -39,7 +32,7 @@ def _join(a: Part, b: Part) -> Part:
     return a[0] + b[0], a[1], b[2]  # type: ignore[operator]  (the unknown token never merges: no pair has it)
 
 
-class WordEndBPETokenizer(TokenStrings, Tokenizer):
+class WordEndBPETokenizer(WordModel):
     """A BPE ``tokenizer.json`` with an ``end_of_word_suffix``, id for id with Hugging Face ``tokenizers``."""
 
     def __init__(self, spec: TokenizerJSON, *, name: str = ""):
@@ -63,14 +56,9 @@ class WordEndBPETokenizer(TokenStrings, Tokenizer):
         self.whole_words = spec.ignore_merges
         # a later repeat of a pair wins, as in the library's map of merges
         self.ranks = {pair: rank for rank, pair in enumerate(spec.merges)}
-        self._set_tokens(spec.tokens_by_id())
+        self._set_pipeline(spec)
         self._n_vocab, self._id_bound = spec.reference_size, len(self._tokens)
-        self._special = {t.content: t.id for t in spec.added_tokens if t.special}
         self._added_ids = {t.id for t in spec.added_tokens}
-        normalizer = TextNormalizer(spec.normalizer)
-        self.added = AddedVocabulary(spec.added_tokens, None if normalizer.identity else normalizer)
-        self.pre = PreTokenizer(spec.pre_tokenizer)
-        self._decode = decoder(spec.decoder)
         self._cache: dict[str, tuple[Part, ...]] = {}
 
     def __getstate__(self) -> dict:
@@ -115,12 +103,8 @@ class WordEndBPETokenizer(TokenStrings, Tokenizer):
     def _part_id(self, part: Part) -> int:
         return self.unk_id if part[0] is None else self.vocab[part[0]]  # type: ignore[return-value]
 
-    def _words(self, piece: Piece) -> list[tuple[str, list[int]]]:
-        """A plain piece's words, each with the position in the piece's text of each of its characters."""
-        if not self.pre.transforms:
-            return [(piece.text[a:b], list(range(a, b))) for a, b in self.pre(piece.text)]
-        origin = piece.origin()
-        return [(word, list(pos)) for word, pos in self.pre.pieces(piece.text, origin)]
+    def word_tokens(self, word: str) -> list[tuple[int, int, int]]:
+        return [(self._part_id(part), part[1], part[2]) for part in self.word_parts(word)]
 
     # -- the Tokenizer contract --------------------------------------------------------------------------------------
     def token_bytes(self, token_id: int) -> bytes:
@@ -129,36 +113,3 @@ class WordEndBPETokenizer(TokenStrings, Tokenizer):
         if token_id not in self._added_ids and token.endswith(self.suffix) and token != self.suffix:
             token = token[: -len(self.suffix)]
         return token.encode("utf-8")
-
-    def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
-        """Ids as ``tokenizers``' ``encode(text, add_special_tokens=False)``."""
-        check_text(text)
-        ids: list[int] = []
-        for piece in self.added.split(text, allow_special):
-            if piece.token is not None:
-                ids.append(piece.token.id)
-                continue
-            for word, _ in self._words(piece):
-                ids.extend(map(self._part_id, self.word_parts(word)))
-        return ids
-
-    def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
-        """Each token placed on the input characters it came from (shown with its suffix, as the vocabulary has it)."""
-        check_text(text)
-        tokens: list[Token] = []
-        for piece in self.added.split(text, allow_special):
-            if piece.token is not None:
-                tokens.append(added_token(piece))
-                continue
-            spans = input_spans(piece)
-            for word, positions in self._words(piece):
-                for part in self.word_parts(word):
-                    tid = self._part_id(part)
-                    start, end = spans[positions[part[1]]][0], spans[positions[part[2]]][1]
-                    tokens.append(Token(tid, self.token_bytes(tid), start, end, self._tokens[tid]))
-        return TokenizeResult(self.name, text, [t.id for t in tokens], tokens)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """Text as ``tokenizers``' ``decode(ids, skip_special_tokens=False)``."""
-        return self._decode([self.id_to_token(i) for i in self.check_ids(ids)])
-

@@ -36,7 +36,7 @@ class WordEndPlan(Plan):
     def _words(self, piece: Piece, first: int) -> Iterator[Unit]:
         tok = self.tokenizer
         spans = input_spans(piece)
-        for word, positions in tok._words(piece):
+        for word, positions in tok.words(piece):
             if not word:
                 continue
             parts = tok.word_parts(word)

@@ -25,7 +25,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from weakref import WeakKeyDictionary
 
 import regex
 
@@ -41,6 +40,8 @@ from app.engines.sentencepiece.json_model import SentencePieceJSONTokenizer
 from app.engines.sentencepiece.model import SentencePieceTokenizer
 from app.engines.sentencepiece.proto import NORMAL
 from app.engines.sentencepiece.unigram import UnigramTokenizer
+
+from .store import PerTokenizer
 
 #: The most sizes one ladder may ask for.
 MAX_SIZES = 16
@@ -241,21 +242,10 @@ class MergeModel:
 
 
 # -- building the model of a tokenizer ----------------------------------------------------------------------------------
-_MODELS: WeakKeyDictionary = WeakKeyDictionary()
-_BUILD_LOCK = threading.Lock()
-
-
 def merge_model(tok: Tokenizer) -> MergeModel:
     """The :class:`MergeModel` of ``tok`` (built once per tokenizer object); :class:`NotMergeBasedError` if it has
     no merges."""
-    found = _MODELS.get(tok)
-    if found is not None:
-        return found
-    with _BUILD_LOCK:
-        found = _MODELS.get(tok)
-        if found is None:
-            found = _MODELS[tok] = _build(tok)
-    return found
+    return _MODELS(tok)
 
 
 def _engine(tok: Tokenizer) -> Tokenizer:
@@ -404,7 +394,7 @@ def _word_end_model(tok: WordEndBPETokenizer) -> MergeModel:
             if piece.token is not None:
                 yield None, 1
             else:
-                yield from ((word + suffix, 1) for word, _ in tok._words(piece) if word)
+                yield from ((word + suffix, 1) for word, _ in tok.words(piece) if word)
 
     model.units = units
     return model
@@ -450,6 +440,9 @@ def _id_model(tok) -> MergeModel:
     model._rank_of_key = {tid: r for r, tid in enumerate(ids)}
     model.count_with_merges = tok.count_with_merges
     return model
+
+
+_MODELS = PerTokenizer(_build)
 
 
 def is_merge_based(tok: Tokenizer) -> bool:

@@ -13,6 +13,9 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from weakref import WeakKeyDictionary
+
+from app.engines.errors import TokenplayError
 
 
 class JSONStore:
@@ -70,3 +73,33 @@ class JSONStore:
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only directory: the document stays in memory
+
+
+class PerTokenizer:
+    """A value computed once per tokenizer object and dropped with it, each tokenizer under a lock of its own (one
+    slow vocabulary holds up no other). A :class:`~app.engines.errors.TokenplayError` the computation raises is kept
+    and raised again, so a tokenizer that has no merges is not looked at again on every request."""
+
+    def __init__(self, build: Callable):
+        self.build = build
+        self._values: WeakKeyDictionary = WeakKeyDictionary()
+        self._locks: WeakKeyDictionary = WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def __call__(self, tok):
+        found = self._values.get(tok)
+        if found is None:
+            with self._lock:
+                lock = self._locks.setdefault(tok, threading.Lock())
+            with lock:
+                found = self._values.get(tok)
+                if found is None:
+                    try:
+                        found = (self.build(tok), None)
+                    except TokenplayError as exc:
+                        found = (None, exc)
+                    self._values[tok] = found
+        value, error = found
+        if error is not None:
+            raise error
+        return value

@@ -12,12 +12,10 @@ Nothing here knows how a vocabulary was learned: :mod:`.merges` adds ranks, pare
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
-from weakref import WeakKeyDictionary
 
 import regex
 
@@ -25,6 +23,8 @@ from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
 from app.engines.result import escape_bytes
 from app.engines.sentencepiece.model import piece_to_byte
+
+from .store import PerTokenizer
 
 KINDS = ("byte", "partial-utf8", "word", "space", "digits", "punctuation", "special", "other")
 #: The most tokens one page of the browser holds.
@@ -195,20 +195,9 @@ class Vocabulary:
         return out
 
 
-_VOCABS: WeakKeyDictionary = WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
 def vocabulary(tok: Tokenizer) -> Vocabulary:
     """The :class:`Vocabulary` of ``tok``, read once per tokenizer object."""
-    found = _VOCABS.get(tok)
-    if found is not None:
-        return found
-    with _LOCK:
-        found = _VOCABS.get(tok)
-        if found is None:
-            found = _VOCABS[tok] = _read(tok)
-    return found
+    return _VOCABS(tok)
 
 
 def _entries(tok: Tokenizer):
@@ -250,6 +239,9 @@ def _read(tok: Tokenizer) -> Vocabulary:
                 piece = None
         pieces.append(piece)
     return Vocabulary(tok.name, tok.n_vocab, ids, data, pieces, special, frozenset(fallback))
+
+
+_VOCABS = PerTokenizer(_read)
 
 
 # -- the browser -----------------------------------------------------------------------------------------------------
