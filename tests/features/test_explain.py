@@ -169,7 +169,7 @@ def lab_tokenizer(corpus: str, **options):
     from app.lab.algorithms import train
     from app.lab.options import Options
     from app.lab.runs import Run
-    from app.lab.tokenizers import spec_for
+    from app.lab.run_tokenizers import spec_for
 
     opts = Options(**options).check(10_000)
     trained = train(corpus, opts, max_merges=10_000)

@@ -241,9 +241,9 @@ def test_an_upload_with_a_config_that_gives_no_template_is_refused_in_words(uplo
 
 
 def test_a_config_over_the_limit_is_413(upload_client, monkeypatch):
-    from app.web import add_tokenizer
+    from app.web import deps
 
-    monkeypatch.setattr(add_tokenizer, "MAX_CONFIG_BYTES", 1000)
+    monkeypatch.setattr(deps, "MAX_CONFIG_BYTES", 1000)
     files = {"file": ("tokenizer.json", npm_file("llama2", "tokenizer.json")),
              "config": ("tokenizer_config.json", npm_file("qwen2_5", "tokenizer_config.json"))}
     r = upload_client.post("/api/tokenizers", files=files)

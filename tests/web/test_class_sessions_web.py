@@ -15,8 +15,8 @@ from helpers.class_helpers import ENGLISH, Clock, EventStream, serving
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 
-from app.lab.classroom import Classroom
-from app.lab.sessions import ALPHABET
+from app.classroom.service import Classroom
+from app.classroom.sessions import ALPHABET
 from app.settings import Settings
 from app.web.app import create_app
 

@@ -13,33 +13,38 @@
   asked for when a token is clicked (or focused and Enter pressed); the same block is part of ``result``, so the
   explanation follows the text while typing and survives a reload (the URL keeps ``explain``).
 
-A keystroke's path: :func:`render` reads the form, then in the CPU lane :func:`_render_result` tokenizes,
-:func:`~app.web.tokenview.token_window` builds the coloured window and :func:`~app.web.render.page_or_block`
-renders the ``result`` block, whose spans come from the memoised ``token_span`` macro. The picker is built
-only for a whole page. Errors of an htmx request become the error fragment (:mod:`app.web.errors`); a whole
-page shows the message where the result would be, and the text area keeps the user's text either way.
+A keystroke's path: :func:`render` reads the form, then in the CPU lane :func:`_result` tokenizes
+(:func:`app.services.tokenize.tokenize`), :func:`~app.web.rendering.tokenview.token_window` builds the coloured
+window and :func:`~app.web.render.page_or_block` renders the ``result`` block, whose spans come from the memoised
+``token_span`` macro. The picker is built only for a whole page. Errors of an htmx request become the error
+fragment (:mod:`app.web.errors`); a whole page shows the message where the result would be, and the text area
+keeps the user's text either way.
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import asdict, dataclass
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 
-from app.engines.errors import InvalidIdsError, TokenplayError
-from app.features.explain import Explainer, NotExplainableError
+from app.engines.errors import TokenplayError
+from app.features.explain import Explainer
 from app.features.explain.normalization import merged
+from app.services.catalog import Tokenizers
+from app.services.errors import check_ids_count, check_text_size
+from app.services.explain import explained
+from app.services.tokenize import decode as decode_ids
+from app.services.tokenize import encode, parse_ids, tokenize
 from app.settings import Settings
 
-from .deps import SettingsDep, TokenizersDep, check_text_size, checked, read_form, run_cpu, text_area_value
-from .errors import TooLargeError, status_for
-from .pickers import Tokenizers, picker_groups
-from .render import is_htmx, page_or_block
-from .tokenview import TokenWindow, token_window, with_marks
+from ..deps import SettingsDep, TokenizersDep, checked, read_form, run_cpu, text_area_value
+from ..errors import status_for
+from ..render import is_htmx, page_or_block
+from ..rendering.links import playground_url
+from ..rendering.pickers import picker_groups
+from ..rendering.tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
@@ -89,34 +94,21 @@ class Choice:
         )
 
     def url(self, url_text_limit: int) -> str:
-        params: list[tuple[str, str]] = [("tokenizer", self.tokenizer)]
-        if self.text and len(self.text) <= url_text_limit:
-            params.append(("text", self.text))
-        if self.special:
-            params.append(("special", "1"))
-        if self.ws:
-            params.append(("ws", "1"))
-        if self.pre:
-            params.append(("pre", "1"))
-        if self.norm:
-            params.append(("norm", "1"))
-        if self.explain is not None:
-            params.append(("explain", str(self.explain)))
-        return "/?" + urlencode(params)
+        return playground_url(
+            self.tokenizer, self.text, url_text_limit=url_text_limit, special=self.special, ws=self.ws, pre=self.pre,
+            norm=self.norm, explain=self.explain,
+        )
 
 
 def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
     """The ``result`` block's context: exact ids and counts for the whole text, spans for one window."""
-    check_text_size(choice.text, settings)
-    tok = tokenizers.get(choice.tokenizer)
-    choice.tokenizer = tok.name
-    result = tok.tokenize(choice.text, allow_special=choice.special)
-    window = token_window(result, choice.offset, settings.render_tokens)
-    # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: count them (whole text).
-    count_fallback = getattr(tok, "count_byte_fallback", None)
-    context = {"window": window, "byte_fallback": count_fallback(result.ids) if count_fallback else None}
+    cut = tokenize(tokenizers, choice.tokenizer, choice.text, settings, allow_special=choice.special)
+    choice.tokenizer = cut.tokenizer.name
+    window = token_window(cut.result, choice.offset, settings.render_tokens)
+    # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: counted over the whole text.
+    context = {"window": window, "byte_fallback": cut.byte_fallback}
     if choice.pre or choice.norm or choice.explain is not None:
-        context |= _explained(tok, choice, result)
+        context |= _explained(cut.tokenizer, choice, cut.result)
         explainer = context["explainer"]
         if explainer is not None and (choice.pre or choice.norm):
             context["window"], context["norm_changes"] = layer_marks(window, explainer, choice.pre, choice.norm)
@@ -127,14 +119,7 @@ def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
 def _explained(tok, choice: Choice, result=None) -> dict:
     """The ``explain`` block's context: the explanation of token ``choice.explain`` (none when it is out of range,
     the text having shrunk), or why this tokenizer cannot be explained."""
-    out: dict = {"explainer": None, "explanation": None, "explain_error": None}
-    try:
-        out["explainer"] = explainer = Explainer(tok, choice.text, allow_special=choice.special, result=result)
-        if choice.explain is not None and choice.explain < len(explainer):
-            out["explanation"] = explainer.explain(choice.explain)
-    except NotExplainableError as exc:
-        out["explain_error"] = str(exc)
-    return out
+    return explained(tok, choice.text, choice.explain, allow_special=choice.special, result=result).as_context()
 
 
 def layer_marks(window: TokenWindow, explainer: Explainer, pre: bool, norm: bool) -> tuple[TokenWindow, list]:
@@ -211,37 +196,15 @@ async def render(request: Request, settings: SettingsDep, tokenizers: Tokenizers
     return await run_cpu(request, _page, request, tokenizers, settings, choice)
 
 
-_ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
-
-
-def parse_ids(raw: str) -> list[int]:
-    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`.
-
-    >>> parse_ids("[9906, 1917]")
-    [9906, 1917]
-    """
-    ids = []
-    for part in _ID_SEPARATORS.split(raw):
-        if not part:
-            continue
-        if not re.fullmatch(r"\d{1,12}", part):
-            shown = part if len(part) <= 20 else part[:20] + "…"
-            raise InvalidIdsError(f"{shown!r} is not a token id; paste whole numbers separated by commas or spaces")
-        ids.append(int(part))
-    return ids
-
-
 @router.post("/decode")
 async def decode(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
     """Fields: ``ids`` (as typed or pasted) and ``tokenizer``."""
     fields = await read_form(request, settings.max_chars)
     raw = fields.get("ids") or ""
-    ids = parse_ids(raw)
-    if len(ids) > settings.max_ids:
-        raise TooLargeError(f"{len(ids):,} ids; the limit is {settings.max_ids:,}")
+    ids = check_ids_count(parse_ids(raw), settings)
     choice = Choice.from_fields({"tokenizer": fields.get("tokenizer")}, settings.default_tokenizer)
-    tok = tokenizers.get(choice.tokenizer)
-    decoded = await run_cpu(request, tok.decode, ids) if ids else None
+    decoded = await run_cpu(request, decode_ids, tokenizers, choice.tokenizer, ids, settings)
+    decoded = decoded if ids else None
     if is_htmx(request):
         context = {"decoded": decoded, "decoded_count": len(ids)}
         return page_or_block(request, "playground.html", "decoded", context)
@@ -252,7 +215,5 @@ async def decode(request: Request, settings: SettingsDep, tokenizers: Tokenizers
 async def all_ids(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
     """Every token id of the text, comma-separated, as plain text (the page shows only a window of them)."""
     choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
-    check_text_size(choice.text, settings)
-    tok = tokenizers.get(choice.tokenizer)
-    ids = await run_cpu(request, tok.encode, choice.text, allow_special=choice.special)
+    ids = await run_cpu(request, encode, tokenizers, choice.tokenizer, choice.text, settings, allow_special=choice.special)
     return PlainTextResponse(", ".join(map(str, ids)))

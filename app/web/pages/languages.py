@@ -6,131 +6,39 @@
   (JSON: the shape of ``POST /api/languages``);
 - ``GET /languages/{code}`` one language's counted text, with its ``lang`` and ``dir``, and where it leads.
 
-The counting is :mod:`app.features.languages`; this module resolves names through the request's
-:class:`~app.web.pickers.Tokenizers` (uploaded and lab tokenizers belong to the browser's cookies, like on every
-other page) and says what each tokenizer *is* for the count cache (:func:`identity`). ``/compare?lang=CODE`` (in
-:mod:`app.web.compare`) opens a language's text in compare, loaded here by :func:`language_or_404`.
+The counting is :mod:`app.features.languages`, for the request's tokenizers through :mod:`app.services.languages`
+(which ``/api/languages`` calls too); this module lays out the table, the chart and the extremes.
+``/compare?lang=CODE`` opens a language's text in compare.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import Response
 
 from app.engines.errors import TokenplayError
 from app.features import languages as feature
-from app.features.udhr import Declaration, corpus
-from app.lab.tokenizers import PREFIX, is_lab_name
+from app.features.udhr import corpus
+from app.services.catalog import Tokenizers
+from app.services.languages import count_table, default_selection, descending, export, language
 
-from .deps import TokenizersDep, export_format, run_cpu
-from .errors import NotFoundError, TooLargeError, status_for
-from .pickers import Tokenizers, picker_groups
-from .render import page_or_block
+from ..deps import TokenizersDep, run_cpu
+from ..errors import status_for
+from ..render import download, page_or_block
+from ..rendering.links import compare_language_url, languages_url
+from ..rendering.pickers import picker_groups
 
 router = APIRouter(include_in_schema=False)
 
-#: What /languages opens with: OpenAI's three generations, each counted in a fraction of a second.
-PREFERRED_DEFAULTS = ("gpt2", "cl100k_base", "o200k_base")
-#: Tokenizers one request may count (each new one reads all 532 texts).
-MAX_TOKENIZERS = 32
-EXPORT_FORMATS = ("csv", "json")
 #: Worst and best languages shown per tokenizer.
 EXTREMES = 5
 
 
-# -- names, identities, counts ----------------------------------------------------------------------------------
-
-_UPLOAD_DIGESTS: OrderedDict[str, str] = OrderedDict()
-
-
-def identity(tokenizers: Tokenizers, name: str) -> str:
-    """What the tokenizer named ``name`` is, for the count cache: an uploaded file's content digest (its bytes,
-    format, split pattern and special tokens), a lab run's id, or a shipped tokenizer's registry name (its files are
-    pinned by sha256 and never replaced while the process runs). A name given to another file or run later names
-    another identity, so counts never outlive what they counted."""
-    canonical = tokenizers.resolve(name)
-    upload = tokenizers.uploaded.get(canonical) if tokenizers.upload_cookie else None
-    if upload is not None:
-        digest = _UPLOAD_DIGESTS.get(upload.id)
-        if digest is None:
-            h = hashlib.sha256(json.dumps([upload.format, upload.pattern, upload.special_tokens]).encode())
-            h.update(upload.data)
-            digest = _UPLOAD_DIGESTS[upload.id] = h.hexdigest()
-            while len(_UPLOAD_DIGESTS) > 1024:
-                _UPLOAD_DIGESTS.popitem(last=False)
-        return "upload:" + digest
-    if is_lab_name(canonical):
-        return "lab:" + canonical[len(PREFIX) :]
-    return "registry:" + canonical
-
-
-def chosen_names(tokenizers: Tokenizers, names: list[str]) -> list[str]:
-    """``names`` resolved (aliases counted once, in order); an unknown name raises (404 with the valid ones)."""
-    chosen = list(dict.fromkeys(tokenizers.resolve(n) for n in names))
-    if not chosen:
-        raise TokenplayError("pick at least one tokenizer")
-    if len(chosen) > MAX_TOKENIZERS:
-        raise TooLargeError(f"{len(chosen)} tokenizers asked for; one request counts up to {MAX_TOKENIZERS}")
-    return chosen
-
-
-def count_table(tokenizers: Tokenizers, names: list[str], codes: list[str] | None = None) -> feature.LanguageTable:
-    """Every language of ``codes`` (None: all) through every tokenizer of ``names``, counted or from the cache."""
-    try:
-        selected = [d.code for d in feature.select(corpus(), codes)] if codes is not None else None
-    except feature.UnknownLanguageError as exc:
-        raise NotFoundError(str(exc)) from None
-    counts = {}
-    for name in chosen_names(tokenizers, names):
-        counts[name] = feature.token_counts(tokenizers.get(name), identity(tokenizers, name))
-    return feature.language_table(counts, selected)
-
-
-def language_or_404(code: str) -> Declaration:
-    """The declaration of ``code``, or a 404 saying which codes exist."""
-    declaration = corpus().get(code)
-    if declaration is None:
-        raise NotFoundError(
-            f"no UDHR translation has the code {code!r}; use the udhr package's codes (eng, jpn, cmn_hans, arb...), "
-            "listed by GET /api/languages"
-        )
-    return declaration
-
-
-def default_selection(tokenizers: Tokenizers) -> list[str]:
-    chosen = tokenizers.known(PREFERRED_DEFAULTS)
-    return chosen or [s.name for s in tokenizers.listed()[:1]]
-
-
 # -- the page -----------------------------------------------------------------------------------------------------
-
-
-def _order(order: str | None, sort: str) -> bool:
-    """Descending? An explicit ``order`` wins; numbers go down by default (the costliest first), names up."""
-    if order in ("asc", "desc"):
-        return order == "desc"
-    return sort not in ("name", "code", "script")
-
-
-def page_url(path: str, names: list[str], *, q: str = "", script: str = "", sort: str = "", descending: bool | None = None) -> str:
-    params: list[tuple[str, str]] = [("t", n) for n in names]
-    if q:
-        params.append(("q", q))
-    if script:
-        params.append(("script", script))
-    if sort:
-        params.append(("sort", sort))
-    if descending is not None:
-        params.append(("order", "desc" if descending else "asc"))
-    return f"{path}?{urlencode(params)}"
 
 
 def _times(value: float | None) -> str:
@@ -225,15 +133,15 @@ def results_context(tokenizers: Tokenizers, names: list[str], *, q: str, script:
         return context
     chosen = list(table.tokenizers)
     sort = feature.sort_key(sort, chosen)
-    desc = _order(order, sort)
+    desc = descending(order, sort)
     rows = feature.view(table.rows, q=q, script=script, sort=sort, descending=desc)
     incomplete = feature.view(table.incomplete, q=q, script=script, sort="name")
-    labels = {s.name: s.label for s in tokenizers.listed()}
+    labels = tokenizers.labels()
 
     def sort_href(key: str) -> str:
         """The table sorted by ``key``: the other way round when it is already sorted by it."""
-        flip = (not desc) if key == sort else _order(None, key)
-        return page_url("/languages", chosen, q=q, script=script, sort=key, descending=flip)
+        flip = (not desc) if key == sort else descending(None, key)
+        return languages_url(chosen, q=q, script=script, sort=key, descending=flip)
 
     def aria_sort(key: str) -> str:
         return ("descending" if desc else "ascending") if key == sort else "none"
@@ -277,10 +185,10 @@ def results_context(tokenizers: Tokenizers, names: list[str], *, q: str, script:
         chart=chart(rows, chosen, labels),
         extremes=extremes,
         english=table.english,
-        export_csv=page_url("/languages/export.csv", chosen, **params),
-        export_json=page_url("/languages/export.json", chosen, **params),
-        compare_href=_compare_href,
-        url=page_url("/languages", chosen, **params),
+        export_csv=languages_url(chosen, path="/languages/export.csv", **params),
+        export_json=languages_url(chosen, path="/languages/export.json", **params),
+        compare_href=compare_language_url,
+        url=languages_url(chosen, **params),
     )
     return context
 
@@ -291,10 +199,6 @@ def _sort_label(sort: str, labels: dict[str, str]) -> str:
     words = {"tokens": "tokens", "premium": "premium", "cpt": "characters per token", "name": "language", "code": "code"}
     what = words.get(measure, measure)
     return f"{labels.get(name, name)}'s {what}" if name else what
-
-
-def _compare_href(code: str, names: list[str]) -> str:
-    return "/compare?" + urlencode([("lang", code), *(("t", n) for n in names)])
 
 
 @dataclass(frozen=True)
@@ -344,33 +248,22 @@ async def languages_page(request: Request, tokenizers: TokenizersDep, query: Lan
 
 @router.get("/languages/export.{fmt}")
 async def languages_export(request: Request, fmt: str, tokenizers: TokenizersDep, query: LanguagesQueryDep):
-    export_format(fmt, EXPORT_FORMATS)
-    names, q, script, sort, order = query.names, query.q, query.script, query.sort, query.order
-
-    def work():
-        table = count_table(tokenizers, names)
-        key = feature.sort_key(sort, list(table.tokenizers))
-        desc = _order(order, key)
-        rows = feature.view(table.rows, q=q, script=script, sort=key, descending=desc)
-        incomplete = feature.view(table.incomplete, q=q, script=script, sort="name")
-        if fmt == "csv":
-            return feature.csv_text([*rows, *incomplete]), "text/csv; charset=utf-8"
-        shown = feature.LanguageTable(table.tokenizers, tuple(rows), tuple(incomplete), table.english, table.digest)
-        return json.dumps(shown.to_dict(), ensure_ascii=False, indent=1), "application/json"
-
-    body, media = await run_cpu(request, work)
-    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="tokenplay-languages.{fmt}"'})
+    body, media = await run_cpu(
+        request, export, fmt, tokenizers, query.names, q=query.q, script=query.script, sort=query.sort,
+        order=query.order,
+    )
+    return download(body, media, f"tokenplay-languages.{fmt}")
 
 
 @router.get("/languages/{code}")
 def language_page(request: Request, code: str, tokenizers: TokenizersDep, t: Annotated[list[str] | None, Query()] = None):
-    declaration = language_or_404(code)
+    declaration = language(code)
     names = tokenizers.known(t) if t is not None else default_selection(tokenizers)
     context = {
         "d": declaration,
         "paragraphs": declaration.text.split("\n"),
-        "compare": _compare_href(declaration.code, names),
-        "back": page_url("/languages", names),
+        "compare": compare_language_url(declaration.code, names),
+        "back": languages_url(names),
         "active_nav": "languages",
     }
     return page_or_block(request, "language.html", "content", context)

@@ -1,17 +1,17 @@
 """Where class sessions are kept (:mod:`.sessions`): a directory shared by the worker processes of one machine,
 or Redis shared by every machine. The same choice as the run store (:func:`app.lab.stores.make_store`).
 
-Both keep, per session: its record (:class:`~app.lab.sessions.Session`), its **event log** (every teacher action
+Both keep, per session: its record (:class:`~app.classroom.sessions.Session`), its **event log** (every teacher action
 in order, numbered ``seq`` from 1; the last event is the state), the votes of each step (one per follower, the
 first one counts), and the heartbeats of followers' open streams. Per client address they keep the times of its
 failed joins. Time is ``clock()``, never the files' or Redis' own, so a test can move it.
 
-How followers' streams learn of a new event (:mod:`.session_hub`): the directory store appends a line to
+How followers' streams learn of a new event (:mod:`.hub`): the directory store appends a line to
 ``log/<code>.log``, which the kernel reports to every process watching that folder (inotify); the Redis store
 appends to a list and publishes the event on ``<prefix>events:<code>`` in one transaction, so the order on the
 channel is the order of the log.
 
-Neither store decides anything: limits, expiry and who may act are :class:`~app.lab.classroom.Classroom`'s.
+Neither store decides anything: limits, expiry and who may act are :class:`~app.classroom.service.Classroom`'s.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from pathlib import Path
 
 import orjson
 
+from app.lab.stores import connect_redis, redis_url
+from app.lab.sweeps import Sweeps, entries
+
 from .sessions import Session, valid_code
-from .stores import connect_redis
-from .sweeps import Sweeps, entries
 
 
 def _client_key(client: str) -> str:
@@ -442,8 +443,6 @@ def sessions_dir(settings) -> Path:
 
 def make_session_store(settings, clock: Callable[[], float] = time.time):
     """The store the settings ask for: Redis when ``REDIS_URL`` is set (as the run store), else a directory."""
-    from .stores import redis_url
-
     url = redis_url(settings)
     if url:
         return RedisSessionStore(url, clock=clock)

@@ -1,6 +1,7 @@
-"""The classroom: class sessions (:mod:`.sessions`) kept in a session store (:mod:`.session_stores`), streamed to
-followers by :mod:`.session_hub`. The web layer holds one :class:`Classroom`; it is the only module that knows all
-three, so the rules and the stores never import each other.
+"""The classroom: class sessions (:mod:`.sessions`) kept in a session store (:mod:`.stores`), streamed to
+followers by the event hub (:mod:`.hub`), with quiz mode's choices and votes (:mod:`.quiz`). :class:`Classroom` is
+the one object the follow page, the teacher's share panel and the session API all call; it is the only module that
+knows the rules, the stores and the streams, so those never import each other.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ import time
 import weakref
 from collections.abc import Callable
 
-from .runs import Run
-from .session_hub import SessionHub
-from .session_stores import make_session_store
+from app.lab.replay import replay_for
+from app.lab.runs import Run
+from app.lab.service import Lab
+
+from . import quiz
+from .hub import SessionHub
+from .quiz import pair_words, quiz_choices, tally
+from .stores import make_session_store
 from .sessions import (
     NotAuthenticated,
     NotTeacher,
@@ -23,11 +29,9 @@ from .sessions import (
     SessionNotFound,
     TooManyJoins,
     VoteRefused,
-    _pair_words,
     bearer_token,
     new_code,
     normalize_code,
-    tally,
     token_hash,
     valid_code,
     valid_follower,
@@ -35,8 +39,8 @@ from .sessions import (
 
 
 class Classroom:
-    """Class sessions over a session store (:mod:`.session_stores`): start one, check codes and teacher tokens,
-    move the class, count votes and followers. The web layer holds one; :mod:`.session_hub` streams the events."""
+    """Class sessions over a session store (:mod:`.stores`): start one, check codes and teacher tokens, move the
+    class, count votes and followers. The app holds one; :mod:`.hub` streams the events."""
 
     def __init__(
         self,
@@ -72,7 +76,7 @@ class Classroom:
         return self.store.clock
 
     def hub(self):
-        """The running event loop's :class:`~app.lab.session_hub.SessionHub` (made on first use): followers'
+        """The running event loop's :class:`~app.classroom.hub.SessionHub` (made on first use): followers'
         streams wait there for the teacher's events."""
         loop = asyncio.get_running_loop()
         hub = self._hubs.get(loop)
@@ -110,6 +114,31 @@ class Classroom:
             raise SessionError(f"step {step} is out of range: this run has steps 0..{session.steps}")
         return self._act(session, {"step": step})
 
+    def teacher_session(self, code: str, client: str, authorization: str | None) -> Session:
+        """The session of ``code``, for its teacher only (401 without a token, 403 with another one)."""
+        session = self.find(code, client, authorization)
+        self.authorize(session, authorization)
+        return session
+
+    def own_session(self, run: Run, code: str, token: str) -> Session | None:
+        """The live session ``code`` of ``run`` when ``token`` is its teacher token (what a teacher's browser keeps,
+        :mod:`app.web.cookies`), else None."""
+        session = self.store.get(code) if valid_code(code) else None
+        if session is None or session.run_id != run.id or not session.is_teacher(token):
+            return None
+        if self.last(session).get("ended"):
+            return None
+        return session
+
+    def teach(self, run: Run, code: str, token: str | None, step: int) -> bool:
+        """The teacher's page of ``run`` shows ``step``: move the class of session ``code`` there, when ``token`` is
+        its teacher token and it is not there already. Whether the class moved."""
+        session = self.own_session(run, code, token) if token else None
+        if session is None or not 0 <= step <= session.steps or self.last(session).get("step", 0) == step:
+            return False
+        self.set_step(session, step)
+        return True
+
     def set_quiz(self, session: Session, on: bool) -> dict:
         if on and not session.quiz_possible:
             raise SessionError("quiz mode asks which pair merges next; a unigram run removes pieces instead, so there is nothing to predict")
@@ -137,6 +166,25 @@ class Classroom:
             self.store.join_failed(client, self.join_window)
             raise SessionNotFound(code)
         return session
+
+    def run_of(self, lab: Lab, session: Session) -> Run:
+        """The finished run a session follows (the session is gone with it)."""
+        run = lab.get(session.run_id)
+        if run is None or run.status != "done":
+            raise SessionNotFound(session.code)
+        return run
+
+    def reveal(self, session: Session, replay, k: int) -> dict | None:
+        """At step ``k``: the votes of step ``k - 1`` against merge ``k`` (how many predicted it), or None when
+        nobody voted there (:func:`.quiz.reveal`)."""
+        if k < 1 or replay.run.unigram:
+            return None
+        return quiz.reveal(self.votes(session, k - 1), replay, k)
+
+    def state_with_reveal(self, lab: Lab, session: Session) -> dict:
+        """:meth:`state`, and the reveal of its step (``GET /api/sessions/{code}`` and every teacher's action)."""
+        state = self.state(session)
+        return state | {"reveal": self.reveal(session, replay_for(self.run_of(lab, session)), state["step"])}
 
     def state(self, session: Session) -> dict:
         """``{"step", "followers", "votes", ...}``: the class's step, how many follow, the votes of this step."""
@@ -169,6 +217,13 @@ class Classroom:
     def leave(self, session: Session, stream: str) -> None:
         self.store.leave(session.code, stream)
 
+    def predict(self, lab: Lab, session: Session, follower: str, pair: list[str], step: int | None = None) -> dict:
+        """A student's vote for the next merge, among the pairs that can merge next at the class's step
+        (:meth:`vote`)."""
+        replay = replay_for(self.run_of(lab, session))
+        choices = quiz_choices(replay, self.last(session).get("step", 0))
+        return self.vote(session, follower, pair, [c["pair"] for c in choices], step)
+
     def vote(self, session: Session, follower: str, pair: list[str], choices: list[list[str]], step: int | None = None) -> dict:
         """Count ``follower``'s prediction of the next merge at the class's step; ``choices`` are the pairs it may
         name (:func:`quiz_choices`). ``step``, when given, is the step the student saw: a vote sent as the
@@ -184,11 +239,11 @@ class Classroom:
         if k >= session.steps:
             raise VoteRefused("this is the last step: no merge comes next")
         if list(pair) not in choices:
-            raise SessionError(f"{_pair_words(pair)} is not one of the pairs that can merge next; choose one of: "
-                               + ", ".join(_pair_words(c) for c in choices))
+            raise SessionError(f"{pair_words(pair)} is not one of the pairs that can merge next; choose one of: "
+                               + ", ".join(pair_words(c) for c in choices))
         if not self.store.vote(session.code, k, follower, list(pair)):
             mine = self.store.votes(session.code, k).get(follower)
-            raise VoteRefused(f"you already voted for {_pair_words(mine or pair)} at this step: one vote per step")
+            raise VoteRefused(f"you already voted for {pair_words(mine or pair)} at this step: one vote per step")
         return {"step": k, "pair": list(pair)}
 
     def my_vote(self, session: Session, step: int, follower: str | None) -> list[str] | None:

@@ -10,7 +10,8 @@
   ``explain``, why that token of the prompt is what it is (:func:`app.features.explain.explain_pieces`, the prompt
   explained piece by piece as it was tokenized).
 
-Each tokenizer renders its own prompt (:mod:`app.features.chat.prompt`: the model's chat template, harmony or ChatML).
+Each tokenizer renders its own prompt (:mod:`app.services.chat` over :mod:`app.features.chat.prompt`: the model's
+chat template, harmony or ChatML).
 What stops a pane (a tokenizer without a chat format, a template refusing the messages, a prompt over the size
 limit, an unknown name) shows its message in that pane; the messages stay as typed. The page's status is that of
 the first pane's error, if any. Only the chosen tokenizers are built.
@@ -18,24 +19,22 @@ the first pane's error, if any. Only the chosen tokenizers are built.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from fastapi import APIRouter, Request
 
-from app.features.chat import prompt as chat
-from app.features.explain import explain_pieces
 from app.engines.errors import TokenplayError
+from app.features.chat import prompt as chat
+from app.services.catalog import Tokenizers
+from app.services.chat import DEFAULT_TOKENIZER, check_messages_size, explain_prompt_token, prompt_tokens
 from app.settings import Settings
 
-from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, run_cpu
-from .errors import status_for
-from .pickers import Tokenizers, picker_groups
-from .render import is_htmx, page_or_block
-from .tokenview import token_window
+from ..deps import FormDep, SettingsDep, TokenizersDep, run_cpu
+from ..errors import status_for
+from ..render import is_htmx, page_or_block
+from ..rendering.links import chat_url
+from ..rendering.pickers import picker_groups
+from ..rendering.tokenview import token_window
 
 router = APIRouter(include_in_schema=False)
-
-DEFAULT_TOKENIZER = "cl100k_base"
 
 
 def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], settings: Settings) -> dict:
@@ -44,12 +43,11 @@ def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], setti
     try:
         tok = tokenizers.get(name)
         pane["name"] = tok.name
-        pane["label"] = next((s.label for s in tokenizers.listed() if s.name == tok.name), tok.name)
-        prompt = chat.chat_prompt(tok, messages, config=tokenizers.chat_config(tok.name))
-        check_text_size(prompt.text, settings)
-        result = chat.tokenize_prompt(tok, prompt)
+        pane["label"] = tokenizers.label(tok.name)
+        cut = prompt_tokens(tokenizers, name, messages, settings)
     except TokenplayError as exc:
         return pane | {"error": str(exc), "status": status_for(exc)}
+    prompt, result = cut.prompt, cut.result
     window = token_window(result, 0, settings.render_tokens)
     # the prompt's text as far as the coloured tokens go: a 1 MB prompt is not sent again on every keystroke
     shown = result.text[: window.spans[-1].end] if window.has_more and window.spans else result.text
@@ -62,7 +60,7 @@ def _pane(tokenizers: Tokenizers, name: str, messages: list[chat.Message], setti
         "result": result,
         "window": window,
         "hidden_tokens": result.count - window.token_stop,
-        "special": chat.count_special(tok, result.ids),
+        "special": cut.special,
     }
 
 
@@ -71,7 +69,7 @@ def chat_context(
 ) -> dict:
     """The panes of the chosen tokenizers (``names``: the tokenizer, then the one to compare with, if any)."""
     try:
-        check_text_size("".join(m.content for m in messages), settings)  # before any template runs on them
+        check_messages_size(messages, settings)  # before any template runs on them
         panes = [_pane(tokenizers, name, messages, settings) for name in names]
     except TokenplayError as exc:
         panes = [{"name": names[0], "label": names[0], "result": None, "error": str(exc), "status": status_for(exc)}]
@@ -88,11 +86,6 @@ def chat_context(
     if picker:
         context["groups"] = picker_groups(tokenizers.listed(), chosen)
     return context
-
-
-def page_url(names: list[str]) -> str:
-    """``/chat?tokenizer=..`` (and ``&compare=..``): the choice, which a copied link reproduces."""
-    return "/chat?" + urlencode(list(zip(("tokenizer", "compare"), names)))
 
 
 def _names(fields) -> list[str]:
@@ -161,7 +154,7 @@ async def chat_result(request: Request, settings: SettingsDep, tokenizers: Token
     def work():
         context = chat_context(tokenizers, messages, names, settings, picker=not is_htmx(request))
         chosen = [context["tokenizer"], context["compare"]] if context["compare"] else [context["tokenizer"]]
-        return _answer(request, "result", context, {"HX-Replace-Url": page_url(chosen)})
+        return _answer(request, "result", context, {"HX-Replace-Url": chat_url(chosen)})
 
     return await run_cpu(request, work)
 
@@ -177,12 +170,8 @@ async def chat_explain(request: Request, settings: SettingsDep, tokenizers: Toke
         context = {"explained": None, "explain_error": None, "explained_name": name}
         if raw.strip().isdigit():
             try:
-                check_text_size("".join(m.content for m in messages), settings)
-                tok = tokenizers.get(name)
-                context["explained_name"] = tok.name
-                prompt = chat.chat_prompt(tok, messages, config=tokenizers.chat_config(tok.name))
-                check_text_size(prompt.text, settings)
-                context["explained"] = explain_pieces(tok, prompt.pieces, int(raw))
+                found = explain_prompt_token(tokenizers, name, messages, int(raw), settings)
+                context["explained_name"], context["explained"] = found
             except TokenplayError as exc:
                 context["explain_error"] = str(exc)
         return page_or_block(request, "chat.html", "explain", context)

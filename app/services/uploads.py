@@ -9,8 +9,8 @@ A file that builds is kept as an :class:`Upload` in a store of the lab's kind (:
 or Redis; bounded in count and bytes; expiring), so every worker process and machine can serve it, and the browser
 that brought it gets its id in a cookie (``tp_tok``). Tokenplay's engine of it is built once, in a process of its
 own, into a table keyed by the file's bytes, which every worker maps (:mod:`app.engines.registry.tables`). Only
-that browser sees it listed and may use it, by the name it chose: nothing enters the process-wide
-registry, so nobody else's pickers or API see it.
+that browser sees it listed and may use it, by the name it chose (:mod:`app.services.catalog`): nothing enters
+the process-wide registry, so nobody else's pickers or API see it.
 
 A tokenizer may come with its model's ``tokenizer_config.json`` (the ``config`` file): checked to hold a chat template
 that compiles (:func:`app.features.chat.template.read_chat_config`), kept beside the tokenizer, and rendered by the
@@ -35,9 +35,7 @@ from app.engines.registry.loaders import detect_format
 from app.engines.registry.tables import load_bytes
 from app.engines.registry import TokenizerSpec
 from app.features.chat.template import read_chat_config
-from app.lab.tokenizers import cookie_ids  # the same "."-joined hex ids as the lab's cookie
 
-COOKIE = "tp_tok"
 #: What goes before an uploaded tokenizer.json's name to name its Tokenplay engine (as ``native-llama-3``).
 TWIN = "native-"
 #: Built tokenizers kept per process (each may hold a large vocabulary); older ones are rebuilt from the store.
@@ -266,9 +264,9 @@ class Uploads:
             self._keep(upload, built_name, built_tok)
         return upload
 
-    def mine(self, cookie: str | None) -> list[Upload]:
-        """The uploads a browser's cookie lists that are still stored."""
-        return [u for u in map(self.store.get, cookie_ids(cookie)) if u is not None]
+    def mine(self, ids: list[str]) -> list[Upload]:
+        """The uploads of ``ids`` (those a browser brought) that are still stored."""
+        return [u for u in map(self.store.get, ids) if u is not None]
 
     def tokenizer(self, upload: Upload, name: str | None = None) -> Tokenizer:
         """The tokenizer of ``upload`` under one of its names (default: its own), loaded once per process however

@@ -1,4 +1,5 @@
-"""The BPE lab's pages (``/lab``, htmx) over :mod:`app.lab`; its JSON API is :mod:`app.web.api.train`.
+"""The BPE lab's pages (``/lab``, htmx) over :mod:`app.services.lab`, which its JSON API (:mod:`app.web.api.train`)
+calls too.
 
 - ``GET /lab[?example=|?from=run id]`` the setup form: the sample corpus and settings that train word pieces,
   an example's, or those of a run ("New run" keeps its corpus and settings); ``POST /lab/train`` starts a
@@ -10,7 +11,11 @@
   ``/encode`` (a new text merge by merge; WordPiece's walk, a unigram lattice), ``GET /vocab``, ``/tree/{token id}``,
   ``/export.{json,tiktoken,model,tokenizer.json}``, ``POST /use`` ("use in playground");
 - ``POST /lab/side-by-side`` trains BPE, WordPiece and Unigram on one corpus at one vocabulary size;
-  ``GET /lab/side-by-side?bpe=&wordpiece=&unigram=&text=`` shows how each cuts a text.
+  ``GET /lab/side-by-side?bpe=&wordpiece=&unigram=&text=`` shows how each cuts a text (:mod:`.side_by_side`).
+
+A teacher who shares the run with a class (:mod:`.share`) moves the class with every step this page shows: the
+step's own request carries the teacher token (``static/share.js``), and :func:`lab_run` hands the step to
+:meth:`~app.classroom.service.Classroom.teach` before it answers.
 
 Training runs in the lab's worker pool, never on the event loop; every handler here only reads stored step
 records, so stepping never trains again. Sizes are checked at the HTTP boundary: corpus characters (413),
@@ -20,7 +25,6 @@ merges / vocab size (422), a full queue (429 with ``Retry-After``): the error ta
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -28,67 +32,27 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
 from app.lab import export as lab_export
-from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS, LabOptionsError, Options
 from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
-from app.lab.display import MAX_ENCODE_CHARS
+from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS
 from app.lab.replay import replay_for
+from app.lab.run_tokenizers import PREFIX, register_run
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.text_counts import how_training_counts
-from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
+from app.classroom.sessions import bearer_token
+from app.services import lab as service
 
-from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value, typed_fields
-from .errors import NotFoundError, TooLargeError, headers_for, status_for
-from .render import is_htmx, page_or_block
-from .tokenview import TokenWindow, token_window, with_marks
+from ..cookies import remember_run, teacher_of
+from ..deps import ClassroomDep, DoneRunDep, LabDep, RunDep, SettingsDep, text_area_value, typed_fields
+from ..errors import headers_for, status_for
+from ..render import download, is_htmx, page_or_block
+from ..rendering.lab_step import corpus_window
+from ..rendering.links import run_url
 
 router = APIRouter(include_in_schema=False)
 
 #: Merges listed on the step view (the latest ones; the export has them all).
 MERGE_LIST = 100
-#: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
-#: :data:`app.lab.examples.DEFAULT_FORM`.
-POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10"}
-EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
-
-
-def pair_ids(run: Run, k: int, pair: list) -> tuple[int, int]:
-    """Two token ids, or two token texts, as ids that exist after ``k`` merges (manual mode's choice)."""
-    replay = replay_for(run)
-    known = set(run.base) | {s.new_id for s in run.steps[:k]}
-    out = []
-    for item in pair:
-        if isinstance(item, int):
-            if item not in known:
-                raise LabOptionsError(f"token id {item} does not exist after {k} merges")
-            out.append(item)
-        else:
-            ids = [i for i in known if replay.text[i] == item]
-            if not ids:
-                raise LabOptionsError(f"no token with text {item!r} exists after {k} merges")
-            out.append(min(ids))
-    return out[0], out[1]
-
-
-def check_step(run: Run, k: int) -> int:
-    if not 0 <= k <= run.n_steps:
-        raise NotFoundError(f"step {k} is out of range: run {run.id} has steps 0..{run.n_steps}")
-    return k
-
-
-def remember_in_cookie(request: Request, response: Response, run: Run) -> None:
-    """Add ``run``'s tokenizer to this browser's pickers ("use in playground"; the cookie lists its runs)."""
-    value = cookie_with(request.cookies.get(COOKIE), run.id)
-    response.set_cookie(COOKIE, value, max_age=30 * 86400, samesite="lax", httponly=True)
-
-
-def run_url(run: Run, step: int | None = None, present: bool = False) -> str:
-    q = {}
-    if step is not None:
-        q["step"] = step
-    if present:
-        q["present"] = 1
-    return f"/lab/runs/{run.id}" + (f"?{urlencode(q)}" if q else "")
 
 
 def _context(request: Request, lab: Lab, **kw) -> dict:
@@ -161,57 +125,38 @@ async def lab_train(request: Request, lab: LabDep):
         raw = await file.read(limit + 1)
     # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
     typed = typed_fields(data)
-    fields = {k: v for k in POSTED_DEFAULTS if isinstance(v := typed.get(k), str)}
+    fields = {k: v for k in service.POSTED_DEFAULTS if isinstance(v := typed.get(k), str)}
     await data.close()  # the uploaded file's spooled temporary file
     return await run_in_threadpool(_start_from_form, request, lab, fields, raw, filename, limit)
 
 
 def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
-    form = POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
+    form = service.POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
     text = form["corpus"]
     try:
         if raw is not None:
-            if len(raw) > limit:
-                raise TooLargeError(f"the file is larger than the lab's limit of {lab.max_corpus_chars:,} characters")
-            try:
-                text = raw.decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise LabOptionsError(f"{filename} is not UTF-8 text; save it as UTF-8 and upload it again") from None
+            text = service.corpus_of_file(raw, filename, limit, lab)
             form["corpus"] = text[:20_000]
-        try:
-            n = int(form["size"])
-        except ValueError:
-            what = "tokens" if form["size_kind"] != "merges" else "learned pieces" if form["algorithm"] == "unigram" else "merges"
-            raise LabOptionsError(f"the number of {what} must be a whole number") from None
-        by_vocab = form["size_kind"] == "vocab_size"
-        opts = Options(
-            form["algorithm"],
-            form["pattern"],
-            None if by_vocab else n,
-            n if by_vocab else None,
-            "first" if form["algorithm"] == "unigram" else form["tie_break"],  # the form hides ties for Unigram
-            form["end_of_word"] and form["algorithm"] == "char",
-        )
-        run = lab.start(text, opts, wait=lab.quick_wait)
-        if run.status == "error":
-            raise LabOptionsError(run.error or "training failed")
+        run = service.started(lab.start(text, service.options_of(form), wait=lab.quick_wait))
     except TokenplayError as exc:
         return _setup(request, lab, form, str(exc), status_for(exc), headers_for(exc))
     return _to_run(request, lab, run)
 
 
 def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Response:
-    url = run_url(run, step, request.query_params.get("present") == "1")
+    url = run_url(run.id, step, request.query_params.get("present") == "1")
     if not is_htmx(request):
         return RedirectResponse(url, status_code=303)
     if run.finished:
         return HTMLResponse("", headers={"HX-Redirect": url})
     context = _context(request, lab, run=run, next_step=step)
-    return page_or_block(request, "lab_run.html", "progress", context, headers={"HX-Push-Url": run_url(run)})
+    return page_or_block(request, "lab_run.html", "progress", context, headers={"HX-Push-Url": run_url(run.id)})
 
 
 @router.get("/lab/runs/{run_id}")
-def lab_run(request: Request, lab: LabDep, run_id: str, step: Annotated[int | None, Query()] = None):
+def lab_run(
+    request: Request, lab: LabDep, classroom: ClassroomDep, run_id: str, step: Annotated[int | None, Query()] = None
+):
     run = lab.get(run_id)
     if run is None:
         return _setup(request, lab, {}, f"no lab run with id {run_id!r}; train a new one", 404)
@@ -219,14 +164,10 @@ def lab_run(request: Request, lab: LabDep, run_id: str, step: Annotated[int | No
         context = _context(request, lab, run=run, next_step=step, progress_only=True)
         return page_or_block(request, "lab_run.html", "progress", context)
     k = 0 if step is None else max(0, min(step, run.n_steps))  # a run opens before its first merge: a class starts there
+    teacher = teacher_of(request)
+    if teacher is not None and step is not None:  # a teacher's step: the class follows it (the token rides along)
+        classroom.teach(run, teacher[0], bearer_token(request.headers.get("authorization")), k)
     return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k))
-
-
-def _corpus_window(replay, k: int) -> TokenWindow:
-    """The corpus at step ``k`` as coloured tokens; those made by merge ``k`` marked ``new``."""
-    window = token_window(replay.corpus_at(k))
-    new_id = replay.run.steps[k - 1].new_id if k > 0 and not replay.run.unigram else None
-    return with_marks(window, [("new" if new_id in s.ids else "unk" if -1 in s.ids else "", ()) for s in window.spans])
 
 
 def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
@@ -243,13 +184,13 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         rec=run.steps[k - 1] if k > 0 else None,
         table=None if run.unigram else replay.table(k),
         removed=replay.removed(k) if run.unigram else [],
-        corpus=_corpus_window(replay, k),
+        corpus=corpus_window(replay, k),
         chart=lab_export.chart(run, k),
         merges=[] if run.unigram else list(enumerate(run.steps[first:k], start=first + 1)),
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
         merges_hidden=first,
-        url=lambda step: run_url(run, step),
+        url=lambda step: run_url(run.id, step),
         chip_of=replay.chip,
         manual_after=max(k - 1, 0),
         is_playground=f"{PREFIX}{run.id}",
@@ -259,7 +200,7 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
 @router.get("/lab/runs/{run_id}/progress")
 def lab_progress(request: Request, lab: LabDep, run: RunDep, step: int | None = None):
     if run.status == "done":
-        return HTMLResponse("", headers={"HX-Redirect": run_url(run, step)})
+        return HTMLResponse("", headers={"HX-Redirect": run_url(run.id, step)})
     return page_or_block(request, "lab_run.html", "progress", _context(request, lab, run=run, next_step=step))
 
 
@@ -279,10 +220,7 @@ def lab_merge(
     left: Annotated[int, Form()],
     right: Annotated[int, Form()],
 ):
-    check_step(run, after)
-    new = lab.continue_with(run, after, pair_ids(run, after, [left, right]), wait=lab.quick_wait)
-    if new.status == "error":
-        raise LabOptionsError(new.error or "training failed")
+    new = service.force_merge(lab, run, after, [left, right], wait=lab.quick_wait)
     return _to_run(request, lab, new, after + 1)
 
 
@@ -299,41 +237,29 @@ def lab_encode(
     text: Annotated[str, Form()] = "",
     step: Annotated[int | None, Form()] = None,
 ):
-    k = check_step(run, run.n_steps if step is None else step)
     text = text_area_value(text)  # as the box holds it, like every page's form text (app.web.deps.typed_fields)
-    if len(text) > MAX_ENCODE_CHARS:
-        raise TooLargeError(f"the text is {len(text):,} characters; encode traces take at most {MAX_ENCODE_CHARS:,}")
-    return _part(request, lab, run, "trace", trace=replay_for(run).encode_trace(text, k), k=k)
+    k, trace = service.encode_trace(run, text, step)
+    return _part(request, lab, run, "trace", trace=trace, k=k)
 
 
 @router.get("/lab/runs/{run_id}/vocab")
 def lab_vocab(request: Request, lab: LabDep, run: DoneRunDep, q: str = "", step: int | None = None):
-    k = check_step(run, run.n_steps if step is None else step)
+    k = service.check_step(run, run.n_steps if step is None else step)
     entries, total = replay_for(run).vocab_entries(k, q[:100])
     return _part(request, lab, run, "vocab", entries=entries, total=total, q=q, k=k)
 
 
 @router.get("/lab/runs/{run_id}/tree/{token_id}")
 def lab_tree(request: Request, lab: LabDep, run: DoneRunDep, token_id: int, step: int | None = None):
-    replay = replay_for(run)
-    if token_id not in replay.text:
-        raise NotFoundError(f"run {run.id} has no token with id {token_id}")
-    return _part(request, lab, run, "tree", tree=replay.merge_tree(token_id), k=step)
-
-
-def export_response(run: Run, fmt: str) -> Response:
-    """A run's download: ``json``, ``tiktoken`` (byte-level runs) or ``model`` (SentencePiece-style runs)."""
-    body, media, ext = lab_export.export(run, export_format(fmt, EXPORT_FORMATS))
-    return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="lab-{run.id}.{ext}"'})
+    return _part(request, lab, run, "tree", tree=service.merge_tree(run, token_id), k=step)
 
 
 @router.get("/lab/runs/{run_id}/export.{fmt}")
 def lab_export_file(run: DoneRunDep, fmt: str):
-    return export_response(run, fmt)
+    return download(*service.export(run, fmt))
 
 
 @router.post("/lab/runs/{run_id}/use")
 def lab_use(request: Request, lab: LabDep, run: DoneRunDep, settings: SettingsDep):
     response = _part(request, lab, run, "used", spec=register_run(run, settings.lab_max_runs))
-    remember_in_cookie(request, response, run)
-    return response
+    return remember_run(request, response, run.id)

@@ -3,12 +3,12 @@
 The teacher shares a run; the session gets a short join code (:func:`new_code`) and a teacher token that only the
 teacher's page holds (the store keeps its SHA-256, compared in constant time). Each thing the teacher does (set a
 step, turn quiz mode on or off, end the session) is an *event* appended to the session's log in order, numbered
-``seq`` 1, 2, 3...; the last event is the session's state. Followers' streams read that log (:mod:`.session_hub`
-wakes them), so every follower sees every event in order, whichever worker process or machine serves it.
+``seq`` 1, 2, 3...; the last event is the session's state. Followers' streams read that log (:mod:`.hub` wakes
+them), so every follower sees every event in order, whichever worker process or machine serves it.
 
 - **quiz mode**: at step k each student predicts merge k+1 by choosing one of the candidate pairs (the pairs the
-  pair table would list before that merge); one vote per follower per step, the first one counts. Stepping on
-  to k+1 is the reveal: the vote of step k is then right when it names merge k+1's pair;
+  pair table would list before that merge: :mod:`.quiz`); one vote per follower per step, the first one counts.
+  Stepping on to k+1 is the reveal: the vote of step k is then right when it names merge k+1's pair;
 - **followers**: a follower is a browser (its ``tp_follower`` id) with at least one open event stream whose
   heartbeat is younger than ``follower_ttl``; several tabs of one browser count once, a stream closed cleanly
   stops counting at once, one whose worker died stops counting when its heartbeat is too old;
@@ -19,8 +19,8 @@ wakes them), so every follower sees every event in order, whichever worker proce
 - **expiry**: a session ends ``ttl`` seconds after the teacher's last action.
 
 Time comes from ``clock`` (``time.time`` by default), so tests drive expiry and heartbeats themselves. Where
-sessions are kept is :mod:`.session_stores` (a directory shared by the worker processes of one machine, or Redis);
-:class:`app.lab.classroom.Classroom` puts the rules, a store and the streams together.
+sessions are kept is :mod:`.stores` (a directory shared by the worker processes of one machine, or Redis);
+:class:`app.classroom.service.Classroom` puts the rules, a store and the streams together.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from app.engines.errors import TokenplayError
 #: Join codes: no 0/O, 1/I/L, so a code read off a projector is typed right.
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_LENGTH = 6
-#: Candidate pairs a student chooses from in quiz mode (the pair table's rows before the next merge).
-QUIZ_CHOICES = 10
 _FOLLOWER_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
@@ -152,39 +150,3 @@ class Session:
     def is_teacher(self, token: str | None) -> bool:
         """Whether ``token`` is this session's teacher token (constant-time comparison of the hashes)."""
         return token is not None and hmac.compare_digest(token_hash(token), self.token_hash)
-
-
-def _pair_words(pair) -> str:
-    """A pair for a message, each token quoted (tokens are often a space and a letter).
-
-    >>> _pair_words([" ", "c"])
-    '" " + "c"'
-    """
-    return " + ".join(f'"{t}"' for t in pair)
-
-
-def tally(votes: dict[str, list[str]]) -> list[dict]:
-    """Votes (follower -> pair) counted per pair: most votes first, then by the pair's text.
-
-    >>> tally({"a": ["t", "h"], "b": ["h", "e"], "c": ["t", "h"]})
-    [{'pair': ['t', 'h'], 'count': 2}, {'pair': ['h', 'e'], 'count': 1}]
-    """
-    counts: dict[tuple[str, str], int] = {}
-    for pair in votes.values():
-        key = (pair[0], pair[1])
-        counts[key] = counts.get(key, 0) + 1
-    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return [{"pair": list(pair), "count": n} for pair, n in ordered]
-
-
-def quiz_choices(replay, k: int) -> list[dict]:
-    """The pairs a student chooses from at step ``k`` (predicting merge ``k + 1``), each ``{"pair": [text, text],
-    "ids": [id, id]}``: the pair table's rows before that merge, in alphabetical order so the list's order gives
-    nothing away."""
-    if k >= replay.run.n_steps or replay.run.unigram:
-        return []
-    rows = replay.table(k + 1)["rows"]
-    shown = rows[:QUIZ_CHOICES]
-    if not any(row["winner"] for row in shown):  # a pair chosen by hand outside the top: still a choice
-        shown = shown[:-1] + [row for row in rows if row["winner"]]
-    return sorted(({"pair": row["text"], "ids": row["pair"]} for row in shown), key=lambda c: (c["pair"][0], c["pair"][1]))

@@ -26,8 +26,6 @@ from .runs import Run
 from .replay import Merges
 
 PREFIX = "lab-"
-COOKIE = "tp_lab"
-MAX_COOKIE_RUNS = 20
 WHITESPACE_REGEX = r"\S+|\s+"
 
 
@@ -231,7 +229,7 @@ def spec_for(run: Run) -> TokenizerSpec:
 
 
 #: Lab tokenizers kept registered in one process; older ones are dropped (each holds its whole run) and come
-#: back from the run store when their user asks for them again (``user_tokenizers``, ``app.web.pickers``).
+#: back from the run store when their user asks for them again (``user_tokenizers``, :mod:`app.services.catalog`).
 MAX_REGISTERED = 64
 
 
@@ -246,29 +244,14 @@ def register_run(run: Run, limit: int = MAX_REGISTERED) -> TokenizerSpec:
     return spec
 
 
-def cookie_ids(cookie_value: str | None) -> list[str]:
-    if not cookie_value:
-        return []
-    out = []
-    for part in cookie_value.split("."):
-        if part and all(c in "0123456789abcdef" for c in part) and len(part) <= 32 and part not in out:
-            out.append(part)
-    return out[-MAX_COOKIE_RUNS:]
-
-
-def cookie_with(cookie_value: str | None, run_id: str) -> str:
-    ids = [i for i in cookie_ids(cookie_value) if i != run_id] + [run_id]
-    return ".".join(ids[-MAX_COOKIE_RUNS:])
-
-
-def user_tokenizers(cookie_value: str | None, lab=None) -> list[TokenizerSpec]:
-    """The lab tokenizers this user put in the playground (cookie ``tp_lab``), registered and in order.
+def user_tokenizers(run_ids: list[str], lab=None) -> list[TokenizerSpec]:
+    """The lab tokenizers of ``run_ids`` (the runs a user put in the playground), registered and in order.
 
     A run registered by another worker process is loaded from the run store (``lab``) and registered here.
     """
     out = []
     known = {s.name: s for s in registry.specs()}
-    for run_id in cookie_ids(cookie_value):
+    for run_id in run_ids:
         spec = known.get(PREFIX + run_id)
         if spec is None and lab is not None:
             run = lab.get(run_id)

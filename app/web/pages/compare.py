@@ -11,78 +11,36 @@
   or any of its tokens, clicked), why each cut there: the explanations of the token covering character ``at`` in
   that pane's tokenizer and in the reference, side by side.
 
-:func:`run_compare` is shared with ``POST /api/compare`` (:mod:`app.web.api.compare`): both resolve the names
-through the request's :class:`~app.web.pickers.Tokenizers`, like every other route.
+The comparison itself is :mod:`app.services.compare`'s, which ``POST /api/compare`` calls too: both resolve the
+names through the request's :class:`~app.services.catalog.Tokenizers`, like every other route.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response
 
-from app.features import presets
-from app.features.compare import (
-    COLUMN_LABELS,
-    COLUMNS,
-    MIN_TOKENIZERS,
-    CompareError,
-    Comparison,
-    boundaries,
-    boundary_diff,
-    check_selection,
-    compare,
-    segment_marks,
-    unk_id_of,
-)
 from app.engines.errors import TokenplayError
-from app.features.explain import Explainer
+from app.features import presets
+from app.features.compare import COLUMN_LABELS, COLUMNS, CompareError, check_selection, segment_marks
+from app.services.catalog import Tokenizers
+from app.services.compare import default_selection, export, pane_result, reference_of, run_compare
+from app.services.errors import check_text_size
+from app.services.explain import explain_at
+from app.services.languages import language
 from app.settings import Settings
 
-from .deps import FormDep, SettingsDep, TokenizersDep, check_text_size, checked, export_format, text_area_value
-from .errors import status_for
-from .languages import language_or_404
-from .pickers import Tokenizers, picker_groups
-from .render import is_htmx, page_or_block
-from .tokenview import TokenWindow, token_window, with_marks
+from ..deps import FormDep, SettingsDep, TokenizersDep, checked, text_area_value
+from ..errors import status_for
+from ..render import download, is_htmx, page_or_block
+from ..rendering.pickers import picker_groups
+from ..rendering.tokenview import TokenWindow, token_window, with_marks
 
 router = APIRouter(include_in_schema=False)
 
-#: What /compare opens with: OpenAI's three generations beside today's open models (issue 14), so every preset
-#: (Japanese, code, numbers...) shows them side by side from the first visit.
-PREFERRED_DEFAULTS = ("gpt2", "cl100k_base", "o200k_base", "llama-3", "qwen3", "gemma-3", "mistral-7b")
 DEFAULT_PRESET = "english"
-EXPORT_FORMATS = ("json", "csv")
-
-
-def default_selection(tokenizers: Tokenizers) -> list[str]:
-    chosen = tokenizers.known(PREFERRED_DEFAULTS)
-    return chosen if len(chosen) >= 2 else [s.name for s in tokenizers.listed()[:3]]
-
-
-def run_compare(
-    tokenizers: Tokenizers,
-    text: str,
-    names: list[str],
-    *,
-    allow_special: bool,
-    reference: str | None,
-    settings: Settings,
-    minimum: int = MIN_TOKENIZERS,
-) -> Comparison:
-    """Every named tokenizer on ``text`` (aliases resolved, so ``gpt-4`` and ``cl100k_base`` count once)."""
-    check_text_size(text, settings)
-    names = check_selection([tokenizers.resolve(n) for n in names], minimum)
-    if reference:
-        reference = tokenizers.resolve(reference)
-    chosen = [tokenizers.get(n) for n in names]
-    results = [t.tokenize(text, allow_special=allow_special) for t in chosen]
-    return compare(text, results, unk_ids={t.name: unk_id_of(t) for t in chosen}, reference=reference)
 
 
 def _fmt(value, column: str) -> str:
@@ -97,12 +55,6 @@ def _fmt(value, column: str) -> str:
 
 _CLASSES = {(False, False): "", (True, False): "diff-extra", (False, True): "diff-missing",
             (True, True): "diff-extra diff-missing"}
-
-
-def reference_of(chosen: list[str], reference: str | None) -> str:
-    """The reference the table and the panes use: the one the form names if it is ticked, else the first ticked
-    (the page moves its ◉ to it: static/compare.js)."""
-    return reference if reference in chosen else chosen[0]
 
 
 def pane_window(
@@ -149,7 +101,7 @@ def results_context(
     except CompareError as exc:
         context["error"] = str(exc)
         return context
-    reference = reference_of(chosen, next(iter(tokenizers.known([reference] if reference else [])), None))
+    reference = reference_of(chosen, tokenizers.first_known(reference))
     try:
         comparison = run_compare(
             tokenizers, text, chosen, allow_special=allow_special, reference=reference, settings=settings, minimum=1
@@ -158,7 +110,7 @@ def results_context(
         context["error"] = str(exc)
         context["status"] = status_for(exc)
         return context
-    labels = {s.name: s.label for s in tokenizers.listed()}
+    labels = tokenizers.labels()
     starts = starts or {}
     ordered = sorted(comparison.reference_boundaries)
     panes = []
@@ -259,7 +211,7 @@ def compare_page(
     lang: str | None = None,
 ):
     if lang is not None and text is None and preset is None:  # a language's UDHR text (the languages page's link)
-        text = language_or_404(lang).text
+        text = language(lang).text
     chosen_preset = presets.get_preset(preset) if preset else None
     if chosen_preset is not None:
         text = chosen_preset.text
@@ -327,18 +279,12 @@ def compare_pane(request: Request, settings: SettingsDep, tokenizers: Tokenizers
     if not is_htmx(request):
         return compare_results(request, settings, tokenizers, form)
     text, t, ref, special = _fields(form)
-    check_text_size(text, settings)
-    name = tokenizers.resolve(str(form.get("pane") or ""))
-    tokenizer = tokenizers.get(name)  # an unknown name: 404 with the valid ones
-    chosen = tokenizers.known(t) or [tokenizer.name]
-    reference = reference_of(chosen, next(iter(tokenizers.known([ref] if ref else [])), None))
-    result = tokenizer.tokenize(text, allow_special=special)
-    ref_bounds, diff_count = None, 0
-    if reference != tokenizer.name:
-        ref_bounds = boundaries(tokenizers.get(reference).tokenize(text, allow_special=special))
-        diff_count = len(boundary_diff(result, ref_bounds).offsets)
+    result, ref_bounds, diff_count = pane_result(
+        tokenizers, str(form.get("pane") or ""), text, tokenizers.known(t), ref, allow_special=special,
+        settings=settings,
+    )
     window = pane_window(result, _token_index(form.get("start")), settings.compare_pane_tokens, ref_bounds)
-    label = next((s.label for s in tokenizers.listed() if s.name == tokenizer.name), tokenizer.name)
+    label = tokenizers.label(result.tokenizer)
     pane = pane_context(result, label, window, is_reference=ref_bounds is None, diff_count=diff_count)
     return page_or_block(request, "compare.html", "pane", {"pane": pane})
 
@@ -353,88 +299,11 @@ def compare_explain(request: Request, settings: SettingsDep, tokenizers: Tokeniz
     offset = _token_index(form.get("at"))
     chosen = tokenizers.known(t)
     if chosen:  # the reference the table uses
-        ref = reference_of(chosen, next(iter(tokenizers.known([ref] if ref else [])), None))
+        ref = reference_of(chosen, tokenizers.first_known(ref))
     names = tokenizers.known([n for n in (form.get("pane"), ref) if n])
-    sides = []
-    for name in dict.fromkeys(names):
-        side = {"name": name, "explanation": None, "error": None, "reference": name == ref}
-        try:
-            explainer = Explainer(tokenizers.get(name), text, allow_special=special)
-            side["explanation"] = explainer.explain(explainer.index_at(offset))
-        except TokenplayError as exc:
-            side["error"] = str(exc)
-        sides.append(side)
+    sides = explain_at(tokenizers, names, text, offset, allow_special=special)
+    sides = [side | {"reference": side["name"] == ref} for side in sides]
     return page_or_block(request, "compare.html", "explain_pair", {"sides": sides, "at": offset})
-
-
-# -- downloads -----------------------------------------------------------------------------------------------------
-
-CSV_FIELDS = [
-    "tokenizer",
-    "tokens",
-    "chars",
-    "bytes",
-    "words",
-    "chars_per_token",
-    "bytes_per_token",
-    "fertility",
-    "partial",
-    "partial_share",
-    "unknown",
-    "byte_fallback",
-    "special",
-    "boundary_diffs",
-    "ids",
-]
-
-
-def export_dict(comparison: Comparison, allow_special: bool) -> dict:
-    """The downloadable results: the text, ids and stats per tokenizer, the best values, boundary differences."""
-    return {
-        "text": comparison.text,
-        "allow_special": allow_special,
-        "reference": comparison.reference,
-        "words": comparison.words,
-        "results": [
-            {
-                "tokenizer": r.tokenizer,
-                "count": r.count,
-                "ids": r.ids,
-                "stats": comparison.stats[r.tokenizer].to_dict(),
-                "boundary_diff": comparison.diffs[r.tokenizer].offsets if comparison.diffs else [],
-            }
-            for r in comparison.results
-        ],
-        "best": comparison.best,
-    }
-
-
-def export_csv(comparison: Comparison) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    for r in comparison.results:
-        stats = comparison.stats[r.tokenizer].to_dict()
-        row = {k: ("" if stats.get(k) is None else stats.get(k)) for k in CSV_FIELDS if k in stats}
-        row["tokenizer"] = r.tokenizer
-        row["boundary_diffs"] = len(comparison.diffs[r.tokenizer].offsets) if comparison.diffs else 0
-        row["ids"] = " ".join(str(i) for i in r.ids)
-        writer.writerow(row)
-    return out.getvalue()
-
-
-def _export(
-    fmt: str, tokenizers: Tokenizers, text: str, names: list[str], ref: str | None, special: bool, settings: Settings
-) -> Response:
-    export_format(fmt, EXPORT_FORMATS)
-    comparison = run_compare(tokenizers, text, names, allow_special=special, reference=ref, settings=settings)
-    if fmt == "csv":
-        body, media = export_csv(comparison), "text/csv; charset=utf-8"
-    else:
-        body, media = json.dumps(export_dict(comparison, special), ensure_ascii=False, indent=1), "application/json"
-    return Response(
-        body, media_type=media, headers={"Content-Disposition": f'attachment; filename="tokenplay-compare.{fmt}"'}
-    )
 
 
 @router.get("/compare/export.{fmt}")
@@ -447,10 +316,10 @@ def export_get(
     ref: str | None = None,
     special: bool = False,
 ):
-    return _export(fmt, tokenizers, text_area_value(text), t or [], ref, special, settings)
+    return download(*export(fmt, tokenizers, text_area_value(text), t or [], ref, special, settings), "tokenplay-compare." + fmt)
 
 
 @router.post("/compare/export.{fmt}")
 def export_post(fmt: str, settings: SettingsDep, tokenizers: TokenizersDep, form: FormDep):
     text, t, ref, special = _fields(form)
-    return _export(fmt, tokenizers, text, t, ref, special, settings)
+    return download(*export(fmt, tokenizers, text, t, ref, special, settings), "tokenplay-compare." + fmt)

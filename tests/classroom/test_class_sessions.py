@@ -1,5 +1,5 @@
 """Class sessions without the web (issue 27): join codes, both session stores (a directory and a real Redis),
-the rules of :class:`~app.lab.classroom.Classroom` (teacher token, steps, quiz votes, failed joins, expiry) and the
+the rules of :class:`~app.classroom.service.Classroom` (teacher token, steps, quiz votes, failed joins, expiry) and the
 per-process hub that wakes followers' streams (inotify, the polling fallback, Redis pub/sub).
 
 Time is a :class:`class_helpers.Clock` the test moves; streams are awaited, never raced against a sleep (the
@@ -16,12 +16,12 @@ import pytest
 from helpers.class_helpers import Clock, run_async, trained_run
 from helpers.redis_server import running_redis
 
-from app.lab import session_hub
-from app.lab.classroom import Classroom
+from app.classroom import hub
+from app.classroom.service import Classroom
 from app.lab.replay import replay_for
-from app.lab.session_hub import SessionHub
-from app.lab.session_stores import DirectorySessionStore, RedisSessionStore, make_session_store, sessions_dir
-from app.lab.sessions import (
+from app.classroom.hub import SessionHub
+from app.classroom.stores import DirectorySessionStore, RedisSessionStore, make_session_store, sessions_dir
+from app.classroom.sessions import (
     ALPHABET,
     CODE_LENGTH,
     NotAuthenticated,
@@ -33,9 +33,9 @@ from app.lab.sessions import (
     TooManyJoins,
     VoteRefused,
     new_code,
-    quiz_choices,
     token_hash,
 )
+from app.classroom.quiz import quiz_choices
 from app.settings import Settings
 
 HANG = 20  # seconds before a stream that never delivers fails the test
@@ -377,7 +377,7 @@ def test_without_inotify_the_hub_checks_the_logs(tmp_path, clock, monkeypatch):
     def no_inotify(folder):
         raise OSError("not here")
 
-    monkeypatch.setattr(session_hub, "Inotify", no_inotify)
+    monkeypatch.setattr(hub, "Inotify", no_inotify)
     for seqs in follow_many(lambda: DirectorySessionStore(tmp_path, clock=clock), clock, n_events=10, followers=3):
         assert seqs == list(range(1, 12))
 
@@ -408,7 +408,7 @@ def test_a_reconnecting_follower_gets_what_it_missed(make_store, clock):
 
 
 def test_a_follower_behind_the_buffer_reads_the_log(tmp_path, clock, monkeypatch):
-    monkeypatch.setattr(session_hub, "BUFFER", 3)
+    monkeypatch.setattr(hub, "BUFFER", 3)
     store = DirectorySessionStore(tmp_path, clock=clock)
     session = a_session(clock)
     store.create(session, {"step": 0})
