@@ -154,9 +154,32 @@ def shipped_entries() -> list[str]:
     return [s.name for s in registry.specs() if s.name == s.entry and s.family not in ("lab", "file")]
 
 
+_HEALTH_WORKER: dict[str, threading.Thread] = {}
+
+
+def _compute_pending(settings: Settings, names: list[str]) -> None:
+    """Compute the reports of ``names`` one by one in a background thread of this process (one at a time)."""
+    key = str(settings.vocab_cache_dir)
+    with _STORES_LOCK:
+        running = _HEALTH_WORKER.get(key)
+        if running is not None and running.is_alive():
+            return
+
+        def work() -> None:
+            health_store = _health_store(settings)
+            for name in names:
+                try:
+                    health_store.report(registry.get(name))
+                except Exception:  # noqa: BLE001 - one tokenizer that fails leaves the others to compute
+                    logger.exception("vocabulary health of %s", name)
+
+        thread = _HEALTH_WORKER[key] = threading.Thread(target=work, name="vocab-health", daemon=True)
+        thread.start()
+
+
 def health_table(settings: Settings, *, wait: bool = False) -> dict:
     """The report of every shipped tokenizer that is ready (all of them with ``wait``), and the names still
-    computing (``pending``)."""
+    computing (``pending``), whose reports a background thread then computes (the page asks again)."""
     health_store = _health_store(settings)
     rows, pending = [], []
     for name in shipped_entries():
@@ -169,6 +192,8 @@ def health_table(settings: Settings, *, wait: bool = False) -> dict:
             pending.append(name)
         else:
             rows.append({**found, "tokenizer": name, "label": registry.spec(name).entry_title})
+    if pending:
+        _compute_pending(settings, pending)
     return {"rows": rows, "pending": pending, "meanings": health_feature.MEANINGS}
 
 
