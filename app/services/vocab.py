@@ -240,20 +240,35 @@ def numbers_table(names: Iterable[str] | None = None) -> dict:
 
 # -- ahead of time -----------------------------------------------------------------------------------------------------
 def warm(settings: Settings, names: Iterable[str] | None = None) -> None:
-    """Compute what the vocabulary pages read for the shipped tokenizers, the cheap first (vocabularies), then what
-    takes seconds (health, merge trees, number facts), each kept on disk: meant for a background thread."""
+    """Compute what the vocabulary pages read for the shipped tokenizers and keep it on disk: each one's health
+    report, merge tree and number facts (seconds each). The server runs it in a background process at low priority
+    (``python -m app.services.vocab``); a worker asked for a document meanwhile waits for it rather than computing it
+    twice (:class:`~app.features.vocab.store.JSONStore`)."""
     names = list(names) if names is not None else shipped_entries()
     health_store, docs = _health_store(settings), store(settings)
-    for name in names:
-        try:
-            vocabulary(registry.get(name))
-        except Exception:  # noqa: BLE001 - a tokenizer that fails to load is the page's error, not the warm-up's
-            logger.exception("vocab warm-up: %s", name)
     for name in names:
         try:
             tok = registry.get(name)
             health_store.report(tok)
             browser.prepare_tree(tok, docs)
             docs.get_or_compute(f"numbers-{vocabulary(tok).fingerprint}", lambda: numbers_feature.number_facts(tok))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - one tokenizer that fails leaves the others to compute
             logger.exception("vocab warm-up: %s", name)
+
+
+def read_vocabularies(names: Iterable[str] | None = None) -> int:
+    """Read every shipped vocabulary (what the browser pages through), so that a first visit reads none: the server
+    does it before it forks its workers, which then share them. Returns how many were read."""
+    count = 0
+    for name in names if names is not None else shipped_entries():
+        try:
+            vocabulary(registry.get(name))
+            count += 1
+        except Exception:  # noqa: BLE001 - a tokenizer that fails to load is the page's error, not the server's
+            logger.exception("reading the vocabulary of %s", name)
+    return count
+
+
+if __name__ == "__main__":  # the server's background process: python -m app.services.vocab
+    logging.basicConfig(level=logging.WARNING)
+    warm(Settings())

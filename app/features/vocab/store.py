@@ -3,15 +3,18 @@ disk, so a second worker process or a restarted server reads them back instead o
 
 Keys name what was computed and the vocabulary's fingerprint (:attr:`~.tokens.Vocabulary.fingerprint`), so a
 document is never served for another vocabulary. Files are written to a temporary name and renamed; a damaged or
-unreadable file is computed again; a directory that cannot be written leaves the document in memory only.
+unreadable file is computed again; a directory that cannot be written leaves the document in memory only. Two
+processes asked for the same document compute it once: the second waits on a lock file, then reads it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
@@ -45,13 +48,35 @@ class JSONStore:
             return found
         with self._lock:
             busy = self._busy.setdefault(key, threading.Lock())
-        with busy:
+        with busy, self._file_lock(key):  # another process computing the same document: wait for it, then read it
             found = self.get(key)
             if found is None:
                 found = compute()
                 self._write(key, found)
                 self._docs[key] = found
         return found
+
+    @contextmanager
+    def _file_lock(self, key: str):
+        """An exclusive lock on ``key`` across processes (flock on a file beside the document), or none without a
+        directory (or where it cannot be made)."""
+        path = self._path(key)
+        handle = None
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                handle = open(path.with_name(f".{path.name}.lock"), "a+b")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except OSError:
+                if handle is not None:
+                    handle.close()
+                handle = None
+        try:
+            yield
+        finally:
+            if handle is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
 
     def _read(self, key: str):
         path = self._path(key)
