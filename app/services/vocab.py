@@ -15,6 +15,7 @@ import io
 import logging
 import threading
 from collections.abc import Iterable, Sequence
+from weakref import WeakKeyDictionary
 
 from app.engines import registry
 from app.engines.errors import TokenplayError, UnknownTokenizerError
@@ -83,33 +84,45 @@ def _health_store(settings: Settings) -> health_feature.HealthStore:
 
 
 # -- the browser -------------------------------------------------------------------------------------------------------
-def page(tokenizers: Tokenizers, name: str, *, offset: int = 0, limit: int = 100, q: str = "", kind: str = "") -> dict:
-    return browser.page(tokenizer(tokenizers, name), offset=offset, limit=limit, q=q, kind=kind)
+_INDEXES: dict[str, WeakKeyDictionary] = {}
+
+
+def index(tok, settings: Settings) -> browser.VocabIndex:
+    """The browser of ``tok``, its ranks and merge tree kept in this settings' store (one per tokenizer object)."""
+    key, docs = str(settings.vocab_cache_dir), store(settings)
+    with _STORES_LOCK:
+        indexes = _INDEXES.setdefault(key, WeakKeyDictionary())
+        found = indexes.get(tok)
+    if found is None:  # read outside the lock: one vocabulary being read holds up no other
+        made = browser.VocabIndex(tok, docs)
+        with _STORES_LOCK:
+            found = indexes.setdefault(tok, made)
+    return found
+
+
+def page(tokenizers: Tokenizers, name: str, settings: Settings, *, offset: int = 0, limit: int = 100, q: str = "",
+         kind: str = "") -> dict:
+    return index(tokenizer(tokenizers, name), settings).page(offset=offset, limit=limit, q=q, kind=kind)
 
 
 def token(tokenizers: Tokenizers, name: str, token_id: int, settings: Settings) -> dict:
-    tok = tokenizer(tokenizers, name)
-    browser.prepare_tree(tok, store(settings))
-    return browser.token(tok, token_id)
+    return index(tokenizer(tokenizers, name), settings).token(token_id)
 
 
-def facts(tokenizers: Tokenizers, name: str) -> dict:
+def facts(tokenizers: Tokenizers, name: str, settings: Settings) -> dict:
     """What the browser's head says: the tokenizer's n_vocab (the reference library's figure), its tokens, special
-    tokens, whether it has merges and its ranks."""
+    tokens, whether it has merges, its base tokens and ranks."""
     tok = tokenizer(tokenizers, name)
-    vocab = vocabulary(tok)
-    try:
-        model = merge_model(tok)
-    except TokenplayError:
-        model = None
+    found = index(tok, settings)
+    ranks = found.ranks
     return {
         "tokenizer": tok.name,
         "n_vocab": tok.n_vocab,
-        "tokens": len(vocab.ids),
-        "special": len(vocab.special),
-        "merge_based": model is not None,
-        "base": None if model is None else model.n_base,
-        "ranks": None if model is None else model.size,
+        "tokens": len(found.vocab.ids),
+        "special": len(found.vocab.special),
+        "merge_based": ranks["merge_based"],
+        "base": ranks["base"],
+        "ranks": ranks["ranks"],
     }
 
 
@@ -250,7 +263,9 @@ def warm(settings: Settings, names: Iterable[str] | None = None) -> None:
         try:
             tok = registry.get(name)
             health_store.report(tok)
-            browser.prepare_tree(tok, docs)
+            found = index(tok, settings)
+            found.ranks  # noqa: B018 - computed and kept on disk
+            found.token(found.vocab.ids[-1])  # the merge tree, computed and kept
             docs.get_or_compute(f"numbers-{vocabulary(tok).fingerprint}", lambda: numbers_feature.number_facts(tok))
         except Exception:  # noqa: BLE001 - one tokenizer that fails leaves the others to compute
             logger.exception("vocab warm-up: %s", name)

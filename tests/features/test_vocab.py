@@ -341,7 +341,7 @@ def _lab_tokenizer(**options):
     from app.lab.algorithms import train
     from app.lab.options import Options
     from app.lab.runs import Run
-    from app.lab.tokenizers import spec_for
+    from app.lab.run_tokenizers import spec_for
 
     opts = Options(**options).check(10_000)
     trained = train(LAB_CORPUS, opts, max_merges=10_000)
@@ -366,17 +366,16 @@ def test_a_character_lab_runs_tree_and_ladder_are_its_step_records(end_of_word):
     assert H.compute(tok)["figures"]["unreachable_bpe"]["count"] == 0
 
 
-def test_a_tree_prepared_once_is_read_back_by_another_process(tmp_path, monkeypatch):
+def test_ranks_and_tree_kept_once_are_read_back_by_another_process(tmp_path, monkeypatch):
     from app.features.vocab import browser
-    from app.features.vocab.merges import MergeModel, _build
     from app.features.vocab.store import JSONStore
 
     tok = registry.get("gpt2")
-    assert browser.prepare_tree(tok, JSONStore(tmp_path))
-    before = browser.token(tok, 31373)  # "hello"
-    fresh = _build(tok)  # what a new process builds: nothing found yet
-    monkeypatch.setattr(browser, "_model", lambda tok: fresh)
-    monkeypatch.setattr(MergeModel, "_find_parents", lambda self, rank: pytest.fail("computed again"))
-    assert browser.prepare_tree(tok, JSONStore(tmp_path))
-    assert browser.token(tok, 31373) == before
+    before = browser.VocabIndex(tok, JSONStore(tmp_path)).token(31373)  # "hello"
+    assert before == browser.token(tok, 31373)  # what the index computes without a store
+    assert sorted(p.name.split("-")[0] for p in tmp_path.glob("*.json")) == ["parents", "ranks"]
+    monkeypatch.setattr(browser, "merge_model", lambda tok: pytest.fail("computed again"))
+    again = browser.VocabIndex(tok, JSONStore(tmp_path))  # a new process: nothing in memory
+    assert again.token(31373) == before
+    assert again.page(offset=31373, limit=1)["tokens"][0]["rank"] == 31373
     assert [p["text"] for p in before["parents"]] == ["hell", "o"]

@@ -29,6 +29,7 @@ import regex
 
 from app.engines.base import Tokenizer
 from app.engines.bpe.json_model import ByteLevelJSONTokenizer
+from app.engines.bpe.encoder import piece_merger
 from app.engines.bpe.model import RankTokenizer
 from app.engines.bpe.word_end_model import WordEndBPETokenizer
 from app.engines.huggingface.library import HuggingFaceTokenizer
@@ -99,19 +100,27 @@ def unreachable_bpe(vocab: Vocabulary, model: MergeModel | None) -> Figure:
         return Figure(None, [], "not a BPE tokenizer: it has no merges")
     bad: list[int] = []
     parts_of: dict[int, list] = {}
-    fast = model.split_key is None and model.symbols != "ids"  # a key's bytes or characters: the compiled merge
-    pair_keys = model.rule == "pairs"
     special = vocab.special
-    for rank in range(model.n_base, model.size):
-        key, tid = model.keys[rank], model.ids[rank]
-        if tid in special or key is None:
-            continue
-        parts = merge_text(key, model.table, pair_keys=pair_keys) if fast else model.merge_parts(key)
-        if len(parts) != 1 or parts[0] != key:
-            bad.append(tid)
-            if len(parts_of) < EXAMPLES:
-                parts_of[tid] = parts
+    merged = [(model.keys[r], model.ids[r]) for r in range(model.n_base, model.size)]
+    merged = [(key, tid) for key, tid in merged if tid not in special and key is not None]
+    if model.symbols == "bytes" and model.split_key is None:
+        # the engines' own compiled merge of a pre-token, with its memo of ranks: ids come back
+        ids_of = dict(zip(model.keys, model.ids))
+        merge_ids, args = piece_merger(ids_of, model.table if model.rule == "pairs" else None)
+        for key, tid in merged:
+            got = merge_ids(key, *args)
+            if len(got) != 1 or got[0] != tid:
+                bad.append(tid)
+    else:
+        pair_keys = model.rule == "pairs"
+        fast = model.split_key is None and model.symbols != "ids"  # a key's characters: the compiled merge
+        for key, tid in merged:
+            parts = merge_text(key, model.table, pair_keys=pair_keys) if fast else model.merge_parts(key)
+            if len(parts) != 1 or parts[0] != key:
+                bad.append(tid)
     bad.sort()
+    for tid in bad[:EXAMPLES]:  # what BPE gives instead, for the examples
+        parts_of[tid] = model.merge_parts(model.keys[model.rank_of_id(tid)])
 
     def shown(part) -> str:
         return escape_bytes(part) if isinstance(part, bytes) else part
@@ -125,15 +134,21 @@ def unreachable_bpe(vocab: Vocabulary, model: MergeModel | None) -> Figure:
 
 def _pretoken_counter(tok: Tokenizer):
     """A function giving how many pre-tokens a text is cut into by ``tok``'s pre-tokenizer, or None without one."""
-    if isinstance(tok, TiktokenTokenizer):
-        pattern = ENCODINGS[tok.name].pattern if tok.name in ENCODINGS else tok._spec.pattern
-        findall = regex.compile(pattern).findall
-        return lambda text: len(findall(text))
-    if isinstance(tok, RankTokenizer):
-        if not tok.pattern:
+    if isinstance(tok, (TiktokenTokenizer, RankTokenizer)):
+        if isinstance(tok, TiktokenTokenizer):
+            pattern = ENCODINGS[tok.name].pattern if tok.name in ENCODINGS else tok._spec.pattern
+        else:
+            pattern = tok.pattern
+        if not pattern:
             return None
-        findall = regex.compile(tok.pattern).findall
-        return lambda text: len(findall(text))
+        match = regex.compile(pattern).match
+
+        def first_piece(text: str) -> int:
+            # one piece when the split's first match is the whole text (its matches tile the text from its start)
+            m = match(text)
+            return 1 if m is not None and m.end() == len(text) else 2
+
+        return first_piece
     if isinstance(tok, HuggingFaceTokenizer):
         lib = tok.library
         if lib.pre_tokenizer is None:
@@ -173,28 +188,15 @@ def unreachable_pretokenizer(vocab: Vocabulary, tok: Tokenizer) -> Figure:
     if count is None:
         return Figure(None, [], "this tokenizer has no pre-tokenizer: nothing cuts a token's text before the model")
     bad: list[int] = []
-    for tid, data in zip(vocab.ids, vocab.data):
-        if tid in vocab.special or tid in vocab.fallback:
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if text and count(text) > 1:
+    skip = vocab.special | vocab.fallback
+    for tid, text, valid in zip(vocab.ids, vocab.texts, vocab.valid):
+        if valid and text and tid not in skip and count(text) > 1:
             bad.append(tid)
     return _figure(vocab, bad)
 
 
 def partial_utf8(vocab: Vocabulary) -> Figure:
-    bad = []
-    for tid, data in zip(vocab.ids, vocab.data):
-        if tid in vocab.special:
-            continue
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            bad.append(tid)
-    return _figure(vocab, bad)
+    return _figure(vocab, [tid for tid, valid in zip(vocab.ids, vocab.valid) if not valid and tid not in vocab.special])
 
 
 def never_valid_bytes(vocab: Vocabulary) -> Figure:

@@ -154,7 +154,27 @@ class Vocabulary:
     @cached_property
     def texts(self) -> list[str]:
         """Each token's bytes as text (bytes that are not UTF-8 as ``\\xNN``)."""
-        return [escape_bytes(d) for d in self.data]
+        texts, valid = self._decoded
+        return texts
+
+    @cached_property
+    def valid(self) -> list[bool]:
+        """Whether each token's bytes are whole UTF-8 (then its text is their decoding)."""
+        texts, valid = self._decoded
+        return valid
+
+    @cached_property
+    def _decoded(self) -> tuple[list[str], list[bool]]:
+        texts: list[str] = []
+        valid: list[bool] = []
+        for data in self.data:
+            try:
+                texts.append(data.decode("utf-8"))
+                valid.append(True)
+            except UnicodeDecodeError:
+                texts.append(escape_bytes(data))
+                valid.append(False)
+        return texts, valid
 
     @cached_property
     def fingerprint(self) -> str:

@@ -56,6 +56,7 @@ async def vocab_characters(request: Request, body: CharactersRequest, tokenizers
 async def vocab_page(
     request: Request,
     tokenizers: TokenizersDep,
+    settings: SettingsDep,
     name: str,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
@@ -64,7 +65,7 @@ async def vocab_page(
 ) -> Response:
     """``{"total", "tokens"}``: the tokens matching ``q`` and ``kind``, ordered by id, each ``{"id", "text",
     "bytes_hex", "kind", "rank"}`` (``script`` for a word, ``piece`` where the vocabulary writes it otherwise)."""
-    found = await run_cpu(request, service.page, tokenizers, name, offset=offset, limit=limit, q=q, kind=kind)
+    found = await run_cpu(request, service.page, tokenizers, name, settings, offset=offset, limit=limit, q=q, kind=kind)
     return FastJSON(found)
 
 

@@ -84,9 +84,9 @@ def _browser_context(tokenizers: Tokenizers, settings, name: str, q: str, kind: 
     try:
         name = service.resolve(tokenizers, name)
         context["tokenizer"], context["label"] = name, tokenizers.label(name)
-        facts = service.facts(tokenizers, name)
+        facts = service.facts(tokenizers, name, settings)
         context["facts"] = {**facts, "reference": _reference(tokenizers, name)}
-        found = service.page(tokenizers, name, offset=offset, limit=PAGE, q=q, kind=kind)
+        found = service.page(tokenizers, name, settings, offset=offset, limit=PAGE, q=q, kind=kind)
         rows = [_with_links(name, r) for r in found["tokens"]]
         context["results"] = {"total": found["total"], "rows": rows, "pieces": any(r.get("piece") for r in rows)}
 
@@ -175,7 +175,7 @@ def _ladder_context(tokenizers: Tokenizers, settings, names: list[str], text: st
     try:
         chosen = list(dict.fromkeys(service.resolve(tokenizers, n) for n in names if n))
         context["chosen"] = set(chosen)
-        merge_based = [n for n in chosen if service.facts(tokenizers, n)["merge_based"]]
+        merge_based = [n for n in chosen if service.facts(tokenizers, n, settings)["merge_based"]]
         context["skipped"] = [tokenizers.label(n) for n in chosen if n not in merge_based]
         series = service.ladders(tokenizers, merge_based, text, settings) if text and merge_based else []
         context["chart"] = ladder_chart(series, tokenizers.labels())
