@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
     lab_progress_wrap: Callable | None = Field(None, exclude=True, description="for tests only, passed in code (no variable): wraps every lab training's progress callback, called as wrap(progress, should_stop) and answering the callback to use, so a test can pause a training it looks at (tests/helpers/lab_hold.py); it must pickle for process pools")
     uploads_dir: Path = REPO_ROOT / "var" / "uploads"
+    vocab_cache_dir: Path | None = Field(REPO_ROOT / "var" / "cache" / "vocab", description="where the vocabulary pages keep what they compute once per vocabulary (health reports, merge trees, number facts), read back by every worker and after a restart; None keeps them in memory only")
+    vocab_warm: bool = Field(True, description="tokenplay serve reads every shipped vocabulary before it forks its workers, and computes the vocabulary pages' reports in a background process (at low priority)")
     uploads_ttl_seconds: float = Field(7 * 86400, gt=0, description="uploaded tokenizers are forgotten this long after they were stored")
     uploads_store_bytes: int = Field(2 << 30, gt=0, description="bytes of uploaded tokenizer files kept (oldest go first)")
     uploads_memory_bytes: int = Field(256 << 20, gt=0, description="bytes of uploaded tokenizer files kept in memory per process")

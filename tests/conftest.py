@@ -41,6 +41,7 @@ def settings(tmp_path_factory) -> Settings:
     return Settings(
         lab_runs_dir=tmp_path_factory.mktemp("runs"),
         uploads_dir=tmp_path_factory.mktemp("uploads"),
+        vocab_cache_dir=tmp_path_factory.mktemp("vocab"),
         lab_pool="thread",
         lab_quick_wait_seconds=QUICK_WAIT,
         lab_progress_wrap=Hold(tmp_path_factory.mktemp("hold") / "hold", on=False),

@@ -111,6 +111,24 @@ class LabTokenizer(Tokenizer):
                     out.extend(ids)
         return out
 
+    # -- what the vocabulary views read (app.features.vocab.merges: ranks, parents, children, the ladder) -------------
+    def merge_order(self) -> tuple[list[int], list[tuple[int, int, int]]]:
+        """The base ids (characters, ``</w>``, ``▁``: what no merge makes) and the run's merges in order, each as
+        ``(left id, right id, new id)``."""
+        made = set(self.merges.new_id.values())
+        base = sorted(i for i in self.vocab if i not in made)
+        return base, [(a, b, new) for (a, b), new in self.merges.new_id.items()]
+
+    def count_with_merges(self, text: str, k: int) -> int:
+        """How many tokens ``text`` takes with only the run's first ``k`` merges (as :meth:`encode` with all)."""
+        n = 0
+        for a, b, base in self.words(text):
+            if base is None:
+                n += len(self.plain_ids(text[a:b]))
+            else:
+                n += sum(map(len, self.word_tokens(text[a:b], self.merges.apply(base, k))))
+        return n
+
     def explain_plan(self):
         """How the explain view retraces this tokenizer's merges (:class:`LabPlan`)."""
         return LabPlan(self)

@@ -33,6 +33,7 @@ from .api import sessions as api_sessions
 from .api import tokenize as api_tokenize
 from .api import train as api_train
 from .deps import lanes_of
+from .api import vocab as api_vocab
 from .pages import (
     add_tokenizer,
     chat,
@@ -44,13 +45,14 @@ from .pages import (
     playground,
     share,
     side_by_side,
+    vocab,
 )
 from .render import make_environment
 
 #: The routers of the pages, in the order their routes are matched.
-PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, share)
+PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, vocab, follow, share)
 #: The routers of the JSON API under ``/api``, in the order of ``/docs``.
-API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_languages, api_sessions)
+API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_languages, api_vocab, api_sessions)
 
 #: The files of npm's swagger-ui-dist that /docs loads, and their media types.
 SWAGGER_FILES = {

@@ -17,6 +17,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from app.classroom.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused
 from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerError
 from app.engines.registry.loaders import FileTooLargeError
+from app.features.vocab.browser import TokenNotFoundError
+from app.features.vocab.characters import CharactersTooLongError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
 from app.services.errors import NotFoundError, TooLargeError
@@ -30,6 +32,8 @@ STATUS: dict[type[Exception], int] = {
     NotFoundError: 404,
     RunNotReady: 409,
     TooLargeError: 413,
+    TokenNotFoundError: 404,
+    CharactersTooLongError: 413,
     CorpusTooLarge: 413,
     FileTooLargeError: 413,
     QueueFull: 429,

@@ -18,6 +18,9 @@ TAGS = [
     {"name": "tokens", "description": "Cut a text into tokens, turn ids back into text, see why a token was cut, "
      "compare tokenizers, tokenize a chat prompt."},
     {"name": "tokenizers", "description": "The tokenizers you can use, and adding your own file."},
+    {"name": "vocabulary", "description": "What is in a vocabulary: its tokens page by page, a token's merge tree, "
+     "the ladder of counts with its first k ranks, its health, two vocabularies compared, a text character by "
+     "character, how numbers are cut."},
     {"name": "lab", "description": "Train BPE, WordPiece or Unigram on your corpus and step through the training."},
     {"name": "class", "description": "Share a lab run with a class: students follow the teacher's steps live "
      "(Server-Sent Events) and predict the next merge."},

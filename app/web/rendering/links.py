@@ -93,3 +93,8 @@ def follow_path(code: str) -> str:
 def follow_url(base: str, code: str) -> str:
     """The join link students open, on this server's public address ``base``."""
     return base + follow_path(code)
+
+
+def vocab_url(name: str) -> str:
+    """The vocabulary browser of tokenizer ``name``."""
+    return "/vocab?" + urlencode({"tokenizer": name})
