@@ -193,6 +193,10 @@ def test_the_server_computes_the_vocabulary_reports_in_a_low_priority_process_th
         while Path(f"/proc/{warming[0]}").exists() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not Path(f"/proc/{warming[0]}").exists()
+    finally:
+        if server.proc.poll() is None:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait(30)
 
 
 HOSTILE_JSON = json.dumps({
