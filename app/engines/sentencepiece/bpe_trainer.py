@@ -295,15 +295,13 @@ def _compiled_run(words, rule: PieceRule, options: TrainerOptions, n_merges: int
     run = twin("_spm_train", "bpe_train")
     if run is None:
         return None
+    joined = "".join(w for w, _ in words)
     chars: dict[str, int] = {UNK_CHAR: 0}
+    for c in sorted(set(joined)):
+        chars.setdefault(c, len(chars))
     flat = array("i")
-    lengths = array("i")
-    for w, _ in words:
-        for c in w:
-            if c not in chars:
-                chars[c] = len(chars)
-        flat.extend(chars[c] for c in w)
-        lengths.append(len(w))
+    flat.frombytes(joined.translate({ord(c): i for c, i in chars.items()}).encode("utf-32-le", "surrogatepass"))
+    lengths = array("i", (len(w) for w, _ in words))
     freqs = array("q", (f for _, f in words))
     cps = array("i", (ord(c) for c in chars))
     flags = (options.split_by_unicode_script | options.split_by_number << 1 | options.split_digits << 2

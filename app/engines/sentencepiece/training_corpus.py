@@ -219,9 +219,7 @@ def load_sentences(text: str, options: TrainerOptions, vocab_size: int) -> Sente
     if not sentences:
         raise CorpusError("corpus", "the corpus has no sentence to train on once normalized; give some text "
                           "(one sentence a line)")
-    counts = Counter()
-    for s in sentences:
-        counts.update(s)
+    counts = Counter("".join(sentences))
     present = set(counts)
     counts.pop(" ", None)
     counts.pop("\x00", None)
@@ -239,7 +237,11 @@ def load_sentences(text: str, options: TrainerOptions, vocab_size: int) -> Sente
     kept = {c for c, _ in required}
     rare = {ord(c): UNK_CHAR for c in present if c not in kept}
     if rare:
-        sentences = [s.translate(rare) for s in sentences]
+        joined = "\n".join(sentences)
+        if joined.count("\n") == len(sentences) - 1:  # one translate over the corpus, then cut again
+            sentences = joined.translate(rare).split("\n")
+        else:
+            sentences = [s.translate(rare) for s in sentences]
     if len(required) + len(meta) > vocab_size:
         raise CorpusError(
             "vocab_size",
@@ -305,6 +307,13 @@ def word_counts(sentences: list[str], options: TrainerOptions) -> list[tuple[str
     if not options.split_by_whitespace:
         return [(s, 1) for s in sentences]
     suffix, allow = options.treat_whitespace_as_suffix, options.allow_whitespace_only_pieces
+    if not suffix and not allow and all(s.startswith(SPACE_SYMBOL) for s in sentences):
+        # every sentence starts a word: one split of the whole corpus, the ▁ put back on the distinct words
+        pieces = Counter("".join(sentences).split(SPACE_SYMBOL))
+        pieces[""] -= 1  # before the first ▁
+        if not pieces[""]:
+            del pieces[""]
+        return sorted(((SPACE_SYMBOL + w, n) for w, n in pieces.items()), key=lambda kv: (-kv[1], kv[0]))
     counts: Counter = Counter()
     for s in sentences:
         counts.update(split_words(s, suffix, allow))
