@@ -23,6 +23,7 @@ TWINS = {
     "_chunks": "app.engines.sentencepiece._chunks",  # sentencepiece/model.py
     "_unigram_train": "app.engines.sentencepiece._unigram_train",  # sentencepiece/unigram_trainer.py
     "_spm_train": "app.engines.sentencepiece._spm_train",  # sentencepiece/bpe_trainer.py
+    "_spm_unigram": "app.engines.sentencepiece._spm_unigram",  # sentencepiece/unigram_trainer.py
     "_train": "app.engines.training._train",  # training/words.py and pair_counts.py, wordpiece/trainer.py
 }
 
