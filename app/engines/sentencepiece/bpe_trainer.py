@@ -331,7 +331,7 @@ def train_bpe(
 
     >>> run = train_bpe("the cat sat on the mat\\nthe cat ate\\n", 30)
     >>> [m.piece for m in run.merges][:4], run.merges[0].count
-    (['at', '▁t', '▁c', '▁ca'], 4)
+    (['at', 'he', '▁t', '▁the'], 5)
     """
     check_text(text)
     options = options or TrainerOptions()

@@ -52,7 +52,8 @@ def f32(x: float) -> float:
 @dataclass(slots=True)
 class UnigramRound:
     """One round (EM steps, then pruning): the pieces it removed (``(piece, loss)``; NaN for a piece the EM step or a
-    split Viterbi path removed), the vocabulary size after it and the corpus log-likelihood before it pruned."""
+    split Viterbi path removed), the vocabulary size after it (meta pieces included; the last round's: the model's)
+    and the corpus log-likelihood before it pruned."""
 
     round: int
     removed: list[tuple[str, float]]
@@ -133,9 +134,9 @@ def train_unigram(
     :class:`~app.engines.training.Cancelled`. Raises :class:`.training_corpus.CorpusError` for a ``vocab_size`` the
     corpus cannot fill (sentencepiece's "Vocabulary size too high").
 
-    >>> run = train_unigram("the cat sat on the mat\\nthe cat ate the rat\\n" * 3, 40)
+    >>> run = train_unigram("the cat sat on the mat\\nthe cat ate the rat\\na hat and a bat\\nthat cat\\n" * 3, 20)
     >>> [p.piece for p in run.final[3:8]], len(run.final)
-    (['▁the', 'at', '▁', 'a', 't'], 40)
+    (['▁', 'at', 'e', '▁th', '▁cat'], 20)
     """
     check_text(text)
     options = options or TrainerOptions()
@@ -188,7 +189,7 @@ def train_unigram(
         removed += gone
         order = array("i", (order[i] for i in new))
         scores = array("f", (scores[i] for i in new))
-        record = UnigramRound(len(rounds) + 1, removed, len(order), likelihood)
+        record = UnigramRound(len(rounds) + 1, removed, len(loaded.meta) + len(order), likelihood)
         rounds.append(record)
         snapshots.append(_snapshot(len(seed), order, scores))
         tokens.append(n_tokens)
@@ -204,7 +205,6 @@ def train_unigram(
     scores = array("f", (scores[i] for i in kept))
     if unreachable:
         rounds[-1].removed += unreachable
-        rounds[-1].vocab_size = len(order)
         snapshots[-1] = _snapshot(len(seed), order, scores)
         tokens[-1] = core.tokens(order, scores)
     final = finalize([(pieces[p], s) for p, s in zip(order, scores)], loaded.required, vocab_size - len(loaded.meta))
@@ -217,6 +217,7 @@ def train_unigram(
             f"{reachable:,} pieces of it ({len(loaded.meta):,} meta pieces and {len(final):,} others); choose a "
             f"vocab_size of at most {reachable:,}, or add text",
         )
+    rounds[-1].vocab_size = vocab_size  # the last round ends with the final choice
     out: list[Piece] = []
     k = 0
     for i in range(vocab_size):
