@@ -40,7 +40,6 @@ from app.engines.wordpiece.trainer import (
 )
 
 from .options import LabOptionsError, Options, Trained
-from .spm_runs import train_spm_run
 from .unigram_runs import train_unigram_run
 
 END_OF_WORD = "</w>"
@@ -300,13 +299,6 @@ def train(
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
-    if options.algorithm == "sentencepiece":
-        if prefix or force is not None:
-            raise LabOptionsError("a SentencePiece BPE run makes sentencepiece's own merges in its order: manual mode "
-                                  "(choosing the next merge) is for the other BPE algorithms", "algorithm")
-        return train_spm_run(corpus, options, max_merges=max_merges,
-                             base_units=base_units(corpus, "sentencepiece", options.pattern), progress=progress,
-                             should_stop=should_stop)
     if options.algorithm == "unigram":
         return train_unigram_run(
             corpus,

@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.engines.errors import TokenplayError
-from app.engines.sentencepiece.trainer_options import TrainerOptions, TrainerOptionsError
 from app.engines.training.steps import TIE_BREAKS, MergeStep
 
 ALGORITHMS = ("byte", "char", "sentencepiece", "wordpiece", "unigram")
 ALGORITHM_LABELS = {
     "byte": "byte-level BPE",
     "char": "character-level BPE",
-    "sentencepiece": "SentencePiece BPE",
+    "sentencepiece": "SentencePiece-style BPE",
     "wordpiece": "WordPiece (merge by score)",
     "unigram": "Unigram (SentencePiece)",
 }
@@ -31,12 +30,7 @@ PATTERN_LABELS = {
 
 
 class LabOptionsError(TokenplayError):
-    """Training options the lab cannot run (unknown algorithm, bad merge count, ...); ``field`` names the option
-    when one is to blame."""
-
-    def __init__(self, message: str, field: str | None = None):
-        self.field = field
-        super().__init__(message)
+    """Training options the lab cannot run (unknown algorithm, bad merge count, ...)."""
 
 
 #: More base tokens than any corpus can have (one per Unicode code point, plus bytes and markers): a vocab_size
@@ -52,15 +46,6 @@ class Options:
     vocab_size: int | None = None  # a target vocabulary size (base vocabulary + merges)
     tie_break: str = "first"
     end_of_word: bool = False
-    # sentencepiece's trainer options (its names, its defaults) for the "sentencepiece" and "unigram" algorithms
-    sentencepiece: dict | None = None
-
-    def spm_options(self) -> TrainerOptions:
-        """The ``sentencepiece`` options object, checked (:class:`LabOptionsError` naming the option)."""
-        try:
-            return TrainerOptions.from_dict(self.sentencepiece or {})
-        except TrainerOptionsError as exc:
-            raise LabOptionsError(str(exc), exc.field) from None
 
     def check(self, max_merges: int) -> Options:
         if self.algorithm not in ALGORITHMS:
@@ -73,11 +58,6 @@ class Options:
             raise LabOptionsError("tie_break applies to merge-based algorithms; unigram runs prune by loss (use 'first')")
         if self.end_of_word and self.algorithm != "char":
             raise LabOptionsError("end_of_word (the </w> marker) applies to character-level BPE only (algorithm 'char')")
-        if self.sentencepiece is not None:
-            if self.algorithm not in ("sentencepiece", "unigram"):
-                raise LabOptionsError("the sentencepiece options object applies to the 'sentencepiece' and 'unigram' "
-                                      "algorithms only", "sentencepiece")
-            self.spm_options()
         if (self.merges is None) == (self.vocab_size is None):
             raise LabOptionsError("give exactly one of 'merges' or 'vocab_size'")
         if self.merges is not None and not 0 <= self.merges <= max_merges:
@@ -116,28 +96,21 @@ class Options:
             "vocab_size": self.vocab_size,
             "tie_break": self.tie_break,
             "end_of_word": self.end_of_word,
-            "sentencepiece": self.sentencepiece,
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Options:
-        return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word",
-                                             "sentencepiece")})
+        return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word")})
 
     def describe(self) -> str:
         if self.algorithm == "sentencepiece":
-            return f"{ALGORITHM_LABELS[self.algorithm]}: sentencepiece's trainer{_spm_note(self)}"
+            return f"{ALGORITHM_LABELS[self.algorithm]} (▁ marks spaces, byte fallback), ties: {self.tie_break}"
         if self.algorithm == "wordpiece":
             return f"{ALGORITHM_LABELS[self.algorithm]}: score = count(ab) / (count(a) · count(b)), ## inside words, ties: {self.tie_break}"
         if self.algorithm == "unigram":
-            return f"{ALGORITHM_LABELS[self.algorithm]}: sentencepiece's EM rounds and pruning{_spm_note(self)}"
+            return f"{ALGORITHM_LABELS[self.algorithm]}: EM rounds, pruning by likelihood loss (▁ marks spaces, byte fallback)"
         eow = " with </w>" if self.end_of_word else ""
         return f"{ALGORITHM_LABELS[self.algorithm]}{eow}, pre-tokenizer {self.pattern}, ties: {self.tie_break}"
-
-
-def _spm_note(options: Options) -> str:
-    changed = {k: v for k, v in (options.sentencepiece or {}).items() if getattr(TrainerOptions(), k, None) != v}
-    return " (options: " + ", ".join(f"{k}={v}" for k, v in changed.items()) + ")" if changed else " (its defaults)"
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.engines.sentencepiece.unigram_trainer import N_SPECIAL
 
 from .algorithms import Encoder
 from .runs import Run
@@ -81,8 +82,7 @@ def outcome(run: Run) -> Outcome:
         eow = run.options.end_of_word
         parts = ((base - eow, "characters"),) + (((1, "end-of-word marker"),) if eow else ())
     elif algorithm == "sentencepiece":
-        meta = run.extra.get("n_meta", 0)
-        parts = ((meta, "meta pieces"), (base - meta, "characters"))
+        parts = ((3, "special"), (256, "byte pieces"), (base - N_SPECIAL, "characters"))
     else:
         texts = [b.decode() for i, b in run.base.items() if i]
         inner = sum(t.startswith("##") for t in texts)
@@ -120,13 +120,12 @@ def _merge_reason(run: Run, asked: int, reached: int) -> str:
 
 def _unigram(run: Run) -> Outcome:
     n = run.n_steps
-    n_meta = run.extra.get("n_meta", 0)
-    pieces = [b.decode("utf-8") for i, b in sorted(run.base.items()) if i < run.extra["n_final"]][n_meta:]
+    pieces = [b.decode("utf-8") for i, b in sorted(run.base.items()) if i >= N_SPECIAL]
     chars = sum(len(p) == 1 for p in pieces)
     reached = run.vocab_size_at(n)
-    asked = run.options.vocab_size if run.options.vocab_size is not None else n_meta + chars + (run.options.merges or 0)
-    learned = reached - n_meta - chars
-    parts = ((n_meta, "meta pieces"), (chars, "characters"), (learned, "longer piece" if learned == 1 else "longer pieces"))
+    asked = run.options.vocab_size if run.options.vocab_size is not None else N_SPECIAL + chars + (run.options.merges or 0)
+    learned = reached - N_SPECIAL - chars
+    parts = ((3, "special"), (256, "byte pieces"), (chars, "characters"), (learned, "longer piece" if learned == 1 else "longer pieces"))
     reason = None
     sizes = steps = None
     if reached < asked and n:
@@ -137,7 +136,7 @@ def _unigram(run: Run) -> Outcome:
             "(SentencePiece drops them too), so no piece was left to prune by loss"
         )
         if n == 1 and run.extra.get("seed_complete"):  # any larger size starts from this seed and ends here too
-            least = n_meta + chars
+            least = N_SPECIAL + chars
             sizes, steps = (least, reached), (0, learned)
             reason += (f"; this corpus supports at most {_n(reached, 'piece')}: a vocabulary of {least:,} (the "
                        f"special, byte and character pieces) to {reached:,}, or up to {_n(learned, 'learned piece')}")

@@ -68,8 +68,7 @@ class UnigramReplay(ReplayView):
         if k == 0:
             return []
         ids = {self.vocab[i].decode(): i for i in self.vocab}
-        return [{"piece": p, "loss": None if math.isnan(loss) else loss, "id": ids[p]}
-                for p, loss in self.run.steps[k - 1].removed]
+        return [{"piece": p, "loss": loss, "id": ids[p]} for p, loss in self.run.steps[k - 1].removed]
 
     def state(self, k: int, *, max_tokens: int | None = None) -> dict:
         run = self.run

@@ -21,9 +21,8 @@ from collections.abc import Callable
 
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.proto import NORMAL, UNUSED, ModelProto, Piece
-from app.engines.sentencepiece.training_corpus import load_sentences
 from app.engines.sentencepiece.unigram import UnigramTokenizer
-from app.engines.sentencepiece.unigram_trainer import UnigramRound, train_unigram
+from app.engines.sentencepiece.unigram_trainer import N_SPECIAL, UnigramRound, UnigramTrainer
 
 from .options import LabOptionsError, Options, Trained
 
@@ -37,26 +36,34 @@ def train_unigram_run(
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> Trained:
-    """Train a unigram run with sentencepiece's trainer; ``progress(done rounds, expected rounds)`` after each round.
-    ``base_units`` is what its compression is measured against (:func:`app.lab.algorithms.base_units`)."""
-    spm = options.spm_options()
+    """Train a unigram run; ``progress(done rounds, expected rounds)`` after each round. ``base_units`` is what its
+    compression is measured against (:func:`app.lab.algorithms.base_units`)."""
     try:
         size = options.vocab_size
-        if size is None:  # learned pieces asked for: beyond the meta pieces and the required characters
-            probe = load_sentences(corpus, spm, 1 << 30)
-            size = len(probe.meta) + len(probe.required) + (options.merges or 0)
-        expected = [1]
-        report = None if progress is None else lambda k, _record: progress(k, max(expected[0], k + 1))
-        trained = train_unigram(corpus, size, spm, progress=report, should_stop=should_stop)
+        trainer = UnigramTrainer(corpus, size if size is not None else 1_000_000)
+        if size is None:
+            trainer.vocab_size = trainer.n_special + len(trainer.chars) + options.merges
     except TokenplayError as exc:
-        raise LabOptionsError(str(exc), getattr(exc, "field", None)) from None
-    final = [p.piece for p in trained.final]
+        raise LabOptionsError(str(exc)) from None
+    expected = max(1, math.ceil(math.log(max(trainer.size, 2) / trainer.vocab_size) / math.log(1 / trainer.shrinking_factor)))
+    report = None if progress is None else lambda k, _record: progress(k, max(expected, k))
+    trained = trainer.train(progress=report, should_stop=should_stop)
+    model = ModelProto.parse(trained.model)
+    final = [p.piece for p in model.pieces]
+    reason = trained.stop_reason
+    if len(final) < trainer.vocab_size:  # a small corpus: EM dropped the pieces it would hardly use
+        reason = (
+            f"ended at {len(final):,} of the {trainer.vocab_size:,} pieces asked for: the EM step dropped the pieces "
+            "the corpus would use less than half a time, and a corpus with few distinct pieces of text has no more"
+        )
     removed = [piece for r in trained.rounds for piece, _ in r.removed]
     ids = {piece: i for i, piece in enumerate(final + removed)}
     seed_ids = [ids[p] for p in trained.pieces]
     scores = []
     for snapshot in trained.scores:
         lab = array("f", [math.nan] * len(ids))
+        for i in range(N_SPECIAL):
+            lab[i] = 0.0
         for seed_index, score in enumerate(snapshot):
             lab[seed_ids[seed_index]] = score
         scores.append(lab.tobytes().hex())
@@ -68,10 +75,12 @@ def train_unigram_run(
         initial_tokens=tokens[0],
         base_units=base_units,
         target_merges=len(trained.rounds),
-        stop_reason=trained.stop_reason,
+        stop_reason=reason,
         model=trained.model,
-        extra={"tokens": tokens, "scores": scores, "n_final": len(final), "n_meta": trained.n_meta,
-               "seed_complete": True},
+        # a seed with every candidate piece (not cut at its size) is the seed of any larger size too: then a run that
+        # ends short in its first round ends where any larger size would (app.lab.outcome says so)
+        extra={"tokens": tokens, "scores": scores, "n_final": len(final),
+               "seed_complete": len(trainer.pieces) < trainer.seed_size},
     )
 
 
@@ -89,7 +98,7 @@ def round_proto(run, k: int) -> ModelProto:
     pieces += [Piece(run.base[i].decode("utf-8"), 0.0, NORMAL) for i in range(run.extra["n_final"], len(run.base))]
     out = []
     for i, piece in enumerate(pieces):
-        if i < run.extra["n_final"] and piece.type != NORMAL:  # meta pieces stay as they are
+        if i < N_SPECIAL:
             out.append(piece)
         elif math.isnan(scores[i]):
             out.append(Piece(piece.piece, 0.0, UNUSED))
@@ -102,7 +111,6 @@ def round_proto(run, k: int) -> ModelProto:
 def round_records(rows: list[dict]) -> list[UnigramRound]:
     """Rounds back from their JSON form."""
     return [
-        UnigramRound(r["round"], [(x["piece"], math.nan if x["loss"] is None else x["loss"]) for x in r["removed"]],
-                     r["vocab_size"], r["log_likelihood"])
+        UnigramRound(r["round"], [(x["piece"], x["loss"]) for x in r["removed"]], r["vocab_size"], r["log_likelihood"])
         for r in rows
     ]

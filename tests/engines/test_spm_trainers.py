@@ -21,7 +21,7 @@ from app.engines.sentencepiece.bpe_trainer import train_bpe
 from app.engines.sentencepiece.proto import ModelProto
 from app.engines.sentencepiece.trainer_options import TrainerOptions, TrainerOptionsError
 from app.engines.sentencepiece.training_corpus import CorpusError, PieceRule, script_of
-from app.engines.sentencepiece.unigram_trainer import train_unigram
+from app.engines.sentencepiece.spm_unigram_trainer import train_unigram
 
 
 def reference(tmp_path, text: str, vocab_size: int, model_type: str, **options) -> ModelProto:
@@ -198,3 +198,16 @@ def test_script_table_agrees_with_sentencepiece_on_sampled_code_points(tmp_path)
     merged = {p.piece.lstrip("▁") for p in want.pieces if len(p.piece.lstrip("▁")) == 2}
     for pair in pairs:
         assert (pair in merged) == rule.valid(pair), (pair, [hex(ord(c)) for c in pair], script_of(ord(pair[0])))
+
+
+@pytest.mark.parametrize("options", ["defaults", "llama-like", "suffix"])
+def test_bpe_python_loop_equals_its_compiled_twin(monkeypatch, options):
+    """The merge loop in Python (TOKENPLAY_PURE_PYTHON=1) and compiled (_spm_train.c) make the same records."""
+    realtext.require()
+    text = realtext.mixed_en_c_ja(20_000, seed=5)
+    opts = TrainerOptions.from_dict(OPTION_SETS[options])
+    compiled = train_bpe(text, 700, opts)
+    monkeypatch.setenv("TOKENPLAY_PURE_PYTHON", "1")
+    python = train_bpe(text, 700, opts)
+    assert python.merges == compiled.merges
+    assert python.serialize() == compiled.serialize()

@@ -1,0 +1,265 @@
+"""sentencepiece's unigram trainer, round by round: the pieces ``sentencepiece.SentencePieceTrainer.train(
+model_type="unigram", num_threads=1)`` writes for the same corpus and options, in its order, with its scores.
+
+What it does (sentencepiece's ``unigram_model_trainer.cc``, followed here, not copied):
+
+1. The corpus is read as sentencepiece reads it (:func:`.training_corpus.load_sentences`).
+2. **Seed pieces**: every character, most frequent first, then the substrings a suffix array of the sentences finds
+   (each repeated substring that some two occurrences continue differently; whole characters, 2 to
+   ``max_sentencepiece_length`` of them, valid pieces), best first by count times length, at most a million; each
+   starts with the log of its count (times length), normalized.
+3. With ``split_by_whitespace`` the sentences become their distinct words with counts, most frequent first.
+4. **Rounds** until at most 1.1 x ``vocab_size`` pieces are left: ``num_sub_iterations`` EM steps (the E-step's
+   expected uses by forward-backward over each word's lattice; the M-step drops pieces expected less than half a
+   time and scores the others ``digamma(count) - digamma(total)``), then pruning: a piece its own Viterbi path
+   splits goes, and of the others, those whose removal would cost the corpus least likelihood (their uses given to
+   their second-best segmentation) go until ``shrinking_factor`` of the pieces are left.
+5. Pieces Viterbi can no longer reach go; the required characters are kept (those the model lost get scores just
+   above the lowest); the best-scored pieces fill ``vocab_size``, sorted by score.
+
+Every float is computed as sentencepiece computes it (float32 where it keeps float32), so scores are its own. The
+heavy passes run in the compiled twin ``_spm_unigram.c`` (it has no Python twin yet: without a C compiler this trainer
+refuses to run). The lab still trains its unigram runs with :mod:`.unigram_trainer` until it is wired to this one. Each round is a :class:`UnigramRound` record: the pieces
+it removed with their loss, the size after it and the corpus log-likelihood; :class:`TrainedUnigram` keeps every
+round's scores so the lab can show the model of any round. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..base import check_text
+from ..compiled import twin
+from ..training import Cancelled
+from .bpe_trainer import KINDS, normalizer_spec, trainer_spec
+from .proto import NORMAL, UNIGRAM, ModelProto, Piece
+from .trainer_options import TrainerOptions
+from .training_corpus import BOUNDARY_CHAR, UNK_CHAR, CorpusError, load_sentences, script_ranges, word_counts
+
+SEED_SIZE = 1_000_000  # sentencepiece's seed_sentencepiece_size
+NEG_INF = float("-inf")
+
+
+def f32(x: float) -> float:
+    """``x`` rounded to float32, as a C ``float`` holds it."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+@dataclass(slots=True)
+class UnigramRound:
+    """One round (EM steps, then pruning): the pieces it removed (``(piece, loss)``; NaN for a piece the EM step or a
+    split Viterbi path removed), the vocabulary size after it (meta pieces included; the last round's: the model's)
+    and the corpus log-likelihood before it pruned."""
+
+    round: int
+    removed: list[tuple[str, float]]
+    vocab_size: int
+    log_likelihood: float
+
+    def to_dict(self) -> dict:
+        return {
+            "round": self.round,
+            "removed": [{"piece": p, "loss": None if math.isnan(loss) else loss} for p, loss in self.removed],
+            "vocab_size": self.vocab_size,
+            "log_likelihood": self.log_likelihood,
+        }
+
+
+@dataclass
+class TrainedUnigram:
+    """A finished training: the seed pieces, the rounds, each round's scores by seed piece (``scores[0]``: the seed;
+    NaN once removed; the last: the finished model's before the final choice), the corpus tokens per round, the
+    final pieces (in id order) and the ``.model`` file."""
+
+    pieces: list[str]
+    rounds: list[UnigramRound]
+    scores: list[array]
+    corpus_tokens: list[int]
+    final: list[Piece]
+    model: bytes
+    stop_reason: str
+    n_meta: int
+
+
+def _flags(options: TrainerOptions) -> int:
+    return (options.split_by_unicode_script | options.split_by_number << 1 | options.split_digits << 2
+            | options.split_by_whitespace << 3 | options.treat_whitespace_as_suffix << 4
+            | options.allow_whitespace_only_pieces << 5)
+
+
+def seed_pieces(sentences: list[str], options: TrainerOptions) -> list[tuple[str, float]]:
+    """The seed: characters (count), then the suffix array's substrings (count x length), as float32 scores."""
+    chars: Counter = Counter("".join(sentences))
+    chars.pop(UNK_CHAR, None)
+    chars.pop(BOUNDARY_CHAR, None)
+    seed = [(c, f32(float(n))) for c, n in sorted(chars.items(), key=lambda kv: (-kv[1], kv[0]))]
+    seeds = twin("_spm_unigram", "seed_candidates")
+    if seeds is None:  # pragma: no cover - the twin is built wherever a C compiler is
+        raise CorpusError("algorithm", "unigram training needs the compiled twin _spm_unigram (no C compiler here)")
+    corpus = b"".join(s.encode("utf-8") + b"\0" for s in sentences)
+    found = seeds(corpus, script_ranges(), _flags(options), options.max_sentencepiece_length, SEED_SIZE)
+    seed += [(piece.decode("utf-8"), score) for piece, score in found]
+    return seed
+
+
+def to_log_prob(seed: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    total = 0.0
+    for _, v in seed:
+        total += v
+    logsum = math.log(total)
+    return [(p, f32(math.log(v) - logsum)) for p, v in seed]
+
+
+def _codepoints(texts: list[str]) -> tuple[array, array]:
+    flat = array("i")
+    flat.frombytes("".join(texts).encode("utf-32-le"))
+    return flat, array("i", map(len, texts))
+
+
+def train_unigram(
+    text: str,
+    vocab_size: int,
+    options: TrainerOptions | None = None,
+    *,
+    progress: Callable[[int, UnigramRound], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TrainedUnigram:
+    """Train sentencepiece's unigram model on ``text`` (one sentence a line) to ``vocab_size`` pieces.
+
+    ``progress(round, record)`` after each round; ``should_stop()`` returning true raises
+    :class:`~app.engines.training.Cancelled`. Raises :class:`.training_corpus.CorpusError` for a ``vocab_size`` the
+    corpus cannot fill (sentencepiece's "Vocabulary size too high").
+
+    >>> run = train_unigram("the cat sat on the mat\\nthe cat ate the rat\\na hat and a bat\\nthat cat\\n" * 3, 20)
+    >>> [p.piece for p in run.final[3:8]], len(run.final)
+    (['▁', 'at', 'e', '▁th', '▁cat'], 20)
+    """
+    check_text(text)
+    options = options or TrainerOptions()
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise CorpusError("vocab_size", f"vocab_size must be a positive integer, got {vocab_size!r}")
+    Core = twin("_spm_unigram", "Core")
+    if Core is None:  # pragma: no cover
+        raise CorpusError("algorithm", "unigram training needs the compiled twin _spm_unigram (no C compiler here)")
+    loaded = load_sentences(text, options, vocab_size)
+    seed = to_log_prob(seed_pieces(loaded.sentences, options))
+    if options.split_by_whitespace:
+        words = word_counts(loaded.sentences, options)
+    else:
+        words = [(s, 1) for s in loaded.sentences]
+    wcps, wlens = _codepoints([w for w, _ in words])
+    pieces = [p for p, _ in seed]
+    pcps, plens = _codepoints(pieces)
+    core = Core(wcps, wlens, array("q", (f for _, f in words)), pcps, plens)
+    desired = int(vocab_size * 1.1)
+    order = array("i", range(len(seed)))
+    scores = array("f", (s for _, s in seed))
+    snapshots = [_snapshot(len(seed), order, scores)]
+    tokens = [core.tokens(order, scores)]
+    rounds: list[UnigramRound] = []
+    while True:
+        if should_stop is not None and should_stop():
+            raise Cancelled()
+        removed: list[tuple[str, float]] = []
+        likelihood = 0.0
+        for it in range(options.num_sub_iterations):
+            expected, ll = core.estep(order, scores)
+            if it == 0:
+                likelihood = ll
+            kept_raw, new_scores = core.mstep(bytes(expected))
+            kept = array("i")
+            kept.frombytes(bytes(kept_raw))
+            alive = set(kept)
+            removed += [(pieces[order[i]], math.nan) for i in range(len(order)) if i not in alive]
+            order = array("i", (order[i] for i in kept))
+            scores = array("f")
+            scores.frombytes(bytes(new_scores))
+        new_raw, losses_raw, n_tokens = core.prune(order, scores, desired, options.shrinking_factor)
+        new = array("i")
+        new.frombytes(bytes(new_raw))
+        losses = array("f")
+        losses.frombytes(bytes(losses_raw))
+        alive = set(new)
+        gone = [(pieces[order[i]], losses[i]) for i in range(len(order)) if i not in alive]
+        gone.sort(key=lambda pl: (not math.isnan(pl[1]), pl[1]))  # the unused and split first, then by loss
+        removed += gone
+        order = array("i", (order[i] for i in new))
+        scores = array("f", (scores[i] for i in new))
+        record = UnigramRound(len(rounds) + 1, removed, len(loaded.meta) + len(order), likelihood)
+        rounds.append(record)
+        snapshots.append(_snapshot(len(seed), order, scores))
+        tokens.append(n_tokens)
+        if progress is not None:
+            progress(record.round, record)
+        if len(order) <= desired:
+            break
+    kept = array("i")
+    kept.frombytes(bytes(core.unreachable(order, scores)))
+    alive = set(kept)
+    unreachable = [(pieces[order[i]], math.nan) for i in range(len(order)) if i not in alive]
+    order = array("i", (order[i] for i in kept))
+    scores = array("f", (scores[i] for i in kept))
+    if unreachable:
+        rounds[-1].removed += unreachable
+        snapshots[-1] = _snapshot(len(seed), order, scores)
+        tokens[-1] = core.tokens(order, scores)
+    final = finalize([(pieces[p], s) for p, s in zip(order, scores)], loaded.required, vocab_size - len(loaded.meta))
+    n_final = vocab_size - len(loaded.meta)
+    if len(final) < n_final:
+        reachable = len(final) + len(loaded.meta)
+        raise CorpusError(
+            "vocab_size",
+            f"vocab_size {vocab_size:,} is more than this corpus can fill: sentencepiece's unigram trainer keeps "
+            f"{reachable:,} pieces of it ({len(loaded.meta):,} meta pieces and {len(final):,} others); choose a "
+            f"vocab_size of at most {reachable:,}, or add text",
+        )
+    rounds[-1].vocab_size = vocab_size  # the last round ends with the final choice
+    out: list[Piece] = []
+    k = 0
+    for i in range(vocab_size):
+        if i in loaded.meta:
+            piece, kind = loaded.meta[i]
+            out.append(Piece(piece, 0.0, KINDS[kind]))
+        else:
+            out.append(Piece(final[k][0], final[k][1], NORMAL))
+            k += 1
+    proto = ModelProto(out, trainer_spec(options, vocab_size, UNIGRAM), normalizer_spec(options))
+    return TrainedUnigram(pieces, rounds, snapshots, tokens, out, proto.serialize(), "vocab_size reached",
+                          len(loaded.meta))
+
+
+def _snapshot(n: int, order: array, scores: array) -> array:
+    out = array("f", [math.nan]) * n
+    for p, s in zip(order, scores):
+        out[p] = s
+    return out
+
+
+def finalize(model: list[tuple[str, float]], required: list[tuple[str, int]], size: int) -> list[tuple[str, float]]:
+    """sentencepiece's last choice: the required characters (those the model lost just above its lowest score, a
+    little more for each rarer one), then the best-scored pieces up to ``size``, all sorted by score, then piece."""
+    scores = dict(model)
+    min_score = min(s for _, s in model) if model else 0.0
+    final: dict[str, float] = {}
+    penalty = 0.0
+    delta = f32(0.0001)
+    for c, _ in required:
+        if c in scores:
+            final[c] = scores[c]
+        else:
+            final[c] = f32(min_score + penalty)
+            penalty = f32(penalty + delta)
+    if size <= 0:
+        return []
+    for piece, score in sorted(model, key=lambda ps: (-ps[1], ps[0])):
+        if piece in final:
+            continue
+        if len(final) == size:
+            break
+        final[piece] = score
+    return sorted(final.items(), key=lambda ps: (-ps[1], ps[0]))
