@@ -42,7 +42,7 @@ class Run:
     base_units: int = 0
     stop_reason: str = ""
     top0: list = field(default_factory=list)
-    model: bytes | None = None  # SentencePiece-style and unigram runs: the .model file; WordPiece: tokenizer.json
+    model: bytes | None = None  # SentencePiece BPE and unigram runs: the .model file; WordPiece: tokenizer.json
     extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores (see unigram_runs)
 
     # -- facts -----------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.text_counts import how_training_counts
+from app.lab.unigram_replay import WHY, WHY_SHORT
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 
 from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value, typed_fields
@@ -253,6 +254,9 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         chip_of=replay.chip,
         manual_after=max(k - 1, 0),
         is_playground=f"{PREFIX}{run.id}",
+        spm=run.options.spm_options() if run.options.algorithm in ("sentencepiece", "unigram") else None,
+        why=WHY,
+        why_short=WHY_SHORT,
     )
 
 
@@ -322,7 +326,7 @@ def lab_tree(request: Request, lab: LabDep, run: DoneRunDep, token_id: int, step
 
 
 def export_response(run: Run, fmt: str) -> Response:
-    """A run's download: ``json``, ``tiktoken`` (byte-level runs) or ``model`` (SentencePiece-style runs)."""
+    """A run's download: ``json``, ``tiktoken`` (byte-level runs) or ``model`` (SentencePiece BPE and unigram runs)."""
     body, media, ext = lab_export.export(run, export_format(fmt, EXPORT_FORMATS))
     return Response(body, media_type=media, headers={"Content-Disposition": f'attachment; filename="lab-{run.id}.{ext}"'})
 

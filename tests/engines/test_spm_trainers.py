@@ -8,29 +8,20 @@ sentence a line) and options.
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
 import sentencepiece as spm
 from helpers import realtext
+from helpers.spm_trainer import reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.engines.sentencepiece.bpe_trainer import train_bpe
 from app.engines.sentencepiece.proto import ModelProto
 from app.engines.sentencepiece.trainer_options import TrainerOptions, TrainerOptionsError
-from app.engines.sentencepiece.training_corpus import CorpusError, PieceRule, script_of
-from app.engines.sentencepiece.spm_unigram_trainer import train_unigram
-
-
-def reference(tmp_path, text: str, vocab_size: int, model_type: str, **options) -> ModelProto:
-    path = tmp_path / "corpus.txt"
-    path.write_text(text, encoding="utf-8")
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.train(input=str(path), model_type=model_type, vocab_size=vocab_size, num_threads=1,
-                                   model_writer=out, minloglevel=2, **options)
-    return ModelProto.parse(out.getvalue())
+from app.engines.sentencepiece.training_corpus import CorpusError, OutOfReach, PieceRule, script_of
+from app.engines.sentencepiece.unigram_trainer import WHY, train_unigram
 
 
 def ours(text: str, vocab_size: int, model_type: str, **options) -> ModelProto:
@@ -140,19 +131,34 @@ def test_bpe_merges_are_recorded_with_their_frequency(tmp_path):
         assert m.corpus_tokens == tokens and 0 < m.replaced <= m.count
 
 
-def test_unigram_rounds_are_recorded(tmp_path):
-    text = excerpt("en", 20_000)
-    run = train_unigram(text, 600)
-    assert [(p.piece, p.score) for p in run.final] == [(p.piece, p.score) for p in reference(tmp_path, text, 600, "unigram").pieces]
+@pytest.mark.parametrize("text,size", [(None, 600), (("low lower lowest newer wider " * 3 + "\n") * 2, 18)],
+                         ids=["en", "small"])
+def test_unigram_rounds_are_recorded(tmp_path, text, size):
+    """Every round lists the pieces it removed and why; the last ends with sentencepiece's final choice (the pieces
+    beyond the size go, the required characters the EM steps dropped come back), so the last round's scores are the
+    model's. The small corpus's EM steps drop characters that longer pieces cover, which the final choice restores."""
+    text = text or excerpt("en", 20_000)
+    run = train_unigram(text, size)
+    assert [(p.piece, p.score) for p in run.final] == [(p.piece, p.score) for p in reference(tmp_path, text, size, "unigram").pieces]
     assert len(run.scores) == len(run.rounds) + 1 == len(run.corpus_tokens)
     assert all(not math.isnan(s) for s in run.scores[0])  # the seed: every piece has a score
     sizes = [r.vocab_size for r in run.rounds]
-    assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 600
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] == size
     alive = sum(not math.isnan(s) for s in run.scores[0])
-    for r, after in zip(run.rounds[:-1], run.scores[1:]):  # each round removes exactly the pieces it lists
+    for r, after in zip(run.rounds, run.scores[1:]):  # each round removes exactly the pieces it lists
         now = sum(not math.isnan(s) for s in after)
-        assert alive - now == len(r.removed)
+        assert alive - now == len(r.removed) - len(r.restored)
+        assert {why for _, _, why in r.removed} <= set(WHY) and len(r.em) == 2
+        losses = [loss for _, loss, why in r.removed if why == "loss"]
+        assert losses == sorted(losses) and all(math.isnan(loss) for _, loss, why in r.removed if why != "loss")
         alive = now
+    last = {run.pieces[i]: s for i, s in enumerate(run.scores[-1]) if not math.isnan(s)}
+    assert last == {p.piece: p.score for p in run.final[3:]}  # the last round's model is the trained one
+    restored = run.rounds[-1].restored
+    dropped = {p for r in run.rounds for p, _, why in r.removed if why != "final"}
+    assert all(len(c) == 1 and c in last and c in dropped for c in restored)
+    if size == 18:
+        assert restored
 
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])
@@ -163,6 +169,26 @@ def test_a_vocab_size_the_corpus_cannot_fill_is_refused_like_sentencepiece(tmp_p
     with pytest.raises(CorpusError, match="at most") as refused:
         ours(text, 60, model_type)
     assert refused.value.field == "vocab_size"
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+def test_a_number_of_pieces_to_learn_trains_the_size_it_makes(tmp_path, model_type):
+    """``learned`` asks for merges (BPE) or longer pieces (unigram) beyond the meta pieces and the characters the
+    corpus requires: the model is sentencepiece's at the size that makes, and one more than the corpus allows is
+    refused with the most it allows."""
+    text = excerpt("en", 6_000)
+    opts = TrainerOptions(byte_fallback=True)
+    trained = train_bpe(text, options=opts, learned=80).model if model_type == "bpe" else ModelProto.parse(
+        train_unigram(text, options=opts, learned=80).model)
+    assert sum(p.type == 1 and len(p.piece) > 1 for p in trained.pieces) == 80
+    assert_same_pieces(trained, reference(tmp_path, text, len(trained.pieces), model_type, byte_fallback=True),
+                       tolerance=1e-4)
+    with pytest.raises(OutOfReach) as refused:
+        ours("abc abd\nabc\n", 60, model_type)
+    assert refused.value.least == 3 + 5 and 3 + 5 < refused.value.reached < 60  # ▁ a b c d
+    with pytest.raises(RuntimeError, match="Vocabulary size"):
+        reference(tmp_path, "abc abd\nabc\n", refused.value.reached + 1, model_type)
+    assert len(ours("abc abd\nabc\n", refused.value.reached, model_type).pieces) == refused.value.reached
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,8 @@ from ..compiled import twin
 from ..training import Cancelled
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNIGRAM, UNKNOWN, USER_DEFINED, ModelProto, NormalizerSpec, Piece, TrainerSpec
 from .trainer_options import TrainerOptions
-from .training_corpus import UNK_CHAR, CorpusError, PieceRule, Sentences, charsmap, load_sentences, script_ranges, word_counts
+from .training_corpus import (UNK_CHAR, PieceRule, Sentences, charsmap, load_sized, out_of_reach, script_ranges,
+                              word_counts)
 
 KINDS = {"unknown": UNKNOWN, "control": CONTROL, "user_defined": USER_DEFINED, "byte": BYTE}
 TOP_K = 10
@@ -316,14 +317,16 @@ def _compiled_run(words, rule: PieceRule, options: TrainerOptions, n_merges: int
 
 def train_bpe(
     text: str,
-    vocab_size: int,
+    vocab_size: int | None = None,
     options: TrainerOptions | None = None,
     *,
+    learned: int | None = None,
     top_k: int = TOP_K,
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> TrainedBPE:
-    """Train sentencepiece's BPE on ``text`` (one sentence a line) to ``vocab_size`` pieces.
+    """Train sentencepiece's BPE on ``text`` (one sentence a line) to ``vocab_size`` pieces, or to ``learned``
+    merges (the size is then the meta pieces, the required characters and the merges).
 
     ``progress(merges done, merges to do)`` is called as it goes; ``should_stop()`` returning true raises
     :class:`~app.engines.training.Cancelled`. Raises :class:`.training_corpus.CorpusError` (naming ``vocab_size``)
@@ -335,9 +338,7 @@ def train_bpe(
     """
     check_text(text)
     options = options or TrainerOptions()
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise CorpusError("vocab_size", f"vocab_size must be a positive integer, got {vocab_size!r}")
-    loaded = load_sentences(text, options, vocab_size)
+    loaded, vocab_size = load_sized(text, options, vocab_size, learned)
     words = word_counts(loaded.sentences, options)
     n_merges = vocab_size - len(loaded.meta) - len(loaded.required)
     rule = PieceRule(options)
@@ -345,19 +346,15 @@ def train_bpe(
     compiled = _compiled_run(words, rule, options, n_merges, top_k, report, should_stop)
     if compiled is not None:
         raw, initial = compiled
-        merges = [SpmMerge(l, r, c, n, t, top) for l, r, c, n, t, top in raw]
+        merges = [SpmMerge(*row) for row in raw]
     else:
         loop = _PythonLoop(words, rule)
         initial = loop.initial_tokens
         merges = loop.run(n_merges, top_k, report, should_stop)
     if len(merges) < n_merges:
-        reachable = len(loaded.meta) + len(loaded.required) + len(merges)
-        raise CorpusError(
-            "vocab_size",
-            f"vocab_size {vocab_size:,} is more than this corpus can fill: sentencepiece's BPE trainer runs out of "
-            f"pairs to merge at {reachable:,} pieces ({len(loaded.meta):,} meta pieces, {len(loaded.required):,} "
-            f"characters, {len(merges):,} merges); choose a vocab_size of at most {reachable:,}, or add text",
-        )
+        reached = len(loaded.meta) + len(loaded.required) + len(merges)
+        raise out_of_reach("BPE", vocab_size, loaded, reached, f"{len(loaded.meta):,} meta pieces, "
+                           f"{len(loaded.required):,} characters and {len(merges):,} merges: no pair is left to merge")
     return _finish(merges, loaded, options, vocab_size, initial)
 
 

@@ -28,10 +28,23 @@ from array import array
 from collections.abc import Iterable, Iterator
 
 from ..compiled import twin
+from ..errors import TokenplayError
 
 SPACE_SYMBOL = "\u2581"  # ▁ LOWER ONE EIGHTH BLOCK
 _SPACES = re.compile(" {2,}")
 _compiled = twin("_lattice", "normalize")  # the unit loop of normalize()'s compiled twin, when built
+
+
+class CharsMapError(TokenplayError, ValueError):
+    """A precompiled character map that is broken (a damaged ``.model`` file or ``Precompiled`` normalizer)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"this SentencePiece .model file is damaged: its normalization rules (the precompiled "
+                         f"character map) are broken: {what}")
+
+    def __reduce__(self):
+        return self.__class__, (self.what,)
 
 
 class CharsMap:
@@ -43,13 +56,17 @@ class CharsMap:
 
     def __init__(self, blob: bytes):
         if len(blob) <= 4:
-            raise ValueError("precompiled_charsmap is broken (too short); re-export the model")
+            raise CharsMapError("too short")
         (trie_size,) = struct.unpack_from("<I", blob, 0)
         if trie_size >= len(blob):
-            raise ValueError("precompiled_charsmap is broken (trie larger than the blob); re-export the model")
+            raise CharsMapError("its trie is larger than the map")
         self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
         self.native_units = array("I", self.units).tobytes()  # for the compiled twin: native-endian uint32s
         self.strings = blob[4 + trie_size :]
+        # every output a leaf points to starts inside the outputs and ends with a NUL (else a walk would read past)
+        leaves = [u & 0x7FFFFFFF for u in self.units if u >> 31]
+        if leaves and (max(leaves) >= len(self.strings) or not self.strings.endswith(b"\x00")):
+            raise CharsMapError("a rule's output lies outside the map")
         self._cache: dict[int, str] = {}
         self._starts: dict[str, bool] = {}
 
@@ -174,7 +191,10 @@ class Normalizer:
         if _compiled is not None and not self.simple:
             charsmap = self.charsmap
             trie, strings = (charsmap.native_units, charsmap.strings) if charsmap is not None else (b"", b"")
-            return _compiled(text, tuple(self.user_defined), trie, strings, self._flags)
+            try:
+                return _compiled(text, tuple(self.user_defined), trie, strings, self._flags)
+            except ValueError:  # a rule's output past the map: only a damaged map has one
+                raise CharsMapError("a rule's output lies outside the map") from None
         return self._normalize_python(text)
 
     def _normalize_python(self, text: str) -> tuple[str, list[int]]:

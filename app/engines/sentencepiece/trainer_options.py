@@ -35,6 +35,9 @@ class TrainerOptionsError(TrainingError):
         self.field = field_name
         super().__init__(message)
 
+    def __reduce__(self):  # a worker process sends it back whole
+        return self.__class__, (self.field, str(self))
+
 
 @dataclass(frozen=True)
 class TrainerOptions:

@@ -31,6 +31,7 @@ from .trainer_options import TrainerOptions, TrainerOptionsError
 UNK_CHAR = "\u2585"  # ▅: what the trainer puts for a character left out of the vocabulary
 BOUNDARY_CHAR = "\x1f"  # what the trainer puts for a meta piece found in the text
 ANY_SCRIPT = -1
+MAX_SIZE = 1 << 30  # a size no vocabulary reaches: meta pieces placed before the size is known
 
 
 class CorpusError(TrainerOptionsError):
@@ -181,10 +182,11 @@ def _global_replace(text: str, metas: list[str], first_chars: frozenset[str]) ->
     return "".join(out)
 
 
-def load_sentences(text: str, options: TrainerOptions, vocab_size: int) -> Sentences:
+def load_sentences(text: str, options: TrainerOptions, vocab_size: int | None) -> Sentences:
     """Read ``text`` (one sentence a line) as sentencepiece's trainer reads its input, under ``options``; raise
-    :class:`CorpusError` when nothing is left to train on or ``vocab_size`` cannot hold the required characters."""
-    meta = options.meta_ids(vocab_size)
+    :class:`CorpusError` when nothing is left to train on or ``vocab_size`` cannot hold the required characters
+    (``None``: the size is not known yet, :func:`sized` checks it)."""
+    meta = options.meta_ids(MAX_SIZE if vocab_size is None else vocab_size)
     normalizer = Normalizer(
         add_dummy_prefix=options.add_dummy_prefix,
         remove_extra_whitespaces=options.remove_extra_whitespaces,
@@ -217,6 +219,13 @@ def load_sentences(text: str, options: TrainerOptions, vocab_size: int) -> Sente
             sentences[i] = sentences[-1]
             sentences.pop()
     if not sentences:
+        if skipped_long == len(lines):
+            raise CorpusError(
+                "sentencepiece.max_sentence_length",
+                f"sentencepiece's trainer skips lines longer than max_sentence_length ({limit:,} bytes), and "
+                f"{'the corpus is one such line' if len(lines) == 1 else f'all {len(lines):,} lines of the corpus are'}"
+                f": cut the text into lines (one sentence a line) or raise sentencepiece.max_sentence_length",
+            )
         raise CorpusError("corpus", "the corpus has no sentence to train on once normalized; give some text "
                           "(one sentence a line)")
     counts = Counter("".join(sentences))
@@ -242,14 +251,61 @@ def load_sentences(text: str, options: TrainerOptions, vocab_size: int) -> Sente
             sentences = joined.translate(rare).split("\n")
         else:
             sentences = [s.translate(rare) for s in sentences]
-    if len(required) + len(meta) > vocab_size:
+    loaded = Sentences(sentences, required, meta, n_lines, skipped_long, skipped_unk)
+    if vocab_size is not None:
+        _check_room(loaded, options, vocab_size)
+    return loaded
+
+
+def _check_room(loaded: Sentences, options: TrainerOptions, vocab_size: int) -> None:
+    least = len(loaded.required) + len(loaded.meta)
+    if least > vocab_size:
         raise CorpusError(
             "vocab_size",
-            f"vocab_size {vocab_size:,} is smaller than the {len(meta):,} meta pieces and the {len(required):,} "
-            f"characters that make up character_coverage {options.character_coverage} of this corpus "
-            f"({len(required) + len(meta):,}); raise vocab_size or lower character_coverage",
+            f"vocab_size {vocab_size:,} is smaller than the {len(loaded.meta):,} meta pieces and the "
+            f"{len(loaded.required):,} characters that make up character_coverage {options.character_coverage} of "
+            f"this corpus ({least:,}); raise vocab_size or lower character_coverage",
         )
-    return Sentences(sentences, required, meta, n_lines, skipped_long, skipped_unk)
+
+
+def load_sized(text: str, options: TrainerOptions, vocab_size: int | None, learned: int | None) -> tuple[Sentences, int]:
+    """The corpus loaded (:func:`load_sentences`) and the size to train it to: ``vocab_size``, or, given ``learned``
+    instead, the meta pieces, the required characters and ``learned`` pieces more (merges, or longer pieces)."""
+    if (vocab_size is None) == (learned is None):
+        raise CorpusError("vocab_size", "give exactly one of vocab_size and the number of pieces to learn")
+    size = vocab_size if vocab_size is not None else learned
+    if isinstance(size, bool) or not isinstance(size, int) or size < (1 if vocab_size is not None else 0):
+        name = "vocab_size" if vocab_size is not None else "merges"
+        raise CorpusError(name, f"{name} must be a {'positive' if vocab_size is not None else 'whole'} number, got {size!r}")
+    loaded = load_sentences(text, options, vocab_size)
+    if vocab_size is None:
+        vocab_size = len(loaded.meta) + len(loaded.required) + learned
+        options.meta_ids(vocab_size)  # a special id at or beyond the size is refused, naming it
+    return loaded, vocab_size
+
+
+class OutOfReach(CorpusError):
+    """A ``vocab_size`` the corpus cannot fill (sentencepiece refuses it too): ``reached`` is the most it fills,
+    ``least`` the meta pieces and required characters every size holds."""
+
+    def __init__(self, message: str, reached: int, least: int):
+        self.reached = reached
+        self.least = least
+        super().__init__("vocab_size", message)
+
+    def __reduce__(self):
+        return self.__class__, (str(self), self.reached, self.least)
+
+
+def out_of_reach(trainer: str, vocab_size: int, loaded: Sentences, reached: int, what: str) -> OutOfReach:
+    """sentencepiece's refusal of a size the corpus cannot fill, in words, with the largest it can: ``reached``
+    pieces, ``what`` saying what they are."""
+    return OutOfReach(
+        f"vocab_size {vocab_size:,} is more than this corpus can fill: sentencepiece's {trainer} trainer ends at "
+        f"{reached:,} pieces ({what}); choose a vocab_size of at most {reached:,}, or add text",
+        reached,
+        len(loaded.meta) + len(loaded.required),
+    )
 
 
 def split_words(sentence: str, suffix: bool = False, allow_ws_only: bool = False) -> list[str]:

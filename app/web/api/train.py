@@ -91,7 +91,7 @@ def api_train(body: TrainRequest, lab: LabDep):
 @router.post(
     "/side-by-side",
     summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size",
-    description="Starts three runs (SentencePiece-style BPE, WordPiece, Unigram) and answers 202 with them.",
+    description="Starts three runs (SentencePiece BPE, WordPiece, Unigram) and answers 202 with them.",
 )
 def api_side_by_side(body: SideBySideRequest, lab: LabDep):
     runs = start_three(lab, body.corpus, body.vocab_size)
@@ -175,7 +175,7 @@ def api_cancel(run: RunDep, lab: LabDep):
 @router.get(
     "/{run_id}/export",
     summary="Download a run",
-    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `model`: a SentencePiece-style or "
+    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `model`: a SentencePiece BPE or "
     "unigram run's .model; `tokenizer.json`: a WordPiece run's.",
 )
 def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):

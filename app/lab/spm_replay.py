@@ -1,0 +1,189 @@
+"""A finished SentencePiece BPE run at step k, for its pages and API: the run's own ``.model`` cut to its first k
+merges, never trained again.
+
+Step k's model (:func:`step_proto`) is the run's ``.model`` in which the merged pieces of later merges take no part:
+what sentencepiece trains on the same corpus with k merges (training is deterministic, so its merges are the first
+k), in the run's ids. It segments the corpus window and any new text as sentencepiece does, normalization included
+(our engine, :class:`~app.engines.sentencepiece.model.SentencePieceTokenizer`, equals the library); "encoding a new
+text" shows sentencepiece's merges as they happen on it: the pair whose joined piece has the best score first (the
+earliest merge), the leftmost of equals. The pair tables, counts and merge trees are the step records, as for the
+lab's other BPE runs (:class:`~.replay.RunReplay`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from app.engines.merging import merge
+from app.engines.result import TokenizeResult
+from app.engines.sentencepiece.model import SentencePieceTokenizer
+from app.engines.sentencepiece.proto import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, ModelProto, Piece
+
+from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
+from .replay import RunReplay
+from .runs import Run
+from .spm_runs import TIE_RULE
+
+MAX_TRACE_STAGES = 400
+
+#: What each kind of piece is called in the vocabulary view, in the order a ``.model`` holds them.
+KIND_NAMES = {"special": "special", "user-defined": "user-defined symbol", "byte": "byte piece",
+              "merged": "merged piece", "character": "character"}
+
+
+def step_proto(run: Run, k: int) -> ModelProto:
+    """The run's ``.model`` after ``k`` merges: the merged pieces of merges after ``k`` become control pieces (never
+    merged into, never read from text), so the ids stay the run's; sentencepiece runs it as our engine does."""
+    proto = ModelProto.parse(run.model)
+    later = {s.new_id for s in run.steps[k:]}
+    proto.pieces = [Piece(p.piece, p.score, CONTROL) if i in later else p for i, p in enumerate(proto.pieces)]
+    return proto
+
+
+class SpmReplay(RunReplay):
+    """A finished SentencePiece BPE run replayed from its records and its ``.model`` (built once per run)."""
+
+    def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
+        ReplayView.__init__(self, run, window_chars)
+        self.algorithm = run.options.algorithm
+        self.made_at = {s.new_id: s.step for s in run.steps}
+        self.base_ids = set(run.base)
+        types = [p.type for p in ModelProto.parse(run.model).pieces]
+        self.kinds = [self._kind(i, t) for i, t in enumerate(types)]
+        self._models: OrderedDict[int, SentencePieceTokenizer] = OrderedDict()
+        self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
+        self._counts: dict[int, int] = {}
+
+    def _kind(self, i: int, piece_type: int) -> str:
+        if piece_type in (CONTROL, UNKNOWN):
+            return "special"
+        if piece_type == BYTE:
+            return "byte"
+        if piece_type == USER_DEFINED:
+            return "user-defined"
+        return "merged" if i in self.made_at else "character" if piece_type == NORMAL else "special"
+
+    def model(self, k: int) -> SentencePieceTokenizer:
+        """Step ``k``'s model (a few are kept: each view of a step asks again)."""
+        with self._lock:
+            found = self._models.get(k)
+        if found is None:
+            found = SentencePieceTokenizer(step_proto(self.run, k), name=f"lab-{self.run.id}")
+            with self._lock:
+                self._models[k] = found
+                while len(self._models) > 8:
+                    self._models.popitem(last=False)
+        return found
+
+    def corpus_at(self, k: int) -> TokenizeResult:
+        """The corpus window as step ``k``'s model cuts it, each token placed in the window's text."""
+        with self._lock:
+            hit = self._cache.get(k)
+        if hit is None:
+            hit = self.model(k).tokenize(self.window)
+            with self._lock:
+                self._cache[k] = hit
+                while len(self._cache) > 32:
+                    self._cache.popitem(last=False)
+        return hit
+
+    def text_tokens(self, k: int) -> int:
+        """The tokens of the whole corpus as step ``k``'s model cuts it: after the last step, what
+        ``/api/tokenize`` counts with the run's tokenizer."""
+        with self._lock:
+            found = self._counts.get(k)
+        if found is None:
+            found = len(self.model(k).encode(self.run.corpus))
+            with self._lock:
+                self._counts[k] = found
+        return found
+
+    def state(self, k: int, *, max_tokens: int | None = None) -> dict:
+        return super().state(k, max_tokens=max_tokens) | {"tie_break": TIE_RULE}
+
+    # -- encode a new text -------------------------------------------------------------------------------
+    def encode_trace(self, text: str, k: int) -> dict:
+        """``text`` normalized and merged by step ``k``'s model, one stage per merge of the run as sentencepiece
+        makes them (in a stretch no piece spans the edges of, a "word"; every stretch at once); the ids are the
+        model's, which are sentencepiece's."""
+        model = self.model(k)
+        text = text[:MAX_ENCODE_CHARS]
+        normalized, _ = model.normalizer.normalize(text)
+        symbols_of, ranking = model.ranking()
+        words: list[list[str]] = []
+        merged: list[list[tuple]] = []
+        for stretch, _pieces in model.merge_chunks(normalized):
+            parts = symbols_of(stretch)
+            words.append(list(parts))
+            steps: list[tuple] = []
+            merge(parts, ranking.get, key=ranking.key, join=ranking.join, steps=steps)
+            merged.append(steps)
+
+        def ids_of(piece: str) -> list[int]:
+            pid = model.piece_to_id(piece)
+            if pid != model.unk_id or not model.byte_fallback:
+                return [pid]
+            return [model.piece_to_id(f"<0x{b:02X}>") for b in piece.encode("utf-8")]
+
+        def snapshot() -> tuple[list[list[str]], list[list[int]]]:
+            ids = [[i for piece in w for i in ids_of(piece)] for w in words]
+            return [[self.token_text(i) for i in w] for w in ids], ids
+
+        texts, ids = snapshot()
+        stages = [{"step": 0, "pair": None, "token": None, "words": texts, "word_ids": ids, "pair_ids": None,
+                   "new_id": None}]
+        at = [0] * len(words)
+        while len(stages) <= MAX_TRACE_STAGES:
+            waiting = [steps[at[w]][0] for w, steps in enumerate(merged) if at[w] < len(steps)]
+            if not waiting:
+                break
+            rank = min(waiting)  # the best-scored merge any stretch makes next
+            pair = None
+            for w, steps in enumerate(merged):
+                while at[w] < len(steps) and steps[at[w]][0] == rank:
+                    _, i, left, right = steps[at[w]]
+                    pair = (left, right)
+                    words[w][i : i + 2] = [left + right]
+                    at[w] += 1
+            left, right = pair
+            new_id = model.piece_to_id(left + right)
+            texts, ids = snapshot()
+            stages.append({"step": int(rank) + 1, "pair": [self.token_text(model.piece_to_id(left)),
+                                                           self.token_text(model.piece_to_id(right))],
+                           "token": self.token_text(new_id), "words": texts, "word_ids": ids,
+                           "pair_ids": [model.piece_to_id(left), model.piece_to_id(right)], "new_id": new_id})
+        final = model.encode(text)
+        unknown = sum(1 for w in words for piece in w if model.piece_to_id(piece) == model.unk_id)
+        return {
+            "text": text,
+            "step": k,
+            "normalized": normalized,
+            "stages": stages,
+            "ids": final,
+            "tokens": [self.token_text(t) for t in final],
+            "unknown": unknown,  # characters the vocabulary lacks: byte pieces (byte fallback), or <unk>
+            "byte_fallback": model.byte_fallback,
+        }
+
+    # -- vocabulary --------------------------------------------------------------------------------------
+    def vocab_entries(self, k: int, query: str = "", limit: int = 200) -> tuple[list[dict], int]:
+        """The pieces of step ``k``'s model in id order, as its ``.model`` holds them: the special pieces, the
+        user-defined symbols and the byte pieces, the pieces merged so far in merge order, then the characters;
+        filtered by a substring of their text."""
+        out = []
+        total = 0
+        q = query.lower()
+        for i, kind in enumerate(self.kinds):
+            step = self.made_at.get(i, 0)
+            if step > k:
+                continue
+            t = self.text[i]
+            if q and q not in t.lower():
+                continue
+            total += 1
+            if len(out) < limit:
+                rec = self.run.steps[step - 1] if step else None
+                out.append({"id": i, "text": t, "step": step, "parts": self.pair_text(rec.pair) if rec else [],
+                            "kind": kind})
+        return out, total
+
