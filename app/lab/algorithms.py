@@ -248,9 +248,11 @@ def train(
             raise LabOptionsError("sentencepiece's trainers make their own choices in their own order: manual mode "
                                   "(choosing the next merge) is for the lab's byte-level, character-level and "
                                   "WordPiece runs", "algorithm")
-        return SENTENCEPIECE_RUNS[options.algorithm](corpus, options, max_merges=max_merges,
-                                                     base_units=base_units(corpus, options.algorithm, options.pattern),
-                                                     progress=progress, should_stop=should_stop)
+        with cycle_collector_paused():  # thousands of step records, no cycles
+            return SENTENCEPIECE_RUNS[options.algorithm](corpus, options, max_merges=max_merges,
+                                                         base_units=base_units(corpus, options.algorithm,
+                                                                               options.pattern),
+                                                         progress=progress, should_stop=should_stop)
     with cycle_collector_paused():
         state, base = start(corpus, options)
         total = options.n_merges(len(base), max_merges)

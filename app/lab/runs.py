@@ -14,6 +14,7 @@ from app.engines.training.steps import MergeStep
 from app.engines.wordpiece.trainer import WordPieceStep
 
 from .options import ALGORITHM_LABELS, Options, Trained
+from .spm_runs import PackedSteps
 
 
 def new_id() -> str:
@@ -62,7 +63,9 @@ class Run:
     def vocab(self) -> dict[int, bytes]:
         """Every token of the run (a unigram run's base holds every piece it ever had)."""
         v = dict(self.base)
-        if not self.unigram:
+        if isinstance(self.steps, PackedSteps):
+            v |= self.steps.tokens()
+        elif not self.unigram:
             for s in self.steps:
                 v[s.new_id] = s.token
         return v
@@ -86,6 +89,8 @@ class Run:
         size = 200 + len(self.corpus) * 2 + sum(map(len, self.extra.get("scores", ())))
         if self.unigram:
             size += sum(100 + 80 * len(s.removed) for s in self.steps)
+        elif isinstance(self.steps, PackedSteps):
+            size += self.steps.nbytes + 64 * len(self.steps)
         else:
             size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
         return size + 64 * len(self.base) + len(self.model or b"")
@@ -149,7 +154,9 @@ class Run:
                 "stop_reason": self.stop_reason,
                 "top0": [[a, b, c] for (a, b), c in self.top0],
                 "n_ties": self.n_ties,
-                "steps": [s.to_dict() if self.unigram else _step_row(s) for s in self.steps],
+                "steps": [] if isinstance(self.steps, PackedSteps) else
+                         [s.to_dict() if self.unigram else _step_row(s) for s in self.steps],
+                **({"packed_steps": self.steps.to_json()} if isinstance(self.steps, PackedSteps) else {}),
                 "model": self.model.hex() if self.model else None,
                 "extra": self.extra,
             }
@@ -181,6 +188,9 @@ class Run:
                 from .unigram_runs import round_records
 
                 run.steps = round_records(d["steps"])
+                return run
+            if "packed_steps" in d:
+                run.steps = PackedSteps.from_json(d["packed_steps"], run.base)
                 return run
             vocab = dict(run.base)
             steps = []

@@ -46,7 +46,8 @@ class SpmReplay(RunReplay):
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
         ReplayView.__init__(self, run, window_chars)
         self.algorithm = run.options.algorithm
-        self.made_at = {s.new_id: s.step for s in run.steps}
+        new_ids = getattr(run.steps, "new_ids", None) or [s.new_id for s in run.steps]
+        self.made_at = {i: k for k, i in enumerate(new_ids, start=1)}
         self.base_ids = set(run.base)
         types = [p.type for p in ModelProto.parse(run.model).pieces]
         self.kinds = [self._kind(i, t) for i, t in enumerate(types)]
@@ -166,6 +167,20 @@ class SpmReplay(RunReplay):
         }
 
     # -- vocabulary --------------------------------------------------------------------------------------
+    def merge_tree(self, tid: int, k: int | None = None) -> dict:
+        """How piece ``tid`` was built: ``{"id", "text", "step", "children": [left, right]}`` down to base pieces
+        (each merge record read when it is reached)."""
+
+        def node(t: int, depth: int) -> dict:
+            step = self.made_at.get(t, 0)
+            d = {"id": t, "text": self.token_text(t), "step": step, "children": []}
+            if step and depth < 64:
+                left, right = self.run.steps[step - 1].pair
+                d["children"] = [node(left, depth + 1), node(right, depth + 1)]
+            return d
+
+        return node(tid, 0)
+
     def vocab_entries(self, k: int, query: str = "", limit: int = 200) -> tuple[list[dict], int]:
         """The pieces of step ``k``'s model in id order, as its ``.model`` holds them: the special pieces, the
         user-defined symbols and the byte pieces, the pieces merged so far in merge order, then the characters;

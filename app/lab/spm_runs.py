@@ -15,10 +15,13 @@ given).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from array import array
+from base64 import b64decode, b64encode
+from collections.abc import Callable, Sequence
 
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.bpe_trainer import train_bpe
+from app.engines.sentencepiece.proto import NORMAL
 from app.engines.sentencepiece.training_corpus import OutOfReach
 from app.engines.training.steps import MergeStep
 
@@ -42,6 +45,72 @@ def spm_refusal(exc: TokenplayError, options: Options) -> LabOptionsError:
     return LabOptionsError(str(exc), getattr(exc, "field", None))
 
 
+class PackedSteps(Sequence[MergeStep]):
+    """A SentencePiece BPE run's merges as sentencepiece's trainer gives them (:class:`~app.engines.sentencepiece.
+    bpe_trainer.TrainedBPE`: int64 rows and pair tables in the model's ids), each :class:`MergeStep` made when it is
+    first asked for: a run of 8,000 merges is kept, stored and loaded without 8,000 records and 80,000 table rows of
+    Python objects. ``surface`` gives every id's bytes (the base pieces and the merged ones)."""
+
+    def __init__(self, rows: array, tops: array, top_k: int, new_ids: array, surface: dict[int, bytes]):
+        self.rows, self.tops, self.top_k, self.new_ids, self.surface = rows, tops, top_k, new_ids, surface
+        self._made: dict[int, MergeStep] = {}
+
+    def __len__(self) -> int:
+        return len(self.new_ids)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        step = self._made.get(k)
+        if step is None:
+            step = self._made[k] = self._step(k)
+        return step
+
+    def _step(self, k: int) -> MergeStep:
+        left, right, count, replaced, tokens = self.rows[5 * k : 5 * k + 5]
+        t = self.tops[3 * self.top_k * k : 3 * self.top_k * (k + 1)]
+        top = [((t[j], t[j + 1]), t[j + 2]) for j in range(0, len(t), 3) if t[j] >= 0]
+        return MergeStep(
+            step=k + 1, pair=(left, right), left=self.surface[left], right=self.surface[right], new_id=self.new_ids[k],
+            count=count, replaced=replaced, ties=[p for p, c in top[1:] if c == count], corpus_tokens=tokens,
+            tie_break=TIE_RULE, top_pairs=top,
+        )
+
+    def n_ties(self) -> list[int]:
+        """Per merge, the candidates of its pair table that had the winner's count (besides the winner)."""
+        counts, k = self.tops[2::3], self.top_k
+        return [counts[k * n + 1 : k * (n + 1)].count(counts[k * n]) for n in range(len(self))]
+
+    def tokens(self) -> dict[int, bytes]:
+        """Each merged piece's id and bytes."""
+        return {i: self.surface[i] for i in self.new_ids}
+
+    def corpus_tokens(self, k: int) -> int:
+        return self.rows[5 * k + 4]
+
+    @property
+    def nbytes(self) -> int:
+        return (len(self.rows) + len(self.tops)) * 8 + len(self.new_ids) * 4
+
+    def to_json(self) -> dict:
+        return {"rows": b64encode(self.rows.tobytes()).decode(), "tops": b64encode(self.tops.tobytes()).decode(),
+                "top_k": self.top_k, "new_ids": list(self.new_ids),
+                "merged": [self.surface[i].decode("utf-8") for i in self.new_ids]}
+
+    @classmethod
+    def from_json(cls, d: dict, base: dict[int, bytes]) -> PackedSteps:
+        """Back from :meth:`to_json`, with the run's base pieces (``Run.base``)."""
+        rows, tops = array("q"), array("q")
+        rows.frombytes(b64decode(d["rows"]))
+        tops.frombytes(b64decode(d["tops"]))
+        surface = dict(base) | {i: t.encode("utf-8") for i, t in zip(d["new_ids"], d["merged"])}
+        return cls(rows, tops, d["top_k"], array("i", d["new_ids"]), surface)
+
+
 def train_spm_run(
     corpus: str,
     options: Options,
@@ -58,32 +127,23 @@ def train_spm_run(
                         should_stop=should_stop)
     except TokenplayError as exc:
         raise spm_refusal(exc, options) from None
-    if len(run.merges) > max_merges:
-        raise LabOptionsError(f"vocab_size {options.vocab_size:,} needs {len(run.merges):,} merges on this corpus; the "
+    if run.n_merges > max_merges:
+        raise LabOptionsError(f"vocab_size {options.vocab_size:,} needs {run.n_merges:,} merges on this corpus; the "
                               f"lab makes at most {max_merges:,} merges", "vocab_size")
-    ids = {p.piece: i for i, p in enumerate(run.pieces)}
-    merged = {m.piece for m in run.merges}
-    base = {i: p.piece.encode("utf-8") for i, p in enumerate(run.pieces) if p.piece not in merged}
-    steps: list[MergeStep] = []
-    n_ties: list[int] = []
-    for k, m in enumerate(run.merges, start=1):
-        top = [((ids[a], ids[b]), c) for a, b, c in m.top]
-        ties = [p for p, c in top[1:] if c == m.count]
-        steps.append(MergeStep(
-            step=k, pair=(ids[m.left], ids[m.right]), left=m.left.encode("utf-8"), right=m.right.encode("utf-8"),
-            new_id=ids[m.piece], count=m.count, replaced=m.replaced, ties=ties, corpus_tokens=m.corpus_tokens,
-            tie_break=TIE_RULE, top_pairs=top,
-        ))
-        n_ties.append(len(ties))
+    surface = {i: p.piece.encode("utf-8") for i, p in enumerate(run.pieces)}
+    n = run.n_merges
+    new_ids = array("i", (i for i, p in enumerate(run.pieces) if p.type == NORMAL))[:n]  # merged pieces come first
+    steps = PackedSteps(run.rows, run.tops, run.top_k, new_ids, surface)
+    merged = set(new_ids)
     return Trained(
-        base=base,
+        base={i: b for i, b in surface.items() if i not in merged},
         steps=steps,
-        n_ties=n_ties,
+        n_ties=steps.n_ties(),
         initial_tokens=run.initial_tokens,
         base_units=base_units,
-        target_merges=len(steps),
+        target_merges=n,
         stop_reason="vocab_size reached",
-        top0=list(steps[0].top_pairs) if steps else [],
+        top0=list(steps[0].top_pairs) if n else [],
         model=run.serialize(),
-        extra={"n_meta": len(run.pieces) - len(run.required) - len(run.merges)},
+        extra={"n_meta": len(run.pieces) - len(run.required) - n},
     )

@@ -2,7 +2,8 @@
  * the same candidates, the same lazy priority queue (count, then the shorter piece, then its code points, then the
  * older candidate), the same merges, counts and records, faster.
  *
- * bpe_train(words, lengths, freqs, code_points, scripts, flags, max_len, n_merges, top_k, progress, should_stop)
+ * bpe_train(words, lengths, freqs, code_points, scripts, flags, max_len, n_merges, top_k, char_ids, merge_ids,
+ *           progress, should_stop)
  *   words:       array('i') of character ids, the words one after the other (id 0 is U+2585, the unknown
  *                character, which never pairs)
  *   lengths:     array('i'), each word's length;  freqs: array('q'), each word's count
@@ -11,8 +12,13 @@
  *                (first, last, script) triples sorted by first (training_corpus.script_ranges)
  *   flags:       bit 0 split_by_unicode_script, 1 split_by_number, 2 split_digits, 3 split_by_whitespace,
  *                4 treat_whitespace_as_suffix, 5 allow_whitespace_only_pieces
- * returns ([(left, right, count, replaced, corpus_tokens, [(left, right, count), ...]), ...], initial_tokens),
- * or None when should_stop() said so.
+ *   char_ids:    array('i'), the id each character has in the model (-1: none), merge_ids: array('i'), the id
+ *                the k-th merged piece gets
+ * returns (pieces, rows, tops, initial_tokens), or None when should_stop() said so: the merged pieces in order
+ * (str), and as int64 bytes, per merge, (left id, right id, count, replaced, corpus tokens after it) and top_k
+ * (left id, right id, count) of the best candidates before it, the winner first, -1 past the last.
+ *
+ * char_counts(text): the characters of a str with their counts (the corpus's, for its required characters).
  */
 #include "twins.h"
 #include <stdint.h>
@@ -28,6 +34,7 @@ typedef struct {
     Pos *pos;
     Py_ssize_t npos, cappos;
     uint8_t active, pending, recompute, cached;
+    int32_t id; /* its id in the model: a character's, or a merged piece's once merged; -1 before */
     PyObject *text;
 } Sym;
 
@@ -204,6 +211,7 @@ static int32_t new_symbol(Loop *L, int32_t left, int32_t right, const int32_t *p
     s->len = len;
     s->active = 1;
     s->recompute = 1;
+    s->id = -1;
     memcpy(L->pool + L->npool, piece, (size_t)len * sizeof *piece);
     L->npool += len;
     return (int32_t)L->nsyms++;
@@ -509,22 +517,39 @@ static int init_words(Loop *L) {
     return flush(L);
 }
 
+/* Appends `n` int64 values to a growable buffer of them. */
+static int put_i64(int64_t **buf, Py_ssize_t *len, Py_ssize_t *cap, const int64_t *vals, Py_ssize_t n) {
+    if (GROW(*buf, *cap, *len + n, 4096) < 0) return -1;
+    memcpy(*buf + *len, vals, (size_t)n * sizeof **buf);
+    *len += n;
+    return 0;
+}
+
 static PyObject *bpe_train(PyObject *self, PyObject *args) {
-    Py_buffer words, lens, freqs, cps, scripts;
+    Py_buffer words, lens, freqs, cps, scripts, char_ids, merge_ids;
     int flags, max_len, top_k;
     Py_ssize_t n_merges;
     PyObject *progress, *should_stop;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*iinnOO", &words, &lens, &freqs, &cps, &scripts, &flags, &max_len,
-                          &n_merges, &top_k, &progress, &should_stop))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*iiniy*y*OO", &words, &lens, &freqs, &cps, &scripts, &flags, &max_len,
+                          &n_merges, &top_k, &char_ids, &merge_ids, &progress, &should_stop))
         return NULL;
     Loop L;
     memset(&L, 0, sizeof L);
-    PyObject *records = NULL, *result = NULL;
+    PyObject *pieces = NULL, *result = NULL;
     int32_t *top = NULL;
-    int64_t *topf = NULL;
+    int64_t *topf = NULL, *rows = NULL, *tops = NULL;
+    Py_ssize_t nrows = 0, caprows = 0, ntops = 0, captops = 0, done_merges = 0;
+    const int32_t *cids = char_ids.buf, *mids = merge_ids.buf;
     Py_ssize_t ncopy = words.len / 4;
+    if (top_k < 1) top_k = 1;
+    if (merge_ids.len / 4 < n_merges) {
+        raise_error(PyExc_ValueError, "merge_ids must give an id to every merge asked for");
+        goto done;
+    }
     L.words = PyMem_Malloc((size_t)(ncopy ? ncopy : 1) * sizeof *L.words);
-    if (!L.words) {
+    top = PyMem_Malloc((size_t)top_k * sizeof *top);
+    topf = PyMem_Malloc((size_t)top_k * sizeof *topf);
+    if (!L.words || !top || !topf) {
         PyErr_NoMemory();
         goto done;
     }
@@ -534,33 +559,25 @@ static PyObject *bpe_train(PyObject *self, PyObject *args) {
     L.nwords = lens.len / 4;
     L.flags = flags;
     L.max_len = max_len;
-    if (top_k < 1) top_k = 1;
     if (map_init(&L.cache, 1 << 16) < 0 || map_init(&L.pieces, 1 << 12) < 0 || setup_chars(&L, &cps, &scripts) < 0 ||
         init_words(&L) < 0)
         goto done;
-    int64_t initial = L.tokens;
-    top = PyMem_Malloc((size_t)top_k * sizeof *top);
-    topf = PyMem_Malloc((size_t)top_k * sizeof *topf);
-    if (!top || !topf) {
-        PyMem_Free(top);
-        PyMem_Free(topf);
-        PyErr_NoMemory();
+    if (char_ids.len / 4 < L.nchars) {
+        raise_error(PyExc_ValueError, "char_ids must give an id to every character");
         goto done;
     }
-    records = PyList_New(0);
-    if (!records) goto fail;
-    while (PyList_GET_SIZE(records) < n_merges) {
-        Py_ssize_t done_merges = PyList_GET_SIZE(records);
+    for (int i = 0; i < L.nchars; i++) L.syms[i].id = cids[i];
+    int64_t initial = L.tokens;
+    pieces = PyList_New(0);
+    if (!pieces) goto done;
+    while (done_merges < n_merges) {
         if (done_merges % 256 == 0 && should_stop != Py_None) {
             PyObject *r = PyObject_CallNoArgs(should_stop);
-            if (!r) goto fail;
+            if (!r) goto done;
             int stop = PyObject_IsTrue(r);
             Py_DECREF(r);
-            if (stop < 0) goto fail;
+            if (stop < 0) goto done;
             if (stop) {
-                Py_CLEAR(records);
-                PyMem_Free(top);
-                PyMem_Free(topf);
                 result = Py_NewRef(Py_None);
                 goto done;
             }
@@ -571,14 +588,14 @@ static PyObject *bpe_train(PyObject *self, PyObject *args) {
             if (best < 0 || !made_before(&L, best)) break;
             drop(&L, best);
         }
-        if (best == -2) goto fail;
+        if (best == -2) goto done;
         if (best == -1) break;
         int n = 0;
         top[n] = best;
         topf[n++] = L.syms[best].freq;
         while (n < top_k) {
             int32_t t = pop_valid(&L);
-            if (t == -2) goto fail;
+            if (t == -2) goto done;
             if (t == -1) break;
             if (made_before(&L, t)) {
                 drop(&L, t);
@@ -588,53 +605,40 @@ static PyObject *bpe_train(PyObject *self, PyObject *args) {
             topf[n++] = L.syms[t].freq;
         }
         for (int i = 1; i < n; i++)
-            if (push(&L, top[i]) < 0) goto fail;
-        PyObject *toplist = PyList_New(n);
-        if (!toplist) goto fail;
-        for (int i = 0; i < n; i++) {
-            PyObject *l = text_of(&L, L.syms[top[i]].left), *r = l ? text_of(&L, L.syms[top[i]].right) : NULL;
-            PyObject *row = r ? Py_BuildValue("(OOL)", l, r, (long long)topf[i]) : NULL;
-            if (!row) {
-                Py_DECREF(toplist);
-                goto fail;
+            if (push(&L, top[i]) < 0) goto done;
+        for (int i = 0; i < top_k; i++) {
+            int64_t row[3] = {-1, -1, -1};
+            if (i < n) {
+                row[0] = L.syms[L.syms[top[i]].left].id;
+                row[1] = L.syms[L.syms[top[i]].right].id;
+                row[2] = topf[i];
             }
-            PyList_SET_ITEM(toplist, i, row);
+            if (put_i64(&tops, &ntops, &captops, row, 3) < 0) goto done;
         }
         int64_t count = L.syms[best].freq, replaced;
         int32_t bl = L.syms[best].left, br = L.syms[best].right;
-        if (remember(&L, best) < 0 || accept(&L, best, &replaced) < 0) {
-            Py_DECREF(toplist);
-            goto fail;
-        }
-        PyObject *l = text_of(&L, bl), *r = l ? text_of(&L, br) : NULL;
-        PyObject *rec = r ? Py_BuildValue("(OOLLLN)", l, r, (long long)count, (long long)replaced,
-                                          (long long)L.tokens, toplist)
-                          : NULL;
-        if (!rec) {
-            if (!r) Py_DECREF(toplist);
-            goto fail;
-        }
-        if (PyList_Append(records, rec) < 0) {
-            Py_DECREF(rec);
-            goto fail;
-        }
-        Py_DECREF(rec);
-        if (progress != Py_None && PyList_GET_SIZE(records) % 256 == 0) {
-            PyObject *ok = PyObject_CallFunction(progress, "n", PyList_GET_SIZE(records));
-            if (!ok) goto fail;
+        L.syms[best].id = mids[done_merges];
+        PyObject *text = text_of(&L, best);
+        if (!text || PyList_Append(pieces, text) < 0) goto done;
+        if (remember(&L, best) < 0 || accept(&L, best, &replaced) < 0) goto done;
+        int64_t row[5] = {L.syms[bl].id, L.syms[br].id, count, replaced, L.tokens};
+        if (put_i64(&rows, &nrows, &caprows, row, 5) < 0) goto done;
+        done_merges++;
+        if (progress != Py_None && done_merges % 256 == 0) {
+            PyObject *ok = PyObject_CallFunction(progress, "n", done_merges);
+            if (!ok) goto done;
             Py_DECREF(ok);
         }
     }
-    PyMem_Free(top);
-    PyMem_Free(topf);
-    result = Py_BuildValue("(NL)", records, (long long)initial);
-    records = NULL;
-    goto done;
-fail:
-    PyMem_Free(top);
-    PyMem_Free(topf);
-    Py_CLEAR(records);
+    result = Py_BuildValue("(Ny#y#L)", pieces, rows ? (const char *)rows : "", nrows * (Py_ssize_t)sizeof *rows,
+                           tops ? (const char *)tops : "", ntops * (Py_ssize_t)sizeof *tops, (long long)initial);
+    pieces = NULL;
 done:
+    Py_XDECREF(pieces);
+    PyMem_Free(top);
+    PyMem_Free(topf);
+    PyMem_Free(rows);
+    PyMem_Free(tops);
     loop_free(&L);
     PyMem_Free(L.words);
     PyBuffer_Release(&words);
@@ -642,11 +646,37 @@ done:
     PyBuffer_Release(&freqs);
     PyBuffer_Release(&cps);
     PyBuffer_Release(&scripts);
+    PyBuffer_Release(&char_ids);
+    PyBuffer_Release(&merge_ids);
     return result;
+}
+
+/* char_counts(text) -> {character: count}: every character of `text` with how often it occurs (what
+ * collections.Counter(text) gives, for the corpus's required characters: training_corpus.load_sentences). */
+static PyObject *char_counts(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) return PyErr_Format(PyExc_TypeError, "char_counts takes a str");
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_UCS4 top = PyUnicode_MAX_CHAR_VALUE(arg);
+    uint32_t *counts = PyMem_Calloc((size_t)top + 1, sizeof *counts);
+    if (!counts) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) counts[PyUnicode_READ(kind, data, i)]++;
+    PyObject *out = PyDict_New();
+    for (Py_UCS4 c = 0; out && c <= top; c++) {
+        if (!counts[c]) continue;
+        PyObject *key = PyUnicode_FromOrdinal((int)c), *value = key ? PyLong_FromUnsignedLong(counts[c]) : NULL;
+        if (!value || PyDict_SetItem(out, key, value) < 0) Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    PyMem_Free(counts);
+    return out;
 }
 
 static PyMethodDef methods[] = {
     {"bpe_train", bpe_train, METH_VARARGS, "sentencepiece's BPE merge loop (see bpe_trainer.py)."},
+    {"char_counts", char_counts, METH_O, "every character of a str with its count"},
     {NULL, NULL, 0, NULL},
 };
 

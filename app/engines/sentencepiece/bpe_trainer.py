@@ -31,6 +31,7 @@ import heapq
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..base import check_text
 from ..compiled import twin
@@ -64,16 +65,38 @@ class SpmMerge:
 
 @dataclass
 class TrainedBPE:
-    """A finished run: its merges, its pieces (text, score, type; in id order) and its ``.model``."""
+    """A finished run: its pieces (text, score, type; in id order), its ``.model``, and its merges as the model's ids:
+    ``rows`` holds, per merge, (left id, right id, count, replaced, corpus tokens after it), ``tops`` the ``top_k``
+    best candidates before it as (left id, right id, count), the winner first, -1 past the last (int64 arrays: a run
+    of 8,000 merges is 1.3 MB of them, read by the lab without a Python object per row). :attr:`merges` gives them
+    as :class:`SpmMerge` records."""
 
-    merges: list[SpmMerge]
     pieces: list[Piece]
     model: ModelProto
     initial_tokens: int
     required: list[tuple[str, int]]
+    rows: array
+    tops: array
+    top_k: int
 
     def serialize(self) -> bytes:
         return self.model.serialize()
+
+    @property
+    def n_merges(self) -> int:
+        return len(self.rows) // 5
+
+    @cached_property
+    def merges(self) -> list[SpmMerge]:
+        text = [p.piece for p in self.pieces]
+        rows, tops, k = self.rows, self.tops, self.top_k
+        out = []
+        for n in range(self.n_merges):
+            left, right, count, replaced, tokens = rows[5 * n : 5 * n + 5]
+            top = [(text[tops[j]], text[tops[j + 1]], tops[j + 2]) for j in range(3 * k * n, 3 * k * (n + 1), 3)
+                   if tops[j] >= 0]
+            out.append(SpmMerge(text[left], text[right], count, replaced, tokens, top))
+        return out
 
 
 class _Symbol:
@@ -292,10 +315,20 @@ class _PythonLoop:
         return merges
 
 
-def _compiled_run(words, rule: PieceRule, options: TrainerOptions, n_merges: int, top_k: int, progress, should_stop):
+def _ids(loaded: Sentences, vocab_size: int) -> tuple[list[int], dict[str, int]]:
+    """Where the pieces go in the model: the ids of the merged pieces in merge order, and each required character's
+    id (after them, most frequent first), the meta pieces keeping theirs."""
+    free = [i for i in range(vocab_size) if i not in loaded.meta]
+    n_merges = vocab_size - len(loaded.meta) - len(loaded.required)
+    return free[:n_merges], {c: free[n_merges + r] for r, (c, _) in enumerate(loaded.required)}
+
+
+def _compiled_run(words, rule: PieceRule, options: TrainerOptions, n_merges: int, top_k: int, ids, progress,
+                  should_stop):
     run = twin("_spm_train", "bpe_train")
     if run is None:
         return None
+    merge_ids, char_ids = ids
     joined = "".join(w for w, _ in words)
     chars: dict[str, int] = {UNK_CHAR: 0}
     for c in sorted(set(joined)):
@@ -309,10 +342,27 @@ def _compiled_run(words, rule: PieceRule, options: TrainerOptions, n_merges: int
              | options.split_by_whitespace << 3 | options.treat_whitespace_as_suffix << 4
              | options.allow_whitespace_only_pieces << 5)
     out = run(flat, lengths, freqs, cps, script_ranges(), flags, options.max_sentencepiece_length, n_merges, top_k,
-              progress, should_stop)
+              array("i", (char_ids.get(c, -1) for c in chars)), array("i", merge_ids), progress, should_stop)
     if out is None:
         raise Cancelled()
-    return out
+    merged, rows_raw, tops_raw, initial = out
+    rows, tops = array("q"), array("q")
+    rows.frombytes(rows_raw)
+    tops.frombytes(tops_raw)
+    return merged, rows, tops, initial
+
+
+def _packed(merges: list[SpmMerge], ids, top_k: int) -> tuple[list[str], array, array]:
+    """The Python loop's records as the compiled loop gives them (merged pieces, rows, tops; see :class:`TrainedBPE`)."""
+    merge_ids, char_ids = ids
+    id_of = dict(char_ids) | {m.piece: i for m, i in zip(merges, merge_ids)}
+    rows, tops = array("q"), array("q")
+    for m in merges:
+        rows.extend((id_of[m.left], id_of[m.right], m.count, m.replaced, m.corpus_tokens))
+        for a, b, c in m.top[:top_k]:
+            tops.extend((id_of[a], id_of[b], c))
+        tops.extend([-1] * 3 * (top_k - min(len(m.top), top_k)))
+    return [m.piece for m in merges], rows, tops
 
 
 def train_bpe(
@@ -342,25 +392,30 @@ def train_bpe(
     words = word_counts(loaded.sentences, options)
     n_merges = vocab_size - len(loaded.meta) - len(loaded.required)
     rule = PieceRule(options)
+    top_k = max(1, top_k)
+    ids = _ids(loaded, vocab_size)
     report = None if progress is None else (lambda done: progress(done, n_merges))
-    compiled = _compiled_run(words, rule, options, n_merges, top_k, report, should_stop)
+    compiled = _compiled_run(words, rule, options, n_merges, top_k, ids, report, should_stop)
     if compiled is not None:
-        raw, initial = compiled
-        merges = [SpmMerge(*row) for row in raw]
+        merged, rows, tops, initial = compiled
     else:
         loop = _PythonLoop(words, rule)
         initial = loop.initial_tokens
-        merges = loop.run(n_merges, top_k, report, should_stop)
-    if len(merges) < n_merges:
-        reached = len(loaded.meta) + len(loaded.required) + len(merges)
+        records = loop.run(n_merges, top_k, report, should_stop)
+        if len(records) == n_merges:
+            merged, rows, tops = _packed(records, ids, top_k)
+        else:
+            merged = [m.piece for m in records]
+    if len(merged) < n_merges:
+        reached = len(loaded.meta) + len(loaded.required) + len(merged)
         raise out_of_reach("BPE", vocab_size, loaded, reached, f"{len(loaded.meta):,} meta pieces, "
-                           f"{len(loaded.required):,} characters and {len(merges):,} merges: no pair is left to merge")
-    return _finish(merges, loaded, options, vocab_size, initial)
+                           f"{len(loaded.required):,} characters and {len(merged):,} merges: no pair is left to merge")
+    return _finish(merged, rows, tops, top_k, loaded, options, vocab_size, initial)
 
 
-def _finish(merges: list[SpmMerge], loaded: Sentences, options: TrainerOptions, vocab_size: int,
-            initial: int) -> TrainedBPE:
-    final = [m.piece for m in merges] + [c for c, _ in loaded.required]
+def _finish(merged: list[str], rows: array, tops: array, top_k: int, loaded: Sentences, options: TrainerOptions,
+            vocab_size: int, initial: int) -> TrainedBPE:
+    final = merged + [c for c, _ in loaded.required]
     pieces: list[Piece] = []
     k = 0
     for i in range(vocab_size):
@@ -371,7 +426,7 @@ def _finish(merges: list[SpmMerge], loaded: Sentences, options: TrainerOptions, 
             pieces.append(Piece(final[k], -float(k), NORMAL))
             k += 1
     proto = ModelProto(pieces, trainer_spec(options, vocab_size, BPE), normalizer_spec(options))
-    return TrainedBPE(merges, pieces, proto, initial, loaded.required)
+    return TrainedBPE(pieces, proto, initial, loaded.required, rows, tops, top_k)
 
 
 def trainer_spec(options: TrainerOptions, vocab_size: int, model_type: int) -> TrainerSpec:

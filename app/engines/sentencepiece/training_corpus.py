@@ -18,12 +18,14 @@ the precompiled charsmaps of the normalization rules and sentencepiece's script 
 
 from __future__ import annotations
 
+import re
 import struct
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
+from ..compiled import twin
 from ..datafiles import verified_bytes
 from .normalizer import SPACE_SYMBOL, Normalizer
 from .trainer_options import TrainerOptions, TrainerOptionsError
@@ -31,7 +33,8 @@ from .trainer_options import TrainerOptions, TrainerOptionsError
 UNK_CHAR = "\u2585"  # ▅: what the trainer puts for a character left out of the vocabulary
 BOUNDARY_CHAR = "\x1f"  # what the trainer puts for a meta piece found in the text
 ANY_SCRIPT = -1
-MAX_SIZE = 1 << 30  # a size no vocabulary reaches: meta pieces placed before the size is known
+MAX_SIZE = 1 << 30
+_char_counts = twin("_spm_train", "char_counts")  # collections.Counter of a str, compiled  # a size no vocabulary reaches: meta pieces placed before the size is known
 
 
 class CorpusError(TrainerOptionsError):
@@ -228,7 +231,13 @@ def load_sentences(text: str, options: TrainerOptions, vocab_size: int | None) -
             )
         raise CorpusError("corpus", "the corpus has no sentence to train on once normalized; give some text "
                           "(one sentence a line)")
-    counts = Counter("".join(sentences))
+    joined = "\n".join(sentences)
+    whole = joined.count("\n") == len(sentences) - 1  # no sentence holds a line break of its own: one pass each
+    if not whole:
+        joined = "".join(sentences)
+    counts = _char_counts(joined) if _char_counts is not None else Counter(joined)
+    if whole:
+        counts.pop("\n", None)
     present = set(counts)
     counts.pop(" ", None)
     counts.pop("\x00", None)
@@ -244,13 +253,10 @@ def load_sentences(text: str, options: TrainerOptions, vocab_size: int | None) -
             continue
         required.append((c, n))
     kept = {c for c, _ in required}
-    rare = {ord(c): UNK_CHAR for c in present if c not in kept}
-    if rare:
-        joined = "\n".join(sentences)
-        if joined.count("\n") == len(sentences) - 1:  # one translate over the corpus, then cut again
-            sentences = joined.translate(rare).split("\n")
-        else:
-            sentences = [s.translate(rare) for s in sentences]
+    rare = sorted(c for c in present if c not in kept)
+    if rare:  # one pass of a character class over the corpus (str.translate looks each character up)
+        rx = re.compile("[" + "".join(map(re.escape, rare)) + "]")
+        sentences = rx.sub(UNK_CHAR, joined).split("\n") if whole else [rx.sub(UNK_CHAR, s) for s in sentences]
     loaded = Sentences(sentences, required, meta, n_lines, skipped_long, skipped_unk)
     if vocab_size is not None:
         _check_room(loaded, options, vocab_size)
