@@ -9,7 +9,8 @@ SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_spm_unigram.c``, sentencepiece's unigram trainer's passes (sentencepiece/unigram_trainer.py, which
 has no Python twin: without a C compiler it refuses to train, saying so);
 ``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py). They share
-``app/engines/twins.h`` (every extension ``depends`` on it, so a change to it rebuilds them all). ``optional=True``:
+``app/engines/twins.h`` (every extension ``depends`` on every header, so a change to one rebuilds them all);
+``_spm_train.c`` and ``_spm_unigram.c`` also share ``sentencepiece/piece_rules.h``. ``optional=True``:
 where no C compiler is found the install goes on without them, and the Python loops do the same work, slower.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ENGINES = Path("app/engines")
-HEADERS = sorted(h.as_posix() for h in ENGINES.glob("*.h"))
+HEADERS = sorted(h.as_posix() for h in ENGINES.rglob("*.h"))  # twins.h, and a family's own (sentencepiece/piece_rules.h)
 
 # One extension per C file, as the Makefile's C_SOURCES finds them: a new twin needs no second list.
 setup(

@@ -41,8 +41,7 @@ from app.engines.wordpiece.trainer import (
 )
 
 from .options import LabOptionsError, Options, Trained
-from .spm_runs import train_spm_run
-from .unigram_runs import train_unigram_run
+from .spm_runs import train_sentencepiece_run
 
 END_OF_WORD = "</w>"
 
@@ -197,9 +196,6 @@ def _model_file(state: MergeState) -> bytes | None:
 
 ProgressFn = Callable[[int, int], None]
 
-#: The algorithms sentencepiece's own trainers train, each with its lab run.
-SENTENCEPIECE_RUNS = {"sentencepiece": train_spm_run, "unigram": train_unigram_run}
-
 #: Why a WordPiece run ends early: unlike BPE it merges a pair seen once, so it runs out of pairs, not of repeats.
 WP_NO_PAIR = "no pair left to merge"
 
@@ -243,16 +239,15 @@ def train(
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
-    if options.algorithm in SENTENCEPIECE_RUNS:
+    if options.algorithm in ("sentencepiece", "unigram"):
         if prefix or force is not None:
             raise LabOptionsError("sentencepiece's trainers make their own choices in their own order: manual mode "
                                   "(choosing the next merge) is for the lab's byte-level, character-level and "
                                   "WordPiece runs", "algorithm")
         with cycle_collector_paused():  # thousands of step records, no cycles
-            return SENTENCEPIECE_RUNS[options.algorithm](corpus, options, max_merges=max_merges,
-                                                         base_units=base_units(corpus, options.algorithm,
-                                                                               options.pattern),
-                                                         progress=progress, should_stop=should_stop)
+            return train_sentencepiece_run(corpus, options, max_merges=max_merges,
+                                           base_units=base_units(corpus, options.algorithm, options.pattern),
+                                           progress=progress, should_stop=should_stop)
     with cycle_collector_paused():
         state, base = start(corpus, options)
         total = options.n_merges(len(base), max_merges)

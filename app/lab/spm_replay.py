@@ -12,14 +12,12 @@ lab's other BPE runs (:class:`~.replay.RunReplay`).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from app.engines.merging import merge
-from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.model import SentencePieceTokenizer
 from app.engines.sentencepiece.proto import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, ModelProto, Piece
 
 from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
+from .model_steps import ModelSteps
 from .replay import RunReplay
 from .runs import Run
 from .spm_runs import TIE_RULE
@@ -40,7 +38,7 @@ def step_proto(run: Run, k: int) -> ModelProto:
     return proto
 
 
-class SpmReplay(RunReplay):
+class SpmReplay(ModelSteps, RunReplay):
     """A finished SentencePiece BPE run replayed from its records and its ``.model`` (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
@@ -51,9 +49,6 @@ class SpmReplay(RunReplay):
         self.base_ids = set(run.base)
         types = [p.type for p in ModelProto.parse(run.model).pieces]
         self.kinds = [self._kind(i, t) for i, t in enumerate(types)]
-        self._models: OrderedDict[int, SentencePieceTokenizer] = OrderedDict()
-        self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
-        self._counts: dict[int, int] = {}
 
     def _kind(self, i: int, piece_type: int) -> str:
         if piece_type in (CONTROL, UNKNOWN):
@@ -64,40 +59,8 @@ class SpmReplay(RunReplay):
             return "user-defined"
         return "merged" if i in self.made_at else "character" if piece_type == NORMAL else "special"
 
-    def model(self, k: int) -> SentencePieceTokenizer:
-        """Step ``k``'s model (a few are kept: each view of a step asks again)."""
-        with self._lock:
-            found = self._models.get(k)
-        if found is None:
-            found = SentencePieceTokenizer(step_proto(self.run, k), name=f"lab-{self.run.id}")
-            with self._lock:
-                self._models[k] = found
-                while len(self._models) > 8:
-                    self._models.popitem(last=False)
-        return found
-
-    def corpus_at(self, k: int) -> TokenizeResult:
-        """The corpus window as step ``k``'s model cuts it, each token placed in the window's text."""
-        with self._lock:
-            hit = self._cache.get(k)
-        if hit is None:
-            hit = self.model(k).tokenize(self.window)
-            with self._lock:
-                self._cache[k] = hit
-                while len(self._cache) > 32:
-                    self._cache.popitem(last=False)
-        return hit
-
-    def text_tokens(self, k: int) -> int:
-        """The tokens of the whole corpus as step ``k``'s model cuts it: after the last step, what
-        ``/api/tokenize`` counts with the run's tokenizer."""
-        with self._lock:
-            found = self._counts.get(k)
-        if found is None:
-            found = len(self.model(k).encode(self.run.corpus))
-            with self._lock:
-                self._counts[k] = found
-        return found
+    def make_model(self, k: int) -> SentencePieceTokenizer:
+        return SentencePieceTokenizer(step_proto(self.run, k), name=f"lab-{self.run.id}")
 
     def state(self, k: int, *, max_tokens: int | None = None) -> dict:
         return super().state(k, max_tokens=max_tokens) | {"tie_break": TIE_RULE}

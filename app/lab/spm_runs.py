@@ -1,5 +1,6 @@
-"""SentencePiece BPE runs in the lab: sentencepiece's own trainer (:mod:`app.engines.sentencepiece.bpe_trainer`), its
-merges turned into the lab's step records.
+"""SentencePiece BPE and unigram runs in the lab: sentencepiece's own trainers
+(:mod:`app.engines.sentencepiece.bpe_trainer`, ``unigram_trainer``), a BPE run's merges turned into the lab's step
+records (a unigram run's rounds: :mod:`.unigram_runs`).
 
 A run's ids are those of the ``.model`` it exports (what sentencepiece writes): the meta pieces at their ids (``<unk>``,
 ``<s>``, ``</s>``, user-defined symbols, the 256 byte pieces with byte fallback), the merged pieces in merge order,
@@ -20,12 +21,14 @@ from base64 import b64decode, b64encode
 from collections.abc import Callable, Sequence
 
 from app.engines.errors import TokenplayError
-from app.engines.sentencepiece.bpe_trainer import train_bpe
+from app.engines.sentencepiece.bpe_trainer import TrainedBPE, train_bpe
 from app.engines.sentencepiece.proto import NORMAL
 from app.engines.sentencepiece.training_corpus import OutOfReach
+from app.engines.sentencepiece.unigram_trainer import train_unigram
 from app.engines.training.steps import MergeStep
 
 from .options import LabOptionsError, Options, Trained
+from .unigram_runs import unigram_trained
 
 #: What a SentencePiece BPE step's ``tie_break`` says: sentencepiece's own order of equal counts.
 TIE_RULE = "sentencepiece"
@@ -111,7 +114,7 @@ class PackedSteps(Sequence[MergeStep]):
         return cls(rows, tops, d["top_k"], array("i", d["new_ids"]), surface)
 
 
-def train_spm_run(
+def train_sentencepiece_run(
     corpus: str,
     options: Options,
     *,
@@ -120,16 +123,24 @@ def train_spm_run(
     progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> Trained:
-    """Train a SentencePiece BPE run; ``progress(done, total)`` as merges are made."""
-    spm = options.spm_options()
+    """Train a SentencePiece BPE or unigram run with sentencepiece's trainer; ``progress(done, total)`` as merges (or
+    rounds) are made. ``base_units`` is what its compression is measured against."""
+    trainer = train_bpe if options.algorithm == "sentencepiece" else train_unigram
     try:
-        run = train_bpe(corpus, options.vocab_size, spm, learned=options.merges, progress=progress,
-                        should_stop=should_stop)
+        trained = trainer(corpus, options.vocab_size, options.spm_options(), learned=options.merges, progress=progress,
+                          should_stop=should_stop)
     except TokenplayError as exc:
         raise spm_refusal(exc, options) from None
-    if run.n_merges > max_merges:
-        raise LabOptionsError(f"vocab_size {options.vocab_size:,} needs {run.n_merges:,} merges on this corpus; the "
-                              f"lab makes at most {max_merges:,} merges", "vocab_size")
+    if options.algorithm == "unigram":
+        return unigram_trained(trained, base_units)
+    if trained.n_merges > max_merges:
+        raise LabOptionsError(f"vocab_size {options.vocab_size:,} needs {trained.n_merges:,} merges on this corpus; "
+                              f"the lab makes at most {max_merges:,} merges", "vocab_size")
+    return _bpe_trained(trained, base_units)
+
+
+def _bpe_trained(run: TrainedBPE, base_units: int) -> Trained:
+    """A finished BPE training as the lab keeps it: its merges packed (:class:`PackedSteps`), in the model's ids."""
     surface = {i: p.piece.encode("utf-8") for i, p in enumerate(run.pieces)}
     n = run.n_merges
     new_ids = array("i", (i for i, p in enumerate(run.pieces) if p.type == NORMAL))[:n]  # merged pieces come first

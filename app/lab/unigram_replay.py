@@ -9,14 +9,13 @@ where the pages share it (chips, token texts, the vocabulary list, ``state``).
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
-from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
 from app.engines.sentencepiece.unigram_trainer import WHY
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
 from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
+from .model_steps import ModelSteps
 from .runs import Run
 from .unigram_runs import round_model
 
@@ -29,40 +28,16 @@ WHY_SHORT = {"em": "EM: < ½ use", "free": "unused", "loss": "pruned", "unreacha
 LATTICE_CHARS = 40  # "encoding a word": the lattice of the first this many characters
 
 
-class UnigramReplay(ReplayView):
+class UnigramReplay(ModelSteps, ReplayView):
     """A finished unigram run replayed from its records (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
         super().__init__(run, window_chars)
         self.algorithm = "unigram"
         self.removed_at = {piece: r.round for r in run.steps for piece, _, _ in r.removed}
-        self._models: OrderedDict[int, UnigramTokenizer] = OrderedDict()
-        self._text_tokens: dict[int, int] = {}
 
-    def text_tokens(self, k: int) -> int:
-        """The tokens of the whole corpus as round ``k``'s model cuts it: after the last round, what
-        ``/api/tokenize`` counts with the run's tokenizer."""
-        with self._lock:
-            found = self._text_tokens.get(k)
-        if found is None:
-            found = len(self.model(k).encode(self.run.corpus))
-            with self._lock:
-                self._text_tokens[k] = found
-        return found
-
-    def model(self, k: int) -> UnigramTokenizer:
-        with self._lock:
-            found = self._models.get(k)
-        if found is None:
-            found = round_model(self.run, k)
-            with self._lock:
-                self._models[k] = found
-                while len(self._models) > 8:
-                    self._models.popitem(last=False)
-        return found
-
-    def corpus_at(self, k: int) -> TokenizeResult:
-        return self.model(k).tokenize(self.window)
+    def make_model(self, k: int) -> UnigramTokenizer:
+        return round_model(self.run, k)
 
     def removed(self, k: int) -> list[dict]:
         """Round ``k``'s removed pieces in the order they went (by EM, free of cost, by loss smallest first, then

@@ -18,34 +18,17 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable
 
-from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.proto import NORMAL, UNUSED, ModelProto, Piece
 from app.engines.sentencepiece.unigram import UnigramTokenizer
-from app.engines.sentencepiece.unigram_trainer import UnigramRound, train_unigram
+from app.engines.sentencepiece.unigram_trainer import TrainedUnigram, UnigramRound
 
-from .options import Options, Trained
-from .spm_runs import spm_refusal
+from .options import Trained
 
 
-def train_unigram_run(
-    corpus: str,
-    options: Options,
-    *,
-    max_merges: int,
-    base_units: int,
-    progress: Callable[[int, int], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> Trained:
-    """Train a unigram run with sentencepiece's trainer; ``progress(done rounds, expected rounds)`` after each round.
-    ``base_units`` is what its compression is measured against (:func:`app.lab.algorithms.base_units`)."""
-    spm = options.spm_options()
-    try:
-        trained = train_unigram(corpus, options.vocab_size, spm, learned=options.merges, progress=progress,
-                                should_stop=should_stop)
-    except TokenplayError as exc:
-        raise spm_refusal(exc, options) from None
+def unigram_trained(trained: TrainedUnigram, base_units: int) -> Trained:
+    """A finished unigram training as the lab keeps it (see the module); ``base_units`` is what its compression is
+    measured against (:func:`app.lab.algorithms.base_units`)."""
     final = [p.piece for p in trained.final]
     kept = set(final)
     removed = [piece for r in trained.rounds for piece, _, _ in r.removed if piece not in kept]

@@ -167,38 +167,15 @@ static int piece_cmp(const Loop *L, const Sym *a, const Sym *b) {
     return a->len < b->len ? -1 : a->len > b->len;
 }
 
+#define PIECE_CHARS Loop
+#define PIECE_BANNED(L, c) ((L)->banned[c])
+#define PIECE_SPACE(L, c) ((L)->space[c])
+#define PIECE_DECIMAL(L, c) ((L)->decimal[c])
+#define PIECE_SCRIPT(L, c) ((L)->script[c])
+#include "piece_rules.h"
+
 /* Whether a piece of these characters may be made (sentencepiece's IsValidSentencePiece). */
-static int valid_piece(const Loop *L, const int32_t *p, int32_t n) {
-    const int any = INT32_MIN;
-    if (n == 0 || n > L->max_len) return 0;
-    int all_ws = 1;
-    for (int32_t i = 0; i < n; i++)
-        if (!L->space[p[i]]) all_ws = 0;
-    int split_script = L->flags & 1, split_number = L->flags & 2, split_digits = L->flags & 4;
-    int split_ws = L->flags & 8, suffix = L->flags & 16, allow_ws_only = L->flags & 32;
-    int32_t prev = any;
-    for (int32_t pos = 0; pos < n; pos++) {
-        int32_t c = p[pos];
-        if (L->banned[c]) return 0;
-        if (L->space[c]) {
-            if (!allow_ws_only || !all_ws) {
-                if (suffix) {
-                    if ((split_ws && pos < n - 1) || (!split_ws && pos < n - 1 && pos == 0)) return 0;
-                } else if ((split_ws && pos > 0) || (!split_ws && pos > 0 && pos == n - 1)) {
-                    return 0;
-                }
-            }
-            continue;
-        }
-        int32_t s = L->script[c];
-        if (s == INT32_MAX) s = prev; /* Inherited */
-        if (L->decimal[c] && !split_number) s = any;
-        if (L->decimal[c] && split_digits && n > 1) return 0;
-        if (split_script && s != any && prev != any && prev != s) return 0;
-        prev = s;
-    }
-    return 1;
-}
+static int valid_piece(const Loop *L, const int32_t *p, int32_t n) { return piece_allowed(L, p, n, L->flags, L->max_len); }
 
 static int32_t new_symbol(Loop *L, int32_t left, int32_t right, const int32_t *piece, int32_t len) {
     if (GROW(L->syms, L->capsyms, L->nsyms + 1, 1024) < 0 || GROW(L->pool, L->cappool, L->npool + len, 4096) < 0)

@@ -2,7 +2,8 @@
  * pieces from a suffix array, and its EM, pruning and finishing passes, in sentencepiece's float arithmetic (float32
  * where it keeps float32, the same order of additions, the same libm calls), so the pieces and scores are its own.
  *
- *   seed_candidates(corpus, scripts, flags, max_len, keep) -> [(piece bytes, score), ...]
+ *   seed_candidates(corpus, scripts, flags, max_len, keep) -> (pieces' UTF-8 one after the other, their byte
+ *       lengths as int32 bytes, their scores as float32 bytes)
  *       corpus: every sentence's UTF-8 followed by a NUL byte. The substrings that its suffix array's LCP intervals
  *       make (the repeated ones that some two occurrences continue differently), trimmed of a final NUL, whole
  *       characters, 2 to max_len characters, valid pieces (flags and scripts as in _spm_train.c); counts added up
@@ -24,7 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* -- scripts and pieces (as _spm_train.c) ------------------------------------------------------------------------ */
+/* -- scripts and pieces (the rule: piece_rules.h) ----------------------------------------------------------------- */
 
 typedef struct {
     const int32_t *t;
@@ -47,38 +48,17 @@ static int32_t script_of(const Rules *R, int32_t cp) {
     return s;
 }
 
-static int valid_cps(const Rules *R, const int32_t *p, int32_t n) {
-    const int32_t any = INT32_MIN;
-    if (n == 0 || n > R->max_len) return 0;
-    int all_ws = 1;
-    for (int32_t i = 0; i < n; i++)
-        if (p[i] != 0x2581) all_ws = 0;
-    int split_script = R->flags & 1, split_number = R->flags & 2, split_digits = R->flags & 4;
-    int split_ws = R->flags & 8, suffix = R->flags & 16, allow_ws_only = R->flags & 32;
-    int32_t prev = any;
-    for (int32_t pos = 0; pos < n; pos++) {
-        int32_t c = p[pos];
-        if (c == 0x2585 || c == 0 || c == 0x1F || c == 0x20 || (c >= 0xD800 && c < 0xE000) || c > 0x10FFFF) return 0;
-        if (c == 0x2581) {
-            if (!allow_ws_only || !all_ws) {
-                if (suffix) {
-                    if ((split_ws && pos < n - 1) || (!split_ws && pos < n - 1 && pos == 0)) return 0;
-                } else if ((split_ws && pos > 0) || (!split_ws && pos > 0 && pos == n - 1)) {
-                    return 0;
-                }
-            }
-            continue;
-        }
-        int32_t s = script_of(R, c);
-        if (s == INT32_MAX) s = prev;
-        int decimal = (c >= 0x30 && c <= 0x39) || (c >= 0xFF10 && c <= 0xFF19);
-        if (decimal && !split_number) s = any;
-        if (decimal && split_digits && n > 1) return 0;
-        if (split_script && s != any && prev != any && prev != s) return 0;
-        prev = s;
-    }
-    return 1;
-}
+static int is_decimal(int32_t c) { return (c >= 0x30 && c <= 0x39) || (c >= 0xFF10 && c <= 0xFF19); }
+
+#define PIECE_CHARS Rules
+#define PIECE_BANNED(R, c) \
+    ((c) == 0x2585 || (c) == 0 || (c) == 0x1F || (c) == 0x20 || ((c) >= 0xD800 && (c) < 0xE000) || (c) > 0x10FFFF)
+#define PIECE_SPACE(R, c) ((c) == 0x2581)
+#define PIECE_DECIMAL(R, c) is_decimal(c)
+#define PIECE_SCRIPT(R, c) script_of(R, c)
+#include "piece_rules.h"
+
+static int valid_cps(const Rules *R, const int32_t *p, int32_t n) { return piece_allowed(R, p, n, R->flags, R->max_len); }
 
 static int rules_init(Rules *R, Py_buffer *scripts, int flags, int max_len) {
     const int32_t *t = scripts->buf;
@@ -235,7 +215,7 @@ static PyObject *seed_candidates(PyObject *self, PyObject *args) {
     int32_t n = (int32_t)corpus.len;
     if (rules_init(&R, &scripts, flags, max_len) < 0) goto done;
     if (n == 0) {
-        result = PyList_New(0);
+        result = Py_BuildValue("(y#y#y#)", "", (Py_ssize_t)0, "", (Py_ssize_t)0, "", (Py_ssize_t)0);
         goto done;
     }
     s = PyMem_Malloc((size_t)(n + 1) * sizeof *s);
@@ -357,27 +337,28 @@ static PyObject *seed_candidates(PyObject *self, PyObject *args) {
     sort_text = u;
     if (ncands) qsort(cands, (size_t)ncands, sizeof *cands, cand_order);
     if (keep > ncands) keep = ncands;
-    result = PyList_New(keep);
-    if (!result) goto done;
-    for (Py_ssize_t i = 0; i < keep; i++) {
-        PyObject *row = Py_BuildValue("(y#d)", (const char *)u + cands[i].off, (Py_ssize_t)cands[i].len,
-                                      (double)cands[i].score);
-        if (!row) {
-            Py_CLEAR(result);
-            goto done;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < keep; i++) total += cands[i].len;
+    PyObject *text = PyBytes_FromStringAndSize(NULL, total), *lens = PyBytes_FromStringAndSize(NULL, keep * 4),
+             *scores = PyBytes_FromStringAndSize(NULL, keep * 4);
+    if (text && lens && scores) {
+        char *t = PyBytes_AS_STRING(text);
+        int32_t *l = (int32_t *)PyBytes_AS_STRING(lens);
+        float *f = (float *)PyBytes_AS_STRING(scores);
+        for (Py_ssize_t i = 0; i < keep; i++) {
+            l[i] = cands[i].len;
+            f[i] = cands[i].score;
+            memcpy(t, u + cands[i].off, (size_t)cands[i].len);
+            t += cands[i].len;
         }
-        PyList_SET_ITEM(result, i, row);
+        result = PyTuple_Pack(3, text, lens, scores);
     }
-done:
-    PyMem_Free(s);
-    PyMem_Free(SA);
-    PyMem_Free(rank);
-    PyMem_Free(lcp);
-    PyMem_Free(stack_l);
-    PyMem_Free(stack_d);
-    PyMem_Free(cands);
-    PyMem_Free(M.hash);
-    PyMem_Free(M.idx);
+    Py_XDECREF(text);
+    Py_XDECREF(lens);
+    Py_XDECREF(scores);
+done:;
+    void *owned[] = {s, SA, rank, lcp, stack_l, stack_d, cands, M.hash, M.idx};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) PyMem_Free(owned[i]);
     PyBuffer_Release(&corpus);
     PyBuffer_Release(&scripts);
     return result;
@@ -487,25 +468,10 @@ static int32_t prefixes(const Core *c, const int32_t *text, int32_t n, int32_t *
 }
 
 static void Core_dealloc(Core *c) {
-    PyMem_Free(c->wcps);
-    PyMem_Free(c->wstart);
-    PyMem_Free(c->wlen);
-    PyMem_Free(c->wfreq);
-    PyMem_Free(c->pcps);
-    PyMem_Free(c->pstart);
-    PyMem_Free(c->plen);
-    PyMem_Free(c->tkeys);
-    PyMem_Free(c->tvals);
-    PyMem_Free(c->tterm);
-    PyMem_Free(c->snode_start);
-    PyMem_Free(c->snode_len);
-    PyMem_Free(c->snode_piece);
-    PyMem_Free(c->wnodes);
-    PyMem_Free(c->nodes);
-    PyMem_Free(c->ends);
-    PyMem_Free(c->endcount);
-    PyMem_Free(c->fa);
-    PyMem_Free(c->fb);
+    void *owned[] = {c->wcps, c->wstart, c->wlen, c->wfreq, c->pcps, c->pstart, c->plen, c->tkeys, c->tvals,
+                     c->tterm, c->snode_start, c->snode_len, c->snode_piece, c->wnodes, c->nodes, c->ends,
+                     c->endcount, c->fa, c->fb};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) PyMem_Free(owned[i]);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -692,11 +658,16 @@ static int room_f(Core *c, Py_ssize_t n) {
     return 0;
 }
 
-static PyObject *Core_estep(Core *c, PyObject *args) {
+/* The model a call passes as its (order, scores) arguments (model_get): 0, or -1 with the error set. */
+static int model_arg(Core *c, PyObject *args, Model *m) {
     PyObject *order, *scores;
-    if (!PyArg_ParseTuple(args, "OO", &order, &scores)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO", &order, &scores)) return -1;
+    return model_get(c, order, scores, m);
+}
+
+static PyObject *Core_estep(Core *c, PyObject *args) {
     Model m;
-    if (model_get(c, order, scores, &m) < 0) return NULL;
+    if (model_arg(c, args, &m) < 0) return NULL;
     PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(m.n ? m.n : 1) * (Py_ssize_t)sizeof(float));
     if (!out) goto fail;
     float *expected = (float *)PyByteArray_AS_STRING(out);
@@ -860,17 +831,16 @@ typedef struct {
 
 static int hyp_less(const Hyp *h, int32_t a, int32_t b) { return h[a].fx < h[b].fx; }
 
-static void heap_push(const Hyp *h, int32_t *heap, Py_ssize_t len) { /* the item at len-1 sifts up */
-    Py_ssize_t hole = len - 1;
-    int32_t value = heap[hole];
-    Py_ssize_t parent = (hole - 1) / 2;
-    while (hole > 0 && hyp_less(h, heap[parent], value)) {
+/* `value` put in the heap at `hole`, moved up past every parent it beats (libstdc++'s __push_heap). */
+static void sift_up(const Hyp *h, int32_t *heap, Py_ssize_t hole, int32_t value) {
+    for (Py_ssize_t parent = (hole - 1) / 2; hole > 0 && hyp_less(h, heap[parent], value); parent = (hole - 1) / 2) {
         heap[hole] = heap[parent];
         hole = parent;
-        parent = (hole - 1) / 2;
     }
     heap[hole] = value;
 }
+
+static void heap_push(const Hyp *h, int32_t *heap, Py_ssize_t len) { sift_up(h, heap, len - 1, heap[len - 1]); }
 
 static int32_t heap_pop(const Hyp *h, int32_t *heap, Py_ssize_t len) { /* len before the pop */
     int32_t top = heap[0], value = heap[len - 1];
@@ -888,13 +858,7 @@ static int32_t heap_pop(const Hyp *h, int32_t *heap, Py_ssize_t len) { /* len be
         heap[hole] = heap[child - 1];
         hole = child - 1;
     }
-    Py_ssize_t parent = (hole - 1) / 2;
-    while (hole > 0 && hyp_less(h, heap[parent], value)) {
-        heap[hole] = heap[parent];
-        hole = parent;
-        parent = (hole - 1) / 2;
-    }
-    heap[hole] = value;
+    sift_up(h, heap, hole, value);
     return top;
 }
 
@@ -1108,10 +1072,8 @@ done:
 }
 
 static PyObject *Core_unreachable(Core *c, PyObject *args) {
-    PyObject *order, *scores;
-    if (!PyArg_ParseTuple(args, "OO", &order, &scores)) return NULL;
     Model m;
-    if (model_get(c, order, scores, &m) < 0) return NULL;
+    if (model_arg(c, args, &m) < 0) return NULL;
     const int32_t *ord = m.order.buf;
     Vit v = {NULL, NULL, 0};
     PyObject *out = PyByteArray_FromStringAndSize(NULL, (m.n ? m.n : 1) * 4), *result = NULL;
@@ -1146,10 +1108,8 @@ done:
 }
 
 static PyObject *Core_tokens(Core *c, PyObject *args) {
-    PyObject *order, *scores;
-    if (!PyArg_ParseTuple(args, "OO", &order, &scores)) return NULL;
     Model m;
-    if (model_get(c, order, scores, &m) < 0) return NULL;
+    if (model_arg(c, args, &m) < 0) return NULL;
     Vit v = {NULL, NULL, 0};
     int64_t tokens = 0;
     for (Py_ssize_t w = 0; w < c->nwords; w++) {

@@ -415,56 +415,44 @@ def train_bpe(
 
 def _finish(merged: list[str], rows: array, tops: array, top_k: int, loaded: Sentences, options: TrainerOptions,
             vocab_size: int, initial: int) -> TrainedBPE:
-    final = merged + [c for c, _ in loaded.required]
-    pieces: list[Piece] = []
-    k = 0
-    for i in range(vocab_size):
-        if i in loaded.meta:
-            piece, kind = loaded.meta[i]
-            pieces.append(Piece(piece, 0.0, KINDS[kind]))
-        else:
-            pieces.append(Piece(final[k], -float(k), NORMAL))
-            k += 1
+    scored = [(piece, -float(k)) for k, piece in enumerate(merged + [c for c, _ in loaded.required])]
+    pieces = model_pieces(loaded, scored, vocab_size)
     proto = ModelProto(pieces, trainer_spec(options, vocab_size, BPE), normalizer_spec(options))
     return TrainedBPE(pieces, proto, initial, loaded.required, rows, tops, top_k)
 
 
+def model_pieces(loaded: Sentences, scored: list[tuple[str, float]], vocab_size: int) -> list[Piece]:
+    """A model's ``vocab_size`` pieces: the meta pieces at their ids, ``scored`` (piece, score) in order in the others."""
+    rest = iter(scored)
+    out: list[Piece] = []
+    for i in range(vocab_size):
+        if i in loaded.meta:
+            piece, kind = loaded.meta[i]
+            out.append(Piece(piece, 0.0, KINDS[kind]))
+        else:
+            out.append(Piece(*next(rest), NORMAL))
+    return out
+
+
+#: The trainer options a model's trainer spec records under their own names.
+SPEC_OPTIONS = ("character_coverage", "max_sentence_length", "max_sentencepiece_length", "shrinking_factor",
+                "num_sub_iterations", "split_by_unicode_script", "split_by_number", "split_by_whitespace",
+                "treat_whitespace_as_suffix", "allow_whitespace_only_pieces", "split_digits", "byte_fallback", "unk_id",
+                "bos_id", "eos_id", "pad_id")
+
+
 def trainer_spec(options: TrainerOptions, vocab_size: int, model_type: int) -> TrainerSpec:
     """The trainer spec a model trained with ``options`` carries (as sentencepiece writes it, less the file names)."""
-    return TrainerSpec(
-        model_prefix="",
-        model_type=model_type,
-        vocab_size=vocab_size,
-        character_coverage=options.character_coverage,
-        max_sentence_length=options.max_sentence_length,
-        max_sentencepiece_length=options.max_sentencepiece_length,
-        shrinking_factor=options.shrinking_factor,
-        num_sub_iterations=options.num_sub_iterations,
-        num_threads=1,
-        split_by_unicode_script=options.split_by_unicode_script,
-        split_by_number=options.split_by_number,
-        split_by_whitespace=options.split_by_whitespace,
-        treat_whitespace_as_suffix=options.treat_whitespace_as_suffix,
-        allow_whitespace_only_pieces=options.allow_whitespace_only_pieces,
-        split_digits=options.split_digits,
-        user_defined_symbols=list(options.user_defined_symbols),
-        byte_fallback=options.byte_fallback,
-        unk_id=options.unk_id,
-        bos_id=options.bos_id,
-        eos_id=options.eos_id,
-        pad_id=options.pad_id,
-        hard_vocab_limit=True,
-    )
+    return TrainerSpec(model_prefix="", model_type=model_type, vocab_size=vocab_size, num_threads=1,
+                       hard_vocab_limit=True, user_defined_symbols=list(options.user_defined_symbols),
+                       **{name: getattr(options, name) for name in SPEC_OPTIONS})
 
 
 def normalizer_spec(options: TrainerOptions) -> NormalizerSpec:
-    return NormalizerSpec(
-        name=options.normalization_rule_name,
-        precompiled_charsmap=charsmap(options.normalization_rule_name),
-        add_dummy_prefix=options.add_dummy_prefix,
-        remove_extra_whitespaces=options.remove_extra_whitespaces,
-        escape_whitespaces=True,
-    )
+    """The normalizer spec of a model trained with ``options`` (its rule's charsmap, spaces as ``▁``)."""
+    rule = options.normalization_rule_name
+    return NormalizerSpec(name=rule, precompiled_charsmap=charsmap(rule), escape_whitespaces=True,
+                          **{name: getattr(options, name) for name in ("add_dummy_prefix", "remove_extra_whitespaces")})
 
 
-__all__ = ["SpmMerge", "TrainedBPE", "train_bpe", "trainer_spec", "normalizer_spec", "UNIGRAM"]
+__all__ = ["SpmMerge", "TrainedBPE", "train_bpe", "model_pieces", "trainer_spec", "normalizer_spec", "UNIGRAM"]

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from ..base import check_text
 from ..compiled import twin
 from ..training import Cancelled
-from .bpe_trainer import KINDS, normalizer_spec, trainer_spec
-from .proto import NORMAL, UNIGRAM, ModelProto, Piece
+from .bpe_trainer import model_pieces, normalizer_spec, trainer_spec
+from .proto import UNIGRAM, ModelProto, Piece
 from .trainer_options import TrainerOptions
 from .training_corpus import BOUNDARY_CHAR, UNK_CHAR, CorpusError, load_sized, out_of_reach, script_ranges, word_counts
 
@@ -128,8 +128,14 @@ def seed_pieces(sentences: list[str], options: TrainerOptions) -> list[tuple[str
     if seeds is None:  # pragma: no cover - the twin is built wherever a C compiler is
         raise CorpusError("algorithm", NO_TWIN)
     corpus = b"".join(s.encode("utf-8") + b"\0" for s in sentences)
-    found = seeds(corpus, script_ranges(), _flags(options), options.max_sentencepiece_length, SEED_SIZE)
-    seed += [(piece.decode("utf-8"), score) for piece, score in found]
+    text, lengths, scores = seeds(corpus, script_ranges(), _flags(options), options.max_sentencepiece_length, SEED_SIZE)
+    lens, values = array("i"), array("f")
+    lens.frombytes(lengths)
+    values.frombytes(scores)
+    at = 0
+    for n, score in zip(lens, values):
+        seed.append((text[at : at + n].decode("utf-8"), score))
+        at += n
     return seed
 
 
@@ -243,15 +249,7 @@ def train_unigram(
     scores = array("f", (s for _, s in final))
     snapshots[-1] = _snapshot(len(seed), order, scores)
     tokens[-1] = core.tokens(order, scores)
-    out: list[Piece] = []
-    k = 0
-    for i in range(vocab_size):
-        if i in loaded.meta:
-            piece, kind = loaded.meta[i]
-            out.append(Piece(piece, 0.0, KINDS[kind]))
-        else:
-            out.append(Piece(final[k][0], final[k][1], NORMAL))
-            k += 1
+    out = model_pieces(loaded, final, vocab_size)
     proto = ModelProto(out, trainer_spec(options, vocab_size, UNIGRAM), normalizer_spec(options))
     return TrainedUnigram(pieces, rounds, snapshots, tokens, out, proto.serialize(), "vocab_size reached", n_meta)
 
