@@ -237,3 +237,13 @@ def test_bpe_python_loop_equals_its_compiled_twin(monkeypatch, options):
     python = train_bpe(text, 700, opts)
     assert python.merges == compiled.merges
     assert python.serialize() == compiled.serialize()
+
+
+def test_unigram_without_its_compiled_module_refuses_in_words(monkeypatch):
+    """The unigram trainer has no Python twin: where _spm_unigram.c is not built it says so and what to do."""
+    from app.engines.sentencepiece import unigram_trainer
+
+    monkeypatch.setattr(unigram_trainer, "twin", lambda module, name: None)
+    with pytest.raises(CorpusError, match="needs the compiled module app.engines.sentencepiece._spm_unigram") as refused:
+        train_unigram("the cat sat\nthe mat\n", 20)
+    assert refused.value.field == "algorithm" and "make install-dev" in str(refused.value)
