@@ -12,6 +12,7 @@ lab's other BPE runs (:class:`~.replay.RunReplay`).
 
 from __future__ import annotations
 
+from collections import Counter
 from app.engines.merging import merge
 from app.engines.sentencepiece.model import SentencePieceTokenizer
 from app.engines.sentencepiece.proto import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, ModelProto, Piece
@@ -61,6 +62,43 @@ class SpmReplay(ModelSteps, RunReplay):
 
     def make_model(self, k: int) -> SentencePieceTokenizer:
         return SentencePieceTokenizer(step_proto(self.run, k), name=f"lab-{self.run.id}")
+
+    def text_tokens(self, k: int) -> int:
+        """The tokens of the whole corpus as step ``k``'s model cuts it, for every ``k`` from one encoding with the
+        run's own model (:meth:`_counts`)."""
+        with self._lock:
+            counts = self.__dict__.get("_all_counts")
+        if counts is None:
+            counts = self._counts()
+            with self._lock:
+                self._all_counts = counts
+        return counts[k]
+
+    def _counts(self) -> list[int]:
+        """The corpus's tokens after each step. sentencepiece merges, in each stretch that no piece spans, the pair
+        whose piece has the best score (the earliest merge) first; with the first ``k`` merges only, it makes the
+        same merges as with all of them up to the first one of a later merge, where it stops (nothing earlier was
+        left, or the full model would have taken that). So merge ``j`` of a stretch is made by every step past the
+        latest merge among the first ``j``: counting each stretch's merges at that step gives every step's count.
+        Unknown characters, byte pieces and user-defined symbols never merge, so they count alike at every step."""
+        model = self.model(self.run.n_steps)
+        corpus = self.run.corpus
+        stretches = Counter(stretch for stretch, _ in model.merge_chunks(model.normalizer.normalize_text(corpus)))
+        symbols_of, ranking = model.ranking()
+        made_by = [0] * (self.run.n_steps + 2)  # merges first made by each step
+        for stretch, times in stretches.items():
+            steps: list[tuple] = []
+            merge(symbols_of(stretch), ranking.get, key=ranking.key, join=ranking.join, steps=steps)
+            latest = -1
+            for rank, *_ in steps:
+                latest = max(latest, int(rank))
+                made_by[latest + 1] += times
+        out, left = [], sum(made_by)
+        final = len(model.encode(corpus))
+        for k in range(self.run.n_steps + 1):
+            left -= made_by[k]
+            out.append(final + left)
+        return out
 
     def state(self, k: int, *, max_tokens: int | None = None) -> dict:
         return super().state(k, max_tokens=max_tokens) | {"tie_break": TIE_RULE}

@@ -118,6 +118,7 @@ def test_a_sentencepiece_run_at_step_k_cuts_as_sentencepiece_trained_with_k_merg
         got = view.corpus_at(k)
         assert [view.model(k).id_to_piece(i) for i in got.ids] == want.encode(corpus, out_type=str), k
         assert processor(step_proto(run, k).serialize()).encode(corpus) == got.ids
+        assert view.text_tokens(k) == len(want.encode(corpus))  # counted for every step from one encoding
         assert "".join(seg.text for seg in got.segments()) == corpus
         assert all(0 <= t.start <= t.end <= len(corpus) for t in got.tokens)
     assert view.text_tokens(run.n_steps) == len(processor(run.model).encode(corpus))
