@@ -27,6 +27,7 @@ from .algorithms import END_OF_WORD, Encoder
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
 from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, chip_of, display_text
 from .runs import Run
+from .spm_replay import SentencePieceSteps
 from .text_counts import merge_text_tokens
 
 MAX_TRACE_STAGES = 400
@@ -380,6 +381,11 @@ class RunReplay(ReplayView):
         return out, total
 
 
+class SpmReplay(SentencePieceSteps, RunReplay):
+    """A finished SentencePiece BPE run: its merge records as :class:`RunReplay` shows them, its corpus window, counts,
+    encode traces and vocabulary from the step's own ``.model`` (:class:`~.spm_replay.SentencePieceSteps`)."""
+
+
 _VIEWS: OrderedDict[tuple[str, int], RunReplay] = OrderedDict()
 _VIEWS_LOCK = threading.Lock()
 
@@ -397,8 +403,6 @@ def replay_for(run: Run):
 
         v = UnigramReplay(run)
     elif run.options.algorithm == "sentencepiece":
-        from .spm_replay import SpmReplay
-
         v = SpmReplay(run)
     else:
         v = RunReplay(run)

@@ -19,7 +19,6 @@ from app.engines.sentencepiece.proto import BYTE, CONTROL, NORMAL, UNKNOWN, USER
 
 from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
 from .model_steps import ModelSteps
-from .replay import RunReplay
 from .runs import Run
 from .spm_runs import TIE_RULE
 
@@ -39,8 +38,10 @@ def step_proto(run: Run, k: int) -> ModelProto:
     return proto
 
 
-class SpmReplay(ModelSteps, RunReplay):
-    """A finished SentencePiece BPE run replayed from its records and its ``.model`` (built once per run)."""
+class SentencePieceSteps(ModelSteps):
+    """What a finished SentencePiece BPE run shows that other BPE runs do not: its corpus, counts, encode traces and
+    vocabulary from its step's ``.model``. Mixed before :class:`~.replay.RunReplay` (whose step records, pair tables
+    and states it shares) into :class:`~.replay.SpmReplay`; this module does not import that one."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
         ReplayView.__init__(self, run, window_chars)

@@ -13,7 +13,8 @@ from app.lab.options import LabOptionsError, Options
 from app.lab.runs import Run, new_id
 from app.engines.training.steps import MergeStep
 from app.lab.replay import Merges, RunReplay
-from app.lab.spm_replay import SpmReplay, step_proto
+from app.lab.replay import SpmReplay
+from app.lab.spm_replay import step_proto
 
 
 def make_run(corpus: str, **opts) -> Run:
