@@ -60,7 +60,7 @@ def test_wordpiece_steps_carry_the_bpe_fields_and_the_score(lab):
     assert state["score"] == steps[0]["score"] and all("score" in row for row in state["top_pairs"])
 
 
-@pytest.mark.parametrize("algorithm", ["wordpiece", "unigram"])
+@pytest.mark.parametrize("algorithm", ["wordpiece", "unigram", "sentencepiece"])
 def test_exports_encode_like_the_lab_in_the_reference_library(lab, algorithm):
     realtext.require()
     corpus = "\n".join(realtext.slices("en", 30, 1200, seed=7) + realtext.slices("ja", 10, 600, seed=7))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import pytest
+from helpers import realtext
 from helpers.spm_trainer import processor, reference_model
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -94,6 +95,11 @@ def test_corpus_view_shows_only_the_window():
     assert view.state(3)["corpus_tokens"] == run.steps[-1].corpus_tokens == 2001  # "abc", 1999 " abc", " "
 
 
+def pieces(processor, text: str) -> list[str]:
+    """The pieces sentencepiece cuts ``text`` into, by id (its string output gives an unknown character as itself)."""
+    return [processor.id_to_piece(i) for i in processor.encode(text)]
+
+
 spm_lines = st.lists(st.sampled_from(["ab", "ba", "abc", "c", "あい", "aaa", "bab", "a1", "12", "x,", "  ", "Ⅸ"]),
                      min_size=2, max_size=12).map(" ".join)
 
@@ -117,7 +123,7 @@ def test_a_sentencepiece_run_at_step_k_cuts_as_sentencepiece_trained_with_k_merg
             continue
         want = processor(reference_model(tmp_path, corpus, least + k, "bpe", **options))
         got = view.corpus_at(k)
-        assert [view.model(k).id_to_piece(i) for i in got.ids] == want.encode(corpus, out_type=str), k
+        assert [view.model(k).id_to_piece(i) for i in got.ids] == pieces(want, corpus), k
         assert processor(step_proto(run, k).serialize()).encode(corpus) == got.ids
         assert view.text_tokens(k) == len(want.encode(corpus))  # counted for every step from one encoding
         assert "".join(seg.text for seg in got.segments()) == corpus
@@ -191,3 +197,35 @@ def test_sentencepiece_runs_have_no_manual_mode(algorithm):
         train(run.corpus, options, max_merges=100, prefix=run.steps[:1] if algorithm == "sentencepiece" else (),
               force=(3, 4))
     assert refused.value.field == "algorithm"
+
+
+SPM_OPTION_SETS = {
+    "llama-like": {"byte_fallback": True, "split_digits": True, "normalization_rule_name": "identity",
+                   "remove_extra_whitespaces": False, "allow_whitespace_only_pieces": True},
+    "suffix": {"treat_whitespace_as_suffix": True, "normalization_rule_name": "nmt_nfkc_cf"},
+    "no-script-split": {"split_by_unicode_script": False, "split_by_number": False, "max_sentencepiece_length": 5,
+                        "add_dummy_prefix": False, "normalization_rule_name": "nfkc"},
+    "ids-and-symbols": {"user_defined_symbols": ["the", "<tag>"], "unk_id": 3, "bos_id": -1, "eos_id": 0,
+                        "pad_id": 1, "character_coverage": 1.0, "normalization_rule_name": "nfkc_cf"},
+}
+
+
+@pytest.mark.parametrize("options", SPM_OPTION_SETS.values(), ids=SPM_OPTION_SETS.keys())
+def test_sentencepiece_runs_with_options_step_and_encode_as_sentencepiece(tmp_path, options):
+    """With sentencepiece's options (normalization rules, user-defined symbols, whitespace as suffix, other ids), every
+    step's corpus and a new text's ids are sentencepiece's: its trainer asked for that many merges, its model."""
+    realtext.require()
+    corpus = "\n".join(realtext.slices("en", 6, 500, seed=3) + realtext.slices("ja", 3, 200, seed=3)
+                       + realtext.slices("c", 3, 400, seed=3) + ["<tag> the   THE Ⅻ 12345  ½"])
+    run = make_run(corpus, algorithm="sentencepiece", merges=60, sentencepiece=options)
+    view = SpmReplay(run)
+    window = corpus[:2000]
+    least = len(run.base)
+    for k in (0, 17, 60):
+        want = processor(reference_model(tmp_path, corpus, least + k, "bpe", **options))
+        assert [view.model(k).id_to_piece(i) for i in view.corpus_at(k).ids] == pieces(want, window), k
+        assert view.state(k)["vocab_size"] == least + k
+    text = "The <tag> 東京 Ⅻ   tabs\there 12 ꙮ"
+    assert view.encode_trace(text, 60)["ids"] == processor(run.model).encode(text)
+    entries, total = view.vocab_entries(60, limit=1000)
+    assert total == least + 60 and [e["id"] for e in entries] == sorted(e["id"] for e in entries)
