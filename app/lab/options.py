@@ -10,6 +10,7 @@ unigram runs (:mod:`app.lab.unigram_runs`) return for :class:`~app.lab.runs.Run`
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from app.engines.errors import TokenplayError
@@ -153,7 +154,8 @@ def _spm_note(options: Options) -> str:
     except TrainerOptionsError:
         return ""
     changed = {k: v for k, v in given.items() if TrainerOptions().to_dict()[k] != v}
-    return " (options: " + ", ".join(f"{k}={v}" for k, v in changed.items()) + ")" if changed else " (its defaults)"
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in changed.items())
+    return f" (options: {shown})" if changed else " (its defaults)"
 
 
 @dataclass(slots=True)

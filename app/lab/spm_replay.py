@@ -122,14 +122,20 @@ class SentencePieceSteps(ModelSteps):
             merge(parts, ranking.get, key=ranking.key, join=ranking.join, steps=steps)
             merged.append(steps)
 
-        def ids_of(piece: str) -> list[int]:
-            pid = model.piece_to_id(piece)
-            if pid != model.unk_id or not model.byte_fallback:
-                return [pid]
-            return [model.piece_to_id(f"<0x{b:02X}>") for b in piece.encode("utf-8")]
-
         def snapshot() -> tuple[list[list[str]], list[list[int]]]:
-            ids = [[i for piece in w for i in ids_of(piece)] for w in words]
+            """Each word's pieces as ids, as the model gives them: a character it lacks as its byte pieces (byte
+            fallback), or one <unk> for a run of them, across words too."""
+            ids: list[list[int]] = []
+            after_unk = False
+            for w in words:
+                ids.append([])
+                for piece in w:
+                    pid = model.piece_to_id(piece)
+                    if pid == model.unk_id and model.byte_fallback:
+                        ids[-1] += [model.piece_to_id(f"<0x{b:02X}>") for b in piece.encode("utf-8")]
+                    elif not (pid == model.unk_id and after_unk and model.fuse_unk):
+                        ids[-1].append(pid)
+                    after_unk = pid == model.unk_id
             return [[self.token_text(i) for i in w] for w in ids], ids
 
         texts, ids = snapshot()

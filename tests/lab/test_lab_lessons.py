@@ -53,6 +53,7 @@ def test_korean_is_bytes_with_byte_fallback_and_unk_without(tmp_path, key):
     trace = replay_for(run).encode_trace(EXAMPLES[key]["lesson"]["encode"], run.n_steps)
     sp = processor(run.model)
     assert trace["ids"] == sp.encode(KOREAN)
+    assert [i for w in trace["stages"][-1]["word_ids"] for i in w] == trace["ids"]  # the stages end at its ids
     want = ModelProto.parse(reference_model(tmp_path, SAMPLE_CORPUS, 400, "bpe",
                                             byte_fallback=key == "byte-fallback"))
     assert trace["ids"] == processor(want.serialize()).encode(KOREAN)  # sentencepiece's own model, its own ids

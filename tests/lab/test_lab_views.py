@@ -229,3 +229,15 @@ def test_sentencepiece_runs_with_options_step_and_encode_as_sentencepiece(tmp_pa
     assert view.encode_trace(text, 60)["ids"] == processor(run.model).encode(text)
     entries, total = view.vocab_entries(60, limit=1000)
     assert total == least + 60 and [e["id"] for e in entries] == sorted(e["id"] for e in entries)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(alphabet="ab c\nあいꙮ😀 ", min_size=1, max_size=60), st.booleans())
+def test_a_sentencepiece_encode_trace_ends_at_the_models_ids(text, byte_fallback):
+    """Whatever the text (characters the run lacks, runs of them, line breaks, spaces), the trace's last stage holds
+    the ids the run's model gives it."""
+    run = make_run("ab ab abc bab c\nあい あい ab", algorithm="sentencepiece", merges=4,
+                   sentencepiece={"byte_fallback": byte_fallback})
+    trace = SpmReplay(run).encode_trace(text, run.n_steps)
+    assert trace["ids"] == processor(run.model).encode(text)
+    assert [i for w in trace["stages"][-1]["word_ids"] for i in w] == trace["ids"]
