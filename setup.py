@@ -8,9 +8,10 @@ SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_spm_train.c``, sentencepiece's BPE merge loop (sentencepiece/bpe_trainer.py);
 ``sentencepiece/_spm_unigram.c``, sentencepiece's unigram trainer's passes (sentencepiece/unigram_trainer.py, which
 has no Python twin: without a C compiler it refuses to train, saying so);
-``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py). They share
-``app/engines/twins.h`` (every extension ``depends`` on every header, so a change to one rebuilds them all);
-``_spm_train.c`` and ``_spm_unigram.c`` also share ``sentencepiece/piece_rules.h``. ``optional=True``:
+``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py); and
+``compiled/_frozen.c``, the frozen containers of table files (registry/table_files.py). They share the headers of
+``app/engines/compiled/`` (``twins.h``, ``frozen.h``, and ``piece_rules.h`` for the two sentencepiece trainers: every
+extension ``depends`` on them, so a change to one rebuilds them all). ``optional=True``:
 where no C compiler is found the install goes on without them, and the Python loops do the same work, slower.
 """
 
@@ -19,7 +20,9 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ENGINES = Path("app/engines")
-HEADERS = sorted(h.as_posix() for h in ENGINES.rglob("*.h"))  # twins.h, and a family's own (sentencepiece/piece_rules.h)
+#: Where the shared headers are (the include folder of every extension).
+SHARED = ENGINES / "compiled"
+HEADERS = sorted(h.as_posix() for h in SHARED.glob("*.h"))
 
 # One extension per C file, as the Makefile's C_SOURCES finds them: a new twin needs no second list.
 setup(
@@ -27,7 +30,7 @@ setup(
         Extension(
             ".".join(src.with_suffix("").parts),
             [src.as_posix()],
-            include_dirs=[ENGINES.as_posix()],
+            include_dirs=[SHARED.as_posix()],
             depends=HEADERS,
             optional=True,
             extra_compile_args=["-O2"],

@@ -9,6 +9,7 @@
 - :mod:`.replay` — a finished run replayed at step k: corpus window, pair table, encode trace, merge trees,
   vocabulary (SentencePiece BPE runs: :mod:`.spm_replay`, with their step's ``.model``; unigram runs:
   :mod:`.unigram_replay`);
-- :mod:`.tokenizers` — "use in playground": a run as a registered tokenizer, scoped per user by a cookie;
+- :mod:`.run_tokenizers` — "use in playground": a run as a registered tokenizer (which browsers list it is
+  :mod:`app.services.catalog`'s);
 - :mod:`.export` — downloads (JSON, ``.tiktoken``, ``.model``) and the compression chart.
 """
