@@ -32,6 +32,7 @@ class Run:
     options: Options
     status: str = "queued"
     error: str | None = None
+    error_field: str | None = None  # the option the error is about ("vocab_size", "sentencepiece.byte_fallback"...)
     done_merges: int = 0
     target_merges: int = 0
     created: float = field(default_factory=time.time)
@@ -118,6 +119,7 @@ class Run:
             "id": self.id,
             "status": self.status,
             "error": self.error,
+            "error_field": self.error_field,
             "parent": self.parent,
             "options": self.options.to_dict(),
             "progress": {"done": self.done_merges, "total": self.target_merges},
@@ -139,6 +141,7 @@ class Run:
             "id": self.id,
             "status": self.status,
             "error": self.error,
+            "error_field": self.error_field,
             "done_merges": self.done_merges,
             "target_merges": self.target_merges,
             "created": self.created,
@@ -170,6 +173,7 @@ class Run:
             options=Options.from_dict(d["options"]),
             status=d["status"],
             error=d.get("error"),
+            error_field=d.get("error_field"),
             done_merges=d.get("done_merges", 0),
             target_merges=d.get("target_merges", 0),
             created=d.get("created", 0.0),
