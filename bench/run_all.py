@@ -25,8 +25,8 @@ SCRIPTS = [
     ),
     ("Byte-level BPE: training and encoding, the held-out mix of en/c/ja (issues 3, 23)", "bench_bpe.py", [],
      ["--quick"]),
-    ("SentencePiece engine and trainer, the held-out Japanese manual (issues 4, 23)", "bench_sentencepiece.py", [],
-     ["--quick"]),
+    ("SentencePiece engine, the held-out Japanese manual, and sentencepiece's trainers through the lab (issues 4, 23, "
+     "33)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
     ("WordPiece and Unigram: training and encoding beside tokenizers and sentencepiece (issue 17)",
      "bench_algorithms.py", [], ["--quick"]),

@@ -1,5 +1,6 @@
-// Tokenizer lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit and words, and the merge tree of a token
-// clicked (or chosen with Enter) in the corpus view. Everything else is htmx links and forms.
+// Tokenizer lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit and words, the merge tree of a token
+// clicked (or chosen with Enter) in the corpus view, and the presets of sentencepiece's options. Everything else is
+// htmx links and forms.
 (function () {
   "use strict";
   let timer = null;
@@ -79,7 +80,24 @@
     if (t.closest("#present-toggle")) togglePresent();
     const tok = t.closest("#corpus-tokens > span");
     if (tok) showTree(tok);
+    const preset = t.closest(".spm-preset");
+    if (preset) fillPreset(preset);
   });
+
+  // A preset of sentencepiece's options (Llama 2's, its defaults): its values into the form's sp_<option> fields.
+  function fillPreset(button) {
+    const form = button.closest("form");
+    const options = JSON.parse(button.dataset.preset || "{}");
+    Object.keys(options).forEach(function (name) {
+      const field = form && form.elements.namedItem("sp_" + name);
+      if (!field) return;
+      const value = options[name];
+      if (field.type === "checkbox") field.checked = !!value;
+      else field.value = Array.isArray(value) ? value.join("\n") : String(value);
+    });
+    const status = form && form.querySelector("#spm-preset-status");
+    if (status) status.textContent = button.textContent + ": filled in";
+  }
 
   // The size box's limit follows what it counts: merges, or tokens (the vocabulary: bases + merges).
   document.addEventListener("change", function (e) {

@@ -1,18 +1,20 @@
-"""One training interface over the lab's algorithms: byte-level BPE, character-level BPE, SentencePiece-style.
+"""One training interface over the lab's algorithms: byte-level BPE, character-level BPE, WordPiece, and
+sentencepiece's own BPE and unigram trainers.
 
-Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
+The lab's own algorithms reduce to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
 *words* (id sequences with counts, in first-seen order) and the shared merge loop of
 :mod:`app.engines.training`, which emits one :class:`~app.engines.training.steps.MergeStep` per merge and is run by
 its one driver (:func:`~app.engines.training.run_merges`, as ``tokenplay train`` is). Byte- and
 character-level BPE both use ``BPETrainerState``; they differ only in how text becomes base ids (UTF-8 bytes, or
-one id per code point plus an optional end-of-word marker ``</w>``). SentencePiece-style runs use
-:class:`app.engines.sentencepiece.trainer.SentencePieceTrainerState` (lines, ``▁``, byte fallback, its own
-whitespace split: the ``pattern`` option does not apply) and keep the trained ``.model`` file.
+one id per code point plus an optional end-of-word marker ``</w>``).
+
+SentencePiece BPE and unigram runs are sentencepiece's trainers, followed exactly (:mod:`app.lab.spm_runs`,
+:mod:`app.lab.unigram_runs`): they read the corpus a sentence a line, normalized, with the ``sentencepiece`` options
+(the ``pattern`` option does not apply), and keep the trained ``.model`` file, which their views run.
 
 :class:`Encoder` turns text into base-id words the same way for training, the step views and "encode a new
 text", so the three can never disagree. What a run is asked for and what training returns are
-:mod:`app.lab.options`' (:class:`~app.lab.options.Options`, :class:`~app.lab.options.Trained`); unigram runs
-train in :mod:`app.lab.unigram_runs`.
+:mod:`app.lab.options`' (:class:`~app.lab.options.Options`, :class:`~app.lab.options.Trained`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,8 @@ from app.engines.base import check_text
 from app.engines.bpe.patterns import exact, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
-from app.engines.sentencepiece.trainer import SentencePieceTrainerState
 from app.engines.training.steps import MergeStep
-from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
+from app.engines.training import STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
 from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
 from app.engines.wordpiece.trainer import (
@@ -40,10 +41,9 @@ from app.engines.wordpiece.trainer import (
 )
 
 from .options import LabOptionsError, Options, Trained
-from .unigram_runs import train_unigram_run
+from .spm_runs import train_sentencepiece_run
 
 END_OF_WORD = "</w>"
-SP_SPACE = "\u2581"  # ▁, SentencePiece's visible space
 
 #: Top pairs recorded before every merge (the step's pair table).
 TOP_K = 10
@@ -54,7 +54,6 @@ MAX_TIES = 24
 # -- pre-tokenizing ------------------------------------------------------------------------------------------
 
 _WS = regex.compile(r"\S+")
-_SP_REST = regex.compile(r" [^ \n]*")
 
 
 def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
@@ -67,60 +66,20 @@ def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
     return [m.span() for m in rx.finditer(text)]
 
 
-def sp_spans(text: str) -> list[tuple[int, int, bool]]:
-    """SentencePiece-style words: per non-empty line, the text before the first space (it gets the dummy-prefix
-    ``▁``, so it may be empty), then each space with the characters up to the next space or line end."""
-    out: list[tuple[int, int, bool]] = []
-    pos = 0
-    for line in text.split("\n"):
-        if line:
-            first = line.find(" ")
-            first = len(line) if first < 0 else first
-            out.append((pos, pos + first, True))
-            for m in _SP_REST.finditer(line, first):
-                out.append((pos + m.start(), pos + m.end(), False))
-        pos += len(line) + 1
-    return out
-
-
-def sp_text_spans(text: str) -> list[tuple[int, int, bool | None]]:
-    """SentencePiece-style words of ``text`` read as one sentence, as the run's ``.model`` encodes a text (and
-    ``/api/tokenize`` with it): only the start of the text gets the dummy-prefix ``▁`` (lead ``True``), the first
-    word of every later line none (lead ``False``, and no word when it is empty), and each line break is text
-    between words (lead ``None``): no piece holds one, so it is its byte, ``<0x0A>``.
-
-    >>> sp_text_spans("a b\\n c")  # "a" with ▁, " b", the line break, " c"
-    [(0, 1, True), (1, 3, False), (3, 4, None), (4, 6, False)]
-    """
-    out: list[tuple[int, int, bool | None]] = []
-    if not text:
-        return out
-    pos = 0
-    for n, line in enumerate(text.split("\n")):
-        if n:
-            out.append((pos - 1, pos, None))
-        first = line.find(" ")
-        first = len(line) if first < 0 else first
-        if n == 0 or first:
-            out.append((pos, pos + first, n == 0))
-        for m in _SP_REST.finditer(line, first):
-            out.append((pos + m.start(), pos + m.end(), False))
-        pos += len(line) + 1
-    return out
-
-
 class Encoder:
     """Text to base-id words for one run. ``base`` maps every base id to its surface bytes.
 
     ``spans(text)`` gives ``(start, end, lead)`` per word as training cuts the corpus; ``word_ids(text[start:end],
-    lead)`` its base ids. A character the base vocabulary lacks becomes -1 (never merged). ``lead`` marks a
-    SentencePiece-style line start, which gets the dummy-prefix ``▁``.
+    lead)`` its base ids. A character the base vocabulary lacks becomes -1 (never merged). ``lead`` is ``False`` for
+    a word (``None`` for text between words below).
 
     ``text_spans(text)`` and ``text_ids`` cut a text as the run's tokenizer does ("use in playground",
     ``/api/tokenize``): the words of training and the text between them (lead ``None``: whitespace a words-only
-    pre-tokenizer leaves out, a SentencePiece line break), whose characters no merge holds; a character the base
-    vocabulary lacks is its UTF-8 bytes (byte fallback), ids from ``byte_ids_from`` (the id of byte 0; a
-    SentencePiece run's ``<0x00>`` piece by default).
+    pre-tokenizer leaves out), whose characters no merge holds; a character the base vocabulary lacks is its UTF-8
+    bytes (byte fallback), ids from ``byte_ids_from`` (the id of byte 0).
+
+    SentencePiece BPE and unigram runs have no Encoder: their views run the trained ``.model``
+    (:mod:`app.lab.spm_replay`, :mod:`app.lab.unigram_replay`).
     """
 
     def __init__(
@@ -140,13 +99,9 @@ class Encoder:
                 if s == END_OF_WORD and end_of_word:
                     self.eow_id = i
                 elif len(s) == 1 or (algorithm == "wordpiece" and len(s) == 3 and s.startswith(WP_PREFIX)):
-                    self.char_ids.setdefault(s, i)  # not <unk>, <s>, </s>, [UNK] or <0xNN> pieces
-                elif s == "<0x00>" and algorithm == "sentencepiece" and byte_ids_from is None:
-                    self.byte_ids_from = i  # the 256 byte pieces follow it in order
+                    self.char_ids.setdefault(s, i)  # not [UNK]
 
     def spans(self, text: str) -> list[tuple[int, int, bool]]:
-        if self.algorithm in ("sentencepiece", "unigram"):
-            return sp_spans(text)
         if self.algorithm == "wordpiece":
             return [(a, b, False) for a, b in word_spans(text)]
         return [(a, b, False) for a, b in chunk_spans(text, self.pattern)]
@@ -154,8 +109,6 @@ class Encoder:
     def word_ids(self, chunk: str, lead: bool = False) -> list[int]:
         if self.algorithm == "byte":
             return list(chunk.encode("utf-8"))
-        if self.algorithm == "sentencepiece":
-            chunk = (SP_SPACE if lead else "") + chunk.replace(" ", SP_SPACE)
         if self.algorithm == "wordpiece":
             word = normalize_word(chunk)
             return [self.char_ids.get(c if n == 0 else WP_PREFIX + c, -1) for n, c in enumerate(word)]
@@ -167,10 +120,8 @@ class Encoder:
 
     def text_spans(self, text: str) -> list[tuple[int, int, bool | None]]:
         """``text`` cut as the run's tokenizer cuts it: the words of :meth:`spans` and, as words of their own (lead
-        ``None``), the text between them (a SentencePiece-style text: :func:`sp_text_spans`). WordPiece drops the
-        whitespace between words, as BERT's pre-tokenizer does."""
-        if self.algorithm in ("sentencepiece", "unigram"):
-            return sp_text_spans(text)
+        ``None``), the text between them. WordPiece drops the whitespace between words, as BERT's pre-tokenizer
+        does."""
         spans: list[tuple[int, int, bool | None]] = list(self.spans(text))
         if self.algorithm == "wordpiece":
             return spans
@@ -187,15 +138,11 @@ class Encoder:
 
     def text_ids(self, chunk: str, lead: bool | None = False) -> list[int]:
         """The base ids of a word of :meth:`text_spans` as the run's tokenizer has them: text between words gets
-        no marker (``▁``, ``</w>``), and a character the base vocabulary lacks is its UTF-8 bytes."""
+        no marker (``</w>``), and a character the base vocabulary lacks is its UTF-8 bytes."""
         if self.algorithm == "byte":
             return list(chunk.encode("utf-8"))
-        if lead is None:
-            symbols = chunk
-            ids = [self.char_ids.get(c, -1) for c in chunk]
-        else:
-            ids = self.word_ids(chunk, lead)
-            symbols = (SP_SPACE if lead else "") + chunk.replace(" ", SP_SPACE) if self.algorithm == "sentencepiece" else chunk
+        symbols = chunk
+        ids = [self.char_ids.get(c, -1) for c in chunk] if lead is None else self.word_ids(chunk, lead)
         if self.byte_ids_from is None or -1 not in ids:
             return ids
         out: list[int] = []
@@ -240,9 +187,8 @@ def base_units(text: str, algorithm: str, pattern: str) -> int:
 
 
 def _model_file(state: MergeState) -> bytes | None:
-    """What a run exports as a file of its own: SentencePiece's ``.model``, WordPiece's ``tokenizer.json``."""
-    if isinstance(state, SentencePieceTrainerState):
-        return state.model().serialize()
+    """What a run exports as a file of its own: WordPiece's ``tokenizer.json`` (SentencePiece runs: their ``.model``,
+    made by their own trainers)."""
     if isinstance(state, WordPieceTrainerState):
         return tokenizer_json(state.vocab).encode()
     return None
@@ -262,12 +208,6 @@ def _stop_reason(reason: str, algorithm: str) -> str:
 
 def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
     """A training state for ``corpus`` under ``options``, and its base vocabulary (nothing merged yet)."""
-    if options.algorithm == "sentencepiece":
-        try:
-            state = SentencePieceTrainerState(corpus, MAX_VOCAB_SIZE, byte_fallback=True, tie_break=options.tie_break)
-        except TokenplayError as exc:
-            raise LabOptionsError(str(exc)) from None
-        return state, {i: state.surfaces[i] for i in range(state.base_size)}
     if options.algorithm == "wordpiece":
         try:
             words, base = corpus_words(corpus)
@@ -299,21 +239,19 @@ def train(
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
-    if options.algorithm == "unigram":
-        return train_unigram_run(
-            corpus,
-            options,
-            max_merges=max_merges,
-            base_units=base_units(corpus, "unigram", options.pattern),
-            progress=progress,
-            should_stop=should_stop,
-        )
+    if options.algorithm in ("sentencepiece", "unigram"):
+        if prefix or force is not None:
+            raise LabOptionsError("sentencepiece's trainers make their own choices in their own order: manual mode "
+                                  "(choosing the next merge) is for the lab's byte-level, character-level and "
+                                  "WordPiece runs", "algorithm")
+        with cycle_collector_paused():  # thousands of step records, no cycles
+            return train_sentencepiece_run(corpus, options, max_merges=max_merges,
+                                           base_units=base_units(corpus, options.algorithm, options.pattern),
+                                           progress=progress, should_stop=should_stop)
     with cycle_collector_paused():
         state, base = start(corpus, options)
         total = options.n_merges(len(base), max_merges)
         kept = list(zip(prefix, prefix_n_ties))
-        if isinstance(state, SentencePieceTrainerState):
-            state.requested_vocab_size = len(base) + max(total, len(kept) + (force is not None))
         replay(state, [step.pair for step, _ in kept], should_stop)
         if force is not None:
             total = max(total, len(kept) + 1)

@@ -1,4 +1,4 @@
-"""Downloads of a run (our JSON; ``.tiktoken`` for byte-level, ``.model`` for SentencePiece-style and unigram,
+"""Downloads of a run (our JSON; ``.tiktoken`` for byte-level, ``.model`` for SentencePiece BPE and unigram,
 ``tokenizer.json`` for WordPiece) and its chart."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
         return body.encode("ascii"), "text/plain", "tiktoken"
     if fmt == "model":
         if not run.model or run.options.algorithm not in ("sentencepiece", "unigram"):
-            raise ExportError("the .model format is for SentencePiece-style and unigram runs; export this run as json")
+            raise ExportError("the .model format is for SentencePiece BPE and unigram runs; export this run as json")
         return run.model, "application/octet-stream", "model"
     if fmt == "tokenizer.json":
         if run.options.algorithm != "wordpiece":

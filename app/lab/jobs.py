@@ -285,6 +285,7 @@ class JobPool(BoundedJobs):
         except TokenplayError as exc:
             run.status = "error"
             run.error = str(exc)
+            run.error_field = getattr(exc, "field", None)  # the option to blame, when one is (LabOptionsError)
         except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
             log.exception("lab run %s: training failed", run.id)
             run.status = "error"

@@ -23,10 +23,11 @@ from app.engines.wordpiece.model import wordpiece_walk
 from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
 from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
-from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .algorithms import END_OF_WORD, Encoder
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
 from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, chip_of, display_text
 from .runs import Run
+from .spm_replay import SentencePieceSteps
 from .text_counts import merge_text_tokens
 
 MAX_TRACE_STAGES = 400
@@ -72,7 +73,7 @@ class Merges:
 def _surface(token: bytes, algorithm: str) -> bytes:
     if algorithm == "wordpiece":
         return token[2:] if token.startswith(b"##") and len(token) > 2 else token
-    return token.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ")
+    return token.replace(END_OF_WORD.encode(), b"")
 
 
 class RunReplay(ReplayView):
@@ -82,13 +83,13 @@ class RunReplay(ReplayView):
         super().__init__(run, window_chars)
         self.merges = Merges(run.steps)
         self.algorithm = run.options.algorithm
-        # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space, ``##`` for nothing
+        # what each token stands for in the text: ``</w>`` stands for nothing, ``##`` for nothing
         self.surface = {i: _surface(b, self.algorithm) for i, b in self.vocab.items()}
         self.byte_table = ByteTable(self.vocab.__getitem__, frozenset())
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         # a character-level run's tokenizer gives a character the corpus lacks its UTF-8 bytes, as ids after the
-        # vocabulary (app.lab.run_tokenizers.LabTokenizer); a SentencePiece-style run has byte pieces of its own
+        # vocabulary (app.lab.run_tokenizers.LabTokenizer)
         fallback = max(self.vocab) + 1 if self.algorithm == "char" and self.vocab else None
         if fallback is not None:
             for b in range(256):
@@ -196,8 +197,6 @@ class RunReplay(ReplayView):
         for n, tid in enumerate(ids):
             surface = self.surface[tid] if tid >= 0 else b""
             width = len(surface.decode("utf-8")) if tid >= 0 else 1  # an unknown character is one
-            if n == 0 and lead:  # SentencePiece's dummy-prefix ▁ stands for no character of the text
-                width -= 1
             out.append(Token(tid, surface, pos, pos + width, self.token_text(tid)))
             pos += width
         return out
@@ -382,6 +381,11 @@ class RunReplay(ReplayView):
         return out, total
 
 
+class SpmReplay(SentencePieceSteps, RunReplay):
+    """A finished SentencePiece BPE run: its merge records as :class:`RunReplay` shows them, its corpus window, counts,
+    encode traces and vocabulary from the step's own ``.model`` (:class:`~.spm_replay.SentencePieceSteps`)."""
+
+
 _VIEWS: OrderedDict[tuple[str, int], RunReplay] = OrderedDict()
 _VIEWS_LOCK = threading.Lock()
 
@@ -398,6 +402,8 @@ def replay_for(run: Run):
         from .unigram_replay import UnigramReplay
 
         v = UnigramReplay(run)
+    elif run.options.algorithm == "sentencepiece":
+        v = SpmReplay(run)
     else:
         v = RunReplay(run)
     with _VIEWS_LOCK:

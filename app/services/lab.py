@@ -7,10 +7,11 @@ stepping never trains again.
 
 from __future__ import annotations
 
+from app.engines.sentencepiece.trainer_options import TrainerOptions
 from app.features.compare import boundaries
 from app.lab import export as lab_export
 from app.lab.display import MAX_ENCODE_CHARS
-from app.lab.examples import DEFAULT_FORM
+from app.lab.examples import DEFAULT_FORM, EXAMPLES
 from app.lab.options import LabOptionsError, Options
 from app.lab.replay import replay_for
 from app.lab.run_tokenizers import spec_for
@@ -19,10 +20,14 @@ from app.lab.service import Lab
 
 from .errors import NotFoundError, TooLargeError, export_format
 
+#: The setup form's fields for sentencepiece's trainer options: ``sp_<option>`` each (a list of symbols one a line),
+#: and ``sp_present``, which says the section was on the form (a checkbox it leaves out is then false).
+SPM_FIELDS = {f"sp_{name}": "" for name in TrainerOptions().to_dict()} | {"sp_present": ""}
 #: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
-#: :data:`app.lab.examples.DEFAULT_FORM`.
-POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10"}
+#: :data:`app.lab.examples.DEFAULT_FORM`. ``lesson`` names the example whose lesson the run's page opens with.
+POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10", "lesson": ""} | SPM_FIELDS
 EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
+SENTENCEPIECE_ALGORITHMS = ("sentencepiece", "unigram")
 
 
 def options_of(form: dict) -> Options:
@@ -33,14 +38,61 @@ def options_of(form: dict) -> Options:
         what = "tokens" if form["size_kind"] != "merges" else "learned pieces" if form["algorithm"] == "unigram" else "merges"
         raise LabOptionsError(f"the number of {what} must be a whole number") from None
     by_vocab = form["size_kind"] == "vocab_size"
+    spm = form["algorithm"] in SENTENCEPIECE_ALGORITHMS
     return Options(
         form["algorithm"],
         form["pattern"],
         None if by_vocab else n,
         n if by_vocab else None,
-        "first" if form["algorithm"] == "unigram" else form["tie_break"],  # the form hides ties for Unigram
+        "first" if spm else form["tie_break"],  # the form hides ties for sentencepiece's trainers
         form["end_of_word"] and form["algorithm"] == "char",
+        sentencepiece=(spm_options_of(form) if form.get("sp_present") else form.get("sentencepiece")) if spm else None,
     )
+
+
+def lesson_form(key: str) -> dict | None:
+    """The setup form of the example ``key`` when it is a lesson (:data:`app.lab.examples.EXAMPLES`), as posted."""
+    example = EXAMPLES.get(key)
+    if example is None or "lesson" not in example:
+        return None
+    return POSTED_DEFAULTS | {k: str(v) if k != "sentencepiece" else v for k, v in example["form"].items()} | {
+        "lesson": key, "end_of_word": False}
+
+
+def spm_options_of(form: dict) -> dict:
+    """sentencepiece's options as the setup form's ``sp_*`` fields give them, those that differ from its defaults
+    (each read as its option's type; :class:`LabOptionsError` naming the option for one that is not)."""
+    out = {}
+    for name, default in TrainerOptions().to_dict().items():
+        raw = str(form.get(f"sp_{name}", "")).strip()
+        if isinstance(default, bool):
+            value = raw in ("1", "on", "true")
+        elif isinstance(default, list):
+            value = [line.strip() for line in raw.splitlines() if line.strip()]
+        elif isinstance(default, str):
+            value = raw or default
+        else:
+            try:
+                value = type(default)(raw) if raw else default
+            except ValueError:
+                kind = "a whole number" if isinstance(default, int) else "a number"
+                raise LabOptionsError(f"sentencepiece.{name} must be {kind}, got {raw!r}", f"sentencepiece.{name}") from None
+        if value != default:
+            out[name] = value
+    return out
+
+
+def spm_form_values(form: dict) -> dict:
+    """The values the setup form's sentencepiece section shows: the form's own (posted again after an error), an
+    example's or a run's ``sentencepiece`` options, else sentencepiece's defaults."""
+    if form.get("sp_present"):
+        try:
+            given = spm_options_of(form)
+        except LabOptionsError:
+            given = {}
+    else:
+        given = form.get("sentencepiece") or {}
+    return TrainerOptions().to_dict() | dict(given)
 
 
 def corpus_of_file(raw: bytes, filename: str | None, limit: int, lab: Lab) -> str:
@@ -56,7 +108,7 @@ def corpus_of_file(raw: bytes, filename: str | None, limit: int, lab: Lab) -> st
 def started(run: Run) -> Run:
     """``run`` as just started; a training that failed at once raises its message (a 422)."""
     if run.status == "error":
-        raise LabOptionsError(run.error or "training failed")
+        raise LabOptionsError(run.error or "training failed", run.error_field)
     return run
 
 
@@ -108,7 +160,7 @@ def merge_tree(run: Run, token_id: int):
 
 def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
     """A run's download: its body, media type and file name (``json``, ``tiktoken`` for byte-level runs, ``model``
-    for SentencePiece-style and unigram runs, ``tokenizer.json`` for WordPiece runs)."""
+    for SentencePiece BPE and unigram runs, ``tokenizer.json`` for WordPiece runs)."""
     body, media, ext = lab_export.export(run, export_format(fmt, EXPORT_FORMATS))
     return body, media, f"lab-{run.id}.{ext}"
 
@@ -130,7 +182,7 @@ def summary(run: Run) -> dict:
 
 def steps_of(run: Run) -> list[dict]:
     """Every step of a finished run: a merge with its pair's text, or a unigram round."""
-    if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss"}], "vocab_size", "log_likelihood"}
+    if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss", "why"}], "vocab_size", "log_likelihood", ...}
         return [s.to_dict() for s in run.steps]
     replay = replay_for(run)
     return [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
@@ -146,8 +198,8 @@ MAX_SIDE_TEXT = 2_000
 
 
 def start_three(lab: Lab, corpus: str, vocab_size: int) -> dict[str, Run]:
-    """Queue the three runs of one comparison (each checked before any is queued): SentencePiece-style BPE, so
-    that BPE and Unigram share the same ``▁`` words and byte fallback, and WordPiece with BERT's words."""
+    """Queue the three runs of one comparison (each checked before any is queued): sentencepiece's BPE and unigram
+    trainers with its default options, so that the two read the corpus alike, and WordPiece with BERT's words."""
     options = {
         side: Options(algorithm, "none", None, vocab_size, "first").check(lab.max_merges)
         for side, algorithm in SIDES.items()

@@ -9,8 +9,9 @@
   the shared limits and stop reasons.
 
 The trainers themselves say what text becomes: :mod:`app.engines.bpe.trainer` (byte-level BPE),
-:mod:`app.engines.sentencepiece.trainer` (SentencePiece-style) and :mod:`app.lab.algorithms` (the lab's
-byte-, character- and SentencePiece-style runs). Nothing here reads text, prints or encodes.
+:mod:`app.engines.wordpiece.trainer` and :mod:`app.lab.algorithms` (the lab's byte- and character-level runs).
+sentencepiece's own trainers (:mod:`app.engines.sentencepiece.bpe_trainer`, ``unigram_trainer``) have loops of their
+own, as sentencepiece has. Nothing here reads text, prints or encodes.
 """
 
 from .driver import (

@@ -5,9 +5,9 @@ base vocabulary (id -> surface bytes) and merges the most frequent adjacent pair
 once per :meth:`~MergeState.step`. What differs between trainers is what they pass in:
 
 - the base vocabulary and how text becomes words (bytes for byte-level BPE, code points for character-level
-  BPE and SentencePiece-style training);
-- a :class:`MergeRule` saying which pairs may merge (SentencePiece: a piece-length limit, and a pair whose text
-  is already a piece never merges); without one, every pair may;
+  BPE);
+- a :class:`MergeRule` saying which pairs may merge (a trainer that limits pieces, say by length); without one,
+  every pair may;
 - the step record, built by :meth:`~MergeState.record` (a subclass may add to it).
 
 Ties (pairs with the same count) are broken by a rule the user picks, recorded in every step:
@@ -48,7 +48,7 @@ class TrainingError(TokenplayError):
 
 
 class MergeRule(Protocol):
-    """Which pairs may merge, for trainers that limit it (SentencePiece-style pieces)."""
+    """Which pairs may merge, for trainers that limit it (by piece length, say)."""
 
     def refused(self, pairs: Iterable[Pair]) -> list[Pair]:
         """The pairs among ``pairs`` that may never merge. Asked before a pair is ranked, listed or merged, and

@@ -4,7 +4,7 @@ traces, cancel, exports and "use in playground"; the side by side of three algor
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
@@ -32,6 +32,16 @@ class TrainRequest(BaseModel):
     merges: int | None = Field(None, ge=0, description="number of merges (give this or vocab_size)")
     tie_break: Literal["first", "lexical"] = "first"
     end_of_word: bool = Field(False, description="append </w> to every word (character-level BPE only)")
+    sentencepiece: dict[str, Any] | None = Field(
+        None,
+        description="algorithm sentencepiece or unigram: sentencepiece's trainer options, with its names and its "
+        "defaults (character_coverage 0.9995, byte_fallback false, split_digits false, add_dummy_prefix true, "
+        "remove_extra_whitespaces true, normalization_rule_name nmt_nfkc (or identity, nfkc, nmt_nfkc_cf, nfkc_cf), "
+        "max_sentencepiece_length 16, split_by_unicode_script true, split_by_number true, split_by_whitespace true, "
+        "treat_whitespace_as_suffix false, allow_whitespace_only_pieces false, user_defined_symbols [], unk_id 0, "
+        "bos_id 1, eos_id 2, pad_id -1; also max_sentence_length 4192, shrinking_factor 0.75, num_sub_iterations 2); "
+        "vocab_size stays at the top level",
+    )
 
     @model_validator(mode="after")
     def _one_size(self):
@@ -40,7 +50,8 @@ class TrainRequest(BaseModel):
         return self
 
     def options(self) -> Options:
-        return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word)
+        return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word,
+                       sentencepiece=self.sentencepiece)
 
 
 class SideBySideRequest(BaseModel):
@@ -67,7 +78,10 @@ def _started(run: Run, **extra) -> JSONResponse:
     "",
     summary="Start training a lab run",
     description="Answers 200 with the run when it finished at once, else 202 while it trains (follow it with "
-    "GET /api/train/{run_id}); 429 with Retry-After when the lab is busy, 422 for options it cannot train.",
+    "GET /api/train/{run_id}); 429 with Retry-After when the lab is busy, 422 for options it cannot train "
+    "(``field`` names the option: ``sentencepiece.character_coverage``, ``vocab_size``...). SentencePiece BPE and "
+    "unigram runs train with sentencepiece's own trainers: a vocab_size the corpus cannot fill is refused with the "
+    "most it can be.",
 )
 def api_train(body: TrainRequest, lab: LabDep):
     return _started(lab.start(body.corpus, body.options(), wait=lab.quick_wait))
@@ -76,7 +90,7 @@ def api_train(body: TrainRequest, lab: LabDep):
 @router.post(
     "/side-by-side",
     summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size",
-    description="Starts three runs (SentencePiece-style BPE, WordPiece, Unigram) and answers 202 with them.",
+    description="Starts three runs (SentencePiece BPE, WordPiece, Unigram) and answers 202 with them.",
 )
 def api_side_by_side(body: SideBySideRequest, lab: LabDep):
     runs = service.start_three(lab, body.corpus, body.vocab_size)
@@ -156,7 +170,7 @@ def api_cancel(run: RunDep, lab: LabDep):
 @router.get(
     "/{run_id}/export",
     summary="Download a run",
-    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `model`: a SentencePiece-style or "
+    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `model`: a SentencePiece BPE or "
     "unigram run's .model; `tokenizer.json`: a WordPiece run's.",
 )
 def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):

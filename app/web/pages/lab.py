@@ -32,13 +32,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
 from app.lab import export as lab_export
-from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
+from app.engines.sentencepiece.trainer_options import NORMALIZATION_RULES, TrainerOptions
+from app.lab.examples import DEFAULT_FORM, EXAMPLES, PRESETS, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
 from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS
 from app.lab.replay import replay_for
 from app.lab.run_tokenizers import PREFIX, register_run
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.text_counts import how_training_counts
+from app.lab.unigram_replay import WHY, WHY_SHORT
 from app.classroom.sessions import bearer_token
 from app.services import lab as service
 
@@ -53,6 +55,9 @@ router = APIRouter(include_in_schema=False)
 
 #: Merges listed on the step view (the latest ones; the export has them all).
 MERGE_LIST = 100
+#: Tokens the vocabulary lists (those matching a search, first in its order); a SentencePiece run's more.
+VOCAB_LIST = 200
+VOCAB_LIST_SPM = 600
 
 
 def _context(request: Request, lab: Lab, **kw) -> dict:
@@ -72,7 +77,8 @@ def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, sta
     # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
     side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
     form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
-    context = _context(request, lab, form=form, error=error)
+    context = _context(request, lab, form=form, error=error, spm=service.spm_form_values(form), presets=PRESETS,
+                       spm_defaults=TrainerOptions().to_dict(), rules=NORMALIZATION_RULES)
     return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
 
 
@@ -88,6 +94,7 @@ def form_of(run: Run) -> dict:
         "size": o.vocab_size if by_vocab else o.merges,
         "tie_break": o.tie_break,
         "end_of_word": o.end_of_word,
+        "sentencepiece": o.sentencepiece,
         "from": run.id,
     }
     if by_vocab:
@@ -114,7 +121,7 @@ async def lab_train(request: Request, lab: LabDep):
     (Starlette's default stops form fields at 1 MB); training starts in the worker pool, off the event loop."""
     limit = lab.max_corpus_chars * 4 + 1024  # UTF-8 bytes of the largest accepted corpus
     try:
-        data = await request.form(max_files=1, max_fields=20, max_part_size=limit)
+        data = await request.form(max_files=1, max_fields=60, max_part_size=limit)
     except Exception as exc:  # noqa: BLE001 - Starlette's MultiPartException and friends
         message = f"the form could not be read ({exc}); the lab takes a corpus of at most {lab.max_corpus_chars:,} characters"
         return _setup(request, lab, {}, message, 413)
@@ -132,6 +139,9 @@ async def lab_train(request: Request, lab: LabDep):
 
 def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
     form = service.POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
+    lesson = service.lesson_form(form["lesson"]) if raw is None else None
+    if lesson is not None:  # a lesson's one click: its example's corpus and settings, whatever else was posted
+        form = lesson
     text = form["corpus"]
     try:
         if raw is not None:
@@ -140,11 +150,13 @@ def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None
         run = service.started(lab.start(text, service.options_of(form), wait=lab.quick_wait))
     except TokenplayError as exc:
         return _setup(request, lab, form, str(exc), status_for(exc), headers_for(exc))
+    if lesson is not None:  # the lesson opens at the run's last step
+        return _to_run(request, lab, run, run.n_steps if run.status == "done" else None, form["lesson"])
     return _to_run(request, lab, run)
 
 
-def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Response:
-    url = run_url(run.id, step, request.query_params.get("present") == "1")
+def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None, lesson: str | None = None) -> Response:
+    url = run_url(run.id, step, request.query_params.get("present") == "1", lesson)
     if not is_htmx(request):
         return RedirectResponse(url, status_code=303)
     if run.finished:
@@ -155,7 +167,8 @@ def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Re
 
 @router.get("/lab/runs/{run_id}")
 def lab_run(
-    request: Request, lab: LabDep, classroom: ClassroomDep, run_id: str, step: Annotated[int | None, Query()] = None
+    request: Request, lab: LabDep, classroom: ClassroomDep, run_id: str, step: Annotated[int | None, Query()] = None,
+    lesson: Annotated[str | None, Query(max_length=40)] = None,
 ):
     run = lab.get(run_id)
     if run is None:
@@ -167,12 +180,13 @@ def lab_run(
     teacher = teacher_of(request)
     if teacher is not None and step is not None:  # a teacher's step: the class follows it (the token rides along)
         classroom.teach(run, teacher[0], bearer_token(request.headers.get("authorization")), k)
-    return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k))
+    return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k, lesson))
 
 
-def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
+def _step_context(request: Request, lab: Lab, run: Run, k: int, lesson: str | None = None) -> dict:
     replay = replay_for(run)
     first = max(0, k - MERGE_LIST)
+    lesson_key = lesson if lesson in EXAMPLES and "lesson" in EXAMPLES[lesson] else None
     return _context(
         request,
         lab,
@@ -190,10 +204,14 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
         merges_hidden=first,
-        url=lambda step: run_url(run.id, step),
+        url=lambda step: run_url(run.id, step, lesson=lesson_key),
+        lesson=EXAMPLES[lesson_key]["lesson"] if lesson_key else None,
         chip_of=replay.chip,
         manual_after=max(k - 1, 0),
         is_playground=f"{PREFIX}{run.id}",
+        spm=run.options.spm_options() if run.options.algorithm in ("sentencepiece", "unigram") else None,
+        why=WHY,
+        why_short=WHY_SHORT,
     )
 
 
@@ -245,7 +263,9 @@ def lab_encode(
 @router.get("/lab/runs/{run_id}/vocab")
 def lab_vocab(request: Request, lab: LabDep, run: DoneRunDep, q: str = "", step: int | None = None):
     k = service.check_step(run, run.n_steps if step is None else step)
-    entries, total = replay_for(run).vocab_entries(k, q[:100])
+    # a SentencePiece run lists its .model's order: enough to reach past the 256 byte pieces to the merged ones
+    limit = VOCAB_LIST_SPM if run.options.algorithm == "sentencepiece" else VOCAB_LIST
+    entries, total = replay_for(run).vocab_entries(k, q[:100], limit)
     return _part(request, lab, run, "vocab", entries=entries, total=total, q=q, k=k)
 
 
