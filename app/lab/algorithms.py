@@ -27,6 +27,8 @@ from app.engines.bpe.patterns import exact, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
+from app.engines.merging import merge, merge_text
+from app.engines.merging import pair as merge_pair
 from app.engines.training.steps import MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
 from app.engines.training import Cancelled as Cancelled  # raised by the loops above; the lab's jobs catch it
@@ -39,7 +41,8 @@ from app.engines.wordpiece.trainer import (
     word_spans,
 )
 
-from .options import LabOptionsError, Options, Trained
+from .options import PLAIN_BPE, LabOptionsError, Options, Trained, stage_two
+from .splits import CHECK_SECONDS, TRAIN_SECONDS, split_for
 from .unigram_runs import train_unigram_run
 
 END_OF_WORD = "</w>"
@@ -53,18 +56,16 @@ MAX_TIES = 24
 
 # -- pre-tokenizing ------------------------------------------------------------------------------------------
 
-_WS = regex.compile(r"\S+")
 _SP_REST = regex.compile(r" [^ \n]*")
 
 
-def chunk_spans(text: str, pattern: str) -> list[tuple[int, int]]:
-    """Character spans of the words of ``text``; text between spans (whitespace for ``whitespace``) is no word."""
-    if not text:
-        return []
-    if pattern == "none":
-        return [(0, len(text))]
-    rx = _WS if pattern == "whitespace" else exact(pattern_regex(pattern))  # cut as tiktoken cuts (byte-level runs)
-    return [m.span() for m in rx.finditer(text)]
+def chunk_spans(
+    text: str, pattern: str, pattern_regex: str | None = None, timeout: float | None = CHECK_SECONDS
+) -> list[tuple[int, int]]:
+    """Character spans of the words of ``text`` (byte- and character-level runs): the matches of the pattern and
+    the stretches between them, covering the text (:mod:`.splits`); a ``custom`` pattern's ``pattern_regex`` runs
+    within ``timeout`` seconds. Cut as tiktoken cuts (tiktoken's Unicode tables)."""
+    return split_for(pattern, pattern_regex).spans(text, timeout)
 
 
 def sp_spans(text: str) -> list[tuple[int, int, bool]]:
@@ -125,10 +126,13 @@ class Encoder:
 
     def __init__(
         self, algorithm: str, pattern: str, base: dict[int, bytes], end_of_word: bool = False,
-        byte_ids_from: int | None = None,
+        byte_ids_from: int | None = None, *, pattern_regex: str | None = None, timeout: float | None = CHECK_SECONDS,
     ):
         self.algorithm = algorithm
         self.pattern = pattern
+        self.pattern_regex = pattern_regex
+        self.timeout = timeout  # seconds a custom pattern may take on one text
+        self.split = split_for(pattern, pattern_regex) if algorithm in PLAIN_BPE else None
         self.base = base
         self.end_of_word = end_of_word
         self.char_ids: dict[str, int] = {}
@@ -149,7 +153,7 @@ class Encoder:
             return sp_spans(text)
         if self.algorithm == "wordpiece":
             return [(a, b, False) for a, b in word_spans(text)]
-        return [(a, b, False) for a, b in chunk_spans(text, self.pattern)]
+        return [(a, b, False) for a, b in self.split.spans(text, self.timeout)]
 
     def word_ids(self, chunk: str, lead: bool = False) -> list[int]:
         if self.algorithm == "byte":
@@ -207,17 +211,36 @@ class Encoder:
         return out
 
     def words(self, text: str) -> list[tuple[list[int], int]]:
+        if self.split is not None:  # byte- and character-level: the pieces, no lead
+            return [(self.word_ids(chunk), n) for chunk, n in Counter(self.split.pieces(text, self.timeout)).items()]
         counts = Counter((text[a:b], lead) for a, b, lead in self.spans(text))
         return [(self.word_ids(chunk, lead), n) for (chunk, lead), n in counts.items()]
 
 
+def encoders(options: Options, base: dict[int, bytes], byte_ids_from: int | None = None, *,
+             timeout: float | None = CHECK_SECONDS) -> tuple[Encoder, Encoder | None]:
+    """The run's encoder and, for a superword run, stage two's (its pattern: ``superwords.pattern``)."""
+    one = Encoder(options.algorithm, options.pattern, base, options.end_of_word, byte_ids_from,
+                  pattern_regex=options.pattern_regex, timeout=timeout)
+    if options.superwords is None:
+        return one, None
+    sw = stage_two(options)
+    two = Encoder(options.algorithm, sw["pattern"], base, options.end_of_word, byte_ids_from,
+                  pattern_regex=sw["pattern_regex"], timeout=timeout)
+    return one, two
+
+
+def transition_of(options: Options) -> int | None:
+    """A superword run's transition (the merges of stage one), or None for another run."""
+    return None if options.superwords is None else stage_two(options)["transition"]
+
+
 def base_vocab_for(text: str, algorithm: str, pattern: str, end_of_word: bool) -> dict[int, bytes]:
-    """The base vocabulary: 256 bytes, or every character of the corpus's words in code-point order."""
+    """The base vocabulary: 256 bytes, or every character of the corpus in code-point order (every pattern's
+    pre-tokens cover the text)."""
     if algorithm == "byte":
         return dict(BYTE_VOCAB)
-    chars: set[str] = set()
-    for a, b in chunk_spans(text, pattern):
-        chars.update(text[a:b])
+    chars = set(text)
     base = {i: c.encode("utf-8") for i, c in enumerate(sorted(chars))}
     if end_of_word:
         base[len(base)] = END_OF_WORD.encode()
@@ -230,10 +253,9 @@ def base_units(text: str, algorithm: str, pattern: str) -> int:
         return sum(len(normalize_word(text[a:b])) for a, b in word_spans(text))
     if algorithm in ("sentencepiece", "unigram"):
         return sum(len(line) for line in text.split("\n"))
-    spans = chunk_spans(text, pattern)
-    if algorithm == "byte":
-        return sum(len(text[a:b].encode("utf-8")) for a, b in spans)
-    return sum(b - a for a, b in spans)
+    if algorithm == "byte":  # every pattern's pre-tokens cover the text
+        return len(text.encode("utf-8"))
+    return len(text)
 
 
 # -- training ------------------------------------------------------------------------------------------------
@@ -260,7 +282,7 @@ def _stop_reason(reason: str, algorithm: str) -> str:
     return WP_NO_PAIR if algorithm == "wordpiece" else reason
 
 
-def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
+def start(corpus: str, options: Options, *, timeout: float | None = TRAIN_SECONDS) -> tuple[MergeState, dict[int, bytes]]:
     """A training state for ``corpus`` under ``options``, and its base vocabulary (nothing merged yet)."""
     if options.algorithm == "sentencepiece":
         try:
@@ -275,8 +297,43 @@ def start(corpus: str, options: Options) -> tuple[MergeState, dict[int, bytes]]:
             raise LabOptionsError(str(exc)) from None
         return WordPieceTrainerState(words, base, tie_break=options.tie_break), base
     base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
-    encoder = Encoder(options.algorithm, options.pattern, base, options.end_of_word)
-    return BPETrainerState(encoder.words(corpus), base, tie_break=options.tie_break), base
+    encoder, _ = encoders(options, base, timeout=timeout)
+    words = encoder.words(corpus)
+    return BPETrainerState(words, base, tie_break=options.tie_break, min_count=options.min_count), base
+
+
+# -- superword BPE: stage two --------------------------------------------------------------------------------
+
+
+def merge_in_order(words: list[tuple[list[int], int]], merges: Sequence[tuple[int, int]], vocab: dict[int, bytes],
+                   first_new: int) -> list[tuple[list[int], int]]:
+    """``words`` (base ids, counts) with ``merges`` applied in order, each replacing its pair left to right; merge
+    ``r`` makes id ``first_new + r``. Done by rank, lowest first and leftmost first, which is the same (a merge
+    only makes pairs with its new id, of a later rank), by the compiled merge loop when tokens are distinct bytes."""
+    if not merges:
+        return words
+    made = {first_new + r: vocab[a] + vocab[b] for r, (a, b) in enumerate(merges)}
+    by_bytes = {data: i for i, data in vocab.items() if i < first_new} | {data: i for i, data in made.items()}
+    if len(by_bytes) == len(vocab) and all(len(vocab[i]) == 1 for i in vocab if i < first_new):
+        # every token is distinct bytes and every base id one byte (byte-level): merge the bytes, look ids up
+        table = {(vocab[a], vocab[b]): r for r, (a, b) in enumerate(merges)}
+        return [(merge_text(bytes(vocab[i][0] for i in ids), table, by_bytes, pair_keys=True), n) for ids, n in words]
+    ranks = {pair: r for r, pair in enumerate(merges)}
+    new_id = {pair: first_new + r for r, pair in enumerate(merges)}
+    return [(merge(list(ids), ranks.get, key=merge_pair, join=lambda a, b: new_id[(a, b)]), n) for ids, n in words]
+
+
+def enter_stage_two(state: BPETrainerState, corpus: str, options: Options, encoder: Encoder) -> BPETrainerState:
+    """Superword BPE from here on (SuperBPE): the corpus cut by stage two's pattern, each piece from its base ids
+    with ``state``'s merges applied in order, and a trainer on those words that carries ``state``'s merges and
+    records on (its steps keep their numbers; its new ids follow)."""
+    n = len(state.merges)
+    first_new = state.next_id - n
+    words = merge_in_order(encoder.words(corpus), state.merges, state.vocab, first_new)
+    two = BPETrainerState(words, state.vocab, tie_break=options.tie_break, min_count=options.min_count)
+    two.merges, two.steps, two.tie_counts = list(state.merges), list(state.steps), list(state.tie_counts)
+    two.initial_tokens = state.initial_tokens
+    return two
 
 
 def train(
@@ -289,13 +346,17 @@ def train(
     force: tuple[int, int] | None = None,
     progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
+    timeout: float | None = TRAIN_SECONDS,
 ) -> Trained:
     """Train ``corpus`` with ``options``; with ``prefix`` (and ``force``) continue a run from a chosen point.
 
     ``prefix`` steps are replayed as given (their records are kept), then ``force`` is merged as the next
     step (recorded ``forced=True``) and training continues automatically to the target number of merges.
-    ``progress(done, total)`` is called after every merge; ``should_stop()`` returning true raises
-    :class:`Cancelled`. Records keep at most :data:`MAX_TIES` ties; ``Trained.n_ties`` has the full counts.
+    A ``merge_list`` run merges the list's pairs in order (every step forced). A superword run switches to
+    stage two (:func:`enter_stage_two`) after ``superwords.transition`` merges; a stage one that ends before the
+    transition ends the run. ``progress(done, total)`` is called after every merge; ``should_stop()`` returning
+    true raises :class:`Cancelled`; a custom pattern may take ``timeout`` seconds on the corpus. Records keep at
+    most :data:`MAX_TIES` ties; ``Trained.n_ties`` has the full counts.
     """
     check_text(corpus)  # a lone surrogate has no UTF-8: refuse it clearly (InvalidTextError, 422)
     options.check(max_merges)
@@ -309,22 +370,49 @@ def train(
             should_stop=should_stop,
         )
     with cycle_collector_paused():
-        state, base = start(corpus, options)
-        total = options.n_merges(len(base), max_merges)
+        state, base = start(corpus, options, timeout=timeout)
+        typed: list[tuple[int, int]] = []
+        if options.merge_list is not None:
+            from .merge_lists import read_merge_list
+
+            typed = read_merge_list(options.merge_list, options.algorithm, base, max_merges)
+            total = len(typed)
+        else:
+            total = options.n_merges(len(base), max_merges)
         kept = list(zip(prefix, prefix_n_ties))
-        if isinstance(state, SentencePieceTrainerState):
-            state.requested_vocab_size = len(base) + max(total, len(kept) + (force is not None))
-        replay(state, [step.pair for step, _ in kept], should_stop)
         if force is not None:
             total = max(total, len(kept) + 1)
-            try:
-                state.step(force_pair=force, top_k=TOP_K, max_ties=MAX_TIES)
-            except TokenplayError as exc:
-                raise LabOptionsError(str(exc)) from None
-            if progress is not None:
-                progress(len(state.merges), total)
+        if isinstance(state, SentencePieceTrainerState):
+            state.requested_vocab_size = len(base) + max(total, len(kept) + (force is not None))
         report = None if progress is None else lambda done, target, _record: progress(done, target)
-        reason = run_merges(state, total, top_k=TOP_K, max_ties=MAX_TIES, progress=report, should_stop=should_stop)
+
+        def advance(state: MergeState, upto: int) -> str:
+            """Bring ``state`` to ``upto`` merges: the kept steps, the forced one, the typed list, then training."""
+            replay(state, [step.pair for step, _ in kept[len(state.merges) : upto]], should_stop)
+            if force is not None and len(state.merges) == len(kept) < upto:
+                try:
+                    state.step(force_pair=force, top_k=TOP_K, max_ties=MAX_TIES)
+                except TokenplayError as exc:
+                    raise LabOptionsError(str(exc)) from None
+                if progress is not None:
+                    progress(len(state.merges), total)
+            while typed and len(state.merges) < upto:
+                if should_stop is not None and should_stop():
+                    raise Cancelled()
+                state.step(force_pair=typed[len(state.merges)], top_k=TOP_K, max_ties=MAX_TIES, absent_ok=True)
+                if progress is not None:
+                    progress(len(state.merges), total)
+            return run_merges(state, upto, top_k=TOP_K, max_ties=MAX_TIES, progress=report, should_stop=should_stop)
+
+        sw = stage_two(options) if options.superwords is not None else None
+        if sw is None or sw["transition"] >= total:
+            reason = advance(state, total)
+        else:
+            reason = advance(state, sw["transition"])
+            if len(state.merges) == sw["transition"]:
+                _, two = encoders(options, base, timeout=timeout)
+                state = enter_stage_two(state, corpus, options, two)
+                reason = advance(state, total)
         steps = [step for step, _ in kept] + state.steps[len(kept) :]
         trained = Trained(
             base=base,

@@ -23,7 +23,7 @@ from app.engines.wordpiece.model import wordpiece_walk
 from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
 from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
-from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .algorithms import END_OF_WORD, SP_SPACE, Encoder, encoders, transition_of
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
 from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, chip_of, display_text
 from .runs import Run
@@ -95,14 +95,36 @@ class RunReplay(ReplayView):
                 data = bytes([b])
                 self.chips[fallback + b] = chip_of(fallback + b, data, display_text(data))
                 self.text[fallback + b] = self.chips[fallback + b].text
-        self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word, fallback)
-        self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
-        self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
+        # the run's encoder, and a superword run's stage two, which cuts the text after the transition
+        self.encoder, self.encoder_two = encoders(run.options, run.base, fallback)
+        self.transition = transition_of(run.options)
+        self._window_words: dict[int, tuple[list, dict]] = {}
+        self.words, self.word_ids = self.window_words(0)
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._wordpiece: dict[int, object] = {}
         self._hints: dict[bytes, ByteHint | None] = {}
         self._corpus_bytes: CorpusBytes | None = None
         self._text_tokens: list[int] | None = None
+
+    def stage(self, k: int) -> int:
+        """Which stage's pre-tokenizer the run's tokenizer has after ``k`` merges: 1, or 2 past a superword run's
+        transition."""
+        return 2 if self.transition is not None and k > self.transition else 1
+
+    def encoder_at(self, k: int) -> Encoder:
+        """The encoder that cuts a text as the run's tokenizer does after ``k`` merges."""
+        return self.encoder_two if self.stage(k) == 2 else self.encoder
+
+    def window_words(self, k: int) -> tuple[list, dict]:
+        """The words of the corpus window after ``k`` merges, ``(start, end, lead)`` (the text between them makes no
+        token), and each one's base ids."""
+        stage = self.stage(k)
+        found = self._window_words.get(stage)
+        if found is None:
+            encoder = self.encoder_at(k)
+            words = encoder.spans(self.window)
+            found = self._window_words[stage] = (words, {w: encoder.word_ids(self.window[w[0]:w[1]], w[2]) for w in words})
+        return found
 
     def text_tokens(self, k: int) -> int:
         """The tokens of the whole corpus as the run's tokenizer cuts it after ``k`` merges: after the last, what
@@ -173,11 +195,12 @@ class RunReplay(ReplayView):
         encoded: dict[tuple, list[int]] = {}
         ids: list[int] = []
         tokens: list[Token] = []
-        for a, b, lead in self.words:
+        words, word_ids = self.window_words(k)
+        for a, b, lead in words:
             key = (self.window[a:b], lead)
             merged = encoded.get(key)
             if merged is None:
-                merged = encoded[key] = self.merges.apply(self.word_ids[(a, b, lead)], k)
+                merged = encoded[key] = self.merges.apply(word_ids[(a, b, lead)], k)
             ids += merged
             tokens += self._place(merged, a, lead)
         out = TokenizeResult(f"lab-{self.run.id}", self.window, ids, tokens)
@@ -278,9 +301,10 @@ class RunReplay(ReplayView):
         grouping every word's merges by rank gives the stages. The text is cut as the run's tokenizer cuts it
         (:meth:`~.algorithms.Encoder.text_spans`): the text between words is words too, and a character the
         corpus lacks is its bytes, so after the last merge the ids are those ``/api/tokenize`` gives with it."""
-        spans = self.encoder.text_spans(text)
-        words = [self.encoder.text_ids(text[a:b], lead) for a, b, lead in spans]
-        missing = sum(1 for a, b, lead in spans for c in self.encoder.word_ids(text[a:b], bool(lead)) if c < 0)
+        encoder = self.encoder_at(k)
+        spans = encoder.text_spans(text)
+        words = [encoder.text_ids(text[a:b], lead) for a, b, lead in spans]
+        missing = sum(1 for a, b, lead in spans for c in encoder.word_ids(text[a:b], bool(lead)) if c < 0)
         merged: list[list[tuple]] = []
         for w in words:
             steps: list[tuple] = []

@@ -1,0 +1,51 @@
+"""The lab's pre-tokenizers by name: the split pattern each ``pattern`` option names, and a user's own.
+
+Every pattern cuts a text into its matches and the stretches between them (:mod:`app.engines.bpe.pretokens`), so
+no character is lost: ``whitespace`` gives the words and the runs of whitespace between them. ``custom`` is the
+user's ``pattern_regex``, checked when the options are, and run under a time budget: :data:`CHECK_SECONDS` when
+the lab first runs it on a corpus or a preview (a pattern over it is refused, 422, in words) and
+:data:`TRAIN_SECONDS` inside a training (a bound, never a user's wait: the corpus passed the check already).
+``lines-digits-r2l`` is superword BPE's stage two by default (SuperBPE): each line whole, numbers in threes from
+the right.
+"""
+
+from __future__ import annotations
+
+from app.engines.bpe.patterns import LINES_DIGITS_R2L_PATTERN, PATTERNS as ENGINE_PATTERNS
+from app.engines.bpe.pretokens import SplitPattern, custom
+
+#: Seconds a user's pattern may take on a corpus or a preview before it is refused.
+CHECK_SECONDS = 2.0
+#: Seconds it may take inside a training (the corpus passed :data:`CHECK_SECONDS` already; this only bounds it).
+TRAIN_SECONDS = 30.0
+
+#: The pattern names the lab knows, in the order its form lists them, with what each does.
+PATTERN_LABELS = {
+    "none": "none (the whole text is one word)",
+    "whitespace": "whitespace (words, and the spaces between them)",
+    "gpt2": "GPT-2 regex",
+    "gpt4": "GPT-4 regex (cl100k)",
+    "o200k": "GPT-4o regex (o200k)",
+    "digits": "GPT-4 regex, every digit alone",
+    "digits-r2l": "GPT-4 regex, digits in threes from the right",
+    "lines-digits-r2l": "lines whole, digits in threes from the right (superwords)",
+    "custom": "your own regex",
+}
+PATTERNS = tuple(PATTERN_LABELS)
+#: Superword BPE's stage two when the run names none.
+STAGE_TWO_DEFAULT = "lines-digits-r2l"
+
+_REGEXES: dict[str, str | None] = {
+    "none": None,
+    "whitespace": r"\S+",
+    "lines-digits-r2l": LINES_DIGITS_R2L_PATTERN,
+    **{name: ENGINE_PATTERNS[name] for name in ("gpt2", "gpt4", "o200k", "digits", "digits-r2l")},
+}
+
+
+def split_for(name: str, pattern_regex: str | None = None, field: str = "pattern_regex") -> SplitPattern:
+    """The split pattern a ``pattern`` option names (``custom``: ``pattern_regex``, checked, named ``field`` in
+    its errors). The caller has checked ``name`` (:data:`PATTERNS`)."""
+    if name == "custom":
+        return custom(pattern_regex, field)
+    return SplitPattern(_REGEXES[name], name)
