@@ -153,7 +153,8 @@ class Encoder:
             return sp_spans(text)
         if self.algorithm == "wordpiece":
             return [(a, b, False) for a, b in word_spans(text)]
-        return [(a, b, False) for a, b in self.split.spans(text, self.timeout)]
+        # a stretch between the pattern's matches has lead None: it gets no </w> (it is no word)
+        return [(a, b, False if word else None) for a, b, word in self.split.kinds(text, self.timeout)]
 
     def word_ids(self, chunk: str, lead: bool = False) -> list[int]:
         if self.algorithm == "byte":
@@ -165,7 +166,7 @@ class Encoder:
             return [self.char_ids.get(c if n == 0 else WP_PREFIX + c, -1) for n, c in enumerate(word)]
         get = self.char_ids.get
         ids = [get(c, -1) for c in chunk]
-        if self.eow_id is not None:
+        if self.eow_id is not None and lead is not None:
             ids.append(self.eow_id)
         return ids
 
@@ -211,7 +212,7 @@ class Encoder:
         return out
 
     def words(self, text: str) -> list[tuple[list[int], int]]:
-        if self.split is not None:  # byte- and character-level: the pieces, no lead
+        if self.split is not None and self.eow_id is None:  # byte- and character-level: the pieces, no lead
             return [(self.word_ids(chunk), n) for chunk, n in Counter(self.split.pieces(text, self.timeout)).items()]
         counts = Counter((text[a:b], lead) for a, b, lead in self.spans(text))
         return [(self.word_ids(chunk, lead), n) for (chunk, lead), n in counts.items()]

@@ -43,6 +43,18 @@ _REGEXES: dict[str, str | None] = {
 }
 
 
+def findall_regex(name: str, pattern_regex: str | None = None) -> str | None:
+    r"""A regex whose matches are exactly the pre-tokens ``name`` cuts (for a tokenizer that keeps only matches, as
+    tiktoken does), or None for ``none``: the shipped patterns and ``lines-digits-r2l`` match every character
+    already; ``whitespace`` is ``\S+|\s+``; a custom pattern ``P`` becomes ``(?:P)|(?:(?!(?:P))[\s\S])+``, its
+    matches and each stretch up to where it matches next (the same pieces, for a pattern with no empty match)."""
+    if name == "whitespace":
+        return r"\S+|\s+"
+    if name == "custom":
+        return rf"(?:{pattern_regex})|(?:(?!(?:{pattern_regex}))[\s\S])+"
+    return _REGEXES[name]
+
+
 def split_for(name: str, pattern_regex: str | None = None, field: str = "pattern_regex") -> SplitPattern:
     """The split pattern a ``pattern`` option names (``custom``: ``pattern_regex``, checked, named ``field`` in
     its errors). The caller has checked ``name`` (:data:`PATTERNS`)."""

@@ -1,13 +1,13 @@
 """How many tokens a run's tokenizer makes of the whole corpus after each step, beside what training counts.
 
-Training counts the tokens of the words it merges: a words-only pre-tokenizer (``whitespace``) leaves the
-whitespace between words out, and SentencePiece-style and unigram training read the corpus a line at a time, each
-line a sentence with its dummy-prefix ``▁`` (as SentencePiece trains on a file). The run's tokenizer ("use in
-playground", ``/api/tokenize``, the exported file in its reference library) reads the corpus as one text: the
-whitespace between words is tokens too (never merged: no merge holds it), and a SentencePiece model puts ``▁`` at
-the start of the text only, and cuts each line break into its byte ``<0x0A>`` (no piece holds one). The two
-counts differ by the words the two readings do not share (:func:`difference`), which are few: the whitespace
-between words, or the first word of each line and the line breaks.
+Training counts the tokens of the words it merges. Byte- and character-level runs train on every character (their
+pre-tokens are the pattern's matches and the stretches between them), so the two counts agree; SentencePiece-style
+and unigram training read the corpus a line at a time, each line a sentence with its dummy-prefix ``▁`` (as
+SentencePiece trains on a file). The run's tokenizer ("use in playground", ``/api/tokenize``, the exported file in
+its reference library) reads the corpus as one text: a SentencePiece model puts ``▁`` at the start of the text
+only, and cuts each line break into its byte ``<0x0A>`` (no piece holds one). The two counts differ by the words
+the two readings do not share (:func:`difference`), which are few: the first word of each line and the line
+breaks.
 
 :func:`merge_text_tokens` gives the tokenizer's count after every merge at once: each word of the difference is
 merged once, every merge it takes counted at its step, and the difference is added to training's counts.
@@ -101,9 +101,6 @@ def how_training_counts(run: Run) -> tuple[str, str] | None:
     """How training's count of the corpus differs from the run's tokenizer's, in words: ``(what training counts,
     what the tokenizer does otherwise)``; ``None`` when the two read the corpus alike (the page shows one count)."""
     algorithm, corpus = run.options.algorithm, run.corpus
-    if algorithm in ("byte", "char") and run.options.pattern == "whitespace":
-        return ("the tokens of its words only, as the corpus below shows them",
-                "the whitespace between the words is tokens too (training never sees it)")
     if algorithm in ("sentencepiece", "unigram") and "\n" in corpus:
         breaks = corpus.count("\n")
         return ("a line at a time, each line a sentence that starts with ▁ (as SentencePiece trains on a file), as "

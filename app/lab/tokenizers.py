@@ -13,6 +13,7 @@ stands for no bytes; ``▁`` stands for a space. A :class:`LabTokenizer` brings 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from app.engines import registry
 from app.engines.base import Tokenizer
@@ -21,14 +22,14 @@ from app.features.explain.units import Plan, Unit
 from app.engines.merging import Ranking, pair
 from app.engines.registry import TokenizerSpec
 
-from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .algorithms import END_OF_WORD, SP_SPACE, Encoder, encoders, transition_of
 from .runs import Run
 from .replay import Merges
+from .splits import findall_regex
 
 PREFIX = "lab-"
 COOKIE = "tp_lab"
 MAX_COOKIE_RUNS = 20
-WHITESPACE_REGEX = r"\S+|\s+"
 
 
 class LabTokenizer(Tokenizer):
@@ -38,7 +39,7 @@ class LabTokenizer(Tokenizer):
         self.n_trained = max(self.vocab) + 1 if self.vocab else 0
         self.merges = Merges(run.steps)
         opts = run.options
-        self.encoder = Encoder(opts.algorithm, opts.pattern, run.base, opts.end_of_word)
+        self.encoder = final_encoder(run)
         self.sp = opts.algorithm == "sentencepiece"
         eow = END_OF_WORD.encode()
         self._bytes = {}
@@ -175,13 +176,24 @@ class LabPlan(Plan):
         return "byte_fallback" if unit.parts[part] < 0 else None
 
 
+def final_encoder(run: Run) -> Encoder:
+    """The encoder of the run's tokenizer: stage two's, past a superword run's transition."""
+    one, two = encoders(run.options, run.base)
+    t = transition_of(run.options)
+    return two if t is not None and run.n_steps > t else one
+
+
 def _build(run: Run) -> Tokenizer:
     opts = run.options
     if opts.algorithm == "byte":
         from app.engines.bpe import BPETokenizer
 
-        pattern = WHITESPACE_REGEX if opts.pattern == "whitespace" else opts.pattern
-        return BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
+        split = final_encoder(run)
+        pattern = findall_regex(split.pattern, split.pattern_regex)
+        tokenizer = BPETokenizer([s.pair for s in run.steps], pattern or "none", name=PREFIX + run.id)
+        if split.pattern == "custom":  # cut exactly as the lab cuts (empty matches too), within the time budget
+            tokenizer.encoder.split = partial(split.split.pieces, timeout=split.timeout)
+        return tokenizer
     if opts.algorithm in ("sentencepiece", "unigram") and run.model:
         from app.engines.sentencepiece.unigram import sentencepiece_tokenizer
 

@@ -61,6 +61,25 @@ def check_custom(pattern: object, field: str = "pattern_regex") -> str:
     return pattern
 
 
+def isolated_kinds(matches: Iterable[Span], n: int) -> list[tuple[int, int, bool]]:
+    """:func:`isolated` with each span's kind: ``True`` for a match, ``False`` for a stretch between matches.
+
+    >>> isolated_kinds([(1, 2)], 3)
+    [(0, 1, False), (1, 2, True), (2, 3, False)]
+    """
+    out: list[tuple[int, int, bool]] = []
+    pos = 0
+    for a, b in matches:
+        if a > pos:
+            out.append((pos, a, False))
+        if b > a:
+            out.append((a, b, True))
+        pos = b
+    if pos < n:
+        out.append((pos, n, False))
+    return out
+
+
 def isolated(matches: Iterable[Span], n: int) -> list[Span]:
     """The spans of a text of ``n`` characters cut at ``matches`` (in order, not overlapping): each non-empty match
     and each stretch between them. An empty match cuts the text where it is and is no piece, as in Hugging Face's
@@ -136,6 +155,17 @@ class SplitPattern:
             if pos == len(text):
                 return out
         return isolated(self._matches(text, timeout), len(text))
+
+    def kinds(self, text: str, timeout: float | None = None) -> list[tuple[int, int, bool]]:
+        """:meth:`spans` with each one's kind: ``True`` for a match of the pattern (the whole text without one),
+        ``False`` for a stretch between matches."""
+        if not text:
+            return []
+        if self.regex is None:
+            return [(0, len(text), True)]
+        if self._covers:
+            return [(a, b, True) for a, b in self.spans(text)]
+        return isolated_kinds(self._matches(text, timeout), len(text))
 
     def pieces(self, text: str, timeout: float | None = None) -> list[str]:
         """The pre-tokens of ``text`` as strings: ``"".join(pieces) == text``."""
