@@ -406,6 +406,11 @@ def train(
             return run_merges(state, upto, top_k=TOP_K, max_ties=MAX_TIES, progress=report, should_stop=should_stop)
 
         sw = stage_two(options) if options.superwords is not None else None
+        if sw is not None and sw["transition"] > total:
+            raise LabOptionsError(
+                f"superwords.transition {sw['transition']:,} is larger than the run's {total:,} merges; "
+                f"choose a transition from 0 to {total:,}"
+            )
         if sw is None or sw["transition"] >= total:
             reason = advance(state, total)
         else:

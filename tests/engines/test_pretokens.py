@@ -89,7 +89,8 @@ def test_digits_patterns():
         ("[a-", "is not a valid regular expression"),
         ("a{2,1}", "is not a valid regular expression"),
         ("x" * (MAX_PATTERN_CHARS + 1), "at most 1,000"),
-        (None, "pattern_regex is empty"),
+        (None, "pattern_regex is missing"),
+        (3, "pattern_regex must be text"),
     ],
 )
 def test_a_bad_custom_pattern_is_refused_in_words(pattern, says):

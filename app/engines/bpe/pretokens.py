@@ -46,7 +46,8 @@ def check_custom(pattern: object, field: str = "pattern_regex") -> str:
     """``pattern`` if it is a usable regex of the ``regex`` module, else :class:`PatternError` saying why, named as
     ``field``: ``check_custom(r"\\d+")`` passes, ``check_custom("(a")`` says the bracket is missing."""
     if not isinstance(pattern, str) or not pattern:
-        raise PatternError(f"{field} is empty: type a regular expression, e.g. \\S+ (words) or \\p{{L}}+|\\p{{N}}")
+        what = "is empty" if pattern == "" else "is missing" if pattern is None else "must be text"
+        raise PatternError(f"{field} {what}: type a regular expression, e.g. \\S+ (words) or \\p{{L}}+|\\p{{N}}")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(
             f"{field} is {len(pattern):,} characters long; a pattern may have at most {MAX_PATTERN_CHARS:,}"
