@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 import regex
 
 from app.engines.base import check_text
-from app.engines.bpe.patterns import exact, pattern_regex
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
@@ -335,6 +334,23 @@ def enter_stage_two(state: BPETrainerState, corpus: str, options: Options, encod
     two.merges, two.steps, two.tie_counts = list(state.merges), list(state.steps), list(state.tie_counts)
     two.initial_tokens = state.initial_tokens
     return two
+
+
+def state_at(corpus: str, options: Options, steps: Sequence[MergeStep], k: int,
+             *, timeout: float | None = TRAIN_SECONDS) -> BPETrainerState:
+    """A byte- or character-level run's trainer as it was after its first ``k`` merges (``steps``, the run's
+    records: merged again in order, stage two past a superword run's transition), before merge ``k + 1``."""
+    state, base = start(corpus, options, timeout=timeout)
+    t = transition_of(options)
+    pairs = [step.pair for step in steps[:k]]
+    for pair in pairs[: k if t is None else min(k, t)]:
+        state.step(force_pair=pair, max_ties=0, absent_ok=True)
+    if t is not None and k > t:
+        _, two = encoders(options, base, timeout=timeout)
+        state = enter_stage_two(state, corpus, options, two)
+        for pair in pairs[t:k]:
+            state.step(force_pair=pair, max_ties=0, absent_ok=True)
+    return state
 
 
 def train(

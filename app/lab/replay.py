@@ -25,6 +25,7 @@ from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
 from .algorithms import END_OF_WORD, SP_SPACE, Encoder, encoders, transition_of
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
+from .pair_tables import PairTables
 from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, chip_of, display_text
 from .runs import Run
 from .text_counts import merge_text_tokens
@@ -105,6 +106,7 @@ class RunReplay(ReplayView):
         self._hints: dict[bytes, ByteHint | None] = {}
         self._corpus_bytes: CorpusBytes | None = None
         self._text_tokens: list[int] | None = None
+        self.pair_tables = PairTables(run)
 
     def stage(self, k: int) -> int:
         """Which stage's pre-tokenizer the run's tokenizer has after ``k`` merges: 1, or 2 past a superword run's
@@ -224,6 +226,10 @@ class RunReplay(ReplayView):
             out.append(Token(tid, surface, pos, pos + width, self.token_text(tid)))
             pos += width
         return out
+
+    def pairs(self, k: int, offset: int = 0, limit: int = 100, q: str = "") -> dict:
+        """The whole pair table after ``k`` merges, a page of it (:mod:`.pair_tables`)."""
+        return self.pair_tables.page(k, self.pair_text, offset, limit, q)
 
     # -- one step ----------------------------------------------------------------------------------------
     def table(self, k: int) -> dict:

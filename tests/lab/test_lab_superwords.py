@@ -6,8 +6,9 @@
     and min_count. A transition equal to the run's merge count gives exactly the plain run. Encoding with a
     superword run cuts text with the stage-two pattern and applies all merges in order.
 
-The referee recounts every pair at every step over every occurrence of every piece (no distinct words, no
-incremental counts) and cuts text with ``regex.findall`` of patterns that match every character.
+The referee (``tests/helpers/bpe_naive.py``) recounts every pair at every step over every occurrence of every piece
+(no distinct words, no incremental counts) and cuts text with ``regex.findall`` of patterns that match every
+character.
 """
 
 from __future__ import annotations
@@ -25,69 +26,10 @@ from app.lab.algorithms import train
 from app.lab.options import LabOptionsError, Options
 from app.lab.replay import RunReplay
 from app.lab.runs import Run, new_id
+from helpers.bpe_naive import naive_encode, naive_superwords
 
-Pair = tuple[int, int]
 STAGE_ONE = {"gpt4": ENGINE_PATTERNS["gpt4"], "gpt2": ENGINE_PATTERNS["gpt2"], "whitespace": r"\S+|\s+"}
 STAGE_TWO = {"lines-digits-r2l": LINES_DIGITS_R2L_PATTERN, "whitespace": r"\S+|\s+", "none": r"[\s\S]+"}
-
-
-def apply_merge(words: list[list[int]], pair: Pair, new: int) -> list[list[int]]:
-    out = []
-    for w in words:
-        merged, i = [], 0
-        while i < len(w):
-            if i + 1 < len(w) and (w[i], w[i + 1]) == pair:
-                merged.append(new)
-                i += 2
-            else:
-                merged.append(w[i])
-                i += 1
-        out.append(merged)
-    return out
-
-
-def pick(words: list[list[int]], vocab: dict[int, bytes], tie_break: str, min_count: int) -> Pair | None:
-    stats: dict[Pair, int] = {}  # first seen first
-    for w in words:
-        for pair in zip(w, w[1:]):
-            stats[pair] = stats.get(pair, 0) + 1
-    if not stats or max(stats.values()) < min_count:
-        return None
-    best = max(stats.values())
-    tied = [p for p, c in stats.items() if c == best]
-    return tied[0] if tie_break == "first" else min(tied, key=lambda p: (vocab[p[0]], vocab[p[1]]))
-
-
-def naive_superwords(text: str, n_merges: int, t: int, one: str, two: str, tie_break: str = "first",
-                     min_count: int = 2) -> list[Pair]:
-    """The definition, literally: the merges of a byte-level superword run."""
-    vocab = {i: bytes([i]) for i in range(256)}
-    merges: list[Pair] = []
-    words = [list(piece.encode()) for piece in regex.findall(one, text)]
-    stage_end = min(t, n_merges)
-    while len(merges) < n_merges:
-        if len(merges) == stage_end:
-            if stage_end == n_merges:
-                break
-            words = [list(piece.encode()) for piece in regex.findall(two, text)]
-            for r, pair in enumerate(merges):  # merges 1..t in order
-                words = apply_merge(words, pair, 256 + r)
-            stage_end = n_merges
-        pair = pick(words, vocab, tie_break, min_count)
-        if pair is None:
-            break
-        new = 256 + len(merges)
-        vocab[new] = vocab[pair[0]] + vocab[pair[1]]
-        words = apply_merge(words, pair, new)
-        merges.append(pair)
-    return merges
-
-
-def naive_encode(text: str, merges: list[Pair], pattern: str) -> list[int]:
-    words = [list(piece.encode()) for piece in regex.findall(pattern, text)]
-    for r, pair in enumerate(merges):
-        words = apply_merge(words, pair, 256 + r)
-    return [i for w in words for i in w]
 
 
 def superword_run(text: str, merges: int, t: int, pattern: str = "gpt4", two: str | None = None, **more) -> Run:

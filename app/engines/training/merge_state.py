@@ -266,6 +266,16 @@ class MergeState:
         """Why a run that is :attr:`done` stopped, in words."""
         return no_pair_reason(self.min_count)
 
+    def ranked_pairs(self) -> list[tuple[Pair, int]]:
+        """Every pair that may merge now, with its count, in the order the winner is chosen: the highest count
+        first, equal counts by the tie rule (pairs seen once too, whatever ``min_count``)."""
+        pairs = self.pairs
+        counts = pairs.counts
+        keys = pairs.allowed(list(counts))
+        tie_key = self.tie_key
+        keys.sort(key=lambda key: (-counts[key], tie_key(key)))
+        return [(self._pairs[key], counts[key]) for key in keys]
+
     def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
         """The ``k`` most frequent pairs with their counts, in the order the winner is chosen."""
         return [(self._pairs[key], count) for key, count in self.pairs.top_pairs(k)]
