@@ -339,13 +339,14 @@ def enter_stage_two(state: BPETrainerState, corpus: str, options: Options, encod
 def state_at(corpus: str, options: Options, steps: Sequence[MergeStep], k: int,
              *, timeout: float | None = TRAIN_SECONDS) -> BPETrainerState:
     """A byte- or character-level run's trainer as it was after its first ``k`` merges (``steps``, the run's
-    records: merged again in order, stage two past a superword run's transition), before merge ``k + 1``."""
+    records: merged again in order), the one merge ``k + 1`` was chosen by: stage two from a superword run's
+    transition on (when the run went past it)."""
     state, base = start(corpus, options, timeout=timeout)
     t = transition_of(options)
     pairs = [step.pair for step in steps[:k]]
     for pair in pairs[: k if t is None else min(k, t)]:
         state.step(force_pair=pair, max_ties=0, absent_ok=True)
-    if t is not None and k > t:
+    if t is not None and t <= k and t < len(steps):
         _, two = encoders(options, base, timeout=timeout)
         state = enter_stage_two(state, corpus, options, two)
         for pair in pairs[t:k]:
@@ -435,6 +436,10 @@ def train(
                 _, two = encoders(options, base, timeout=timeout)
                 state = enter_stage_two(state, corpus, options, two)
                 reason = advance(state, total)
+            else:
+                reason = (f"{reason} in stage one, after {len(state.merges):,} merges, before the superword transition "
+                          f"at {sw['transition']:,}: choose a transition of at most {len(state.merges):,} to go on "
+                          "to superwords")
         steps = [step for step, _ in kept] + state.steps[len(kept) :]
         trained = Trained(
             base=base,
