@@ -26,7 +26,7 @@ from app.engines.base import check_text
 from app.engines.bpe.trainer import BYTE_VOCAB, BPETrainerState
 from app.engines.errors import TokenplayError
 from app.engines.sentencepiece.trainer import SentencePieceTrainerState
-from app.engines.merging import merge, merge_text
+from app.engines.merging import merge, merge_table
 from app.engines.merging import pair as merge_pair
 from app.engines.training.steps import MergeStep
 from app.engines.training import MAX_VOCAB_SIZE, STOP_VOCAB_SIZE, MergeState, cycle_collector_paused, replay, run_merges
@@ -305,31 +305,40 @@ def start(corpus: str, options: Options, *, timeout: float | None = TRAIN_SECOND
 # -- superword BPE: stage two --------------------------------------------------------------------------------
 
 
-def merge_in_order(words: list[tuple[list[int], int]], merges: Sequence[tuple[int, int]], vocab: dict[int, bytes],
-                   first_new: int) -> list[tuple[list[int], int]]:
-    """``words`` (base ids, counts) with ``merges`` applied in order, each replacing its pair left to right; merge
-    ``r`` makes id ``first_new + r``. Done by rank, lowest first and leftmost first, which is the same (a merge
-    only makes pairs with its new id, of a later rank), by the compiled merge loop when tokens are distinct bytes."""
-    if not merges:
-        return words
-    made = {first_new + r: vocab[a] + vocab[b] for r, (a, b) in enumerate(merges)}
-    by_bytes = {data: i for i, data in vocab.items() if i < first_new} | {data: i for i, data in made.items()}
-    if len(by_bytes) == len(vocab) and all(len(vocab[i]) == 1 for i in vocab if i < first_new):
-        # every token is distinct bytes and every base id one byte (byte-level): merge the bytes, look ids up
-        table = {(vocab[a], vocab[b]): r for r, (a, b) in enumerate(merges)}
-        return [(merge_text(bytes(vocab[i][0] for i in ids), table, by_bytes, pair_keys=True), n) for ids, n in words]
-    ranks = {pair: r for r, pair in enumerate(merges)}
-    new_id = {pair: first_new + r for r, pair in enumerate(merges)}
-    return [(merge(list(ids), ranks.get, key=merge_pair, join=lambda a, b: new_id[(a, b)]), n) for ids, n in words]
+def merge_in_order(pieces: dict[tuple[str, bool | None], int], encoder: Encoder, merges: Sequence[tuple[int, int]],
+                   vocab: dict[int, bytes]) -> list[tuple[list[int] | str, int]]:
+    """The words of ``pieces`` (``(text, lead)`` -> count) with ``merges`` applied in order, each replacing its pair
+    left to right, as ids (or a ``str`` of them, :class:`~app.engines.training.MergeState`'s layout); ``vocab`` has
+    every id they use and make. Done by rank, lowest first and leftmost first, which is the same
+    (a merge only makes pairs with its new id, of a later rank): in C (:func:`~app.engines.merging.merge_table`,
+    tokens as strings: a byte-level token's bytes as Latin-1) unless a marker (``</w>``) takes part."""
+    if encoder.eow_id is not None or not merges:
+        ranks = {pair: r for r, pair in enumerate(merges)}
+        new_id = {pair: vocab_id for pair, vocab_id in zip(merges, _made_ids(vocab, merges))}
+        words = [(encoder.word_ids(text, lead), n) for (text, lead), n in pieces.items()]
+        return [(merge(list(ids), ranks.get, key=merge_pair, join=lambda a, b: new_id[(a, b)]), n) for ids, n in words]
+    codec = "latin-1" if encoder.algorithm == "byte" else "utf-8"
+    token = {i: data.decode(codec) for i, data in vocab.items()}
+    ids = {text: i for i, text in token.items()}
+    table = merge_table({(token[a], token[b]): r for r, (a, b) in enumerate(merges)}, ids, pair_keys=True)
+    as_char = {text: chr(i) for text, i in ids.items()}.__getitem__  # a word as the trainer lays it out (ids as str)
+    if encoder.algorithm == "byte":
+        return [("".join(map(as_char, table.merge(text.encode().decode("latin-1")))), n) for (text, _), n in pieces.items()]
+    return [("".join(map(as_char, table.merge(text))), n) for (text, _), n in pieces.items()]
+
+
+def _made_ids(vocab: dict[int, bytes], merges: Sequence[tuple[int, int]]) -> list[int]:
+    """The ids ``merges`` made, in order: those after the largest id they do not make."""
+    first = max(vocab) + 1 - len(merges)
+    return list(range(first, first + len(merges)))
 
 
 def enter_stage_two(state: BPETrainerState, corpus: str, options: Options, encoder: Encoder) -> BPETrainerState:
     """Superword BPE from here on (SuperBPE): the corpus cut by stage two's pattern, each piece from its base ids
     with ``state``'s merges applied in order, and a trainer on those words that carries ``state``'s merges and
     records on (its steps keep their numbers; its new ids follow)."""
-    n = len(state.merges)
-    first_new = state.next_id - n
-    words = merge_in_order(encoder.words(corpus), state.merges, state.vocab, first_new)
+    pieces = Counter((corpus[a:b], lead) for a, b, lead in encoder.spans(corpus))
+    words = merge_in_order(pieces, encoder, state.merges, state.vocab)
     two = BPETrainerState(words, state.vocab, tie_break=options.tie_break, min_count=options.min_count)
     two.merges, two.steps, two.tie_counts = list(state.merges), list(state.steps), list(state.tie_counts)
     two.initial_tokens = state.initial_tokens

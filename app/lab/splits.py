@@ -11,6 +11,8 @@ the right.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from app.engines.bpe.patterns import LINES_DIGITS_R2L_PATTERN, PATTERNS as ENGINE_PATTERNS
 from app.engines.bpe.pretokens import SplitPattern, custom
 
@@ -55,6 +57,7 @@ def findall_regex(name: str, pattern_regex: str | None = None) -> str | None:
     return _REGEXES[name]
 
 
+@lru_cache(maxsize=64)
 def split_for(name: str, pattern_regex: str | None = None, field: str = "pattern_regex") -> SplitPattern:
     """The split pattern a ``pattern`` option names (``custom``: ``pattern_regex``, checked, named ``field`` in
     its errors). The caller has checked ``name`` (:data:`PATTERNS`)."""

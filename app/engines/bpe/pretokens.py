@@ -18,6 +18,7 @@ Nothing here merges or encodes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,7 +26,7 @@ from functools import cached_property
 import regex
 
 from ..errors import TokenplayError
-from .patterns import PATTERNS, Splitter, exact, name_of_regex
+from .patterns import PATTERNS, Splitter, bmp_twin, exact, name_of_regex, next_astral_wordy
 
 #: The longest pattern a user may type.
 MAX_PATTERN_CHARS = 1_000
@@ -129,7 +130,22 @@ class SplitPattern:
         """Whether the compiled split may give the pieces (a shipped pattern, whose matches cover any text)."""
         return self.regex is not None and not self.custom and name_of_regex(self.regex) is not None
 
+    @cached_property
+    def _twin(self) -> re.Pattern | None:
+        """The pattern for ``re`` with its classes spelled out as tiktoken's (:func:`~.patterns.bmp_twin`), several
+        times faster, and exact on a text with no letter, number or mark above U+FFFF; not for a user's pattern,
+        which may mean something else to ``re``."""
+        if self.custom or self.regex is None:
+            return None
+        try:
+            return re.compile(bmp_twin(self.regex))
+        except (ValueError, re.error):
+            return None
+
     def _matches(self, text: str, timeout: float | None) -> list[Span]:
+        twin = self._twin
+        if twin is not None and next_astral_wordy(text, 0) < 0:
+            return [m.span() for m in twin.finditer(text)]
         found = exact(self.regex).finditer(text, timeout=timeout)
         try:
             spans = [m.span() for m in found]
