@@ -59,7 +59,7 @@ def test_the_pair_table_is_every_pair_in_the_trainer_s_order(text, pattern, tie_
     k = data.draw(st.integers(0, run.n_steps))
     merges = [s.pair for s in run.steps]
     # merge k + 1 is chosen on stage two from the transition on (when the run went past it)
-    two = transition is not None and transition <= k < run.n_steps
+    two = transition is not None and transition <= k and transition < run.n_steps
     words = naive_words(text, merges, k, LINES_DIGITS_R2L_PATTERN if two else SPLIT[pattern])
     want = naive_pairs(words, vocab_of(merges), tie_break)
     table = replay_for(run).pairs(k, limit=1000)
