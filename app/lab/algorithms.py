@@ -363,6 +363,34 @@ def state_at(corpus: str, options: Options, steps: Sequence[MergeStep], k: int,
     return state
 
 
+def check_on_corpus(corpus: str, options: Options, max_merges: int, seconds: float = CHECK_SECONDS) -> None:
+    """What a run's options need of its corpus, checked before the run is queued so that a refusal is an answer
+    (422, in words) and not a failed run: a custom pattern runs on the whole corpus within ``seconds``; a typed
+    merge list's lines are read against the corpus's base vocabulary; a superword transition is held to the merges a
+    ``vocab_size`` leaves on top of it."""
+    if options.algorithm not in PLAIN_BPE:
+        return
+    if options.pattern == "custom":
+        split_for("custom", options.pattern_regex).spans(corpus, seconds)
+    sw = stage_two(options) if options.superwords is not None else None
+    if sw is not None and sw["pattern"] == "custom":
+        split_for("custom", sw["pattern_regex"], "superwords.pattern_regex").spans(corpus, seconds)
+    if options.merge_list is None and (sw is None or options.vocab_size is None):
+        return
+    base = base_vocab_for(corpus, options.algorithm, options.pattern, options.end_of_word)
+    if options.merge_list is not None:
+        from .merge_lists import read_merge_list
+
+        total = len(read_merge_list(options.merge_list, options.algorithm, base, max_merges))
+    else:
+        total = options.n_merges(len(base), max_merges)
+    if sw is not None and sw["transition"] > total:
+        raise LabOptionsError(
+            f"superwords.transition {sw['transition']:,} is larger than the run's {total:,} merges; "
+            f"choose a transition from 0 to {total:,}"
+        )
+
+
 def train(
     corpus: str,
     options: Options,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from app.engines.base import check_text
 from app.engines.errors import TokenplayError
 
+from .algorithms import check_on_corpus
 from .options import LabOptionsError, Options
+from .splits import CHECK_SECONDS
 from .jobs import Job
 from .runs import Run, new_id
 
@@ -33,12 +35,15 @@ class Lab:
     threads: :mod:`.workers`, :mod:`.jobs`), so several server processes can serve one lab."""
 
     def __init__(
-        self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192, quick_wait: float = 0.5
+        self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192, quick_wait: float = 0.5,
+        pattern_seconds: float = CHECK_SECONDS,
     ):
         self.store = store
         self.pool = pool
         self.max_corpus_chars = max_corpus_chars
         self.max_merges = max_merges
+        #: Seconds a user's split regex may take on a corpus (or a preview) before it is refused.
+        self.pattern_seconds = pattern_seconds
         #: Seconds a request that starts a run waits for it to finish before answering with its progress.
         self.quick_wait = quick_wait
 
@@ -55,6 +60,7 @@ class Lab:
             max_corpus_chars=settings.lab_max_corpus_chars,
             max_merges=settings.lab_max_merges,
             quick_wait=settings.lab_quick_wait_seconds,
+            pattern_seconds=settings.lab_pattern_seconds,
         )
 
     def check_corpus(self, corpus: str) -> None:
@@ -71,6 +77,7 @@ class Lab:
         """Queue a training run and return it (already done if it finished within ``wait`` seconds)."""
         self.check_corpus(corpus)
         options.check(self.max_merges)
+        check_on_corpus(corpus, options, self.max_merges, self.pattern_seconds)  # a slow pattern: 422, not a failed run
         run = Run(new_id(), corpus, options)
         self.pool.submit(Job(run, self.max_merges))
         if wait > 0:
