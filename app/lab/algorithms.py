@@ -230,6 +230,13 @@ def encoders(options: Options, base: dict[int, bytes], byte_ids_from: int | None
     return one, two
 
 
+def final_encoder(options: Options, base: dict[int, bytes], n_steps: int, byte_ids_from: int | None = None) -> Encoder:
+    """The encoder of a finished run's tokenizer: stage two's, past a superword run's transition."""
+    one, two = encoders(options, base, byte_ids_from)
+    t = transition_of(options)
+    return two if t is not None and n_steps > t else one
+
+
 def transition_of(options: Options) -> int | None:
     """A superword run's transition (the merges of stage one), or None for another run."""
     return None if options.superwords is None else stage_two(options)["transition"]

@@ -22,7 +22,7 @@ from app.features.explain.units import Plan, Unit
 from app.engines.merging import Ranking, pair
 from app.engines.registry import TokenizerSpec
 
-from .algorithms import END_OF_WORD, SP_SPACE, Encoder, encoders, transition_of
+from .algorithms import END_OF_WORD, SP_SPACE, final_encoder
 from .runs import Run
 from .replay import Merges
 from .splits import findall_regex
@@ -39,7 +39,7 @@ class LabTokenizer(Tokenizer):
         self.n_trained = max(self.vocab) + 1 if self.vocab else 0
         self.merges = Merges(run.steps)
         opts = run.options
-        self.encoder = final_encoder(run)
+        self.encoder = final_encoder(run.options, run.base, run.n_steps)
         self.sp = opts.algorithm == "sentencepiece"
         eow = END_OF_WORD.encode()
         self._bytes = {}
@@ -176,19 +176,12 @@ class LabPlan(Plan):
         return "byte_fallback" if unit.parts[part] < 0 else None
 
 
-def final_encoder(run: Run) -> Encoder:
-    """The encoder of the run's tokenizer: stage two's, past a superword run's transition."""
-    one, two = encoders(run.options, run.base)
-    t = transition_of(run.options)
-    return two if t is not None and run.n_steps > t else one
-
-
 def _build(run: Run) -> Tokenizer:
     opts = run.options
     if opts.algorithm == "byte":
         from app.engines.bpe import BPETokenizer
 
-        split = final_encoder(run)
+        split = final_encoder(run.options, run.base, run.n_steps)
         pattern = findall_regex(split.pattern, split.pattern_regex)
         tokenizer = BPETokenizer([s.pair for s in run.steps], pattern or "none", name=PREFIX + run.id)
         if split.pattern == "custom":  # cut exactly as the lab cuts (empty matches too), within the time budget
