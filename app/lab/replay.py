@@ -12,6 +12,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import cached_property
+
+import regex
 
 from app.engines.merging import merge
 from app.engines.merging import pair as _pair  # "pair" names the loop variables below
@@ -31,6 +34,7 @@ from .runs import Run
 from .text_counts import merge_text_tokens
 
 MAX_TRACE_STAGES = 400
+_SPACE_INSIDE = regex.compile(r"\S\s+\S")
 
 
 class Merges:
@@ -227,6 +231,27 @@ class RunReplay(ReplayView):
             pos += width
         return out
 
+    @cached_property
+    def superwords(self) -> dict[int, int]:
+        """A superword run's superword tokens, id -> the step that made it: made past the transition, and cut in two
+        or more by stage one's pattern, or holding a space between two other characters (``of the``, ``it's``, a
+        sentence end and the next word)."""
+        if self.transition is None:
+            return {}
+        split = self.encoder.split
+        out = {}
+        for step in self.run.steps[self.transition :]:
+            text = self.vocab[step.new_id].decode("utf-8", errors="replace").replace(END_OF_WORD, "")
+            if _SPACE_INSIDE.search(text) is not None or len(split.pieces(text)) > 1:
+                out[step.new_id] = step.step
+        return out
+
+    def superword_list(self, k: int, limit: int = 200) -> tuple[list[dict], int]:
+        """The superword tokens made by merges 1..``k``, newest first (at most ``limit``), and how many there are."""
+        made = [(tid, step) for tid, step in self.superwords.items() if step <= k]
+        made.sort(key=lambda item: -item[1])
+        return [{"id": tid, "text": self.token_text(tid), "step": step} for tid, step in made[:limit]], len(made)
+
     def pairs(self, k: int, offset: int = 0, limit: int = 100, q: str = "") -> dict:
         """The whole pair table after ``k`` merges, a page of it (:mod:`.pair_tables`)."""
         return self.pair_tables.page(k, self.pair_text, offset, limit, q)
@@ -335,7 +360,8 @@ class RunReplay(ReplayView):
             new_id = self.merges.new_id[pair]
             stages.append(
                 {"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(new_id), "words": snapshot(),
-                 "word_ids": [list(w) for w in words], "pair_ids": list(pair), "new_id": new_id}
+                 "word_ids": [list(w) for w in words], "pair_ids": list(pair), "new_id": new_id,
+                 "superword": new_id in self.superwords}
             )
         final = [t for w in words for t in w]
         out = {

@@ -117,3 +117,23 @@ def test_bad_superwords_are_refused_in_words(options, says):
 def test_a_transition_above_a_vocab_size_s_merges_is_refused_when_training():
     with pytest.raises(LabOptionsError, match="superwords.transition 50 is larger than the run's 44 merges"):
         train("ab " * 50, Options("byte", "gpt4", vocab_size=300, superwords={"transition": 50}), max_merges=10_000)
+
+
+def test_superword_tokens_are_marked_listed_and_traced():
+    text = "of the cat sat on the mat. it's the cat. " * 20
+    run = superword_run(text, 40, 15)
+    replay = RunReplay(run)
+    marked = {replay.vocab[tid] for tid in replay.superwords}
+    assert marked and all(step > 15 for step in replay.superwords.values())
+    for tid, step in replay.superwords.items():  # each crosses a stage-one cut or holds a space inside
+        token = replay.vocab[tid].decode()
+        assert len(regex.findall(STAGE_ONE["gpt4"], token)) > 1 or regex.search(r"\S\s+\S", token)
+    made_later = {s.token for s in run.steps[15:]}
+    assert marked <= made_later and b" the" not in marked  # a word with its space is no superword
+    listed, total = replay.superword_list(40)
+    assert total == len(marked) and [row["step"] for row in listed] == sorted(replay.superwords.values(), reverse=True)
+    assert replay.superword_list(15) == ([], 0)
+    trace = replay.encode_trace("of the cat sat", 40)
+    assert any(stage.get("superword") for stage in trace["stages"][1:])
+    assert all(stage.get("superword") == (stage["new_id"] in replay.superwords) for stage in trace["stages"][1:])
+    assert RunReplay(superword_run(text, 40, 40)).superwords == {}
