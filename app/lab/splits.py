@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from app.engines.bpe.patterns import LINES_DIGITS_R2L_PATTERN, PATTERNS as ENGINE_PATTERNS
-from app.engines.bpe.pretokens import SplitPattern, custom
+from app.engines.bpe.pretokens import PatternError, SplitPattern, custom
 
 #: Seconds a user's pattern may take on a corpus or a preview before it is refused.
 CHECK_SECONDS = 2.0
@@ -64,3 +64,21 @@ def split_for(name: str, pattern_regex: str | None = None, field: str = "pattern
     if name == "custom":
         return custom(pattern_regex, field)
     return SplitPattern(_REGEXES[name], name)
+
+
+#: The longest text a preview cuts.
+MAX_PREVIEW_CHARS = 1_000_000
+
+
+def preview(text: str, pattern: str, pattern_regex: str | None = None, seconds: float = CHECK_SECONDS) -> dict:
+    """``text`` cut by the lab's pattern ``pattern`` (``custom``: ``pattern_regex``) as training cuts it:
+    ``{"pieces": [...], "count": n}``; an unknown name, a bad regex or one slower than ``seconds`` is refused in
+    words (:class:`~app.engines.bpe.pretokens.PatternError`, :class:`~app.engines.bpe.pretokens.PatternTimeout`)."""
+    if pattern not in PATTERNS:
+        raise PatternError(f"unknown pattern {pattern!r}; choose one of: {', '.join(PATTERNS)}")
+    if pattern != "custom" and pattern_regex is not None:
+        raise PatternError(f"pattern_regex is used with pattern 'custom' only; set pattern to 'custom' (it is {pattern!r})")
+    if len(text) > MAX_PREVIEW_CHARS:
+        raise PatternError(f"the text is {len(text):,} characters; a preview cuts at most {MAX_PREVIEW_CHARS:,}")
+    pieces = split_for(pattern, pattern_regex).pieces(text, seconds)
+    return {"pieces": pieces, "count": len(pieces)}
