@@ -323,6 +323,11 @@ class RunReplay(ReplayView):
             "window_chars": len(self.window),
             "window_truncated": self.truncated,
             "tokens": tokens,
+            # superword runs: the transition, the stage whose pre-tokenizer cuts text after k merges, and the
+            # superword tokens made so far
+            "transition": self.transition,
+            "stage": self.stage(k),
+            "superwords": sum(1 for step in self.superwords.values() if step <= k),
         }
 
     # -- encode a new text -------------------------------------------------------------------------------
