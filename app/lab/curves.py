@@ -86,3 +86,59 @@ def curves(runs: list[Run], text: str, points: int) -> dict:
     if len(text) > MAX_TEXT_CHARS:
         raise CurvesError(f"the text is {len(text):,} characters; curves count at most {MAX_TEXT_CHARS:,}")
     return {"runs": [curve(run, text, points) for run in runs]}
+
+
+# -- the chart and its numbers --------------------------------------------------------------------------------------
+
+W, H, PAD = 640, 240, 44
+
+
+def chart(result: dict) -> dict:
+    """An SVG line chart of :func:`curves`' answer: tokens against vocabulary size, one line per run (``lines``:
+    ``points`` for a polyline, ``transition``: a superword run's transition as ``(x, y)``), with the axes' ends."""
+    runs = result["runs"]
+    points = [p for run in runs for p in run["points"]]
+    if not points:
+        return {"w": W, "h": H, "pad": PAD, "lines": []}
+    x_min = min(p["vocab_size"] for p in points)
+    x_max = max(p["vocab_size"] for p in points)
+    y_min = min(0, *(p["tokens"] for p in points))
+    y_max = max(p["tokens"] for p in points) or 1
+    x_span, y_span = (x_max - x_min) or 1, (y_max - y_min) or 1
+
+    def x(v: int) -> float:
+        return round(PAD + (W - 2 * PAD) * (v - x_min) / x_span, 1)
+
+    def y(v: int) -> float:
+        return round(H - PAD - (H - 2 * PAD) * (v - y_min) / y_span, 1)
+
+    lines = []
+    for n, run in enumerate(runs):
+        at = {p["merges"]: p for p in run["points"]}
+        t = run.get("transition")
+        mark = at.get(t) if t is not None else None
+        lines.append({
+            "id": run["id"],
+            "label": run["label"],
+            "series": n % 6,
+            "points": " ".join(f"{x(p['vocab_size'])},{y(p['tokens'])}" for p in run["points"]),
+            "transition": None if mark is None else (x(mark["vocab_size"]), y(mark["tokens"]), t),
+            "last": run["points"][-1],
+        })
+    return {"w": W, "h": H, "pad": PAD, "lines": lines, "x_min": x_min, "x_max": x_max, "y_min": y_min, "y_max": y_max}
+
+
+def csv_text(result: dict) -> str:
+    """:func:`curves`' answer as CSV: a row per point (run id, merges, vocab_size, tokens, whether it is the run's
+    superword transition)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "label", "merges", "vocab_size", "tokens", "transition"])
+    for run in result["runs"]:
+        for p in run["points"]:
+            writer.writerow([run["id"], run["label"], p["merges"], p["vocab_size"], p["tokens"],
+                             int(p["merges"] == run.get("transition"))])
+    return out.getvalue()
