@@ -50,7 +50,6 @@ class Settings(BaseSettings):
     lab_store_bytes: int = Field(2 << 30, gt=0, description="bytes of BPE lab runs kept in the run store (oldest go first)")
     lab_stale_after_seconds: float = Field(60.0, ge=1, description="a training without a heartbeat this long is reported as failed")
     lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
-    lab_pattern_seconds: float = Field(2.0, gt=0, description="how long a user's split regex (the lab's custom pattern) may run on a corpus or a preview before it is refused (422)")
     lab_hold_file: Path | None = Field(None, description="for tests only: while this file exists, every lab training pauses after its first step (app/lab/hold.py)")
     uploads_dir: Path = REPO_ROOT / "var" / "uploads"
     uploads_ttl_seconds: float = Field(7 * 86400, gt=0, description="uploaded tokenizers are forgotten this long after they were stored")

@@ -42,7 +42,8 @@ class Lab:
         self.pool = pool
         self.max_corpus_chars = max_corpus_chars
         self.max_merges = max_merges
-        #: Seconds a user's split regex may take on a corpus (or a preview) before it is refused.
+        #: Seconds a user's split regex may take on a corpus outside a request (in one, the request's budget:
+        #: ``user_code_seconds``, :mod:`app.engines.budget`).
         self.pattern_seconds = pattern_seconds
         #: Seconds a request that starts a run waits for it to finish before answering with its progress.
         self.quick_wait = quick_wait
@@ -60,7 +61,6 @@ class Lab:
             max_corpus_chars=settings.lab_max_corpus_chars,
             max_merges=settings.lab_max_merges,
             quick_wait=settings.lab_quick_wait_seconds,
-            pattern_seconds=settings.lab_pattern_seconds,
         )
 
     def check_corpus(self, corpus: str) -> None:

@@ -2,9 +2,10 @@
 
 Every pattern cuts a text into its matches and the stretches between them (:mod:`app.engines.bpe.pretokens`), so
 no character is lost: ``whitespace`` gives the words and the runs of whitespace between them. ``custom`` is the
-user's ``pattern_regex``, checked when the options are, and run under a time budget: :data:`CHECK_SECONDS` when
-the lab first runs it on a corpus or a preview (a pattern over it is refused, 422, in words) and
-:data:`TRAIN_SECONDS` inside a training (a bound, never a user's wait: the corpus passed the check already).
+user's ``pattern_regex``, checked when the options are, and run under a time budget (:mod:`app.engines.budget`):
+in a request, the request's (``user_code_seconds``: a corpus checked before its run is queued, a preview; a
+pattern over it is refused, 422, in words); elsewhere :data:`CHECK_SECONDS`, and :data:`TRAIN_SECONDS` inside a
+training (a bound, never a user's wait: the corpus passed the check already).
 ``lines-digits-r2l`` is superword BPE's stage two by default (SuperBPE): each line whole, numbers in threes from
 the right.
 """

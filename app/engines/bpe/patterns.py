@@ -110,15 +110,11 @@ class ExactPattern:
                 self._spelled = self.plain
         return self._spelled
 
-    def finditer(self, text: str, timeout: float | None = None) -> Iterator[regex.Match]:
-        """The matches in ``text``; with ``timeout`` (seconds), the ``regex`` module stops matching past it,
-        raising ``TimeoutError`` while the matches are read, and releases the GIL while it matches (a user's
-        pattern: other threads run meanwhile)."""
-        budget = {} if timeout is None else {"timeout": timeout, "concurrent": True}
+    def finditer(self, text: str) -> Iterator[regex.Match]:
         if tiktoken_unicode.agrees(text):
-            return self.plain.finditer(text, **budget)
+            return self.plain.finditer(text)
         if not self.cut_safe:
-            return self.spelled.finditer(text, **budget)
+            return self.spelled.finditer(text)
         return self._blocks(text)
 
     def findall(self, text: str) -> list[str]:

@@ -8,9 +8,10 @@ them the pieces are the matches, which the compiled split finds fastest (:class:
 Patterns read characters as tiktoken does (:func:`~.patterns.exact`), like every byte-level split of the engine.
 
 A user's pattern (``custom``) is checked before it runs (:func:`check_custom`: at most
-:data:`MAX_PATTERN_CHARS` characters, it compiles) and runs under a time budget: the ``regex`` module's
-``timeout``, with the GIL released while it matches, so a pattern that backtracks without end (``(a+)+$`` on
-``aaaa…!``) stops with :class:`PatternTimeout` instead of holding a core and every other thread. A pattern that
+:data:`MAX_PATTERN_CHARS` characters, it compiles) and runs under a time budget (:mod:`app.engines.budget`: the
+request's, or ``timeout`` seconds of its own outside a request; the ``regex`` module's ``timeout``, with the GIL
+released while it matches), so a pattern that backtracks without end (``(a+)+$`` on ``aaaa…!``) stops with
+:class:`PatternTimeout` instead of holding a core and every other thread. A pattern that
 finds only empty matches in a text is refused (:class:`PatternError`): it names no pre-token.
 
 Nothing here merges or encodes.
@@ -20,11 +21,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 
 import regex
 
+from .. import budget as budgets
 from ..errors import TokenplayError
 from .patterns import PATTERNS, Splitter, bmp_twin, exact, name_of_regex, next_astral_wordy
 
@@ -39,7 +42,7 @@ class PatternError(TokenplayError):
     only matches empty strings."""
 
 
-class PatternTimeout(TokenplayError):
+class PatternTimeout(budgets.OverBudget):
     """A split pattern that took longer than its time budget on a text."""
 
 
@@ -146,11 +149,17 @@ class SplitPattern:
         twin = self._twin
         if twin is not None and next_astral_wordy(text, 0) < 0:
             return [m.span() for m in twin.finditer(text)]
-        found = exact(self.regex).finditer(text, timeout=timeout)
-        try:
-            spans = [m.span() for m in found]
-        except TimeoutError:
-            raise PatternTimeout(_timeout_message(timeout or 0.0, self.field if self.custom else "the pattern", len(text))) from None
+        if self.custom:
+            budgets.untrusted()  # a user's pattern: a request running it moves to the lane of such work
+        current = budgets.current()
+        own = budgets.Budget(timeout) if current is None and timeout is not None else None
+        with budgets.use(own) if own is not None else nullcontext():
+            try:
+                spans = [m.span() for m in exact(self.regex).finditer(text)]
+            except budgets.OverBudget:
+                seconds = (own or current).seconds
+                field = self.field if self.custom else "the pattern"
+                raise PatternTimeout(_timeout_message(seconds, field, len(text))) from None
         if self.custom and spans and text and all(a == b for a, b in spans):
             raise PatternError(
                 f"{self.field} only matches empty strings in this text (a lookahead alone, or x* where there is no "
