@@ -23,7 +23,7 @@ from app.engines.huggingface.onig_regex import translate
 from app.engines.huggingface.tokenizer_json import BYTE_OF_CHAR, UnsupportedTokenizerError
 from app.engines.result import escape_bytes
 
-from .algorithms import END_OF_WORD, final_encoder
+from .algorithms import END_OF_WORD, final_encoder, transition_of
 from .runs import Run
 from .splits import findall_regex
 
@@ -181,6 +181,7 @@ W, H, PAD = 600, 180, 36
 def chart(run: Run, k: int) -> dict:
     """An SVG line chart of compression (base units per token) against merges, with step ``k`` marked."""
     n = run.n_steps
+    t = transition_of(run.options) if not run.unigram else None
     points = list(range(0, n + 1, max(1, n // 300)))
     if points[-1] != n:
         points.append(n)
@@ -207,6 +208,7 @@ def chart(run: Run, k: int) -> dict:
         "y_max": round(y_max, 2),
         "y_min": round(y_min, 2),
         "n": n,
+        "tx": None if t is None or not 0 < t < n else round(x(t), 1),  # a superword run's transition
         "unit": "bytes" if run.options.algorithm == "byte" else "characters",
         "steps": "rounds" if run.unigram else "merges",
     }
