@@ -19,6 +19,7 @@ merges / vocab size (422), a full queue (429 with ``Retry-After``): the error ta
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -33,11 +34,14 @@ from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_S
 from app.lab.display import MAX_ENCODE_CHARS
 from app.lab.replay import replay_for
 from app.lab.runs import Run
-from app.lab.service import Lab
+from app.lab.curves import chart as curves_chart
+from app.lab.curves import csv_text, curves
+from app.lab.service import Lab, RunNotReady
+from app.lab.splits import preview
 from app.lab.text_counts import how_training_counts
 from app.lab.tokenizers import COOKIE, PREFIX, cookie_with, register_run
 
-from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, text_area_value, typed_fields
+from .deps import DoneRunDep, LabDep, RunDep, SettingsDep, export_format, read_form, run_cpu, text_area_value, typed_fields
 from .errors import NotFoundError, TooLargeError, headers_for, status_for
 from .render import is_htmx, page_or_block
 from .tokenview import TokenWindow, token_window, with_marks
@@ -49,7 +53,15 @@ MERGE_LIST = 100
 #: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
 #: :data:`app.lab.examples.DEFAULT_FORM`.
 POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10"}
-EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
+#: The form's fields for byte- and character-level BPE's options (issues 33-34), as a posted form that lacks them
+#: means them: the run's pattern's regex, min_count, superwords (a checkbox, the transition, stage two's pattern
+#: and regex), a typed merge list, and which button was pressed (``mode``: train, or replay the typed merges).
+LABBPE_FIELDS = {"pattern_regex": "", "min_count": "2", "superwords": "", "transition": "", "stage_two": "lines-digits-r2l",
+                 "stage_two_regex": "", "merge_list": "", "mode": "train"}
+POSTED_DEFAULTS = POSTED_DEFAULTS | LABBPE_FIELDS
+EXPORT_FORMATS = ("json", "tiktoken", "tiktoken.json", "model", "tokenizer.json")
+#: Characters of the corpus the pattern box's preview cuts (the step views show the first 2,000).
+PREVIEW_CHARS = 3_000
 
 
 def pair_ids(run: Run, k: int, pair: list) -> tuple[int, int]:
@@ -99,6 +111,7 @@ def _context(request: Request, lab: Lab, **kw) -> dict:
         "max_corpus_chars": lab.max_corpus_chars,
         "max_merges": lab.max_merges,
         "max_vocab": MAX_BASE_TOKENS + lab.max_merges,
+        "preview_chars": PREVIEW_CHARS,
         "present": request.query_params.get("present") == "1",
     } | kw
 
@@ -125,7 +138,17 @@ def form_of(run: Run) -> dict:
         "tie_break": o.tie_break,
         "end_of_word": o.end_of_word,
         "from": run.id,
+        # labbpe
+        "pattern_regex": o.pattern_regex or "",
+        "min_count": o.min_count,
+        "superwords": o.superwords is not None,
+        "transition": o.superwords["transition"] if o.superwords else "",
+        "stage_two": (o.superwords or {}).get("pattern") or "lines-digits-r2l",
+        "stage_two_regex": (o.superwords or {}).get("pattern_regex") or "",
+        "merge_list": o.merge_list or "",
     }
+    if o.merge_list is not None:
+        form["size"] = len([line for line in o.merge_list.splitlines() if line.strip() and not line.startswith("#")])
     if by_vocab:
         form["side_vocab"] = o.vocab_size
     return form
@@ -150,7 +173,7 @@ async def lab_train(request: Request, lab: LabDep):
     (Starlette's default stops form fields at 1 MB); training starts in the worker pool, off the event loop."""
     limit = lab.max_corpus_chars * 4 + 1024  # UTF-8 bytes of the largest accepted corpus
     try:
-        data = await request.form(max_files=1, max_fields=20, max_part_size=limit)
+        data = await request.form(max_files=1, max_fields=30, max_part_size=limit)
     except Exception as exc:  # noqa: BLE001 - Starlette's MultiPartException and friends
         message = f"the form could not be read ({exc}); the lab takes a corpus of at most {lab.max_corpus_chars:,} characters"
         return _setup(request, lab, {}, message, 413)
@@ -192,12 +215,39 @@ def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None
             "first" if form["algorithm"] == "unigram" else form["tie_break"],  # the form hides ties for Unigram
             form["end_of_word"] and form["algorithm"] == "char",
         )
-        run = lab.start(text, opts, wait=lab.quick_wait)
+        run = lab.start(text, labbpe_options(form, opts), wait=lab.quick_wait)
         if run.status == "error":
             raise LabOptionsError(run.error or "training failed")
     except TokenplayError as exc:
         return _setup(request, lab, form, str(exc), status_for(exc), headers_for(exc))
     return _to_run(request, lab, run)
+
+
+def _whole(value: str, what: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise LabOptionsError(f"{what} must be a whole number; got {value!r}") from None
+
+
+def labbpe_options(form: dict, options: Options) -> Options:
+    """``options`` with what the form says of byte- and character-level BPE's own options (:data:`LABBPE_FIELDS`):
+    the regex of pattern ``custom``, ``min_count``, superwords, and the typed merges when their button was pressed
+    (they replace the size)."""
+    if options.algorithm not in ("byte", "char"):
+        return options
+    options.min_count = _whole(form["min_count"], "min_count")
+    if options.pattern == "custom":
+        options.pattern_regex = form["pattern_regex"]
+    if form["superwords"]:
+        superwords = {"transition": _whole(form["transition"], "the superword transition (after merge ...)"),
+                      "pattern": form["stage_two"]}
+        if form["stage_two"] == "custom":
+            superwords["pattern_regex"] = form["stage_two_regex"]
+        options.superwords = superwords
+    if form["mode"] == "merges":
+        options.merge_list, options.merges, options.vocab_size = form["merge_list"], None, None
+    return options
 
 
 def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Response:
@@ -223,10 +273,19 @@ def lab_run(request: Request, lab: LabDep, run_id: str, step: Annotated[int | No
 
 
 def _corpus_window(replay, k: int) -> TokenWindow:
-    """The corpus at step ``k`` as coloured tokens; those made by merge ``k`` marked ``new``."""
+    """The corpus at step ``k`` as coloured tokens; those made by merge ``k`` marked ``new``, a superword run's
+    superwords ``superword``."""
     window = token_window(replay.corpus_at(k))
     new_id = replay.run.steps[k - 1].new_id if k > 0 and not replay.run.unigram else None
-    return with_marks(window, [("new" if new_id in s.ids else "unk" if -1 in s.ids else "", ()) for s in window.spans])
+    superwords = getattr(replay, "superwords", {})
+
+    def mark(span) -> str:
+        classes = "new" if new_id in span.ids else "unk" if -1 in span.ids else ""
+        if superwords and any(superwords.get(i, k + 1) <= k for i in span.ids):
+            classes = f"{classes} superword".strip()
+        return classes
+
+    return with_marks(window, [(mark(s), ()) for s in window.spans])
 
 
 def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
@@ -249,6 +308,7 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
         merges_hidden=first,
+        superwords=replay.superword_list(k) if not run.unigram else ([], 0),
         url=lambda step: run_url(run, step),
         chip_of=replay.chip,
         manual_after=max(k - 1, 0),
@@ -286,8 +346,9 @@ def lab_merge(
     return _to_run(request, lab, new, after + 1)
 
 
-def _part(request: Request, lab: Lab, run: Run, part: str, **context):
-    context = _context(request, lab, part=part, run=run, chip_of=replay_for(run).chip, **context)
+def _part(request: Request, lab: Lab, run: Run | None, part: str, **context):
+    chip_of = replay_for(run).chip if run is not None else None
+    context = _context(request, lab, part=part, run=run, chip_of=chip_of, **context)
     return page_or_block(request, "lab_parts.html", part, context)
 
 
@@ -304,6 +365,69 @@ def lab_encode(
     if len(text) > MAX_ENCODE_CHARS:
         raise TooLargeError(f"the text is {len(text):,} characters; encode traces take at most {MAX_ENCODE_CHARS:,}")
     return _part(request, lab, run, "trace", trace=replay_for(run).encode_trace(text, k), k=k)
+
+
+@router.post("/lab/pretokenize")
+async def lab_pretokenize(request: Request, lab: LabDep, settings: SettingsDep):
+    """The pattern box's preview: the start of the corpus cut by the chosen pre-tokenizer (a user's regex under
+    the request's budget; its errors in words, as the error fragment)."""
+    form = await read_form(request, settings.max_chars)
+    text = text_area_value(str(form.get("corpus") or ""))[:PREVIEW_CHARS]
+    pattern = str(form.get("pattern") or "gpt2")
+    regex_text = str(form.get("pattern_regex") or "") if pattern == "custom" else None
+    if pattern == "custom" and not regex_text:
+        raise LabOptionsError("type your regex in the box (the regex module's syntax), e.g. \\p{L}+|\\p{N}|[^\\p{L}\\p{N}]+")
+    cut = await run_cpu(request, preview, text, pattern, regex_text)
+    found = cut | {"pattern": pattern, "chars": len(text), "truncated": len(text) == PREVIEW_CHARS}
+    return _part(request, lab, None, "preview", preview=found)
+
+
+@router.get("/lab/runs/{run_id}/pairs")
+async def lab_pairs(request: Request, lab: LabDep, run: DoneRunDep, at: int = 0, offset: int = Query(0, ge=0),
+                    q: str = Query("", max_length=100)):
+    """Every pair after ``at`` merges (the table merge ``at + 1`` was chosen from), a page of them, filtered."""
+    check_step(run, at)
+    table = await run_cpu(request, replay_for(run).pairs, at, offset, 100, q)
+    return _part(request, lab, run, "pairs", table=table, at=at, q=q)
+
+
+_RUN_ID = re.compile(r"(?:^|/)([0-9a-f]{4,32})(?:[/?#]|$)")
+
+
+def _curve_runs(lab: Lab, runs: list[str]) -> list[Run]:
+    """The finished runs a curves form names: ids or links, separated by spaces."""
+    out: list[Run] = []
+    for item in " ".join(runs).split():
+        m = _RUN_ID.search(item)
+        if m is None:
+            raise LabOptionsError(f"{item[:40]!r} is no run id or link; paste ids like 3f2a9c01d4 or /lab/runs/<id>")
+        run = lab.run(m.group(1))
+        if run.status != "done":
+            raise RunNotReady(run)
+        if run not in out:
+            out.append(run)
+    return out
+
+
+async def _curves(request: Request, lab: Lab, settings) -> tuple[dict, str, int]:
+    form = await read_form(request, settings.max_chars)
+    text = text_area_value(str(form.get("text") or ""))
+    points = _whole(str(form.get("points") or "20"), "points")
+    runs = _curve_runs(lab, [str(v) for v in form.getlist("runs")])
+    return await run_cpu(request, curves, runs, text, points), text, points
+
+
+@router.post("/lab/curves")
+async def lab_curves(request: Request, lab: LabDep, settings: SettingsDep):
+    result, text, points = await _curves(request, lab, settings)
+    return _part(request, lab, None, "curves", result=result, chart=curves_chart(result), text=text, points=points)
+
+
+@router.post("/lab/curves.csv")
+async def lab_curves_csv(request: Request, lab: LabDep, settings: SettingsDep):
+    result, _, _ = await _curves(request, lab, settings)
+    return Response(csv_text(result), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": 'attachment; filename="lab-curves.csv"'})
 
 
 @router.get("/lab/runs/{run_id}/vocab")

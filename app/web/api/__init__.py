@@ -3,7 +3,8 @@
 - :mod:`.tokenize` — ``GET /api/tokenizers``, ``POST /api/tokenize``, ``POST /api/decode`` (the playground);
 - :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
-- :mod:`.train` — ``/api/train/...`` (the BPE lab); :mod:`.sessions` — ``/api/sessions/...`` (a class following
+- :mod:`.train` — ``/api/train/...`` (the BPE lab), :mod:`.pretokenize` — ``POST /api/pretokenize`` (its pattern
+  box); :mod:`.sessions` — ``/api/sessions/...`` (a class following
   the teacher through a run);
 - :mod:`.languages` — ``/api/languages`` (the token tax of every language).
 
@@ -14,7 +15,7 @@ never on the event loop.
 
 from fastapi import APIRouter
 
-from . import chat, compare, explain, languages, sessions, tokenize, train
+from . import chat, compare, explain, languages, pretokenize, sessions, tokenize, train
 
 #: The sections of ``/docs``, in order: each operation is in exactly one.
 TAGS = [
@@ -27,5 +28,5 @@ TAGS = [
 ]
 
 router = APIRouter(prefix="/api")
-for _module in (tokenize, explain, compare, chat, train, languages, sessions):
+for _module in (tokenize, explain, compare, chat, train, pretokenize, languages, sessions):
     router.include_router(_module.router)

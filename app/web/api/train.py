@@ -9,13 +9,18 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
+from app.engines.bpe.pretokens import MAX_PATTERN_CHARS
+from app.lab.curves import MAX_POINTS, MAX_RUNS, MAX_TEXT_CHARS, curves
 from app.lab.options import LabOptionsError, Options
+from app.lab.pair_tables import MAX_LIMIT
+from app.lab.service import RunNotReady
+from app.lab.splits import MAX_PREVIEW_CHARS
 from app.lab.display import MAX_ENCODE_CHARS
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.tokenizers import register_run
 
-from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
+from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep, run_cpu
 from ..lab import check_step, export_response, pair_ids, remember_in_cookie
 from ..side_by_side import MAX_TEXT, cuts, start_three
 from ..side_by_side import find_runs as side_runs
@@ -23,23 +28,53 @@ from ..side_by_side import find_runs as side_runs
 router = APIRouter(prefix="/train", tags=["lab"])
 
 
+PatternName = Literal["none", "whitespace", "gpt2", "gpt4", "o200k", "digits", "digits-r2l", "lines-digits-r2l", "custom"]
+
+
+class SuperwordsRequest(BaseModel):
+    transition: int = Field(ge=0, description="merges learned with the run's pattern before merges may cross spaces")
+    pattern: PatternName | None = Field(None, description="stage two's pre-tokenizer (default: lines-digits-r2l)")
+    pattern_regex: str | None = Field(None, max_length=MAX_PATTERN_CHARS, description="stage two's regex (pattern 'custom')")
+
+
 class TrainRequest(BaseModel):
     corpus: str = Field(description="the text to train on")
     algorithm: Literal["byte", "char", "sentencepiece", "wordpiece", "unigram"] = "byte"
-    pattern: Literal["none", "whitespace", "gpt2", "gpt4"] = "gpt2"
+    pattern: PatternName = Field("gpt2", description="the pre-tokenizer of byte- and character-level BPE")
+    pattern_regex: str | None = Field(None, max_length=MAX_PATTERN_CHARS, description="a regex of the regex module (pattern 'custom')")
     vocab_size: int | None = Field(None, ge=1, description="target vocabulary size (base vocabulary + merges)")
     merges: int | None = Field(None, ge=0, description="number of merges (give this or vocab_size)")
     tie_break: Literal["first", "lexical"] = "first"
     end_of_word: bool = Field(False, description="append </w> to every word (character-level BPE only)")
+    min_count: int = Field(2, ge=1, description="merge a pair only when it occurs this often (1: pairs seen once too)")
+    superwords: SuperwordsRequest | None = Field(None, description="superword BPE: stage two after a transition")
+    merge_list: str | None = Field(None, description="merges to replay instead of training, as a merges.txt")
 
     @model_validator(mode="after")
     def _one_size(self):
-        if self.vocab_size is None and self.merges is None:
+        if self.vocab_size is None and self.merges is None and self.merge_list is None:
             self.merges = 10
         return self
 
     def options(self) -> Options:
-        return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word)
+        options = Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word)
+        options.min_count = self.min_count
+        options.pattern_regex = self.pattern_regex
+        options.superwords = None if self.superwords is None else self.superwords.model_dump(exclude_none=True)
+        options.merge_list = self.merge_list
+        return options
+
+
+class PretokenizeRequest(BaseModel):
+    text: str = Field(max_length=MAX_PREVIEW_CHARS, description="the text to cut")
+    pattern: PatternName = Field("gpt4", description="one of the lab's pre-tokenizers")
+    pattern_regex: str | None = Field(None, max_length=MAX_PATTERN_CHARS, description="the regex of pattern 'custom'")
+
+
+class CurvesRequest(BaseModel):
+    runs: list[str] = Field(min_length=1, max_length=MAX_RUNS, description="finished runs, by id")
+    text: str = Field(max_length=MAX_TEXT_CHARS, description="a text the runs never saw")
+    points: int = Field(20, ge=2, le=MAX_POINTS, description="steps of each run to count the text at")
 
 
 class SideBySideRequest(BaseModel):
@@ -86,6 +121,24 @@ def _started(run: Run, **extra) -> JSONResponse:
 )
 def api_train(body: TrainRequest, lab: LabDep):
     return _started(lab.start(body.corpus, body.options(), wait=lab.quick_wait))
+
+
+@router.post(
+    "/curves",
+    summary="Tokens of a new text as each run's vocabulary grows",
+    description="For each finished run, the tokens the text takes after `points` steps spread from 0 to its last "
+    "(and its superword transition): each exactly what /api/train/{id}/encode gives at that step.",
+)
+async def api_curves(request: Request, body: CurvesRequest, lab: LabDep):
+    runs = [_done(lab, run_id) for run_id in body.runs]
+    return await run_cpu(request, curves, runs, body.text, body.points)
+
+
+def _done(lab, run_id: str) -> Run:
+    run = lab.run(run_id)
+    if run.status != "done":
+        raise RunNotReady(run)
+    return run
 
 
 @router.post(
@@ -140,6 +193,19 @@ def api_step(run: DoneRunDep, k: int):
     return replay_for(run).state(check_step(run, k)) | {"id": run.id}
 
 
+@router.get(
+    "/{run_id}/steps/{k}/pairs",
+    summary="Every pair before merge k+1",
+    description="Every adjacent pair of tokens inside the pre-tokens after k merges with its count, in the order "
+    "the trainer ranks them (count, then the run's tie rule); `q` filters by the pair's text; a page of `limit` "
+    "from `offset`. Byte- and character-level runs.",
+)
+async def api_pairs(request: Request, run: DoneRunDep, k: int, offset: int = Query(0, ge=0),
+                    limit: int = Query(100, ge=1, le=MAX_LIMIT), q: str = Query("", max_length=100)):
+    check_step(run, k)
+    return await run_cpu(request, replay_for(run).pairs, k, offset, limit, q)
+
+
 @router.post(
     "/{run_id}/steps/{k}/merge",
     summary="Manual mode: keep merges 1..k, force a pair as merge k+1, go on",
@@ -175,10 +241,11 @@ def api_cancel(run: RunDep, lab: LabDep):
 @router.get(
     "/{run_id}/export",
     summary="Download a run",
-    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `model`: a SentencePiece-style or "
-    "unigram run's .model; `tokenizer.json`: a WordPiece run's.",
+    description="`json`: the whole run; `tiktoken`: a byte-level run's ranks; `tiktoken.json`: a byte-level run as "
+    "tiktoken.Encoding's arguments (name, pat_str, mergeable_ranks in base64, special_tokens); `model`: a "
+    "SentencePiece-style or unigram run's .model; `tokenizer.json`: a WordPiece, byte- or character-level run's.",
 )
-def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):
+def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "tiktoken.json", "model", "tokenizer.json"] = "json"):
     return export_response(run, format)
 
 

@@ -1,0 +1,25 @@
+"""``POST /api/pretokenize``: a text cut by one of the lab's pre-tokenizers, as its training cuts a corpus (the
+lab page's pattern box previews the same). A user's regex runs under the request's time budget."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from app.lab.splits import preview
+
+from ..deps import run_cpu
+from .train import PretokenizeRequest
+
+router = APIRouter(tags=["lab"])
+
+
+@router.post(
+    "/pretokenize",
+    summary="Cut a text into the lab's pre-tokens",
+    description="The matches of the pattern and the stretches of text between them, in order (as Hugging Face's "
+    "Split with behavior isolated cuts), so no character is lost: `{'pieces': [...], 'count': n}`. A custom "
+    "pattern (`pattern_regex`, the regex module's syntax) that does not compile, only matches empty strings or "
+    "runs past the request's time budget answers 422 in words.",
+)
+async def api_pretokenize(request: Request, body: PretokenizeRequest):
+    return await run_cpu(request, preview, body.text, body.pattern, body.pattern_regex)
