@@ -102,8 +102,9 @@ def chart(result: dict) -> dict:
         return {"w": W, "h": H, "pad": PAD, "lines": []}
     x_min = min(p["vocab_size"] for p in points)
     x_max = max(p["vocab_size"] for p in points)
-    y_min = min(0, *(p["tokens"] for p in points))
-    y_max = max(p["tokens"] for p in points) or 1
+    low, high = min(p["tokens"] for p in points), max(p["tokens"] for p in points)
+    y_min = max(0, low - max(1, (high - low) // 10))  # the lines fill the chart; the axis says where it starts
+    y_max = high or 1
     x_span, y_span = (x_max - x_min) or 1, (y_max - y_min) or 1
 
     def x(v: int) -> float:

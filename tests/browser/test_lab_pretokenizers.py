@@ -15,9 +15,6 @@ from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.browser
 
-CORPUS = "The cat sat on the mat. It's 1234567 cats!\nOf the cats on the mats, of the dogs in the fog.\n" * 6
-
-
 @pytest.fixture()
 def lab(page: Page, live_server: str) -> Page:
     def no_dialog(dialog):
@@ -68,18 +65,18 @@ def test_the_pattern_box_previews_a_custom_regex_as_it_is_typed(lab: Page):
 
 
 def test_a_superword_run_from_the_form_and_the_curves_chart(lab: Page):
-    lab.locator("#corpus").fill(CORPUS)
+    # the corpus box starts with the lab's page about tokenizers
     lab.select_option("select[name=algorithm]", "byte")
     lab.select_option("#pattern", "gpt4")
-    lab.locator("input[name=size]").fill("40")
+    lab.locator("input[name=size]").fill("80")
     lab.select_option("select[name=size_kind]", "merges")
     lab.locator("input[name=superwords]").check()
-    lab.locator("input[name=transition]").fill("25")
+    lab.locator("input[name=transition]").fill("50")
     lab.get_by_role("button", name="Train", exact=True).click()
-    expect(lab.locator("#step")).to_have_attribute("data-steps", "40")
+    expect(lab.locator("#step")).to_have_attribute("data-steps", "80")
     run_url = lab.url.split("?")[0]
     lab.keyboard.press("End")
-    expect(lab.locator("#step")).to_have_attribute("data-step", "40")
+    expect(lab.locator("#step")).to_have_attribute("data-step", "80")
     expect(lab.locator("#superwords-title")).to_contain_text("Superwords so far")
     expect(lab.locator(".chart .transition line")).to_have_count(1)
     superword_chips = lab.locator(".superword-list .chip.superword")
@@ -89,7 +86,7 @@ def test_a_superword_run_from_the_form_and_the_curves_chart(lab: Page):
     lab.goto(run_url.replace("/lab/runs/", "/lab?from="))
     lab.locator("input[name=superwords]").uncheck()
     lab.get_by_role("button", name="Train", exact=True).click()
-    expect(lab.locator("#step")).to_have_attribute("data-steps", "40")
+    expect(lab.locator("#step")).to_have_attribute("data-steps", "80")
     plain_id = lab.url.split("/lab/runs/")[1].split("?")[0]
     super_id = run_url.rsplit("/", 1)[1]
     lab.locator("#curves-text").fill("of the cat and of the dog in the fog, 7654321 cats")
