@@ -16,16 +16,10 @@ from playwright.sync_api import Page, expect
 pytestmark = pytest.mark.browser
 
 @pytest.fixture()
-def lab(page: Page, live_server: str) -> Page:
-    def no_dialog(dialog):
-        message = dialog.message
-        dialog.dismiss()
-        pytest.fail(f"a dialog opened: {message!r}")
-
-    page.on("dialog", no_dialog)
-    page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{live_server}/lab")
-    return page
+def lab(no_dialogs: Page, live_server: str) -> Page:
+    no_dialogs.set_viewport_size({"width": 1280, "height": 900})
+    no_dialogs.goto(f"{live_server}/lab")
+    return no_dialogs
 
 
 def shoot(page: Page, name: str) -> None:

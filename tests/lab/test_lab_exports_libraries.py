@@ -11,13 +11,12 @@ import json
 import pytest
 import tiktoken
 from helpers import realtext
+from helpers.lab_training import done_run
 from tokenizers import Tokenizer
 
-from app.lab.algorithms import train
 from app.lab.export import ExportError, export, oniguruma
-from app.lab.options import Options
 from app.lab.replay import RunReplay
-from app.lab.runs import Run, new_id
+from app.lab.runs import Run
 
 CORPUS = (
     "The cat sat on the mat. It's 12,345,678 cats, and 2024 dogs!\n"
@@ -31,14 +30,6 @@ TEXTS = [
     "",
     "x",
 ]
-
-
-def done_run(corpus: str, **opts) -> Run:
-    options = Options(**opts)
-    run = Run(new_id(), corpus, options)
-    run.apply(train(corpus, options, max_merges=10_000))
-    run.status = "done"
-    return run
 
 
 def lab_ids(run: Run, text: str) -> list[int]:

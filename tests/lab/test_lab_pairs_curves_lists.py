@@ -7,6 +7,7 @@ import re
 
 import pytest
 from helpers import realtext
+from helpers.lab_training import done_run
 from helpers.bpe_naive import apply_merge, naive_pairs, naive_words, vocab_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,20 +21,11 @@ from app.lab.merge_lists import MergeListError
 from app.lab.options import Options
 from app.lab.pair_tables import PairTableError
 from app.lab.replay import RunReplay, replay_for
-from app.lab.runs import Run, new_id
 
 CHAR_OF_BYTE = {b: ch for ch, b in BYTE_OF_CHAR.items()}
 SPLIT = {"gpt4": ENGINE_PATTERNS["gpt4"], "whitespace": r"\S+|\s+", "none": r"[\s\S]+"}
 ALPHABET = [*"ab  ba\n", "the ", "of the ", "cat", ". ", "1234567", "é", "日本", "It's"]
 texts = st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=40).map("".join)
-
-
-def done_run(corpus: str, **opts) -> Run:
-    options = Options(**opts)
-    run = Run(new_id(), corpus, options)
-    run.apply(train(corpus, options, max_merges=10_000))
-    run.status = "done"
-    return run
 
 
 def written(token: bytes) -> str:
