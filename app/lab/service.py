@@ -89,7 +89,8 @@ class Lab:
         if not 0 <= k <= parent.n_steps:
             raise LabOptionsError(f"step {k} is out of range: this run has steps 0..{parent.n_steps}")
         target = max(parent.target_merges, k + 1)
-        options = Options.from_dict(parent.options.to_dict() | {"merges": target, "vocab_size": None})
+        # a typed merge list's merges are the kept steps; from the forced pair on the run trains by itself
+        options = Options.from_dict(parent.options.to_dict() | {"merges": target, "vocab_size": None, "merge_list": None})
         run = Run(new_id(), parent.corpus, options, parent=parent.id)
         job = Job(
             run,

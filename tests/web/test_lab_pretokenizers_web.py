@@ -155,6 +155,11 @@ def test_a_typed_merge_list_run_steps_exports_and_plays(lab):
     assert trace["tokens"] == ["a", " the", " cat"]
     assert lab.get(f"/api/train/{run['id']}/export?format=tiktoken").status_code == 200
     assert lab.post(f"/api/train/{run['id']}/use").status_code == 200
+    # manual mode: the first 3 typed merges kept, a pair of our choice next, then training goes on by itself
+    forced = lab.post(f"/api/train/{run['id']}/steps/3/merge", json={"pair": [" ", "c"]})
+    assert forced.status_code == 200, forced.text
+    again = lab.get(f"/api/train/{forced.json()['id']}").json()
+    assert [s["token"] for s in again["steps"][:4]] == ["th", " th", " the", " c"] and again["merges"] >= 6
 
 
 # -- the whole pair table -------------------------------------------------------------------------------------------
