@@ -16,6 +16,7 @@ from tokenizers import Tokenizer
 
 from app.lab.export import ExportError, export, oniguruma
 from app.lab.replay import RunReplay
+from app.lab.tokenizers import spec_for
 from app.lab.runs import Run
 
 CORPUS = (
@@ -71,10 +72,12 @@ BYTE_RUNS = {
 def test_byte_level_exports_encode_as_the_lab_does(opts):
     run = done_run(CORPUS, algorithm="byte", merges=240, **opts)
     hf, tt = hugging_face(run), tiktoken_encoding(run)
+    playground = spec_for(run).factory()  # "use in playground"
     for text in [*TEXTS, CORPUS[:500]]:
         want = lab_ids(run, text)
         assert hf.encode(text).ids == want, text
         assert tt.encode(text) == want, text
+        assert playground.encode(text) == want, text
         assert hf.decode(want) == text and tt.decode(want) == text
 
 
@@ -86,8 +89,10 @@ def test_byte_level_exports_encode_as_the_lab_does(opts):
 def test_character_level_tokenizer_json_encodes_as_the_lab_does(opts):
     run = done_run(CORPUS, algorithm="char", merges=160, **opts)
     hf = hugging_face(run)
+    playground = spec_for(run).factory()  # "use in playground"
     for text in [*TEXTS, "ünseen çharacters ∑ 𝐀", CORPUS[:400]]:
         assert hf.encode(text).ids == lab_ids(run, text), text
+        assert playground.encode(text) == lab_ids(run, text), text
 
 
 def test_superword_exports_on_real_text():
