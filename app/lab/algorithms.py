@@ -1,5 +1,9 @@
 """One training interface over the lab's algorithms: byte-level BPE, character-level BPE, SentencePiece-style.
 
+Byte- and character-level runs cut text with the lab's pre-tokenizers (:mod:`.splits`: the pattern's matches and
+the stretches between them), merge pairs seen ``min_count`` times, may replay a typed merge list
+(:mod:`.merge_lists`) and may go on to superword BPE after a transition (:func:`enter_stage_two`).
+
 Every algorithm reduces to the same shape: a *base vocabulary* (id -> surface bytes), the corpus cut into
 *words* (id sequences with counts, in first-seen order) and the shared merge loop of
 :mod:`app.engines.training`, which emits one :class:`~app.engines.training.steps.MergeStep` per merge and is run by
