@@ -19,8 +19,8 @@ import json
 import regex
 
 from app.engines.errors import TokenplayError
-from app.engines.huggingface.onig_regex import translate
-from app.engines.huggingface.tokenizer_json import BYTE_OF_CHAR, UnsupportedTokenizerError
+from app.engines.pipeline.onig_regex import translate
+from app.engines.pipeline.tokenizer_json import BYTE_OF_CHAR, UnsupportedTokenizerError
 from app.engines.result import escape_bytes
 
 from .algorithms import END_OF_WORD, final_encoder, transition_of

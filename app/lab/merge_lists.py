@@ -13,7 +13,7 @@ Nothing here trains: :func:`read_merge_list` gives the pairs of ids, which :func
 
 from __future__ import annotations
 
-from app.engines.huggingface.tokenizer_json import BYTE_OF_CHAR
+from app.engines.pipeline.tokenizer_json import BYTE_OF_CHAR
 
 from .options import LabOptionsError
 

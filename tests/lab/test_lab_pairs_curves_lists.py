@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from app.engines.bpe.patterns import LINES_DIGITS_R2L_PATTERN
 from app.engines.bpe.patterns import PATTERNS as ENGINE_PATTERNS
-from app.engines.huggingface.tokenizer_json import BYTE_OF_CHAR
+from app.engines.pipeline.tokenizer_json import BYTE_OF_CHAR
 from app.lab.algorithms import train
 from app.lab.curves import CurvesError, curves, steps_for
 from app.lab.merge_lists import MergeListError

@@ -29,7 +29,7 @@ import regex
 
 from .. import budget as budgets
 from ..errors import TokenplayError
-from .patterns import PATTERNS, Splitter, bmp_twin, exact, name_of_regex, next_astral_wordy
+from .patterns import PATTERNS, Splitter, bmp_pattern, exact, name_of_regex, next_astral_wordy
 
 #: The longest pattern a user may type.
 MAX_PATTERN_CHARS = 1_000
@@ -134,21 +134,21 @@ class SplitPattern:
         return self.regex is not None and not self.custom and name_of_regex(self.regex) is not None
 
     @cached_property
-    def _twin(self) -> re.Pattern | None:
-        """The pattern for ``re`` with its classes spelled out as tiktoken's (:func:`~.patterns.bmp_twin`), several
+    def _bmp(self) -> re.Pattern | None:
+        """The pattern for ``re`` with its classes spelled out as tiktoken's (:func:`~.patterns.bmp_pattern`), several
         times faster, and exact on a text with no letter, number or mark above U+FFFF; not for a user's pattern,
         which may mean something else to ``re``."""
         if self.custom or self.regex is None:
             return None
         try:
-            return re.compile(bmp_twin(self.regex))
+            return re.compile(bmp_pattern(self.regex))
         except (ValueError, re.error):
             return None
 
     def _matches(self, text: str, timeout: float | None) -> list[Span]:
-        twin = self._twin
-        if twin is not None and next_astral_wordy(text, 0) < 0:
-            return [m.span() for m in twin.finditer(text)]
+        bmp = self._bmp
+        if bmp is not None and next_astral_wordy(text, 0) < 0:
+            return [m.span() for m in bmp.finditer(text)]
         if self.custom:
             budgets.untrusted()  # a user's pattern: a request running it moves to the lane of such work
         current = budgets.current()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from app.lab.splits import preview
+from app.services import lab as service
 
 from ..deps import run_cpu
 from .train import PretokenizeRequest
@@ -22,4 +22,4 @@ router = APIRouter(tags=["lab"])
     "runs past the request's time budget answers 422 in words.",
 )
 async def api_pretokenize(request: Request, body: PretokenizeRequest):
-    return await run_cpu(request, preview, body.text, body.pattern, body.pattern_regex)
+    return await run_cpu(request, service.cut_text, body.text, body.pattern, body.pattern_regex)
