@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 
 from app.lab.export import ExportError, export, oniguruma
 from app.lab.replay import RunReplay
-from app.lab.tokenizers import spec_for
+from app.lab.run_tokenizers import spec_for
 from app.lab.runs import Run
 
 CORPUS = (

@@ -283,3 +283,12 @@ def test_the_run_page_pages_every_pair_and_draws_curves(lab):
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(r.text)))
     assert {row["run"] for row in rows} == {a["id"], b["id"]} and sum(row["transition"] == "1" for row in rows) == 1
+
+
+def test_the_api_names_every_pattern_of_the_lab():
+    from typing import get_args
+
+    from app.lab.splits import PATTERNS as LAB_PATTERNS
+    from app.web.api.schemas import PatternName
+
+    assert get_args(PatternName) == LAB_PATTERNS

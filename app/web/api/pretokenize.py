@@ -4,13 +4,22 @@ lab page's pattern box previews the same). A user's regex runs under the request
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
 
+from app.engines.bpe.pretokens import MAX_PATTERN_CHARS
+from app.lab.splits import MAX_PREVIEW_CHARS
 from app.services import lab as service
 
 from ..deps import run_cpu
-from .train import PretokenizeRequest
+from .schemas import PatternName
 
 router = APIRouter(tags=["lab"])
+
+
+class PretokenizeRequest(BaseModel):
+    text: str = Field(max_length=MAX_PREVIEW_CHARS, description="the text to cut")
+    pattern: PatternName = Field("gpt4", description="one of the lab's pre-tokenizers")
+    pattern_regex: str | None = Field(None, max_length=MAX_PATTERN_CHARS, description="the regex of pattern 'custom'")
 
 
 @router.post(

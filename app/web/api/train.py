@@ -15,7 +15,6 @@ from app.engines.bpe.pretokens import MAX_PATTERN_CHARS
 from app.lab.curves import MAX_POINTS, MAX_RUNS, MAX_TEXT_CHARS
 from app.lab.display import MAX_ENCODE_CHARS
 from app.lab.pair_tables import MAX_LIMIT
-from app.lab.splits import MAX_PREVIEW_CHARS
 from app.lab.options import Options
 from app.lab.replay import replay_for
 from app.lab.run_tokenizers import register_run
@@ -25,11 +24,9 @@ from app.services import lab as service
 from ..cookies import remember_run
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep, run_cpu
 from ..render import download
+from .schemas import PatternName
 
 router = APIRouter(prefix="/train", tags=["lab"])
-
-
-PatternName = Literal["none", "whitespace", "gpt2", "gpt4", "o200k", "digits", "digits-r2l", "lines-digits-r2l", "custom"]
 
 
 class SuperwordsRequest(BaseModel):
@@ -64,12 +61,6 @@ class TrainRequest(BaseModel):
         options.superwords = None if self.superwords is None else self.superwords.model_dump(exclude_none=True)
         options.merge_list = self.merge_list
         return options
-
-
-class PretokenizeRequest(BaseModel):
-    text: str = Field(max_length=MAX_PREVIEW_CHARS, description="the text to cut")
-    pattern: PatternName = Field("gpt4", description="one of the lab's pre-tokenizers")
-    pattern_regex: str | None = Field(None, max_length=MAX_PATTERN_CHARS, description="the regex of pattern 'custom'")
 
 
 class CurvesRequest(BaseModel):
