@@ -275,6 +275,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.pattern,
         args.special,
         args.tie_break,
+        min_count=args.min_count,
         top_k=args.top_k,
         max_ties=args.max_ties,
         max_vocab_size=args.max_vocab_size,
@@ -313,7 +314,8 @@ def _train_lab_algorithm(args: argparse.Namespace, corpus: str) -> int:
     from app.lab.runs import Run
 
     refused = [flag for flag, value in (("--special", args.special), ("--export-tiktoken", args.export_tiktoken),
-                                        ("--top-k", args.top_k), ("--max-ties", args.max_ties)) if value]
+                                        ("--top-k", args.top_k), ("--max-ties", args.max_ties),
+                                        ("--min-count", args.min_count != 2)) if value]
     if refused:
         raise TokenplayError(f"{', '.join(refused)} apply to --algorithm bpe only")
     options = Options(algorithm=args.algorithm, vocab_size=args.vocab_size, tie_break=args.tie_break)
@@ -452,8 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "unigram: a SentencePiece .model (both as the lab exports them)")
     p.add_argument("--vocab-size", type=int, required=True,
                    help="bpe: 256 bytes + merges; wordpiece, unigram: the vocabulary size to reach")
-    p.add_argument("--pattern", choices=("none", "gpt2", "gpt4", "o200k"), default="gpt4", help="pre-tokenizer")
+    p.add_argument("--pattern", choices=("none", "gpt2", "gpt4", "o200k", "digits", "digits-r2l"), default="gpt4",
+                   help="pre-tokenizer (digits: gpt4 with every digit alone; digits-r2l: numbers in threes from the right)")
     p.add_argument("--tie-break", choices=("first", "lexical"), default="first")
+    p.add_argument("--min-count", type=int, default=2,
+                   help="bpe: merge a pair only when it occurs this often (1: pairs seen once too, as tiktoken's "
+                        "_educational.bpe_train and minbpe do)")
     p.add_argument("--special", action="append", default=[], metavar="TOKEN", help="special token (repeatable)")
     p.add_argument("--out", required=True,
                    help="model file (bpe: Tokenplay BPE JSON; wordpiece: tokenizer.json; unigram: .model)")

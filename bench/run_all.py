@@ -28,6 +28,8 @@ SCRIPTS = [
     ("SentencePiece engine, the held-out Japanese manual, and sentencepiece's trainers through the lab (issues 4, 23, "
      "33)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
+    ("Lab pre-tokenizers and superwords: a superword run, a custom pattern's preview, curves (issue 34)",
+     "bench_lab_superwords.py", [], ["--quick", "--repeat", "1"]),
     ("WordPiece and Unigram: training and encoding beside tokenizers and sentencepiece (issue 17)",
      "bench_algorithms.py", [], ["--quick"]),
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),

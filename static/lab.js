@@ -1,6 +1,6 @@
 // Tokenizer lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit and words, the merge tree of a token
-// clicked (or chosen with Enter) in the corpus view, and the presets of sentencepiece's options. Everything else is
-// htmx links and forms.
+// clicked (or chosen with Enter) in the corpus view, the presets of sentencepiece's options, and the runs this
+// browser opened (for the curves form). Everything else is htmx links and forms.
 (function () {
   "use strict";
   let timer = null;
@@ -128,7 +128,40 @@
     let saved = null;
     try { saved = localStorage.getItem("tp-lab-present"); } catch (err) { /* private mode */ }
     if (saved === "1") togglePresent(true);
+    rememberRun();
   });
+
+  // The runs this browser opened (newest first, at most 12): the curves form offers them as one-click additions.
+  function rememberRun() {
+    const lab = document.getElementById("lab");
+    const runs = document.getElementById("curves-runs");
+    const box = document.getElementById("recent-runs");
+    let recent = [];
+    try { recent = JSON.parse(localStorage.getItem("tp-lab-runs") || "[]"); } catch (err) { recent = []; }
+    if (!Array.isArray(recent)) recent = [];
+    if (lab && lab.dataset.run && document.getElementById("step")) {
+      const desc = document.querySelector(".lab-desc");
+      const label = desc ? desc.textContent.trim().split(" · ")[0] : "";
+      recent = [{ id: lab.dataset.run, label: label }].concat(recent.filter(function (r) { return r && r.id !== lab.dataset.run; })).slice(0, 12);
+      try { localStorage.setItem("tp-lab-runs", JSON.stringify(recent)); } catch (err) { /* private mode */ }
+    }
+    if (!runs || !box) return;
+    const others = recent.filter(function (r) { return r.id !== (lab && lab.dataset.run); });
+    if (!others.length) return;
+    box.append("Add: ");
+    others.forEach(function (r) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "btn btn-small recent-run";
+      b.textContent = r.id;
+      b.title = r.label;
+      b.addEventListener("click", function () {
+        const ids = runs.value.split(/\s+/).filter(Boolean);
+        if (ids.indexOf(r.id) < 0) runs.value = ids.concat([r.id]).join(" ");
+      });
+      box.append(b, " ");
+    });
+  }
 
   document.addEventListener("keydown", function (e) {
     if (!document.getElementById("step")) return;

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from app.engines.sentencepiece.proto import BYTE, CONTROL, UNKNOWN, USER_DEFINED, ModelProto
 
-from .algorithms import Encoder
+from .algorithms import encoders, transition_of
 from .runs import Run
 
 ALGORITHM_NAMES = {"byte": "BPE", "char": "BPE", "sentencepiece": "BPE", "wordpiece": "WordPiece", "unigram": "Unigram"}
@@ -94,8 +94,9 @@ def outcome(run: Run) -> Outcome:
 
 def _words(run: Run) -> int:
     """How many words the trainer saw (the tokens of a corpus whose every word is one token)."""
-    encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
-    return len(encoder.spans(run.corpus))
+    one, two = encoders(run.options, run.base)
+    t = transition_of(run.options)
+    return len((two if t is not None and run.n_steps > t else one).spans(run.corpus))
 
 
 def _merge_reason(run: Run, asked: int, reached: int) -> str:
@@ -112,6 +113,10 @@ def _merge_reason(run: Run, asked: int, reached: int) -> str:
         return f"{where}: no pair left to merge, the pairs left would only make pieces it already has"
     if one_each:
         return f"{where}: every word of the corpus is one token already (no pair left to merge)"
+    if run.options.min_count != 2:
+        m = run.options.min_count
+        return (f"{where}: no pair of neighbouring tokens occurs {'even once' if m == 1 else f'{m} times'} in the corpus "
+                f"any more (this run merges pairs seen {m} time{'s' * (m != 1)} or more)")
     return f"{where}: no pair of neighbouring tokens occurs twice in the corpus any more (BPE merges only pairs that repeat)"
 
 

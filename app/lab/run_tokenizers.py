@@ -13,6 +13,7 @@ stands for no bytes. A :class:`LabTokenizer` brings the explain view its own pla
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from app.engines import registry
 from app.engines.base import Tokenizer
@@ -21,12 +22,12 @@ from app.features.explain.units import Plan, Unit
 from app.engines.merging import Ranking, pair
 from app.engines.registry import TokenizerSpec
 
-from .algorithms import END_OF_WORD, Encoder
+from .algorithms import END_OF_WORD, final_encoder
 from .runs import Run
 from .replay import Merges
+from .splits import findall_regex
 
 PREFIX = "lab-"
-WHITESPACE_REGEX = r"\S+|\s+"
 
 
 class LabTokenizer(Tokenizer):
@@ -36,7 +37,7 @@ class LabTokenizer(Tokenizer):
         self.n_trained = max(self.vocab) + 1 if self.vocab else 0
         self.merges = Merges(run.steps)
         opts = run.options
-        self.encoder = Encoder(opts.algorithm, opts.pattern, run.base, opts.end_of_word)
+        self.encoder = final_encoder(run.options, run.base, run.n_steps)
         eow = END_OF_WORD.encode()
         self._bytes = {i: b.replace(eow, b"") if opts.end_of_word else b for i, b in self.vocab.items()}
 
@@ -185,8 +186,12 @@ def _build(run: Run) -> Tokenizer:
     if opts.algorithm == "byte":
         from app.engines.bpe import BPETokenizer
 
-        pattern = WHITESPACE_REGEX if opts.pattern == "whitespace" else opts.pattern
-        return BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
+        split = final_encoder(run.options, run.base, run.n_steps)
+        pattern = findall_regex(split.pattern, split.pattern_regex)
+        tokenizer = BPETokenizer([s.pair for s in run.steps], pattern or "none", name=PREFIX + run.id)
+        if split.pattern == "custom":  # cut exactly as the lab cuts (empty matches too), within the time budget
+            tokenizer.encoder.split = partial(split.split.pieces, timeout=split.timeout)
+        return tokenizer
     if opts.algorithm in ("sentencepiece", "unigram") and run.model:
         from app.engines.sentencepiece.unigram import sentencepiece_tokenizer
 

@@ -1,10 +1,9 @@
 """How many tokens a run's tokenizer makes of the whole corpus after each step, beside what training counts.
 
-Training counts the tokens of the words it merges: a words-only pre-tokenizer (``whitespace``) leaves the
-whitespace between words out. The run's tokenizer ("use in playground", ``/api/tokenize``, the exported file in its
-reference library) reads the corpus as one text: the whitespace between words is tokens too (never merged: no merge
-holds it). The two counts differ by the words the two readings do not share (:func:`difference`): the whitespace
-between words.
+Training counts the tokens of the words it merges. Byte- and character-level runs train on every character (their
+pre-tokens are the pattern's matches and the stretches between them), so their count is the count of the run's
+tokenizer ("use in playground", ``/api/tokenize``, the exported file in its reference library), which reads the
+corpus as one text. Where the two readings differ, they differ by the words they do not share (:func:`difference`).
 
 :func:`merge_text_tokens` gives the tokenizer's count after every merge at once: each word of the difference is
 merged once, every merge it takes counted at its step, and the difference is added to training's counts.
@@ -64,9 +63,6 @@ def how_training_counts(run: Run) -> tuple[str, str] | None:
     """How training's count of the corpus differs from the run's tokenizer's, in words: ``(what training counts,
     what the tokenizer does otherwise)``; ``None`` when the two read the corpus alike (the page shows one count)."""
     algorithm = run.options.algorithm
-    if algorithm in ("byte", "char") and run.options.pattern == "whitespace":
-        return ("the tokens of its words only, as the corpus below shows them",
-                "the whitespace between the words is tokens too (training never sees it)")
     if algorithm in ("sentencepiece", "unigram"):
         unknown = ("its UTF-8 bytes, a byte piece each (byte fallback)" if run.options.spm_options().byte_fallback
                    else "<unk>, one for a run of them")

@@ -1,11 +1,14 @@
 """What the lab's pages and ``/api/train`` do with runs (:mod:`app.lab`): start one from a form, step, force a merge,
-trace a text, draw a token's merge tree, download; and the side by side of three algorithms on one corpus.
+trace a text, draw a token's merge tree, download; cut a text by a pre-tokenizer, page through every pair of a
+step, count a new text as runs' vocabularies grow; and the side by side of three algorithms on one corpus.
 
 Training runs in the lab's worker pool; everything here only reads stored step records (:mod:`app.lab.replay`), so
 stepping never trains again.
 """
 
 from __future__ import annotations
+
+import re
 
 from app.engines.sentencepiece.trainer_options import TrainerOptions
 from app.features.compare import boundaries
@@ -16,7 +19,9 @@ from app.lab.options import LabOptionsError, Options
 from app.lab.replay import replay_for
 from app.lab.run_tokenizers import spec_for
 from app.lab.runs import Run
-from app.lab.service import Lab
+from app.lab import curves as lab_curves
+from app.lab import splits
+from app.lab.service import Lab, RunNotReady
 
 from .errors import NotFoundError, TooLargeError, export_format
 
@@ -26,8 +31,16 @@ SPM_FIELDS = {f"sp_{name}": "" for name in TrainerOptions().to_dict()} | {"sp_pr
 #: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
 #: :data:`app.lab.examples.DEFAULT_FORM`. ``lesson`` names the example whose lesson the run's page opens with.
 POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10", "lesson": ""} | SPM_FIELDS
-EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
+#: The form's fields for byte- and character-level BPE's own options (issues 33-34), as a posted form that lacks them
+#: means them: the run's pattern's regex, min_count, superwords (a checkbox, the transition, stage two's pattern
+#: and regex), a typed merge list, and which button was pressed (``mode``: train, or replay the typed merges).
+LABBPE_FIELDS = {"pattern_regex": "", "min_count": "2", "superwords": "", "transition": "", "stage_two": "lines-digits-r2l",
+                 "stage_two_regex": "", "merge_list": "", "mode": "train"}
+POSTED_DEFAULTS = POSTED_DEFAULTS | LABBPE_FIELDS
+EXPORT_FORMATS = ("json", "tiktoken", "tiktoken.json", "model", "tokenizer.json")
 SENTENCEPIECE_ALGORITHMS = ("sentencepiece", "unigram")
+#: Characters of the corpus the pattern box's preview cuts (the step views show the first 2,000).
+PREVIEW_CHARS = 3_000
 
 
 def options_of(form: dict) -> Options:
@@ -39,7 +52,7 @@ def options_of(form: dict) -> Options:
         raise LabOptionsError(f"the number of {what} must be a whole number") from None
     by_vocab = form["size_kind"] == "vocab_size"
     spm = form["algorithm"] in SENTENCEPIECE_ALGORITHMS
-    return Options(
+    options = Options(
         form["algorithm"],
         form["pattern"],
         None if by_vocab else n,
@@ -48,6 +61,108 @@ def options_of(form: dict) -> Options:
         form["end_of_word"] and form["algorithm"] == "char",
         sentencepiece=(spm_options_of(form) if form.get("sp_present") else form.get("sentencepiece")) if spm else None,
     )
+    return labbpe_options(form, options)
+
+
+def whole(value: str, what: str) -> int:
+    """``value`` as a whole number, or a refusal naming ``what``."""
+    try:
+        return int(value)
+    except ValueError:
+        raise LabOptionsError(f"{what} must be a whole number; got {value!r}") from None
+
+
+def labbpe_options(form: dict, options: Options) -> Options:
+    """``options`` with what the form says of byte- and character-level BPE's own options (:data:`LABBPE_FIELDS`):
+    the regex of pattern ``custom``, ``min_count``, superwords, and the typed merges when their button was pressed
+    (they replace the size)."""
+    if options.algorithm not in ("byte", "char"):
+        return options
+    options.min_count = whole(form["min_count"], "min_count")
+    if options.pattern == "custom":
+        options.pattern_regex = form["pattern_regex"]
+    if form["superwords"]:
+        superwords = {"transition": whole(form["transition"], "the superword transition (after merge ...)"),
+                      "pattern": form["stage_two"]}
+        if form["stage_two"] == "custom":
+            superwords["pattern_regex"] = form["stage_two_regex"]
+        options.superwords = superwords
+    if form["mode"] == "merges":
+        options.merge_list, options.merges, options.vocab_size = form["merge_list"], None, None
+    return options
+
+
+def labbpe_form(options: Options) -> dict:
+    """The setup form's fields of byte- and character-level BPE's own options for ``options`` ("New run")."""
+    superwords = options.superwords or {}
+    form = {
+        "pattern_regex": options.pattern_regex or "",
+        "min_count": options.min_count,
+        "superwords": options.superwords is not None,
+        "transition": superwords.get("transition", ""),
+        "stage_two": superwords.get("pattern") or "lines-digits-r2l",
+        "stage_two_regex": superwords.get("pattern_regex") or "",
+        "merge_list": options.merge_list or "",
+    }
+    if options.merge_list is not None:
+        form["size"] = len([line for line in options.merge_list.splitlines() if line.strip() and not line.startswith("#")])
+    return form
+
+
+# -- pre-tokenizers, every pair, curves (issues 33-34) ---------------------------------------------------------------
+
+
+def preview(text: str, pattern: str, pattern_regex: str | None) -> dict:
+    """The pattern box's preview: the start of ``text`` cut by the lab's pre-tokenizer ``pattern`` (its errors in
+    words: a bad regex, one that only matches empty strings, one over the request's time budget)."""
+    if pattern == "custom" and not pattern_regex:
+        raise LabOptionsError("type your regex in the box (the regex module's syntax), e.g. \\p{L}+|\\p{N}|[^\\p{L}\\p{N}]+")
+    head = text[:PREVIEW_CHARS]
+    cut = cut_text(head, pattern, pattern_regex)
+    return cut | {"pattern": pattern, "chars": len(head), "truncated": len(head) == PREVIEW_CHARS}
+
+
+def cut_text(text: str, pattern: str, pattern_regex: str | None) -> dict:
+    """``POST /api/pretokenize``: ``{"pieces", "count"}``."""
+    return splits.preview(text, pattern, pattern_regex)
+
+
+def pairs(run: Run, k: int, offset: int = 0, limit: int = 100, q: str = "") -> dict:
+    """Every pair after ``k`` merges (the table merge ``k + 1`` is chosen from), a page of them, filtered."""
+    return replay_for(run).pairs(check_step(run, k), offset, limit, q)
+
+
+_RUN_ID = re.compile(r"(?:^|/)([0-9a-f]{4,32})(?:[/?#]|$)")
+
+
+def finished_runs(lab: Lab, items: list[str]) -> list[Run]:
+    """The finished runs ``items`` name (ids, or links to their pages, separated by spaces), each once, in order."""
+    out: list[Run] = []
+    for item in " ".join(items).split():
+        m = _RUN_ID.search(item)
+        if m is None:
+            raise LabOptionsError(f"{item[:40]!r} is no run id or link; paste ids like 3f2a9c01d4 or /lab/runs/<id>")
+        run = lab.run(m.group(1))
+        if run.status != "done":
+            raise RunNotReady(run)
+        if run not in out:
+            out.append(run)
+    return out
+
+
+def curves(runs: list[Run], text: str, points: int) -> dict:
+    """``POST /api/train/curves``: each run's tokens of ``text`` at ``points`` steps (:mod:`app.lab.curves`)."""
+    return lab_curves.curves(runs, text, points)
+
+
+def curves_page(runs: list[Run], text: str, points: int) -> dict:
+    """What the page's curves fragment shows: the curves, their chart, and the request again (for the CSV)."""
+    result = curves(runs, text, points)
+    return {"result": result, "chart": lab_curves.chart(result), "text": text, "points": points}
+
+
+def curves_csv(runs: list[Run], text: str, points: int) -> str:
+    return lab_curves.csv_text(curves(runs, text, points))
 
 
 def lesson_form(key: str) -> dict | None:

@@ -31,6 +31,7 @@ from .api import explain as api_explain
 from .api import languages as api_languages
 from .api import sessions as api_sessions
 from .api import tokenize as api_tokenize
+from .api import pretokenize as api_pretokenize
 from .api import train as api_train
 from .deps import lanes_of
 from .api import vocab as api_vocab
@@ -52,7 +53,7 @@ from .render import make_environment
 #: The routers of the pages, in the order their routes are matched.
 PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, vocab, follow, share)
 #: The routers of the JSON API under ``/api``, in the order of ``/docs``.
-API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_languages, api_vocab, api_sessions)
+API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_pretokenize, api_languages, api_vocab, api_sessions)
 
 #: The files of npm's swagger-ui-dist that /docs loads, and their media types.
 SWAGGER_FILES = {

@@ -131,8 +131,9 @@ def test_a_sentencepiece_run_at_step_k_cuts_as_sentencepiece_trained_with_k_merg
     assert view.text_tokens(run.n_steps) == len(processor(run.model).encode(corpus))
 
 
-def test_whitespace_pattern_drops_spaces():
-    assert chunk_spans("low  lower\n", "whitespace") == [(0, 3), (5, 10)]
+def test_whitespace_pattern_keeps_the_spaces_between_words_as_pre_tokens():
+    """Every pattern's pre-tokens are its matches and the stretches between them (issue 34): no character is lost."""
+    assert chunk_spans("low  lower\n", "whitespace") == [(0, 3), (3, 5), (5, 10), (10, 11)]
 
 
 def test_merge_tree_and_vocab_entries():

@@ -155,13 +155,16 @@ class BPETokenizer(RankTokenizer):
         tie_break: str = "first",
         *,
         name: str = "",
+        min_count: int = 2,
         **options: Unpack[RunOptions],
     ) -> tuple[BPETokenizer, TrainResult]:
-        """Train on ``text`` and return the model with the full step records (``options``: see RunOptions)."""
+        """Train on ``text`` and return the model with the full step records (``options``: see RunOptions); a pair
+        merges when it occurs ``min_count`` times or more."""
         specials = list(dict.fromkeys(special_tokens))
-        result = train(text, vocab_size, pattern, specials, tie_break, **options)
+        result = train(text, vocab_size, pattern, specials, tie_break, min_count, **options)
         training = {
             "tie_break": tie_break,
+            "min_count": min_count,
             "vocab_size": vocab_size,
             "stop_reason": result.stop_reason,
             "initial_tokens": result.initial_tokens,

@@ -24,7 +24,7 @@ from .driver import (
     replay,
     run_merges,
 )
-from .merge_state import MergeRule, MergeState, TrainingError, check_tie_break
+from .merge_state import MergeRule, MergeState, TrainingError, check_min_count, check_tie_break, no_pair_reason
 
 __all__ = [
     "MAX_VOCAB_SIZE",
@@ -35,8 +35,10 @@ __all__ = [
     "MergeState",
     "ProgressFn",
     "TrainingError",
+    "check_min_count",
     "check_tie_break",
     "cycle_collector_paused",
+    "no_pair_reason",
     "replay",
     "run_merges",
 ]

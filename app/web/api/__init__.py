@@ -4,7 +4,8 @@ services (:mod:`app.services`) and result shape as the pages and the CLI. An API
 - :mod:`.tokenize` — ``GET /api/tokenizers``, ``POST /api/tokenize``, ``POST /api/decode`` (the playground);
 - :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
 - :mod:`.compare` — ``POST /api/compare``; :mod:`.chat` — ``POST /api/chat``;
-- :mod:`.train` — ``/api/train/...`` (the BPE lab); :mod:`.sessions` — ``/api/sessions/...`` (a class following
+- :mod:`.train` — ``/api/train/...`` (the BPE lab), :mod:`.pretokenize` — ``POST /api/pretokenize`` (its pattern
+  box); :mod:`.sessions` — ``/api/sessions/...`` (a class following
   the teacher through a run);
 - :mod:`.languages` — ``/api/languages`` (the token tax of every language).
 

@@ -9,7 +9,10 @@ calls too.
   ``/progress`` and ``/cancel`` while it trains;
 - ``POST /lab/runs/{id}/merge`` manual mode (a new run with the chosen pair as the next merge),
   ``/encode`` (a new text merge by merge; WordPiece's walk, a unigram lattice), ``GET /vocab``, ``/tree/{token id}``,
-  ``/export.{json,tiktoken,model,tokenizer.json}``, ``POST /use`` ("use in playground");
+  ``/export.{json,tiktoken,tiktoken.json,model,tokenizer.json}``, ``POST /use`` ("use in playground"),
+  ``GET /pairs?at=k&q=&offset=`` every pair after k merges, a page of them;
+- ``POST /lab/pretokenize`` the pattern box's preview (the corpus cut by a pre-tokenizer, a user's regex under the
+  request's budget); ``POST /lab/curves`` and ``/lab/curves.csv`` a new text's tokens as runs' vocabularies grow;
 - ``POST /lab/side-by-side`` trains BPE, WordPiece and Unigram on one corpus at one vocabulary size;
   ``GET /lab/side-by-side?bpe=&wordpiece=&unigram=&text=`` shows how each cuts a text (:mod:`.side_by_side`).
 
@@ -45,7 +48,17 @@ from app.classroom.sessions import bearer_token
 from app.services import lab as service
 
 from ..cookies import remember_run, teacher_of
-from ..deps import ClassroomDep, DoneRunDep, LabDep, RunDep, SettingsDep, text_area_value, typed_fields
+from ..deps import (
+    ClassroomDep,
+    DoneRunDep,
+    LabDep,
+    RunDep,
+    SettingsDep,
+    read_form,
+    run_cpu,
+    text_area_value,
+    typed_fields,
+)
 from ..errors import headers_for, status_for
 from ..render import download, is_htmx, page_or_block
 from ..rendering.lab_step import corpus_window
@@ -68,6 +81,7 @@ def _context(request: Request, lab: Lab, **kw) -> dict:
         "max_corpus_chars": lab.max_corpus_chars,
         "max_merges": lab.max_merges,
         "max_vocab": MAX_BASE_TOKENS + lab.max_merges,
+        "preview_chars": service.PREVIEW_CHARS,
         "present": request.query_params.get("present") == "1",
     } | kw
 
@@ -96,7 +110,7 @@ def form_of(run: Run) -> dict:
         "end_of_word": o.end_of_word,
         "sentencepiece": o.sentencepiece,
         "from": run.id,
-    }
+    } | service.labbpe_form(o)
     if by_vocab:
         form["side_vocab"] = o.vocab_size
     return form
@@ -121,7 +135,7 @@ async def lab_train(request: Request, lab: LabDep):
     (Starlette's default stops form fields at 1 MB); training starts in the worker pool, off the event loop."""
     limit = lab.max_corpus_chars * 4 + 1024  # UTF-8 bytes of the largest accepted corpus
     try:
-        data = await request.form(max_files=1, max_fields=60, max_part_size=limit)
+        data = await request.form(max_files=1, max_fields=80, max_part_size=limit)
     except Exception as exc:  # noqa: BLE001 - Starlette's MultiPartException and friends
         message = f"the form could not be read ({exc}); the lab takes a corpus of at most {lab.max_corpus_chars:,} characters"
         return _setup(request, lab, {}, message, 413)
@@ -204,6 +218,7 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int, lesson: str | No
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
         merges_hidden=first,
+        superwords=replay.superword_list(k) if not run.unigram else ([], 0),
         url=lambda step: run_url(run.id, step, lesson=lesson_key),
         lesson=EXAMPLES[lesson_key]["lesson"] if lesson_key else None,
         chip_of=replay.chip,
@@ -242,8 +257,9 @@ def lab_merge(
     return _to_run(request, lab, new, after + 1)
 
 
-def _part(request: Request, lab: Lab, run: Run, part: str, **context):
-    context = _context(request, lab, part=part, run=run, chip_of=replay_for(run).chip, **context)
+def _part(request: Request, lab: Lab, run: Run | None, part: str, **context):
+    chip_of = replay_for(run).chip if run is not None else None
+    context = _context(request, lab, part=part, run=run, chip_of=chip_of, **context)
     return page_or_block(request, "lab_parts.html", part, context)
 
 
@@ -258,6 +274,44 @@ def lab_encode(
     text = text_area_value(text)  # as the box holds it, like every page's form text (app.web.deps.typed_fields)
     k, trace = service.encode_trace(run, text, step)
     return _part(request, lab, run, "trace", trace=trace, k=k)
+
+
+@router.post("/lab/pretokenize")
+async def lab_pretokenize(request: Request, lab: LabDep, settings: SettingsDep):
+    """The pattern box's preview: the start of the corpus cut by the chosen pre-tokenizer (a user's regex under
+    the request's budget; its errors in words, as the error fragment)."""
+    form = await read_form(request, settings.max_chars)
+    pattern = str(form.get("pattern") or "gpt2")
+    regex_text = str(form.get("pattern_regex") or "") if pattern == "custom" else None
+    cut = await run_cpu(request, service.preview, str(form.get("corpus") or ""), pattern, regex_text)
+    return _part(request, lab, None, "preview", preview=cut)
+
+
+@router.get("/lab/runs/{run_id}/pairs")
+async def lab_pairs(request: Request, lab: LabDep, run: DoneRunDep, at: int = 0, offset: int = Query(0, ge=0),
+                    q: str = Query("", max_length=100)):
+    """Every pair after ``at`` merges (the table merge ``at + 1`` was chosen from), a page of them, filtered."""
+    table = await run_cpu(request, service.pairs, run, at, offset, 100, q)
+    return _part(request, lab, run, "pairs", table=table, at=at, q=q)
+
+
+async def _curves(request: Request, lab: Lab, settings, answer):
+    form = await read_form(request, settings.max_chars)
+    text = text_area_value(str(form.get("text") or ""))
+    points = service.whole(str(form.get("points") or "20"), "points")
+    runs = service.finished_runs(lab, [str(v) for v in form.getlist("runs")])
+    return await run_cpu(request, answer, runs, text, points)
+
+
+@router.post("/lab/curves")
+async def lab_curves(request: Request, lab: LabDep, settings: SettingsDep):
+    return _part(request, lab, None, "curves", **await _curves(request, lab, settings, service.curves_page))
+
+
+@router.post("/lab/curves.csv")
+async def lab_curves_csv(request: Request, lab: LabDep, settings: SettingsDep):
+    body = await _curves(request, lab, settings, service.curves_csv)
+    return download(body.encode(), "text/csv; charset=utf-8", "lab-curves.csv")
 
 
 @router.get("/lab/runs/{run_id}/vocab")
