@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from weakref import WeakKeyDictionary
 
 from app.engines import registry
-from app.engines.errors import TokenplayError, UnknownTokenizerError
+from app.engines.errors import UnknownTokenizerError
 from app.features import numbers as numbers_feature
 from app.features.vocab import browser, health as health_feature
 from app.features.vocab.characters import characters as characters_feature

@@ -15,7 +15,7 @@ from app.engines.errors import TokenplayError
 
 from .merges import MergeModel, NotMergeBasedError, merge_model
 from .store import JSONStore
-from .tokens import Vocabulary, browse, vocabulary
+from .tokens import browse, vocabulary
 
 #: The most children one token's record lists (a byte can start thousands of tokens); ``children_total`` says all.
 MAX_CHILDREN = 200

@@ -20,7 +20,6 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response
 
 from app.engines import registry
 from app.engines.errors import TokenplayError
