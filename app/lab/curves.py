@@ -64,9 +64,9 @@ def curve(run: Run, text: str, points: int) -> dict:
     replay = replay_for(run)
     transition = getattr(replay, "transition", None)
     ks = steps_for(run.n_steps, points, transition)
-    if isinstance(replay, RunReplay) and run.options.algorithm != "wordpiece":
+    if isinstance(replay, RunReplay) and run.options.algorithm in ("byte", "char"):
         counts = _merge_counts(replay, text, ks)
-    else:  # WordPiece's walk, unigram's rounds: the encode view's own count at each point
+    else:  # WordPiece's walk, sentencepiece's step models: the encode view's own count at each point
         counts = [len(replay.encode_trace(text, k)["ids"]) for k in ks]
     return {
         "id": run.id,

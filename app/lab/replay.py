@@ -444,7 +444,10 @@ class RunReplay(ReplayView):
 
 class SpmReplay(SentencePieceSteps, RunReplay):
     """A finished SentencePiece BPE run: its merge records as :class:`RunReplay` shows them, its corpus window, counts,
-    encode traces and vocabulary from the step's own ``.model`` (:class:`~.spm_replay.SentencePieceSteps`)."""
+    encode traces and vocabulary from the step's own ``.model`` (:class:`~.spm_replay.SentencePieceSteps`). It has
+    no superword stage: sentencepiece's trainer cuts its own words."""
+
+    transition = None
 
 
 _VIEWS: OrderedDict[tuple[str, int], RunReplay] = OrderedDict()

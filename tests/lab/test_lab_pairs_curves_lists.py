@@ -161,9 +161,9 @@ def test_steps_for_spreads_points_and_keeps_the_transition():
         {"algorithm": "byte", "pattern": "digits-r2l", "merges": 60, "superwords": {"transition": 30}},
         {"algorithm": "char", "pattern": "whitespace", "merges": 60, "end_of_word": True},
         {"algorithm": "char", "pattern": "gpt2", "merges": 60, "superwords": {"transition": 20}},
-        {"algorithm": "sentencepiece", "merges": 60},
+        {"algorithm": "sentencepiece", "merges": 20},
         {"algorithm": "wordpiece", "merges": 60},
-        {"algorithm": "unigram", "vocab_size": 320},
+        {"algorithm": "unigram", "vocab_size": 31},
     ],
     ids=["byte", "byte superwords", "char </w>", "char superwords", "sentencepiece", "wordpiece", "unigram"],
 )
