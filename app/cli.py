@@ -379,6 +379,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
     if args.conformance:
         return _conformance(args)
+    if args.format == "text":
+        raise TokenplayError("a measurement answers --format json, csv or html (text is for --conformance)")
     names = [n.strip() for part in args.tokenizers for n in part.split(",") if n.strip()]
     if not names:
         raise TokenplayError("name the tokenizers to measure with: --tokenizers cl100k_base,llama-3 (see tokenplay list)")
@@ -526,8 +528,12 @@ def _conformance(args: argparse.Namespace) -> int:
     result = conformance.check(args.conformance, args.paths, read=read, context=args.context, limit=args.limit)
     if args.format == "json":
         data = result.json() + b"\n"
-    else:
+    elif args.format == "csv":
+        data = result.csv().encode("utf-8")
+    elif args.format == "text":
         data = result.text().encode("utf-8")
+    else:
+        raise TokenplayError("--conformance answers --format json, csv or text")
     if args.out:
         with open(args.out, "wb") as f:
             f.write(data)
@@ -656,7 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--field", default="text", help="the .jsonl field or Parquet column holding the text (default: text)")
     p.add_argument("--group-by", default=None, metavar="file|field:NAME",
                    help="figures per file, or per value of a field (a language, say)")
-    p.add_argument("--format", choices=("json", "csv", "html"), default="json")
+    p.add_argument("--format", choices=("json", "csv", "html", "text"), default="json",
+                   help="json (default), csv, html (a page of tables and charts); --conformance: json, csv or text")
     p.add_argument("--out", default=None, metavar="FILE", help="write the report here (default: stdout)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     p.add_argument("--dask", default=None, metavar="ADDRESS",
