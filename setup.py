@@ -6,7 +6,8 @@ the byte-level split and loop over pre-tokens (bpe/patterns.py, encoder.py); ``s
 SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_lattice.c``, the unigram Viterbi pass and normalizer (sentencepiece/unigram.py, normalizer.py);
 ``sentencepiece/_unigram_train.c``, the unigram trainer's E-step and pruning losses (sentencepiece/unigram_trainer.py);
-``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py). They share
+``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py);
+``training/_word_table.c``, a corpus's words tallied by a table (training/word_table.py, for the corpus measure). They share
 ``app/engines/twins.h`` (every extension ``depends`` on it, so a change to it rebuilds them all). ``optional=True``:
 where no C compiler is found the install goes on without them, and the Python loops do the same work, slower.
 """

@@ -1,6 +1,6 @@
 """Which compiled twins of hot loops this process runs: the C extensions setup.py builds next to their Python loops
 (:data:`TWINS`: ``app/engines/_merge.c``, ``bpe/_pieces.c``, ``sentencepiece/_lattice.c``, ``_chunks.c`` and
-``_unigram_train.c``, ``training/_train.c``, sharing ``app/engines/twins.h``).
+``_unigram_train.c``, ``training/_train.c`` and ``_word_table.c``, sharing ``app/engines/twins.h``).
 
 Each twin is optional: a machine without a C compiler installs without it, and ``TOKENPLAY_PURE_PYTHON=1`` turns
 them all off (the tests run both ways). This module only finds them; the modules that own the loops choose between
@@ -23,6 +23,7 @@ TWINS = {
     "_chunks": "app.engines.sentencepiece._chunks",  # sentencepiece/model.py
     "_unigram_train": "app.engines.sentencepiece._unigram_train",  # sentencepiece/unigram_trainer.py
     "_train": "app.engines.training._train",  # training/words.py and pair_counts.py, wordpiece/trainer.py
+    "_word_table": "app.engines.training._word_table",  # training/word_table.py (the corpus measure's words)
 }
 
 

@@ -225,52 +225,20 @@ def empty_tally(encoders: Sequence[Encoder]) -> Tally:
                  {e.name: (e.unk_id is not None, e.fallback_ids is not None) for e in encoders})
 
 
+#: Characters of documents measured together: each document is encoded on its own, but its group's words, sizes and
+#: ids are tallied once per batch (per-document work in Python is what slows down a corpus of short documents).
+BATCH_CHARS = 1 << 20
+
+
 def measure_part(part: Part, encoders: Sequence[Encoder], options: ReadOptions, words: WordCounter | None = None,
                  progress=None) -> Tally:
     """Read and tally one part (``words``: a :class:`WordCounter` to reuse across parts, keeping its cache;
-    ``progress(n)``: called now and then with how many more bytes of text were measured)."""
+    ``progress(n)``: called after each batch with how many more bytes of text were measured)."""
     tally = empty_tally(encoders)
-    words = words or WordCounter(encoders)
-    names = tally.tokenizers
-    local_keys: list[str] = []
-    local_index: dict[str, int] = {}
-    doc_group = array("i")
-    doc_tokens = {name: array("q") for name in names}
-    done = 0
+    batch = _Batch(tally, encoders, words or WordCounter(encoders), part.file.label, progress)
     for doc in read_part(part, options, tally.problems):
-        text = doc.text
-        try:
-            all_ids = [enc.ids(text) for enc in encoders]
-            n_words, continued = words.count(text)
-        except TokenplayError as exc:  # a tokenizer that cannot encode this text: the document is left out for all
-            tally.problems.add(part.file.label, "encode_failed", 0, doc.where or "the file", str(exc)[:200])
-            continue
-        g = local_index.get(doc.group)
-        if g is None:
-            g = local_index[doc.group] = len(local_keys)
-            local_keys.append(doc.group)
-        sums = tally.group(doc.group)
-        sums.documents += 1
-        sums.chars += len(text)
-        n_bytes = len(text) if text.isascii() else len(text.encode("utf-8"))
-        sums.bytes += n_bytes
-        sums.invalid_utf8 += doc.replaced > 0
-        sums.words += n_words
-        doc_group.append(g)
-        for k, enc in enumerate(encoders):
-            ids = all_ids[k]
-            t = tally.tokens[enc.name][doc.group]
-            t.tokens += len(ids)
-            t.continued += continued[k]
-            t.ids.add(ids)
-            doc_tokens[enc.name].append(len(ids))
-        if progress is not None:
-            done += n_bytes
-            if done >= 1 << 20:
-                progress(done)
-                done = 0
-    if progress is not None and done:
-        progress(done)
+        batch.add(doc)
+    batch.flush()
     tally.fold()
     for enc in encoders:
         for sums in tally.tokens[enc.name].values():
@@ -279,12 +247,78 @@ def measure_part(part: Part, encoders: Sequence[Encoder], options: ReadOptions, 
                 sums.fallback = int(counts[np.isin(ids, enc.fallback_ids)].sum())
             if enc.unk_id is not None:
                 sums.unknown = int(counts[ids == enc.unk_id].sum())
-    tally.documents[part.index] = (
-        local_keys,
-        np.frombuffer(doc_group, dtype=np.int32).copy() if len(doc_group) else np.empty(0, np.int32),
-        {name: (np.frombuffer(a, dtype=np.int64).copy() if len(a) else np.empty(0, np.int64))
-         for name, a in doc_tokens.items()},
-    )
+    tally.documents[part.index] = batch.documents()
     tally.parts = 1
     tally.weight = part.weight
     return tally
+
+
+class _Batch:
+    """Documents gathered until :data:`BATCH_CHARS`, then tallied by group."""
+
+    def __init__(self, tally: Tally, encoders: Sequence[Encoder], words: WordCounter, label: str, progress):
+        self.tally, self.encoders, self.words, self.label, self.progress = tally, list(encoders), words, label, progress
+        self.docs: list = []
+        self.chars = 0
+        self.keys: list[str] = []  # the part's groups, in order of first document
+        self.index: dict[str, int] = {}
+        self.doc_group = array("i")
+        self.doc_tokens = {e.name: array("q") for e in encoders}
+
+    def add(self, doc) -> None:
+        self.docs.append(doc)
+        self.chars += len(doc.text)
+        if self.chars >= BATCH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        docs, self.docs, self.chars = self.docs, [], 0
+        if not docs:
+            return
+        encoded = []  # per document: the ids of every encoder, or None when one of them cannot encode it
+        for doc in docs:
+            try:
+                encoded.append([enc.ids(doc.text) for enc in self.encoders])
+            except TokenplayError as exc:  # a tokenizer that cannot encode this text: left out for every tokenizer
+                self.tally.problems.add(self.label, "encode_failed", 0, doc.where or "the file", str(exc)[:200])
+                encoded.append(None)
+        by_group: dict[str, list[int]] = {}
+        for k, (doc, ids) in enumerate(zip(docs, encoded)):
+            if ids is None:
+                continue
+            by_group.setdefault(doc.group, []).append(k)
+            g = self.index.get(doc.group)
+            if g is None:
+                g = self.index[doc.group] = len(self.keys)
+                self.keys.append(doc.group)
+            self.doc_group.append(g)
+            for enc, these in zip(self.encoders, ids):
+                self.doc_tokens[enc.name].append(len(these))
+        told = 0
+        for group, members in by_group.items():
+            text = "\n".join(docs[k].text for k in members)  # a newline is no word character: no word spans two
+            sums = self.tally.group(group)
+            sums.documents += len(members)
+            sums.chars += len(text) - (len(members) - 1)
+            n_bytes = (len(text) if text.isascii() else len(text.encode("utf-8"))) - (len(members) - 1)
+            sums.bytes += n_bytes
+            told += n_bytes
+            sums.invalid_utf8 += sum(1 for k in members if docs[k].replaced)
+            n_words, continued = self.words.count(text)
+            sums.words += n_words
+            for j, enc in enumerate(self.encoders):
+                t = self.tally.tokens[enc.name][group]
+                arrays = [encoded[k][j] for k in members]
+                t.tokens += sum(map(len, arrays))
+                t.continued += continued[j]
+                t.ids.add(np.concatenate(arrays) if len(arrays) > 1 else arrays[0])
+        if self.progress is not None and told:
+            self.progress(told)
+
+    def documents(self):
+        return (
+            self.keys,
+            np.frombuffer(self.doc_group, dtype=np.int32).copy() if len(self.doc_group) else np.empty(0, np.int32),
+            {name: (np.frombuffer(a, dtype=np.int64).copy() if len(a) else np.empty(0, np.int64))
+             for name, a in self.doc_tokens.items()},
+        )

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 import regex
 
+from app.engines.training.word_table import word_table
+
 from .encoders import Encoder
 
-#: A word, as the issue defines it: the ``regex`` module's ``\w+`` (letters, marks, digits, connector punctuation).
-WORD = regex.compile(r"\w+")
 #: Characters of text scanned for words at a time.
 STRETCH = 1 << 20
 #: Distinct words whose token counts are kept (per process, every tokenizer's count in one entry).
@@ -44,43 +44,51 @@ def stretches(text: str, size: int = STRETCH) -> list[str] | tuple[str]:
 
 
 class WordCounter:
-    """Counts words and, for each encoder, the words it cuts into 2+ tokens when encoded alone."""
+    """Counts words and, for each encoder, the words it cuts into 2+ tokens when encoded alone.
+
+    The cache maps a word to a bit mask: bit ``k`` is set when encoder ``k`` cuts it, so a stretch's words are
+    looked up and tallied by a compiled :func:`app.engines.training.word_table.word_table` rather than a Python step per word.
+    """
 
     def __init__(self, encoders: Sequence[Encoder], cache_words: int = CACHE_WORDS):
         self.encoders = list(encoders)
-        self.cache: dict[str, tuple[int, ...]] = {}
+        self.cache = word_table()
         self.cache_words = cache_words
 
     def count(self, text: str) -> tuple[int, list[int]]:
         """``(words, [continued words per encoder])`` of ``text``."""
         words = 0
-        continued = [0] * len(self.encoders)
+        by_mask: Counter = Counter()
         for stretch in stretches(text):
-            found = WORD.findall(stretch)
-            if not found:
-                continue
-            words += len(found)
-            occurrences = Counter(found)
-            cache = self.cache
-            missing = [w for w in occurrences if w not in cache]
+            n, tallied, missing = self.cache.count(stretch)
+            words += n
+            by_mask.update(tallied)
             if missing:
-                self._learn(missing)
-            for word, n in occurrences.items():
-                counts = cache.get(word)
-                if counts is None:  # not kept (the cache was full); asked again below
-                    counts = self._counts([word])[0]
-                for k, c in enumerate(counts):
-                    if c >= 2:
-                        continued[k] += n
+                occurrences = Counter(missing)
+                learned = self._learn(list(occurrences))
+                for word, k in occurrences.items():
+                    by_mask[learned[word]] += k
+        continued = [0] * len(self.encoders)
+        for mask, n in by_mask.items():
+            for k in range(len(continued)):
+                if mask >> k & 1:
+                    continued[k] += n
         return words, continued
 
-    def _counts(self, words: list[str]) -> list[tuple[int, ...]]:
-        per_encoder = [e.word_counts(words) for e in self.encoders]
-        return list(zip(*per_encoder))
+    def masks(self, words: Sequence[str]) -> list[int]:
+        """Each word's mask, asked of the encoders."""
+        mask = [0] * len(words)
+        for k, enc in enumerate(self.encoders):
+            for j, n in enumerate(enc.word_counts(words)):
+                if n >= 2:
+                    mask[j] |= 1 << k
+        return mask
 
-    def _learn(self, words: list[str]) -> None:
+    def _learn(self, words: list[str]) -> dict[str, int]:
+        """The masks of ``words`` (the cache lacks them), asked of the encoders and kept while the cache has room."""
+        masks = self.masks(words)
         if len(self.cache) + len(words) > self.cache_words:
             self.cache.clear()
-        if len(words) > self.cache_words:
-            return
-        self.cache.update(zip(words, self._counts(words)))
+        if len(words) <= self.cache_words:
+            self.cache.add(words, masks)
+        return dict(zip(words, masks))
