@@ -446,7 +446,6 @@ def measure_ref(name: str):
     from pathlib import Path
 
     from app.features.measure import bytes_ref, callable_ref, registry_ref
-    from app.settings import Settings
 
     try:
         return registry_ref(name)
@@ -456,6 +455,7 @@ def measure_ref(name: str):
         from functools import partial
 
         from app.lab.stores import make_store
+        from app.settings import Settings
 
         run = make_store(Settings()).get(name[len("lab-"):])
         if run is None or run.status != "done":
@@ -463,6 +463,7 @@ def measure_ref(name: str):
                                  "serve, /lab) or point TOKENPLAY_LAB_RUNS_DIR / REDIS_URL at the server's store")
         return callable_ref(name, "lab:" + run.id, partial(lab_run_tokenizer, run))
     if name.startswith("upload:"):
+        from app.settings import Settings
         from app.web.uploads import Uploads
 
         upload = Uploads.from_settings(Settings()).store.get(name[len("upload:"):])

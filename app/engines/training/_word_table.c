@@ -19,17 +19,19 @@
 /* Values below this are tallied in an array; larger ones in a dict. */
 #define SMALL 1024
 
+/* A known word: where its code points are in the arena, how many, its value. */
+typedef struct {
+    Py_ssize_t start, len;
+    long value;
+} Entry;
+
 typedef struct {
     PyObject_HEAD
     PyObject *bitmap;        /* bytes */
     Py_ssize_t cap;          /* slots (a power of two, or 0) */
-    Py_ssize_t used;         /* words */
-    Py_ssize_t *slots;       /* index of a word + 1, or 0 for an empty slot */
-    uint64_t *hashes;        /* per word */
-    Py_ssize_t *starts;      /* per word: where its code points start in the arena */
-    Py_ssize_t *lens;        /* per word: how many code points */
-    long *values;            /* per word */
-    Py_ssize_t words_cap;
+    uint64_t *slots;         /* 0 (empty), or the word's hash's top 32 bits and its index + 1 (low 32 bits) */
+    Entry *entries;
+    Py_ssize_t used, entries_cap;
     Py_UCS4 *arena;
     Py_ssize_t arena_len, arena_cap;
 } WordTable;
@@ -43,29 +45,40 @@ static uint64_t hash_of(int kind, const void *data, Py_ssize_t start, Py_ssize_t
     return h;
 }
 
+#define TAG(h) ((h) & 0xFFFFFFFF00000000ULL)
+
 /* The index of the word text[start:end] (of hash h), or -1. */
 static Py_ssize_t find(WordTable *t, uint64_t h, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     if (!t->cap) return -1;
     Py_ssize_t mask = t->cap - 1, len = end - start;
     for (Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)mask);; s = (s + 1) & mask) {
-        Py_ssize_t k = t->slots[s] - 1;
-        if (k < 0) return -1;
-        if (t->hashes[k] != h || t->lens[k] != len) continue;
-        const Py_UCS4 *known = t->arena + t->starts[k];
+        uint64_t slot = t->slots[s];
+        if (!slot) return -1;
+        if (TAG(slot) != TAG(h)) continue;
+        Py_ssize_t k = (Py_ssize_t)(slot & 0xFFFFFFFFULL) - 1;
+        const Entry *e = &t->entries[k];
+        if (e->len != len) continue;
+        const Py_UCS4 *known = t->arena + e->start;
         Py_ssize_t i = 0;
         while (i < len && known[i] == PyUnicode_READ(kind, data, start + i)) i++;
         if (i == len) return k;
     }
 }
 
+static void place(uint64_t *slots, Py_ssize_t cap, uint64_t h, Py_ssize_t k) {
+    Py_ssize_t s = (Py_ssize_t)(h & (uint64_t)(cap - 1));
+    while (slots[s]) s = (s + 1) & (cap - 1);
+    slots[s] = TAG(h) | (uint64_t)(k + 1);
+}
+
 static int grow_slots(WordTable *t) {
     Py_ssize_t cap = t->cap ? 2 * t->cap : 1024;
-    Py_ssize_t *slots = PyMem_Calloc((size_t)cap, sizeof *slots);
+    uint64_t *slots = PyMem_Calloc((size_t)cap, sizeof *slots);
     if (!slots) return no_memory();
+    int kind = PyUnicode_4BYTE_KIND;
     for (Py_ssize_t k = 0; k < t->used; k++) {
-        Py_ssize_t s = (Py_ssize_t)(t->hashes[k] & (uint64_t)(cap - 1));
-        while (slots[s]) s = (s + 1) & (cap - 1);
-        slots[s] = k + 1;
+        const Entry *e = &t->entries[k];
+        place(slots, cap, hash_of(kind, t->arena, e->start, e->start + e->len), k);
     }
     PyMem_Free(t->slots);
     t->slots = slots;
@@ -80,39 +93,24 @@ static int add_one(WordTable *t, PyObject *word, long value) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(word);
     uint64_t h = hash_of(kind, data, 0, len);
     if (find(t, h, kind, data, 0, len) >= 0) return 0;
+    if (t->used >= 0x7FFFFFFF) return raise_error(PyExc_OverflowError, "the word table is full");
     if (2 * (t->used + 1) > t->cap && grow_slots(t) < 0) return -1;
-    Py_ssize_t k = t->used;
-    Py_ssize_t cap = t->words_cap;
-    if (k >= cap) {
-        Py_ssize_t grown = cap ? 2 * cap : 1024;
-        if (resize_array(&t->hashes, grown, sizeof *t->hashes) < 0 || resize_array(&t->starts, grown, sizeof *t->starts) < 0
-            || resize_array(&t->lens, grown, sizeof *t->lens) < 0 || resize_array(&t->values, grown, sizeof *t->values) < 0)
-            return -1;
-        t->words_cap = grown;
-    }
+    if (GROW(t->entries, t->entries_cap, t->used + 1, 1024) < 0) return -1;
     if (GROW(t->arena, t->arena_cap, t->arena_len + len, 4096) < 0) return -1;
     for (Py_ssize_t i = 0; i < len; i++) t->arena[t->arena_len + i] = PyUnicode_READ(kind, data, i);
-    t->hashes[k] = h;
-    t->starts[k] = t->arena_len;
-    t->lens[k] = len;
-    t->values[k] = value;
+    t->entries[t->used] = (Entry){t->arena_len, len, value};
     t->arena_len += len;
+    place(t->slots, t->cap, h, t->used);
     t->used++;
-    Py_ssize_t mask = t->cap - 1, s = (Py_ssize_t)(h & (uint64_t)mask);
-    while (t->slots[s]) s = (s + 1) & mask;
-    t->slots[s] = k + 1;
     return 0;
 }
 
 static void clear_all(WordTable *t) {
     PyMem_Free(t->slots);
-    PyMem_Free(t->hashes);
-    PyMem_Free(t->starts);
-    PyMem_Free(t->lens);
-    PyMem_Free(t->values);
+    PyMem_Free(t->entries);
     PyMem_Free(t->arena);
-    t->slots = NULL, t->hashes = NULL, t->starts = NULL, t->lens = NULL, t->values = NULL, t->arena = NULL;
-    t->cap = t->used = t->words_cap = t->arena_len = t->arena_cap = 0;
+    t->slots = NULL, t->entries = NULL, t->arena = NULL;
+    t->cap = t->used = t->entries_cap = t->arena_len = t->arena_cap = 0;
 }
 
 static int table_init(WordTable *t, PyObject *args, PyObject *kwds) {
@@ -158,13 +156,14 @@ static PyObject *table_count(WordTable *t, PyObject *arg) {
         }
         words++;
         Py_ssize_t k = find(t, hash_of(kind, data, start, i), kind, data, start, i);
-        if (k >= 0 && t->values[k] < SMALL) {
-            small[t->values[k]]++;
+        long v = k >= 0 ? t->entries[k].value : -1;
+        if (k >= 0 && v < SMALL) {
+            small[v]++;
             continue;
         }
         int rc;
         if (k >= 0) {
-            PyObject *key = PyLong_FromLong(t->values[k]);
+            PyObject *key = PyLong_FromLong(v);
             PyObject *old = key ? PyDict_GetItemWithError(big, key) : NULL;
             PyObject *now = (key && (old || !PyErr_Occurred())) ? PyLong_FromSsize_t((old ? PyLong_AsSsize_t(old) : 0) + 1) : NULL;
             rc = now ? PyDict_SetItem(big, key, now) : -1;
