@@ -397,6 +397,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if show:
             from tqdm import tqdm
 
+            tqdm.monitor_interval = 0  # no monitor thread: the worker processes are forked from this one
             bar = tqdm(total=corpus.total_bytes, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
                        desc="measuring", dynamic_ncols=True)
 
@@ -678,8 +679,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed (default 0)")
     p.add_argument("--max-document-mb", type=float, default=8.0,
                    help="documents larger than this are skipped and reported (default 8)")
-    p.add_argument("--part-mb", type=float, default=8.0,
-                   help="large .jsonl files are measured in parts of this size (default 8)")
+    p.add_argument("--part-mb", type=float, default=4.0,
+                   help="large .jsonl files are measured in parts of this size (default 4)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a progress bar on stderr (default: when stderr is a terminal)")
     p.add_argument("--conformance", default=None, metavar="MODEL",

@@ -37,8 +37,9 @@ def one(corpus):
     return _measure(corpus, InProcess())
 
 
-def test_two_worker_processes_give_identical_figures(corpus, one):
-    two = _measure(corpus, ProcessPool(2))
+@pytest.mark.parametrize("start", [None, "spawn"])
+def test_two_worker_processes_give_identical_figures(corpus, one, start):
+    two = _measure(corpus, ProcessPool(2, start))
     assert one.corpus["parts"] > 10
     assert two.tokenizers == one.tokenizers
     assert two.corpus == one.corpus and two.problems == one.problems

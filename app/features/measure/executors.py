@@ -6,8 +6,8 @@ as it finishes (in any order: tallies merge the same in every order); ``progress
 :class:`MeasureCancelled`.
 
 - :class:`InProcess` — one worker: this process, part after part (``--workers 1``);
-- :class:`ProcessPool` — ``--workers N``: N local processes (``concurrent.futures``, started with ``spawn``), each
-  building the tokenizers once;
+- :class:`ProcessPool` — ``--workers N``: N local processes (``concurrent.futures``), forked from this one with the
+  tokenizers built (or, when this process runs other threads, spawned, each building them once);
 - :class:`DaskExecutor` — ``--dask ADDRESS`` (an existing scheduler) or ``--dask local:N`` (a ``LocalCluster`` of N
   single-threaded worker processes): the parts become Dask tasks; the tokenizer refs are sent to every worker once.
   Dask is an optional extra (``pip install 'tokenplay[dask]'``); the files must be readable at the same path on
@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.engines.errors import TokenplayError
+from app.engines.training.word_table import word_bitmap
 
 from .refs import TokenizerRef, encoders_for
 from .sources import Part, ReadOptions
@@ -139,16 +141,28 @@ def _worker_part(part: Part) -> Tally:
 class ProcessPool:
     """``workers`` local processes, each measuring whole parts."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, start: str | None = None):
         if workers < 1:
             raise MeasureError("--workers must be at least 1")
         self.workers = workers
+        self.start = start  # "fork" or "spawn"; None: fork when that is safe
 
     def describe(self) -> str:
         return f"{self.workers} local worker processes"
 
+    @staticmethod
+    def _context(job: Job):
+        """``fork`` when this process runs one thread (Linux): the tokenizers and the word bitmap are built here once
+        and every worker starts with them; else ``spawn`` (forking a process with other threads can copy a lock
+        another thread holds), each worker building its own."""
+        if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+            encoders_for(job.refs)
+            word_bitmap()
+            return multiprocessing.get_context("fork")
+        return multiprocessing.get_context("spawn")
+
     def run(self, job: Job, on_tally: OnTally, progress: Progress = _ignore, should_stop: ShouldStop = _never) -> None:
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context(self.start) if self.start else self._context(job)
         pool = cf.ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
                                       initargs=(job.refs, job.read))
         try:

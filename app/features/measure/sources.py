@@ -39,7 +39,7 @@ from app.engines.errors import TokenplayError
 KINDS = {".txt": "txt", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 #: The byte size of a part of a large uncompressed .jsonl file (the unit one worker measures at a time).
-PART_BYTES = 8 << 20
+PART_BYTES = 4 << 20
 #: Documents larger than this (UTF-8 bytes) are skipped and reported: a document is measured whole, in memory.
 MAX_DOCUMENT_BYTES = 8 << 20
 #: Bytes read at a time from a stream.
