@@ -24,19 +24,21 @@ CODE_POINTS = 0x110000
 
 @cache
 def word_bitmap() -> bytes:
-    """One bit per code point (least significant first), set where the regex module's ``\\w`` matches it (every
-    code point in one string, its ``\\w+`` runs set: a few thousand runs, whole bytes set at once)."""
-    every = "".join(map(chr, range(CODE_POINTS)))
+    """One bit per code point (least significant first), set where the regex module's ``\\w`` matches it (the code
+    points a block of 64K at a time in one string, its ``\\w+`` runs set: whole bytes at once)."""
     bits = bytearray(CODE_POINTS // 8)
-    for m in WORD.finditer(every):
-        start, end = m.span()
-        while start < end and start & 7:
-            bits[start >> 3] |= 1 << (start & 7)
-            start += 1
-        while end > start and end & 7:
-            end -= 1
-            bits[end >> 3] |= 1 << (end & 7)
-        bits[start >> 3 : end >> 3] = b"\xff" * ((end - start) >> 3)
+    block = 1 << 16
+    for first in range(0, CODE_POINTS, block):
+        chars = "".join(map(chr, range(first, first + block)))
+        for m in WORD.finditer(chars):
+            start, end = first + m.start(), first + m.end()
+            while start < end and start & 7:
+                bits[start >> 3] |= 1 << (start & 7)
+                start += 1
+            while end > start and end & 7:
+                end -= 1
+                bits[end >> 3] |= 1 << (end & 7)
+            bits[start >> 3 : end >> 3] = b"\xff" * ((end - start) >> 3)
     return bytes(bits)
 
 
