@@ -13,8 +13,14 @@ Rows, each the best of ``--repeat`` runs, the runs of each row alternated with t
 - **1 worker**: ``tokenplay measure DIR --tokenizers cl100k_base`` (every figure: words, vocabulary, Rényi...), the
   whole command's wall time (start-up, reading and parsing the files included); target >= 0.9x the peer;
 - **--workers 2**: target >= 1.7x one worker; **--dask local:2** (starting the cluster included): >= 1.5x;
-- **peak memory** of one worker (the one-worker command's maximum resident set), on the corpus and on a quarter of
-  it: under 400 MB whatever the size.
+- **peak memory** of one worker (the one-worker command's maximum resident set), on the corpus, on a quarter of
+  it, and on three documents of the largest size measured (`.txt` files of 7.9 MB each): under 400 MB whatever the
+  size.
+
+Parallel rows need free cores: the run first checks how much CPU two busy processes of this session get together,
+beside one (``headroom``: 2.0 on an idle two-core machine). On a shared machine Linux puts a session's processes in
+one scheduling group (autogroup), which gets its share of the cores however many processes it runs: a headroom
+near 1 means no parallel row can be met there, and says so.
 
 Then MB/s of every shipped tokenizer alone, one worker, on ``--per-tokenizer-mb`` MB of the same mix.
 
@@ -106,6 +112,39 @@ def peer_seconds(texts: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def headroom(seconds: float = 2.0) -> float:
+    """CPU seconds two busy processes get together over what one gets alone, in the same time (2.0: two free cores)."""
+    import multiprocessing
+
+    got = []
+    for n in (1, 2):
+        before = os.times()
+        procs = [multiprocessing.Process(target=_spin, args=(seconds,)) for _ in range(n)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        after = os.times()
+        got.append(after.children_user + after.children_system - before.children_user - before.children_system)
+    return got[1] / got[0] if got[0] else 0.0
+
+
+def big_documents(folder: Path, count: int = 3, size: int = 7_900_000) -> None:
+    """``count`` .txt files of ``size`` bytes of the mix each (just under the 8 MB document limit)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "\n\n".join(t for _, t in real_documents(3))
+    data = text.encode("utf-8")
+    for k in range(count):
+        piece = (data * (size // len(data) + 1))[k * 1000 : k * 1000 + size].decode("utf-8", "ignore")
+        (folder / f"big-{k}.txt").write_text(piece, encoding="utf-8")
+
+
 def run_cli(args: list[str]) -> tuple[float, float]:
     """(wall seconds, peak resident MB) of one `tokenplay measure` command (its own process, waited for with wait4)."""
     start = time.perf_counter()
@@ -141,10 +180,11 @@ def main() -> int:
 
 
 def _run(args, tmp: Path) -> int:
-    full, quarter, small = tmp / "full", tmp / "quarter", tmp / "small"
+    full, quarter, small, big = tmp / "full", tmp / "quarter", tmp / "small", tmp / "big"
     written, distinct, size = build_corpus(full, args.mb)
     build_corpus(quarter, args.mb / 4, seed=1)
     build_corpus(small, args.per_tokenizer_mb, seed=2)
+    big_documents(big)
     print(f"Corpus: {written:,} documents ({size / 1e6:.1f} MB of text), {distinct:,} distinct real documents from "
           f"the five corpora repeated in a shuffled order, in {FILES} .jsonl files; built for this run and deleted.\n")
 
@@ -161,9 +201,13 @@ def _run(args, tmp: Path) -> int:
         rows["--dask local:2"].append(run_cli([str(full), *common, "--dask", "local:2"])[0])
     del texts
     memory["quarter"] = run_cli([str(quarter), *common])[1]
+    memory["big"] = run_cli([str(big), *common])[1]
+    room = headroom()
 
     best = {k: min(v) for k, v in rows.items()}
     mbps = {k: size / 1e6 / s for k, s in best.items()}
+    print(f"Parallel headroom of this session: two busy processes got {room:.2f}x the CPU of one "
+          f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs).\n")
     print("| run (cl100k_base) | seconds | MB/s | ratio | target | met |")
     print("|---|---|---|---|---|---|")
     print(f"| peer: tiktoken encode_ordinary_batch, 1 thread | {best['peer']:.2f} | {mbps['peer']:.2f} | | | |")
@@ -173,12 +217,14 @@ def _run(args, tmp: Path) -> int:
         ratio = best[base] / best[name]
         met = ratio >= TARGETS[name]
         met_all &= met
+        verdict = "yes" if met else "no" if name == "1 worker" or room >= 1.8 else f"no (headroom {room:.2f})"
         print(f"| {name} | {best[name]:.2f} | {mbps[name]:.2f} | {ratio:.2f}x {base} | >= {TARGETS[name]}x | "
-              f"{'yes' if met else 'no'} |")
+              f"{verdict} |")
     print()
     print("| peak memory of one worker | MB | target | met |")
     print("|---|---|---|---|")
-    for label, key, mb in ((f"{args.mb / 4:g} MB corpus", "quarter", args.mb / 4), (f"{args.mb:g} MB corpus", "full", args.mb)):
+    for label, key in ((f"{args.mb / 4:g} MB corpus", "quarter"), (f"{args.mb:g} MB corpus", "full"),
+                       ("three 7.9 MB documents", "big")):
         met = memory[key] < MEMORY_TARGET_MB
         met_all &= met
         print(f"| {label} | {memory[key]:.0f} | < {MEMORY_TARGET_MB} | {'yes' if met else 'no'} |")
