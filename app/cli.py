@@ -418,9 +418,14 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if isinstance(executor, m.DaskExecutor):
             executor.close()
     _write_report(report, args.format, args.out)
-    for problem in report.problems:
+    return _said(report.problems, report.measured)
+
+
+def _said(problems, measured: bool) -> int:
+    """Every problem met on stderr, and the exit status: 1 when nothing could be measured."""
+    for problem in problems:
         print(f"tokenplay: measure: {problem.message}", file=sys.stderr)
-    if not report.measured:
+    if not measured:
         print("tokenplay: measure: nothing could be measured", file=sys.stderr)
         return 1
     return 0
@@ -501,6 +506,10 @@ def _write_report(report, fmt: str, out: str | None) -> None:
         data = report.csv().encode("utf-8")
     else:
         data = measure_html(report).encode("utf-8")
+    _write(data, out)
+
+
+def _write(data: bytes, out: str | None) -> None:
     if out:
         with open(out, "wb") as f:
             f.write(data)
@@ -536,18 +545,8 @@ def _conformance(args: argparse.Namespace) -> int:
         data = result.text().encode("utf-8")
     else:
         raise TokenplayError("--conformance answers --format json, csv or text")
-    if args.out:
-        with open(args.out, "wb") as f:
-            f.write(data)
-    else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    for problem in result.problems:
-        print(f"tokenplay: measure: {problem.message}", file=sys.stderr)
-    if not result.documents:
-        print("tokenplay: measure: nothing could be measured", file=sys.stderr)
-        return 1
-    return 0
+    _write(data, args.out)
+    return _said(result.problems, bool(result.documents))
 
 
 def _tokenizer_arguments(p: argparse.ArgumentParser) -> None:

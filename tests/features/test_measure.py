@@ -30,6 +30,7 @@ from app.features.measure.figures import interval, renyi_efficiency, resampled_s
 from app.features.measure.sources import Problems, decode, find_files, plan, read_part
 from app.features.measure.tally import IdCounts
 from helpers import measure_corpus
+from helpers.measure_corpus import corpus, docs  # noqa: F401 - the module's fixtures
 from helpers.oracles import tiktoken_reference
 
 SENTENCEPIECE_FILES = {"mistral-7b": "sentencepiece/mistral-7b-v0.1.model", "jurassic-2": "sentencepiece/jurassic-2.model"}
@@ -87,17 +88,6 @@ def assert_figures(got: dict, want: dict) -> None:
             assert got[key] == pytest.approx(value, rel=1e-12), key
         else:
             assert got[key] == value, key
-
-
-@pytest.fixture(scope="module")
-def docs():
-    return measure_corpus.documents(per_language=6, chars=500)
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, docs):
-    folder = tmp_path_factory.mktemp("corpus")
-    return measure_corpus.write_jsonl(folder / "docs.jsonl", docs)
 
 
 # -- every tokens figure, refereed ---------------------------------------------------------------------------------

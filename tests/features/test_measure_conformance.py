@@ -13,17 +13,8 @@ from app.features.measure import conformance
 from app.features.measure.conformance import ConformanceError, Runtime, check, runtimes
 from app.features.measure.sources import ReadOptions
 from helpers import measure_corpus
+from helpers.measure_corpus import corpus, docs  # noqa: F401 - the module's fixtures
 from helpers.oracles import tiktoken_reference
-
-
-@pytest.fixture(scope="module")
-def docs():
-    return measure_corpus.documents(per_language=5, chars=500)
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, docs):
-    return measure_corpus.write_jsonl(tmp_path_factory.mktemp("conformance") / "docs.jsonl", docs)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import gzip
 from pathlib import Path
 
 import orjson
+import pytest
 
 from helpers import realtext
 
@@ -58,3 +59,15 @@ def write_texts(folder: Path, docs: list[dict]) -> list[Path]:
         p.write_text(d["text"], encoding="utf-8")
         paths.append(p)
     return paths
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict]:
+    """A test module's documents: five of about 500 characters per language (import it to use it)."""
+    return documents(per_language=5, chars=500)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, docs) -> Path:
+    """The module's documents as one .jsonl file with their language (import it with ``docs``)."""
+    return write_jsonl(tmp_path_factory.mktemp("measure") / "docs.jsonl", docs)

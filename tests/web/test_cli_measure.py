@@ -13,22 +13,13 @@ import pytest
 import tiktoken
 import tokenizers
 from helpers import measure_corpus
+from helpers.measure_corpus import corpus, docs  # noqa: F401 - the module's fixtures
 from helpers.lab_helpers import wait_done
 from helpers.oracles import tiktoken_reference
 from tiktoken.load import load_tiktoken_bpe
 
 from app.cli import main
 from app.settings import Settings
-
-
-@pytest.fixture(scope="module")
-def docs():
-    return measure_corpus.documents(per_language=4, chars=400)
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, docs):
-    return measure_corpus.write_jsonl(tmp_path_factory.mktemp("cli") / "docs.jsonl", docs)
 
 
 def cl100k_tokens(texts) -> int:
