@@ -362,3 +362,29 @@ def test_csv_has_a_row_per_tokenizer_and_group(corpus):
     assert int(cl["tokens"]) == report.tokenizers["cl100k_base"]["tokens"]
     assert float(cl["renyi_efficiency"]) == report.tokenizers["cl100k_base"]["renyi_efficiency"]
     assert orjson.loads(report.json())["tokenizers"]["gpt2"]["groups"]["zh"]["tokens"] > 0
+
+
+def test_a_pipe_is_never_read_and_odd_names_stay_json(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe.txt")  # reading it would wait for a writer forever
+    odd = os.fsencode(tmp_path) + b"/caf\xe9.txt"  # a name that is not UTF-8
+    with open(odd, "wb") as f:
+        f.write(b"hello there")
+    (tmp_path / "g.jsonl").write_text('{"text": "a", "lang": "x\\ud800y"}\n')  # half a character, escaped
+    report = measure([str(tmp_path)], [registry_ref("gpt2")], read=ReadOptions(group_by="field:lang"))
+    kinds = {p.kind: p for p in report.problems}
+    assert kinds["not_a_file"].label == "pipe.txt"
+    assert "x\ufffdy" in report.tokenizers["gpt2"]["groups"]
+    assert orjson.loads(report.json())["corpus"]["documents"] == 2  # the odd name's file and the JSON line
+    by_file = measure([str(tmp_path)], [registry_ref("gpt2")], read=ReadOptions(group_by="file"))
+    assert "caf\ufffd.txt" in by_file.tokenizers["gpt2"]["groups"]
+
+
+def test_too_many_groups_are_refused_in_words(tmp_path):
+    from app.features.measure import MeasureError
+
+    rows = [{"text": f"doc {k}", "id": k} for k in range(30)]
+    path = measure_corpus.write_jsonl(tmp_path / "ids.jsonl", rows)
+    with pytest.raises(MeasureError, match="more than 20 groups .*--group-by field:id"):
+        measure([str(path)], [registry_ref("gpt2")], read=ReadOptions(group_by="field:id"), max_groups=20)

@@ -17,11 +17,15 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .executors import InProcess, Job, Progress, ShouldStop
+from .executors import InProcess, Job, MeasureError, Progress, ShouldStop
 from .figures import FIGURES, FigureOptions, ReferenceError, figures
 from .refs import TokenizerRef
 from .sources import PART_BYTES, Problem, ReadOptions, open_corpus
 from .tally import Tally
+
+
+#: Groups one measurement may have (each keeps a frequency table per tokenizer).
+MAX_GROUPS = 10_000
 
 
 @dataclass
@@ -81,6 +85,7 @@ def measure(
     progress: Progress | None = None,
     should_stop: ShouldStop | None = None,
     on_plan=None,
+    max_groups: int = MAX_GROUPS,
 ) -> Report:
     """Measure the corpus under ``paths`` with every tokenizer of ``refs``. ``on_plan(corpus)`` hears of the files
     and parts before the work starts (a progress bar learns its total there)."""
@@ -107,6 +112,11 @@ def measure(
             total[0].merge(tally)
         else:
             total.append(tally)
+        if len(total[0].groups) > max_groups:  # every group keeps a table per tokenizer: refuse, do not exhaust memory
+            raise MeasureError(
+                f"the documents fall into more than {max_groups:,} groups (--group-by {read.group_by}); group by a "
+                "field with fewer values"
+            )
 
     job = Job(refs, read, tuple(corpus.parts))
     kwargs = {}

@@ -24,6 +24,7 @@ import gzip
 import io
 import os
 import shutil
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -147,6 +148,7 @@ PROBLEM_MESSAGES = {
     "no_group": "{n} document(s) without the group field {x} (first: {first}); grouped as '(none)'",
     "corrupt": "is damaged after {first} ({x}); the documents before were measured",
     "not_found": "does not exist",
+    "not_a_file": "is not a regular file (a pipe or a device); skipped",
     "encode_failed": "{n} document(s) a tokenizer cannot encode (first: {first}: {x}); left out for every tokenizer",
     "part_failed": "could not be measured ({x}); left out",
     "skipped_files": "{n} file(s) in this folder are not .txt, .jsonl, .ndjson or .parquet (optionally .gz or "
@@ -235,26 +237,34 @@ def find_files(paths: Iterable[str | os.PathLike], problems: Problems) -> list[S
     seen: set[str] = set()
 
     def add(path: Path, label: str, kind: str | None, compression: str | None) -> None:
+        label = shown(label)
         real = str(path.resolve())
         if real in seen:
             return
         seen.add(real)
         try:
-            size = path.stat().st_size
+            info = path.stat()
         except OSError as exc:
             problems.add(label, "unreadable", detail=exc.strerror or str(exc))
             return
-        out.append(SourceFile(real, label, kind or "txt", compression, size))
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would never end
+            problems.add(label, "not_a_file")
+            return
+        out.append(SourceFile(real, label, kind or "txt", compression, info.st_size))
 
     paths = list(paths)
     for given in paths:
         root = Path(given)
-        label = str(given)
+        label = shown(str(given))
         if root.is_dir():
             # one folder: its files by their path inside it (the groups of --group-by file); several: as reached
             inside = len(paths) == 1
             skipped = 0
-            for folder, dirs, files in os.walk(root):
+
+            def unreadable(exc: OSError) -> None:
+                problems.add(shown(str(exc.filename or label)), "unreadable", detail=exc.strerror or str(exc))
+
+            for folder, dirs, files in os.walk(root, onerror=unreadable):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
                     if name.startswith("."):
@@ -273,6 +283,20 @@ def find_files(paths: Iterable[str | os.PathLike], problems: Problems) -> list[S
         else:
             problems.add(label, "not_found")
     return out
+
+
+def shown(text: str) -> str:
+    """``text`` as valid UTF-8 can hold it: a file name's undecodable bytes, or half a character from a JSON escape,
+    become U+FFFD (a report is JSON).
+
+    >>> shown("caf\\udce9.txt") == "caf\\ufffd.txt"
+    True
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
 
 
 def plan(files: Iterable[SourceFile], part_bytes: int = PART_BYTES, problems: Problems | None = None) -> list[Part]:
@@ -480,7 +504,7 @@ def _jsonl_documents(part: Part, options: ReadOptions, problems: Problems) -> It
                         problems.add(f.label, "no_group", position, where, repr(group_field))
                         group = NO_GROUP
                     else:
-                        group = value if isinstance(value, str) else orjson.dumps(value).decode()
+                        group = shown(value) if isinstance(value, str) else orjson.dumps(value).decode()
                 documents += 1
                 yield Document(group, text, replaced, where)
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
@@ -580,8 +604,8 @@ def _parquet_documents(part: Part, options: ReadOptions, problems: Problems) -> 
                     if key is None:
                         problems.add(f.label, "no_group", row, where, repr(group_field))
                         key = NO_GROUP
-                    elif not isinstance(key, str):
-                        key = str(key)
+                    else:
+                        key = shown(key) if isinstance(key, str) else str(key)
                     yield Document(key, value, replaced, where)
                 row += 1
     finally:
