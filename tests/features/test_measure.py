@@ -30,10 +30,11 @@ from app.features.measure.figures import interval, renyi_efficiency, resampled_s
 from app.features.measure.sources import Problems, decode, find_files, plan, read_part
 from app.features.measure.tally import IdCounts
 from helpers import measure_corpus
-from helpers.measure_corpus import corpus, docs  # noqa: F401 - the module's fixtures
 from helpers.oracles import tiktoken_reference
 
 SENTENCEPIECE_FILES = {"mistral-7b": "sentencepiece/mistral-7b-v0.1.model", "jurassic-2": "sentencepiece/jurassic-2.model"}
+
+docs, corpus = measure_corpus.fixtures()
 
 
 @cache

@@ -13,8 +13,9 @@ from app.features.measure import conformance
 from app.features.measure.conformance import ConformanceError, Runtime, check, runtimes
 from app.features.measure.sources import ReadOptions
 from helpers import measure_corpus
-from helpers.measure_corpus import corpus, docs  # noqa: F401 - the module's fixtures
 from helpers.oracles import tiktoken_reference
+
+docs, corpus = measure_corpus.fixtures()
 
 
 @pytest.mark.parametrize(

@@ -61,13 +61,16 @@ def write_texts(folder: Path, docs: list[dict]) -> list[Path]:
     return paths
 
 
-@pytest.fixture(scope="module")
-def docs() -> list[dict]:
-    """A test module's documents: five of about 500 characters per language (import it to use it)."""
-    return documents(per_language=5, chars=500)
+def fixtures():
+    """A test module's ``docs`` (five documents of about 500 characters per language) and ``corpus`` (them as one
+    .jsonl file with their language) fixtures: ``docs, corpus = measure_corpus.fixtures()``."""
 
+    @pytest.fixture(scope="module")
+    def docs() -> list[dict]:
+        return documents(per_language=5, chars=500)
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory, docs) -> Path:
-    """The module's documents as one .jsonl file with their language (import it with ``docs``)."""
-    return write_jsonl(tmp_path_factory.mktemp("measure") / "docs.jsonl", docs)
+    @pytest.fixture(scope="module")
+    def corpus(tmp_path_factory, docs) -> Path:
+        return write_jsonl(tmp_path_factory.mktemp("measure") / "docs.jsonl", docs)
+
+    return docs, corpus

@@ -13,13 +13,14 @@ import pytest
 import tiktoken
 import tokenizers
 from helpers import measure_corpus
-from helpers.measure_corpus import corpus, docs  # noqa: F401 - the module's fixtures
 from helpers.lab_helpers import wait_done
 from helpers.oracles import tiktoken_reference
 from tiktoken.load import load_tiktoken_bpe
 
 from app.cli import main
 from app.settings import Settings
+
+docs, corpus = measure_corpus.fixtures()
 
 
 def cl100k_tokens(texts) -> int:
