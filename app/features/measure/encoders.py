@@ -54,12 +54,22 @@ class _TiktokenEncoder(Encoder):
         return [len(ordinary(w)) for w in words]
 
 
+class _LibraryEncoder(Encoder):
+    """Hugging Face ``tokenizers``: a document through the library's batch encoder, which skips the offsets and
+    token strings ``encode`` also builds (the same ids)."""
+
+    def ids(self, text: str) -> np.ndarray:
+        return np.asarray(self.tokenizer.encode_batch([text])[0], dtype=np.uint32)
+
+
 def encoder_for(tokenizer: Tokenizer, name: str | None = None) -> Encoder:
     """The :class:`Encoder` of ``tokenizer`` (``name``: what the report calls it; default its registry name)."""
+    from app.engines.huggingface.library import HuggingFaceTokenizer
     from app.engines.openai.encodings import TiktokenTokenizer
 
     unk, fallback = token_classes(tokenizer)
-    cls = _TiktokenEncoder if type(tokenizer) is TiktokenTokenizer else Encoder
+    kind = type(tokenizer)
+    cls = _TiktokenEncoder if kind is TiktokenTokenizer else _LibraryEncoder if kind is HuggingFaceTokenizer else Encoder
     return cls(name or tokenizer.name, tokenizer, tokenizer.n_vocab, unk, fallback)
 
 
