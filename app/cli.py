@@ -85,8 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.tokenizer:
         _share_tokenizer_files(args.tokenizer)
+    from app.settings import Settings
+
     return serve("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-                 preload_tokenizers=args.preload)
+                 preload_tokenizers=args.preload, drain_seconds=Settings().drain_seconds)
 
 
 def cmd_tables(args: argparse.Namespace) -> int:

@@ -23,6 +23,10 @@ class Settings(BaseSettings):
     render_tokens: int = Field(3_000, gt=0, description="tokens coloured per page of the live view")
     compare_pane_tokens: int = Field(250, gt=0, description="tokens coloured per pane of the compare page (a pane shows about 60 to 220 at once; each pane pages on to the rest, and counts and stats cover the whole text)")
     cpu_threads: int = Field(2, gt=0, description="threads per process that tokenize and render for the playground and API (more requests wait their turn)")
+    untrusted_threads: int = Field(1, gt=0, description="threads per process that run uploaded tokenizers and chat templates (a lane of their own, so other users never wait behind them)")
+    user_code_seconds: float = Field(3.0, gt=0, description="the time budget of one request's work on what a user brought (an uploaded tokenizer's regexes, a chat template): over it, 422")
+    stuck_after_seconds: float = Field(60.0, gt=0, description="a worker whose CPU lane has held one request this long fails its health check and is replaced")
+    drain_seconds: float = Field(10.0, ge=0, description="on SIGTERM, how long the workers finish the requests under way before they are stopped")
     url_text_limit: int = Field(2_000, ge=0, description="texts up to this many characters are kept in the URL")
     templates_dir: Path = REPO_ROOT / "templates"
     template_reload: bool = Field(False, description="re-read a template when its file changes (for editing templates; costs a stat per use)")

@@ -708,7 +708,12 @@
       }
       for (const field of [file, config, name, regex, special]) field.value = "";
       tiktoken.disabled = false;
-      details.open = false;
+      const warnings = answer.warnings || [];
+      if (warnings.length) {  // added, with a warning to read: the form stays open to say it
+        status.textContent = "Added " + answer.name + ". Careful: " + warnings.join(" ");
+      } else {
+        details.open = false;
+      }
       added({
         name: answer.name,
         label: answer.label || answer.name,

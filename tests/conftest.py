@@ -27,6 +27,11 @@ from app.web.app import create_app
 hypothesis_settings.register_profile("tokenplay", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile("tokenplay")
 
+# The budget of work on a user's file (app/engines/budget.py) is a time limit: on a busy machine ordinary work on
+# an uploaded tokenizer could pass the default. Tests that are about the budget set a small one of their own on
+# work that is hostile on any machine; everything else gets one that only a hang would reach.
+os.environ.setdefault("TOKENPLAY_USER_CODE_SECONDS", "600")
+
 
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory) -> Settings:

@@ -297,7 +297,7 @@ class ProcessJobPool(BoundedJobs):
                 run.status, run.error = "error", "the training process did not start; train again in a moment"
                 return  # the worker is replaced below
             run.status = "running"
-            self.store.save(run)
+            self._save(job)
             worker.jobs += 1
             hold = None if self.hold is None else str(self.hold)
             worker.conn.send(
@@ -311,8 +311,9 @@ class ProcessJobPool(BoundedJobs):
             log.exception("lab run %s: supervising its training failed", run.id)
             run.status, run.error = "error", UNEXPECTED
         finally:
+            self._ended(job)
             try:
-                self.store.put(run)
+                self.flusher.keep(run)
             finally:
                 job.finished.set()
                 if worker is not None and (not keep or worker.jobs >= self.RECYCLE_AFTER or self._closed.is_set()):
@@ -365,7 +366,7 @@ class ProcessJobPool(BoundedJobs):
                 run.done_merges, run.target_merges = msg[1], msg[2]
                 if now - last_save > 1.0:  # other worker processes read progress from the store
                     last_save = now
-                    self.store.save(run)
+                    self._save(job)
                 continue
             if kind == "done":
                 run.apply(msg[1])

@@ -135,4 +135,9 @@ async def add_tokenizer_form(request: Request, tokenizers: TokenizersDep, upload
     except TokenplayError as exc:
         context = {"add": form.fields | {"error": str(exc)}, "back": form.fields.get("back", "playground")}
         return page_or_block(request, "add_tokenizer.html", "content", context, status_code=status_for(exc))
-    return remember(RedirectResponse(back_url(form.fields.get("back", ""), upload.name, tokenizers), 303), request, upload)
+    target = back_url(form.fields.get("back", ""), upload.name, tokenizers)
+    if upload.warnings:  # added, with something to read first: the page says it, with the way on
+        context = {"add": {}, "back": form.fields.get("back", "playground"),
+                   "added": {"name": upload.name, "warnings": upload.warnings, "next": target}}
+        return remember(page_or_block(request, "add_tokenizer.html", "content", context, status_code=201), request, upload)
+    return remember(RedirectResponse(target, 303), request, upload)

@@ -10,16 +10,18 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, PlainTextResponse, RedirectResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import __version__
+from app.engines import budget as budgets
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.lab.classroom import Classroom
 from app.settings import Settings
 
 from . import add_tokenizer, api, chat, compare, errors, follow, lab, languages, oddities, playground, side_by_side
+from .deps import lanes_of
 from .errors import NotFoundError
 from .render import make_environment
 from .uploads import Uploads
@@ -53,6 +55,21 @@ class BodyLimit:
                 message = f"request body is {int(length):,} bytes; the limit is {limit:,}"
                 return await errors.answer(request, 413, message)(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+class Budgets:
+    """Pure ASGI middleware: every request's work on what a user brought runs under a budget of
+    ``seconds`` (:mod:`app.engines.budget`; started when such work first runs, so waiting costs nothing)."""
+
+    def __init__(self, app, seconds: float):
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        with budgets.use(budgets.Budget(self.seconds)):
+            await self.app(scope, receive, send)
 
 
 class ServerTiming:
@@ -142,6 +159,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")},
     )
     app.add_middleware(ServerTiming)
+    app.add_middleware(Budgets, seconds=settings.user_code_seconds)
     errors.install(app)
 
     app.mount("/static", StaticFiles(directory=settings.static_dir), name="static")
@@ -181,8 +199,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(path, media_type=SWAGGER_FILES[name], headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", include_in_schema=False)
-    def healthz():  # pid: which worker process answered (bench/bench_tables.py reads each worker's memory)
-        return {"status": "ok", "version": __version__, "pid": os.getpid()}
+    async def healthz():  # pid: which worker process answered (bench/bench_tables.py reads each worker's memory)
+        # Answered by the event loop itself (a loop that answers is serving); a CPU lane holding one request
+        # longer than any request may take is stuck, and says so: the process manager then replaces the worker.
+        busy = lanes_of(app).oldest()
+        if busy > settings.stuck_after_seconds:
+            return JSONResponse({"status": "stuck", "pid": os.getpid(), "detail": f"one request has held the CPU "
+                                 f"lane for {busy:.0f} s"}, status_code=503)
+        return {"status": "ok", "version": __version__, "pid": os.getpid(), "busy": round(busy, 3)}
 
     for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, api):
         app.include_router(module.router)

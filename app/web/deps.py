@@ -24,12 +24,14 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
+from app.engines import budget as budgets
 from app.lab.runs import Run
 from app.lab.service import Lab, RunNotReady
 from app.lab.tokenizers import COOKIE
 from app.settings import Settings
 
 from .errors import NotFoundError, TooLargeError
+from .lanes import Lanes
 from .pickers import Tokenizers
 from .uploads import COOKIE as UPLOAD_COOKIE
 from .uploads import Uploads
@@ -158,15 +160,27 @@ FormDep = Annotated[FormData, Depends(_form)]
 T = TypeVar("T")
 
 
-async def run_cpu(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run CPU-bound work (tokenizing, rendering) in a thread of the app's small *CPU lane*.
+#: Threads per process that requests may hold while they wait for a lane or work in it (more wait without one).
+LANE_THREADS = 64
 
-    The lane holds ``settings.cpu_threads`` threads per process; more requests wait their turn, first come
-    first served. With FastAPI's default pool (40 threads) every waiting request would hold a thread and
-    share the GIL with the others, so under load all of them finish late together. Lab requests that only
-    wait (for a training to start) keep using the default pool, so they never hold up the lane.
-    """
-    limiter = getattr(request.app.state, "cpu_limiter", None)
+
+def lanes_of(app) -> Lanes:
+    """The app's lanes (:mod:`.lanes`), made on first use from its settings."""
+    lanes = getattr(app.state, "lanes", None)
+    if lanes is None:
+        settings = app.state.settings
+        lanes = app.state.lanes = Lanes(settings.cpu_threads, settings.untrusted_threads, settings.user_code_seconds)
+    return lanes
+
+
+async def run_cpu(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run CPU-bound work (tokenizing, rendering) in the app's CPU lane (:mod:`.lanes`): at most
+    ``settings.cpu_threads`` at a time per process, first come first served, and work on what a user brought in
+    a lane of its own, under the request's time budget. Lab requests that only wait (for a training to start)
+    keep using the default pool, so they never hold up the lane."""
+    lanes = lanes_of(request.app)
+    limiter = getattr(request.app.state, "lane_threads", None)
     if limiter is None:  # created on first use: a limiter belongs to the running event loop
-        limiter = request.app.state.cpu_limiter = anyio.CapacityLimiter(request.app.state.settings.cpu_threads)
-    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=limiter)
+        limiter = request.app.state.lane_threads = anyio.CapacityLimiter(LANE_THREADS)
+    work = partial(lanes.run, budgets.current(), partial(fn, *args, **kwargs))
+    return await anyio.to_thread.run_sync(work, limiter=limiter)

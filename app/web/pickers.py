@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.engines import registry
+from app.engines import budget, registry
 from app.engines.base import Tokenizer
 from app.engines.errors import UnknownTokenizerError
 from app.engines.registry import TokenizerSpec
@@ -71,13 +71,19 @@ class Tokenizers:
     def get(self, name: str) -> Tokenizer:
         name = self.resolve(name)
         upload = self.uploaded.get(name) if self.upload_cookie else None
-        return self.uploads.tokenizer(upload, name) if upload is not None else registry.get(name)
+        if upload is None:
+            return registry.get(name)
+        budget.untrusted()  # a user's file: the request moves to the lane of such work
+        return self.uploads.tokenizer(upload, name)
 
     def chat_config(self, name: str) -> dict | None:
         """The tokenizer_config.json this browser brought with its uploaded tokenizer ``name`` (its chat template
         renders that tokenizer's chats), or None."""
         upload = self.uploaded.get(name) if self.upload_cookie else None
-        return upload.chat_config if upload is not None else None
+        if upload is None or upload.config is None:
+            return None
+        budget.untrusted()
+        return upload.chat_config
 
     def listed(self) -> list[TokenizerSpec]:
         """The shipped tokenizers and this browser's lab tokenizers, in registry order (worked out once per

@@ -16,22 +16,28 @@ seconds for Gemma 3 on a busy machine). Tokenizers brought later (uploads) are b
 and mapped. ``preload="none"`` leaves every load to the workers, on first use.
 
 The supervisor binds the socket, loads, forks ``workers`` workers (each runs ``uvicorn.Server`` on the shared socket),
-then watches them: a worker that exits, or that does not answer a health check (a ping over a pipe, answered by a
-thread of the worker) within ``timeout_worker_healthcheck`` seconds, is replaced by a new fork, and the log says
-which ("Worker [pid] died ..." / "... did not answer ..."). SIGINT and SIGTERM stop the workers (each finishes its
-requests) and then the supervisor; SIGHUP replaces the workers one at a time, each new one serving before the old
-one stops. A worker also stops when the supervisor dies.
+then watches them: a worker that exits, or that fails a health check within ``timeout_worker_healthcheck`` seconds,
+is replaced by a new fork, and the log says which ("Worker [pid] died ..." / "... did not answer ..." / "... is
+stuck ..."). The health check is a real request: the supervisor pings the worker over a pipe, and a thread of the
+worker asks the worker's own server ``GET /healthz`` over a Unix socket only it listens on, which the event loop
+answers, and which says "stuck" (503) when one request has held the CPU lane longer than ``stuck_after_seconds``
+(work on a user's file stops at its budget far earlier; this is the last resort). SIGINT and SIGTERM stop the
+workers: each finishes its requests for at most ``drain_seconds`` (uvicorn's graceful shutdown), and a worker still
+there a few seconds later is killed; then the supervisor stops. SIGHUP replaces the workers one at a time, each new
+one serving before the old one stops. A worker also stops when the supervisor dies.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import http.client
 import logging
 import os
 import random
 import signal
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +50,10 @@ logger = logging.getLogger("uvicorn.error")
 
 #: How often the supervisor looks at its workers (seconds).
 TICK = 0.5
+#: Seconds past the drain that a stopping worker is given before it is killed.
+KILL_GRACE = 5.0
+#: What a worker's health thread answers when its server says it is stuck (or does not answer its own request).
+STUCK = "stuck"
 
 
 def preload(echo: Callable[[str], None] = logger.info) -> dict:
@@ -98,34 +108,41 @@ class Worker:
     @staticmethod
     def _serve(config: uvicorn.Config, sockets: list[socket.socket], conn: Connection) -> int:
         code = 1
+        private = None
         try:
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_DFL)  # the supervisor's flags are not this process's (uvicorn sets its own)
             _die_with_parent()
             random.seed()  # not the supervisor's sequence
             server = uvicorn.Server(config)
+            private = _private_socket()
+            path = private.getsockname()
+            timeout = max(1.0, config.timeout_worker_healthcheck - 1)
 
             def answer() -> None:
                 try:
                     while True:
                         conn.recv()
-                        conn.send(server.started)
+                        conn.send(_health(path, timeout) if server.started else False)
                 except (EOFError, OSError):
                     pass
 
             threading.Thread(target=answer, name="tokenplay-health", daemon=True).start()
-            server.run(sockets=sockets)
+            server.run(sockets=[*sockets, private])
             code = 0 if server.started else STARTUP_FAILURE
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 - the worker's last words, then its exit status says it failed
             logger.exception("Worker [%d] failed", os.getpid())
         finally:
+            if private is not None:
+                _unlink(private)
             logging.shutdown()
         return code
 
-    def ping(self, timeout: float) -> bool | None:
-        """The worker's answer (whether its server has started), or None when it does not answer in ``timeout``."""
+    def ping(self, timeout: float) -> bool | str | None:
+        """The worker's answer (whether its server has started, or :data:`STUCK`), or None when it does not answer
+        in ``timeout``."""
         try:
             self.parent_conn.send(b"ping")
             if self.parent_conn.poll(timeout):
@@ -154,8 +171,14 @@ class Worker:
         except ProcessLookupError:
             pass
 
-    def wait(self) -> None:
+    def wait(self, bound: float | None = None) -> None:
+        """Wait for the process to end; after ``bound`` seconds, kill it."""
+        deadline = None if bound is None else time.monotonic() + bound
         while not self.reaped():
+            if deadline is not None and time.monotonic() > deadline:
+                logger.error("Worker [%d] did not stop in %s s; killed", self.pid, bound)
+                self.signal(signal.SIGKILL)
+                deadline = None
             time.sleep(0.05)
         self.parent_conn.close()
 
@@ -165,6 +188,8 @@ class Supervisor:
 
     def __init__(self, config: uvicorn.Config, sockets: list[socket.socket], workers: int):
         self.config = config
+        #: How long a stopping worker may finish its requests before it is killed.
+        self.stop_bound = (config.timeout_graceful_shutdown or 0) + KILL_GRACE
         self.sockets = sockets
         self.count = workers
         self.workers: list[Worker] = []
@@ -193,8 +218,9 @@ class Supervisor:
                 break
         for worker in self.workers:
             worker.signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_bound
         for worker in self.workers:
-            worker.wait()
+            worker.wait(max(0.0, deadline - time.monotonic()))
         logger.info("Stopping parent process [%d]", os.getpid())
         return STARTUP_FAILURE if failed else 0
 
@@ -205,11 +231,16 @@ class Supervisor:
             if self.should_exit.is_set():
                 return False
             if not worker.reaped():
-                if worker.ping(timeout) is not None or self.should_exit.is_set():
+                answer = worker.ping(timeout)
+                if (answer is not None and answer != STUCK) or self.should_exit.is_set():
                     continue
                 if not worker.reaped():
-                    logger.error("Worker [%d] did not answer the health check in %s s; killed, starting another",
-                                 worker.pid, timeout)
+                    if answer == STUCK:
+                        logger.error("Worker [%d] is stuck (its server cannot answer a request in time); killed, "
+                                     "starting another", worker.pid)
+                    else:
+                        logger.error("Worker [%d] did not answer the health check in %s s; killed, starting "
+                                     "another", worker.pid, timeout)
                     worker.signal(signal.SIGKILL)
                     worker.wait()
                     self._replace(i)
@@ -242,14 +273,58 @@ class Supervisor:
                 logger.error("A new worker did not start; keeping worker [%d]", old.pid)
                 return
             old.signal(signal.SIGTERM)
-            old.wait()
+            old.wait(self.stop_bound)
             self.workers[i] = new
 
 
-def serve(app: str, *, host: str, port: int, workers: int, log_level: str, preload_tokenizers: bool = True) -> int:
+def _private_socket() -> socket.socket:
+    """A Unix socket only this worker listens on (its health check's requests reach this worker, no other)."""
+    path = os.path.join(tempfile.gettempdir(), f"tokenplay-health-{os.getpid()}-{random.getrandbits(32):08x}.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    os.chmod(path, 0o600)
+    sock.listen(8)
+    return sock
+
+
+def _unlink(sock: socket.socket) -> None:
+    try:
+        path = sock.getsockname()
+        sock.close()
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.path)
+
+
+def _health(path: str, timeout: float) -> bool | str:
+    """True when the worker's own server answers ``GET /healthz`` with 200 within ``timeout``, else :data:`STUCK`."""
+    conn = _UnixConnection(path, timeout)
+    try:
+        conn.request("GET", "/healthz")
+        return True if conn.getresponse().status == 200 else STUCK
+    except (OSError, http.client.HTTPException):
+        return STUCK
+    finally:
+        conn.close()
+
+
+def serve(app: str, *, host: str, port: int, workers: int, log_level: str, preload_tokenizers: bool = True,
+          drain_seconds: float = 10.0) -> int:
     """Bind, load the tokenizers (unless ``preload_tokenizers`` is false), fork ``workers`` workers and keep them until
-    SIGINT or SIGTERM; the exit status."""
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=workers)
+    SIGINT or SIGTERM (each worker finishes its requests for at most ``drain_seconds``); the exit status."""
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=workers,
+                            timeout_graceful_shutdown=drain_seconds)
     sock = config.bind_socket()
     try:
         if preload_tokenizers:

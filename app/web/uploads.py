@@ -31,7 +31,7 @@ from functools import cached_property
 from app.engines import registry
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
-from app.engines.registry.loaders import detect_format
+from app.engines.registry.loaders import detect_format, regex_warnings
 from app.engines.registry.tables import load_bytes
 from app.engines.registry import TokenizerSpec
 from app.features.chat.template import read_chat_config
@@ -65,6 +65,8 @@ class Upload:
     special_tokens: list[str] = field(default_factory=list)  # .tiktoken files
     created: float = field(default_factory=time.time)
     config: bytes | None = None  # the model's tokenizer_config.json, brought for its chat template
+    #: What the upload's answer warns of (a regex that backtracks catastrophically); not stored.
+    warnings: list[str] = field(default_factory=list, compare=False)
 
     finished = True  # what the stores ask of a record: an upload is complete when it is stored
 
@@ -112,7 +114,8 @@ class Upload:
         its bytes (built once, in a process of its own, for every worker)."""
         name = name or self.name
         return load_bytes(
-            self.data, name=name, pattern=self.pattern, special_tokens=self.special_tokens, engine=self.engines[name]
+            self.data, name=name, pattern=self.pattern, special_tokens=self.special_tokens, engine=self.engines[name],
+            untrusted=True,
         )
 
     def estimated_bytes(self) -> int:
@@ -180,8 +183,9 @@ def free_name(base: str, taken) -> str:
 class Uploads:
     """The uploads of the app: a store of :class:`Upload` records and the tokenizers built from them."""
 
-    def __init__(self, store):
+    def __init__(self, store, budget_seconds: float | None = None):
         self.store = store
+        self.budget_seconds = budget_seconds  # what a request on a user's file may take (said in warnings)
         self._built: OrderedDict[tuple[str, str], Tokenizer] = OrderedDict()  # (upload id, name) -> tokenizer
         self._lock = threading.Lock()
         self._loading: dict[tuple[str, str], threading.Lock] = {}  # one per (upload, name) being built: one build
@@ -198,7 +202,7 @@ class Uploads:
         else:
             store = DirectoryStore(settings.uploads_dir, max_store_bytes=settings.uploads_store_bytes, record=Upload,
                                    **common)
-        return cls(store)
+        return cls(store, settings.user_code_seconds)
 
     def add(
         self,
@@ -244,12 +248,13 @@ class Uploads:
         built = {}
         if twin:  # both engines must run it: Tokenplay's (its message names what it cannot model) and the library's
             built[TWIN + name] = load_bytes(data, name=TWIN + name, filename=filename)
-            built[name] = load_bytes(data, name=name, engine="huggingface", filename=filename)
+            built[name] = load_bytes(data, name=name, engine="huggingface", filename=filename, untrusted=True)
         else:
             built[name] = load_bytes(
                 data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename
             )
         tok = built[name]
+        warnings = regex_warnings(data, kind, pattern, budget_seconds=self.budget_seconds)
         upload = Upload(
             id=secrets.token_hex(6),
             name=name,
@@ -260,6 +265,7 @@ class Uploads:
             pattern=pattern if kind == "tiktoken" else None,
             special_tokens=list(special_tokens) if kind == "tiktoken" else [],
             config=config,
+            warnings=warnings,
         )
         self.store.put(upload)
         for built_name, built_tok in built.items():

@@ -5,10 +5,12 @@ files; a worker that dies is replaced; SIGTERM stops them all. No test here time
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,7 +29,7 @@ RESTARTS = ("died", "did not answer")
 class Served:
     """``python -m app.cli serve --workers N`` on a free loopback port, its log in a file."""
 
-    def __init__(self, tmp_path: Path, workers: int):
+    def __init__(self, tmp_path: Path, workers: int, env: dict[str, str] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / "serve.log"
@@ -35,7 +37,7 @@ class Served:
             "TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"),
             "TOKENPLAY_UPLOADS_DIR": str(tmp_path / "uploads"),
             "TOKENPLAY_LAB_POOL": "thread",
-        }
+        } | (env or {})
         cmd = [sys.executable, "-m", "app.cli", "serve", "--workers", str(workers), "--port", str(self.port),
                "--log-level", "info"]
         self.log = open(self.log_path, "w")
@@ -158,3 +160,67 @@ def test_sigterm_stops_the_workers_then_the_supervisor(served):
     assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
                for pid in workers)
     assert "Stopping parent process" in served.text()
+
+
+HOSTILE_JSON = json.dumps({
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+    "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False},
+    "post_processor": None, "decoder": None,
+    "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+              "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": {"a": 0, "!": 1},
+              "merges": []},
+}).encode()
+
+
+def _hang(server: Served, cookies: dict) -> threading.Thread:
+    """A request whose work never ends on its own: a catastrophic regex under a budget no test waits for."""
+
+    def send() -> None:
+        try:
+            with httpx.Client(timeout=600, cookies=cookies) as client:
+                client.post(server.url + "/api/tokenize", json={"text": "a" * 5000 + "!", "tokenizer": "native-hang"})
+        except httpx.HTTPError:
+            pass  # its worker was replaced, or stopped: the connection ends
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_stuck_worker_is_replaced_and_sigterm_drains_then_stops(tmp_path):
+    """Health means serving: a worker whose CPU lane holds one request past ``stuck_after_seconds`` fails its
+    health check (a real request to its own server) and is replaced, though its event loop still answers; and
+    SIGTERM with such a request under way stops the server all the same (the drain is bounded)."""
+    env = {"TOKENPLAY_USER_CODE_SECONDS": "100000", "TOKENPLAY_STUCK_AFTER_SECONDS": "2",
+           "TOKENPLAY_DRAIN_SECONDS": "1"}
+    server = Served(tmp_path, workers=1, env=env)
+    try:
+        with httpx.Client(base_url=server.url, timeout=300) as client:
+            r = client.post("/api/tokenizers", files={"file": ("hang.json", HOSTILE_JSON)}, data={"name": "hang"})
+            assert r.status_code == 201 and r.json()["warnings"], r.text
+            cookies = dict(client.cookies)
+        (first,) = server.workers()
+        _hang(server, cookies)
+        server.wait_for(lambda: f"Worker [{first}] is stuck" in server.text(), "the stuck worker to be found")
+        server.wait_for(lambda: len(server.workers()) == 1 and first not in server.workers(), "a new worker")
+        with httpx.Client(timeout=60) as client:
+            r = client.post(server.url + "/api/tokenize", json={"text": TEXT, "tokenizer": "cl100k_base"})
+            assert r.status_code == 200 and r.json()["ids"] == registry.get("cl100k_base").encode(TEXT)
+        (second,) = server.workers()
+        _hang(server, cookies)
+        server.wait_for(lambda: _lane_busy(server), "the second hostile request to be under way")
+        assert server.stop() is not None, "the server stopped"
+        assert "Stopping parent process" in server.text()
+        assert not Path(f"/proc/{second}").exists() or "Z" in Path(f"/proc/{second}/stat").read_text().split()[2]
+    finally:
+        if server.proc.poll() is None:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait(30)
+
+
+def _lane_busy(server: Served) -> bool:
+    """Whether the worker says a request holds its lane (its health answer counts the time it has held it)."""
+    try:
+        return httpx.get(server.url + "/healthz", timeout=5).json().get("busy", 0) > 0
+    except (httpx.HTTPError, ValueError):
+        return False

@@ -49,7 +49,7 @@ def test_each_format_round_trips_to_its_reference(make):
         r = upload(c, data_path("openai/gpt2.tiktoken"), name="my-gpt2", pattern="gpt2", special="<|endoftext|>")
         assert r.status_code == 201, r.text
         assert r.json() == {"name": "my-gpt2", "label": "my-gpt2 (yours, tiktoken)", "family": "upload",
-                            "n_vocab": 50257, "engines": {"my-gpt2": "tokenplay"}}
+                            "n_vocab": 50257, "engines": {"my-gpt2": "tokenplay"}, "warnings": []}
         assert ids(c, "my-gpt2") == tiktoken_encoding("gpt2").encode_ordinary(TEXT)
         assert ids(c, "my-gpt2", allow_special=True) == tiktoken_encoding("gpt2").encode(TEXT, allowed_special="all")
 

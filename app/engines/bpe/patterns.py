@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import regex
 
+from ..budget import UserPattern
 from ..compiled import twin
 from ..openai import unicode as tiktoken_unicode
 from ..openai.encodings import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
@@ -77,14 +78,16 @@ class ExactPattern:
     def __init__(self, pattern: str, cut_safe: bool = False):
         self.pattern = pattern
         self.cut_safe = cut_safe
-        self.plain = compiled(pattern)
-        self._spelled: regex.Pattern | None = None
+        # a pattern we did not ship (a user's): every match under the request's budget
+        self.plain = compiled(pattern) if cut_safe else UserPattern(compiled(pattern), "this tokenizer's split regex")
+        self._spelled: regex.Pattern | UserPattern | None = None
 
     @property
     def spelled(self) -> regex.Pattern:
         if self._spelled is None:
             try:
-                self._spelled = regex.compile(tiktoken_unicode.spell_out(self.pattern))
+                spelled = regex.compile(tiktoken_unicode.spell_out(self.pattern))
+                self._spelled = spelled if self.cut_safe else UserPattern(spelled, "this tokenizer's split regex")
             except regex.error:  # a custom pattern the spelling breaks (V1 set operations): the regex module's view
                 self._spelled = self.plain
         return self._spelled

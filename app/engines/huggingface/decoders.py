@@ -23,6 +23,7 @@ from itertools import groupby
 
 import regex
 
+from ..budget import UserPattern
 from ..errors import TokenplayError
 from .onig_matches import spans as onig_spans
 from .onig_regex import translate
@@ -218,7 +219,8 @@ def _step(obj: dict) -> Step:
             compiled = regex.compile(regex.escape(pattern["String"]))
         elif isinstance(pattern.get("Regex"), str):
             try:
-                compiled = regex.compile(translate(pattern["Regex"]))  # with Oniguruma's \w, \b, \h
+                # with Oniguruma's \w, \b, \h; a regex the file brings runs under the request's budget
+                compiled = UserPattern(translate(pattern["Regex"]), "this tokenizer's decoder regex (Replace)")
             except regex.error as exc:
                 raise TokenizerFileError(f"the Replace decoder's regex cannot be compiled: {exc}") from None
         else:

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 import tokenizers
 
 from ..base import Tokenizer, VocabFacts, check_text
+from ..budget import run_isolated
 from ..errors import InvalidTextError
 from .decoders import DecodeError
 from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
@@ -41,7 +42,7 @@ from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenize
 class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     """A ``tokenizer.json`` run by Hugging Face ``tokenizers``."""
 
-    def __init__(self, data: bytes | str, *, name: str = ""):
+    def __init__(self, data: bytes | str, *, name: str = "", untrusted: bool = False):
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             self.library = tokenizers.Tokenizer.from_str(text)
@@ -69,6 +70,20 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         self._n_vocab = max(ids) + 1
         self._holes = len(ids) != self._n_vocab
         self._lock = threading.Lock()
+        #: A file a user brought whose pipeline holds a regex: the library matches it in Rust, where nothing can
+        #: stop it, so every call that encodes or decodes runs in a child process under the request's budget.
+        self.isolated = untrusted and '"Regex"' in text
+
+    def _new_lock(self) -> None:  # in a forked child: the parent's lock was held by the thread that forked
+        self._lock = threading.Lock()
+
+    def _isolated(self, fn, *args):
+        # the lock is held while the child is forked, so that no other thread is inside the library then
+        return run_isolated(fn, *args, what=_REGEX_WORK, hold=self._lock, reset=self._new_lock)
+
+    def _plain_encoding(self, text: str, allow_special: bool) -> _PlainEncoding:
+        encoding = self._library_encoding(text, allow_special)
+        return _PlainEncoding(encoding.ids, encoding.offsets, encoding.tokens)
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte
@@ -89,6 +104,11 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
     def _encoding(self, text: str, allow_special: bool):
         check_text(text)
+        if self.isolated:
+            return self._isolated(self._plain_encoding, text, allow_special)
+        return self._library_encoding(text, allow_special)
+
+    def _library_encoding(self, text: str, allow_special: bool):
         with self._lock, _encoding_errors():
             self.library.encode_special_tokens = not allow_special
             return self.library.encode(text, add_special_tokens=False)
@@ -102,6 +122,11 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
         """The library's batch encoder without offsets (``encode_batch_fast``): the texts spread over every core
         outside the GIL, the same ids as :meth:`encode`."""
+        if self.isolated:
+            return self._isolated(self._batch_ids, texts, allow_special)
+        return self._batch_ids(texts, allow_special)
+
+    def _batch_ids(self, texts: Sequence[str], allow_special: bool) -> list[list[int]]:
         return [encoding.ids for encoding in self._batch_encodings(texts, allow_special)]
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
@@ -109,6 +134,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         (a whole corpus is millions of ids). The texts go to the library longest first, so that each batch's
         threads finish together (the last texts of a batch are its shortest) rather than one core waiting on a
         long text while the other is idle."""
+        if self.isolated:
+            return list(map(len, self.encode_batch(texts)))
         order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
         out = [0] * len(texts)
         for k, encoding in zip(order, self._batch_encodings([texts[k] for k in order], False)):
@@ -129,6 +156,11 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
         ids = self.check_ids(ids)
+        if self.isolated:
+            return self._isolated(self._library_decode, ids)
+        return self._library_decode(ids)
+
+    def _library_decode(self, ids: list[int]) -> str:
         try:
             return self.library.decode(ids, skip_special_tokens=False)
         except BaseException as exc:  # noqa: BLE001 - the library's errors and panics, in words; nothing else
@@ -141,9 +173,14 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         check_text(text)
         # the ids alone, without the library's offsets and token strings (they cost as much again on long inputs);
         # when the tokens' bytes join up to the text (no prefix space, no normalizer change) they place the tokens
-        with self._lock, _encoding_errors():
-            self.library.encode_special_tokens = not allow_special
-            ids = self.library.encode_batch_fast([text], add_special_tokens=False)[0].ids
+        encodings: dict[str, object] = {}
+        if self.isolated:  # one child answers the ids and the offsets
+            encodings["all"] = self._encoding(text, allow_special)
+            ids = encodings["all"].ids
+        else:
+            with self._lock, _encoding_errors():
+                self.library.encode_special_tokens = not allow_special
+                ids = self.library.encode_batch_fast([text], add_special_tokens=False)[0].ids
         if b"".join(map(_DATA, map(table.__getitem__, ids))) == text.encode("utf-8"):
             if self.byte_level:
                 return byte_level_result(self.name, text, ids, table)
@@ -153,7 +190,6 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             )
         # The library's offsets: for a window of the first tokens (what a view shows), from encoding a prefix of
         # the text whose ids agree with the text's well past the window; for anything else, from encoding it all.
-        encodings: dict[str, object] = {}
 
         def encoding_upto(stop: int):
             if "all" in encodings:
@@ -231,6 +267,24 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         return tokens
 
 
+class _PlainEncoding:
+    """What a child process answers of the library's ``Encoding``: the ids, offsets and token strings."""
+
+    __slots__ = ("ids", "offsets", "tokens")
+
+    def __init__(self, ids: list[int], offsets: list[tuple[int, int]], tokens: list[str]):
+        self.ids, self.offsets, self.tokens = ids, offsets, tokens
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def token_to_chars(self, k: int) -> tuple[int, int]:
+        return self.offsets[k]
+
+
+#: What an isolated call is named in the message of a budget it goes over.
+_REGEX_WORK = "this tokenizer's regex (run by Hugging Face tokenizers)"
+
 _DATA = attrgetter("data")
 #: A window's tokens are placed from a prefix of the text when the prefix's ids agree this far past the window.
 _PREFIX_CHECK = 256
@@ -249,6 +303,11 @@ def _encoding_errors():
     except BaseException as exc:  # noqa: BLE001 - re-raised unless it is the library's own failure
         if not _library_error(exc):
             raise
+        if "retry-limit" in str(exc):  # Oniguruma gave up on a match
+            raise InvalidTextError(
+                "this tokenizer's regex backtracks too much on this text: Hugging Face tokenizers gives up on it "
+                "(Oniguruma's retry limit); the model's own library cannot encode it either"
+            ) from None
         raise InvalidTextError(
             "this tokenizer cannot encode this text: Hugging Face tokenizers fails on it (a character it has no "
             "token for, and no unknown token to stand for it)"

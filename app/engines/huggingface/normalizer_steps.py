@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import regex
 
+from ..budget import UserPattern
 from ..sentencepiece.normalizer import CharsMap
 from .bert_text import SPLIT_SPACE, _member
 from .onig_matches import spans as onig_spans
@@ -143,7 +144,8 @@ def replace_regex(pattern: str, content: str) -> Step:
     ('a_b_c', [(0, 1), (2, 3), (3, 4), (4, 5), (5, 6)])
     """
     try:
-        compiled = regex.compile(translate(pattern))  # with Oniguruma's \w, \b, \h
+        # with Oniguruma's \w, \b, \h; a regex the file brings runs under the request's budget
+        compiled = UserPattern(translate(pattern), "this tokenizer's normalizer regex (Replace)")
     except regex.error as exc:
         raise TokenizerFileError(f"the Replace regex {pattern!r} cannot be compiled: {exc}") from None
 

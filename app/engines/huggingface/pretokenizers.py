@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import regex
 
+from ..budget import UserPattern
 from .bert_text import PUNCTUATION, SPLIT_SPACE, char_class
 from .onig_matches import spans as onig_spans
 from .onig_regex import translate
@@ -216,7 +217,8 @@ def _step(obj: dict) -> _Split:
     if kind == "Split":
         pattern = obj.get("pattern") if isinstance(obj.get("pattern"), dict) else {}
         if isinstance(pattern.get("Regex"), str):
-            compiled = _compile(translate(pattern["Regex"]))  # with Oniguruma's \w, \b, \h
+            # with Oniguruma's \w, \b, \h; a regex the file brings runs under the request's budget
+            compiled = UserPattern(_compile(translate(pattern["Regex"])), "this tokenizer's pre-tokenizer regex")
         elif isinstance(pattern.get("String"), str):
             compiled = regex.compile(regex.escape(pattern["String"]))
         else:

@@ -57,21 +57,25 @@ def check_size(data: bytes) -> None:
         )
 
 
-def tokenizer_from_json(data: bytes | str, *, name: str = "", engine: str = "tokenplay") -> Tokenizer:
-    """A ``tokenizer.json`` run by our engine (``tokenplay``) or by Hugging Face ``tokenizers``."""
+def tokenizer_from_json(
+    data: bytes | str, *, name: str = "", engine: str = "tokenplay", untrusted: bool = False
+) -> Tokenizer:
+    """A ``tokenizer.json`` run by our engine (``tokenplay``) or by Hugging Face ``tokenizers`` (``untrusted``: a
+    file a user brought, whose regexes the library then runs in a child process under the request's budget; our
+    engine runs every regex a file brings under it)."""
     if engine not in ENGINES:
         raise LoaderError(f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
     try:
-        return _build_from_json(data, name, engine)
+        return _build_from_json(data, name, engine, untrusted)
     finally:
         release_freed_memory()  # the parse left hundreds of MB of freed heap for a big model
 
 
-def _build_from_json(data: bytes | str, name: str, engine: str) -> Tokenizer:
+def _build_from_json(data: bytes | str, name: str, engine: str, untrusted: bool = False) -> Tokenizer:
     if engine == "huggingface":
         from ..huggingface.library import HuggingFaceTokenizer
 
-        return HuggingFaceTokenizer(data, name=name)
+        return HuggingFaceTokenizer(data, name=name, untrusted=untrusted)
     spec = parse_tokenizer_json(data)
     if spec.model_type == "WordPiece":
         from ..wordpiece.model import WordPieceTokenizer
@@ -254,19 +258,77 @@ def precheck(data: bytes, pattern: str | None = None, filename: str = "") -> str
     return kind
 
 
+def user_regexes(data: bytes, kind: str, pattern: str | None = None) -> list[str]:
+    """The regexes a tokenizer file brings, as the engines run them: a ``tokenizer.json``'s ``Split`` and
+    ``Replace`` steps' (normalizer, pre-tokenizer, decoder), a ``.tiktoken`` file's own split pattern."""
+    if kind == "tiktoken":
+        from ..bpe.patterns import pattern_regex
+
+        try:
+            return [] if pattern is None or pattern_regex(pattern) is not None or pattern == "none" else [pattern]
+        except ValueError:
+            return [pattern]
+    if kind != "tokenizer.json":
+        return []
+    from ..huggingface.onig_regex import translate
+    from ..huggingface.tokenizer_json import pipeline_steps
+
+    try:
+        obj = load_json(data)
+    except TokenizerFileError:
+        return []
+    found: list[str] = []
+    parts = (("normalizer", "normalizers"), ("pre_tokenizer", "pretokenizers"), ("decoder", "decoders"))
+    for part, key in parts:
+        try:
+            steps = pipeline_steps(obj.get(part), key) if isinstance(obj, dict) else []
+        except TokenizerFileError:
+            continue
+        for step in steps:
+            regex_text = step.get("pattern", {}).get("Regex") if isinstance(step.get("pattern"), dict) else None
+            if isinstance(regex_text, str):
+                try:
+                    found.append(translate(regex_text))
+                except Exception:  # noqa: BLE001 - a regex the loader refuses in words when it builds the file
+                    continue
+    return list(dict.fromkeys(found))
+
+
+def regex_warnings(data: bytes, kind: str, pattern: str | None = None, *, budget_seconds: float | None = None) -> list[str]:
+    """A warning in words for each regex of the file that backtracks catastrophically on one of a few adversarial
+    texts (:func:`app.engines.budget.probe_pattern`): requests on it will be stopped at their budget."""
+    import regex
+
+    from ..budget import probe_pattern
+
+    warnings = []
+    for source in user_regexes(data, kind, pattern):
+        try:
+            compiled = regex.compile(source)
+        except regex.error:
+            continue
+        warning = probe_pattern(compiled, budget_seconds=budget_seconds)
+        if warning is not None:
+            warnings.append(warning)
+    return warnings
+
+
 class LoadOptions(TypedDict, total=False):
     """What a tokenizer file is loaded with besides its bytes (each has its default in :data:`LOAD_DEFAULTS`):
     ``pattern`` and ``special_tokens`` are for ``.tiktoken`` files (pattern None: ``gpt4``), ``engine`` for
     ``tokenizer.json`` files. ``filename`` (the name a user gave the file) only words the error for a file named
-    ``.json`` that is not JSON."""
+    ``.json`` that is not JSON. ``untrusted``: a file a user brought (see :func:`tokenizer_from_json`)."""
 
     pattern: str | None
     special_tokens: Mapping[str, int] | list[str] | tuple[str, ...]
     engine: str
     filename: str
+    untrusted: bool
 
 
-LOAD_DEFAULTS: LoadOptions = {"pattern": None, "special_tokens": (), "engine": "tokenplay", "filename": ""}
+LOAD_DEFAULTS: LoadOptions = {
+    "pattern": None, "special_tokens": (), "engine": "tokenplay", "filename": "", "untrusted": False,
+}
 
 
 def load_options(options: LoadOptions) -> LoadOptions:
@@ -286,7 +348,7 @@ def load_tokenizer(data: bytes, *, name: str = "", **options: Unpack[LoadOptions
         return tokenizer_from_tiktoken(data, pattern or "gpt4", special_tokens, name=name)
     if kind == "tokenizer.json":
         try:
-            return tokenizer_from_json(data, name=name, engine=engine)
+            return tokenizer_from_json(data, name=name, engine=engine, untrusted=o["untrusted"])
         except TokenizerFileError:
             raise
         except TokenplayError as exc:

@@ -191,10 +191,11 @@ def chat_prompt(
     dicts = [m.to_dict() for m in messages]
     clock = Clock(now)
     if kind == "template":
+        untrusted = config is not None  # a user's tokenizer_config.json: its template runs under limits
         config = template_config(tokenizer, config)
         pieces = template_pieces(
             chat_template_of(config), dicts, special_tokens=tokenizer.special_tokens, config=config,
-            add_generation_prompt=primer, clock=clock,
+            add_generation_prompt=primer, clock=clock, untrusted=untrusted,
         )
     elif kind == "harmony":
         pieces = render_harmony(dicts, add_generation_prompt=primer)

@@ -37,6 +37,7 @@ from jinja2 import TemplateError, TemplateSyntaxError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from app.engines.budget import run_isolated
 from app.engines.errors import TokenplayError
 from app.engines.huggingface.added_tokens import trie_pattern
 
@@ -67,9 +68,50 @@ def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, s
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
+#: The most characters a chat template may write (a prompt longer than any text Tokenplay counts is a runaway
+#: template); checked while it renders, and for every string or list it builds with ``*`` or ``+``.
+MAX_OUTPUT = 4_000_000
+#: The most bits of an integer a template may compute with ``**``.
+MAX_INT_BITS = 4_096
+#: How much more memory than the server's worker the child rendering a user's template may take.
+TEMPLATE_MEMORY = 256 << 20
+
+
+class _TooBig(TemplateError):
+    """A template building a string, a list or a number beyond the limits (the message says which)."""
+
+
+def _size(value: Any) -> int | None:
+    return len(value) if isinstance(value, (str, list, tuple)) else None
+
+
+class _LimitedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox, with ``*``, ``+`` and ``**`` checked before they run: a template cannot build a string, a list
+    or a number far beyond what a prompt needs (``{{ 'x' * 300000000 }}`` is refused before the string exists)."""
+
+    intercepted_binops = frozenset({"*", "+", "**"})
+
+    def call_binop(self, context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                n = _size(seq)
+                if n is not None and isinstance(times, int) and n * max(times, 0) > MAX_OUTPUT:
+                    what = f"a text of {n:,} character{'s' * (n != 1)}" if isinstance(seq, str) else f"a list of {n:,} items"
+                    raise _TooBig(f"it repeats {what} {times:,} times, beyond the {MAX_OUTPUT:,} a template may "
+                                  "build")
+        elif operator == "+":
+            a, b = _size(left), _size(right)
+            if a is not None and b is not None and a + b > MAX_OUTPUT:
+                raise _TooBig(f"it joins {a + b:,} items, beyond the {MAX_OUTPUT:,} a template may build")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
+            if right * abs(left).bit_length() > MAX_INT_BITS:
+                raise _TooBig(f"it raises {left} to the power {right:,}, a number too large to compute")
+        return super().call_binop(context, operator, left, right)
+
+
 @cache
 def _environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env = _LimitedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -160,23 +202,58 @@ def render_template(
     config: dict | None = None,
     add_generation_prompt: bool = True,
     clock: Clock | None = None,
+    untrusted: bool = False,
 ) -> str:
     """The prompt ``template`` renders for ``messages`` (dicts with ``role`` and ``content``); the special tokens
     come from ``config`` (a tokenizer_config.json: those it sets, as ``transformers`` passes them). A template's
-    ``strftime_now`` reads ``clock`` (default: now), which records that it was read."""
+    ``strftime_now`` reads ``clock`` (default: now), which records that it was read. ``untrusted``: a template a
+    user brought, rendered in a child process under the request's budget and a memory limit (see
+    :mod:`app.engines.budget`); every template is refused past :data:`MAX_OUTPUT` characters and past the limits
+    of :class:`_LimitedEnvironment`."""
     config = config or {}
     messages = list(messages)
     clock = clock or Clock()
+    if not untrusted:
+        return _render(template, messages, config, add_generation_prompt, clock)
+    # A template a user brought runs in a child process: killed when the request's budget is spent, refused past
+    # TEMPLATE_MEMORY; the clock it read comes back with the text.
+    text, read = run_isolated(_render_with_clock, template, messages, config, add_generation_prompt, clock,
+                              what="the model's chat template", memory_bytes=TEMPLATE_MEMORY)
+    clock.now, clock.used = read.now, read.used
+    return text
+
+
+def _render_with_clock(template: str, messages: list[dict], config: dict, add_generation_prompt: bool,
+                       clock: Clock) -> tuple[str, Clock]:
+    return _render(template, messages, config, add_generation_prompt, clock), clock
+
+
+def _render(template: str, messages: list[dict], config: dict, add_generation_prompt: bool, clock: Clock) -> str:
     tokens = {key: text for key in TOKEN_KEYS if (text := token_text(config.get(key))) is not None}
     reset = _CLOCK.set(clock)
     try:
         compiled = _environment().from_string(template)
-        return compiled.render(
+        out: list[str] = []
+        size = 0
+        for piece in compiled.generate(
             messages=messages, add_generation_prompt=add_generation_prompt, tools=None, documents=None, **tokens
-        )
+        ):
+            size += len(piece)
+            if size > MAX_OUTPUT:
+                raise _TooBig(f"it writes more than {MAX_OUTPUT:,} characters")
+            out.append(piece)
+        return "".join(out)
     except _Refusal as exc:
         raise ChatTemplateError(f"the model's chat template refused the messages: {exc}") from None
-    except (TemplateError, TypeError, ValueError, LookupError, ArithmeticError) as exc:
+    except _TooBig as exc:
+        raise ChatTemplateError(f"the model's chat template was stopped: {exc}") from None
+    except RecursionError:
+        raise ChatTemplateError(
+            "the model's chat template was stopped: it calls itself too deeply (a macro or an include without end)"
+        ) from None
+    except MemoryError:
+        raise ChatTemplateError("the model's chat template was stopped: it needs more memory than a prompt may") from None
+    except (TemplateError, TypeError, ValueError, LookupError, ArithmeticError, OverflowError) as exc:
         # A template written for other input (no message at all, say) fails inside Jinja: still the input's fault.
         hint = "; add a message" if not messages else ""
         raise ChatTemplateError(f"the model's chat template cannot render these messages: {exc}{hint}") from None
@@ -207,6 +284,7 @@ def template_pieces(
     config: dict | None = None,
     add_generation_prompt: bool = True,
     clock: Clock | None = None,
+    untrusted: bool = False,
 ) -> list[tuple[str, bool]]:
     """The prompt :func:`render_template` gives, as (piece, is_markup) pairs: each special token the template writes
     is a markup piece; the text between them (message contents included) is not.
@@ -225,7 +303,8 @@ def template_pieces(
     specials = frozenset(t for t in special_tokens if t)
     if not specials:
         text = render_template(
-            template, messages, config=config, add_generation_prompt=add_generation_prompt, clock=clock
+            template, messages, config=config, add_generation_prompt=add_generation_prompt, clock=clock,
+            untrusted=untrusted,
         )
         return [(text, False)] if text else []
     finder = _special_finder(specials)
@@ -238,7 +317,8 @@ def template_pieces(
 
     shielded = [m | {"content": finder.sub(hide, m["content"])} for m in messages]
     rendered = render_template(
-        template, shielded, config=config, add_generation_prompt=add_generation_prompt, clock=clock
+        template, shielded, config=config, add_generation_prompt=add_generation_prompt, clock=clock,
+        untrusted=untrusted,
     )
     pieces: list[tuple[str, bool]] = []
     text = ""

@@ -17,6 +17,8 @@ from functools import lru_cache
 
 import regex
 
+from app.engines.budget import UserPattern
+
 #: What the alternatives of the shipped split patterns take, keyed by their source with possessive quantifiers
 #: written as greedy ones (``\p{L}++`` and ``\p{L}+`` match the same text in these patterns).
 RULE_NAMES = {
@@ -151,10 +153,12 @@ class NamedPattern:
         self.alternatives = alternatives(pattern[len(prefix) :])
         named = prefix + "|".join(f"(?P<r{k}>{alt})" for k, alt in enumerate(self.alternatives))
         try:
-            self.regex = regex.compile(named, flags)
+            compiled = regex.compile(named, flags)
         except regex.error:  # a construct the cut cannot handle: one rule for the whole pattern
             self.alternatives = [pattern]
-            self.regex = regex.compile(f"(?P<r0>{pattern})", flags)
+            compiled = regex.compile(f"(?P<r0>{pattern})", flags)
+        # any split regex, a user's too: matched under the request's budget
+        self.regex = UserPattern(compiled, "this tokenizer's split regex")
 
     def name_of(self, match: regex.Match) -> tuple[str, str]:
         """``(rule name, alternative source)`` of a match of :attr:`regex`."""

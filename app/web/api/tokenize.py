@@ -96,6 +96,11 @@ class AddedTokenizer(BaseModel):
         description="each name it is used by -> the engine that runs it: a tokenizer.json is run by huggingface "
         "(the tokenizers library) under its name and by tokenplay as native-<name>; any other file by tokenplay"
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the file was found to risk, in words: a regex that backtracks catastrophically on some "
+        "texts (requests on such texts are stopped at their time budget and answer 422)",
+    )
 
 
 @router.post(
@@ -113,7 +118,7 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     upload = await keep_upload(form, form.fields.get("pattern") or None, tokenizers, uploads)
     response = JSONResponse(
         {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab,
-         "engines": upload.engines},
+         "engines": upload.engines, "warnings": upload.warnings},
         status_code=201,
     )
     return remember(response, request, upload)
