@@ -7,8 +7,10 @@ SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_lattice.c``, the unigram Viterbi pass and normalizer (sentencepiece/unigram.py, normalizer.py);
 ``sentencepiece/_unigram_train.c``, the unigram trainer's E-step and pruning losses (sentencepiece/unigram_trainer.py);
 ``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py);
-``training/_word_table.c``, a corpus's words tallied by a table (training/word_table.py, for the corpus measure). They share
-``app/engines/twins.h`` (every extension ``depends`` on it, so a change to it rebuilds them all). ``optional=True``:
+``training/_word_table.c``, a corpus's words tallied by a table (training/word_table.py, for the corpus measure); and
+``compiled/_frozen.c``, the frozen containers of table files (registry/table_files.py). They share the headers of
+``app/engines/compiled/`` (``twins.h``, and ``frozen.h``: every extension ``depends`` on them, so a change to one
+rebuilds them all). ``optional=True``:
 where no C compiler is found the install goes on without them, and the Python loops do the same work, slower.
 """
 
@@ -17,7 +19,9 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ENGINES = Path("app/engines")
-HEADERS = sorted(h.as_posix() for h in ENGINES.glob("*.h"))
+#: Where the shared headers are (the include folder of every extension).
+SHARED = ENGINES / "compiled"
+HEADERS = sorted(h.as_posix() for h in SHARED.glob("*.h"))
 
 # One extension per C file, as the Makefile's C_SOURCES finds them: a new twin needs no second list.
 setup(
@@ -25,7 +29,7 @@ setup(
         Extension(
             ".".join(src.with_suffix("").parts),
             [src.as_posix()],
-            include_dirs=[ENGINES.as_posix()],
+            include_dirs=[SHARED.as_posix()],
             depends=HEADERS,
             optional=True,
             extra_compile_args=["-O2"],

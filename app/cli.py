@@ -93,11 +93,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_tables(args: argparse.Namespace) -> int:
     """Build (or check) the table files of the shipped tokenizers our engines run."""
-    from app.engines.registry import builder, tables
+    from app.engines.registry import builder, table_files
 
     if args.action == "list":
         for name in builder.stored_names():
-            path = tables.registered_path(name)
+            path = table_files.registered_path(name)
             print(f"{name}: {path}" + (f" ({path.stat().st_size / 2**20:.1f} MB)" if path.exists() else " (not built)"))
         return 0
     return builder.build_all(args.names or None, jobs=args.jobs)
@@ -472,7 +472,7 @@ def measure_ref(name: str):
         return callable_ref(name, "lab:" + run.id, partial(lab_run_tokenizer, run))
     if name.startswith("upload:"):
         from app.settings import Settings
-        from app.web.uploads import Uploads
+        from app.services.uploads import Uploads
 
         upload = Uploads.from_settings(Settings()).store.get(name[len("upload:"):])
         if upload is None:
@@ -496,7 +496,7 @@ def measure_ref(name: str):
 def lab_run_tokenizer(run):
     """A lab run's tokenizer, as "use in playground" builds it (picklable for worker processes: the run and this
     function's name)."""
-    from app.lab.tokenizers import spec_for
+    from app.lab.run_tokenizers import spec_for
 
     return spec_for(run).factory()
 

@@ -17,18 +17,22 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from app.engines.errors import TokenplayError
 from app.engines.training.steps import MergeStep
 
 from .algorithms import Cancelled, train
-from .hold import held_after_first_step
 from .runs import Run
 
 
 log = logging.getLogger(__name__)
+
+#: A training's progress callback, ``progress(done, total)``.
+Progress = Callable[[int, int], None]
+#: What wraps it for tests: ``wrap(progress, should_stop)`` answers the callback the training calls.
+ProgressWrap = Callable[[Progress, Callable[[], bool]], Progress]
 
 #: What a run says when its training failed for a reason the lab did not foresee (the log has the exception; a
 #: user never reads an exception's name).
@@ -153,15 +157,16 @@ class BoundedJobs:
     the whole app (every process sharing the run store: ``store.admit``), and heartbeats of this process's
     unfinished jobs, so that another process can tell them alive.
 
-    Subclasses hand an admitted job to their executor. ``hold`` is the tests' hold file (:mod:`.hold`; ``None``
-    in production).
+    Subclasses hand an admitted job to their executor. ``wrap_progress`` (``None`` in production) wraps each
+    training's progress callback: ``wrap_progress(progress, should_stop)`` answers the callback to use, so that a
+    test can pause a training it looks at (``Settings.lab_progress_wrap``).
     """
 
-    def __init__(self, store, workers: int, queue: int, *, hold: Path | None = None):
+    def __init__(self, store, workers: int, queue: int, *, wrap_progress: ProgressWrap | None = None):
         self.store = store
         self.workers = workers
         self.capacity = workers + queue
-        self.hold = hold
+        self.wrap_progress = wrap_progress
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -223,8 +228,8 @@ class BoundedJobs:
 
 
 class JobPool(BoundedJobs):
-    def __init__(self, store, workers: int = 2, queue: int = 8, *, hold: Path | None = None):
-        super().__init__(store, workers, queue, hold=hold)
+    def __init__(self, store, workers: int = 2, queue: int = 8, *, wrap_progress: ProgressWrap | None = None):
+        super().__init__(store, workers, queue, wrap_progress=wrap_progress)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-train")
 
     def submit(self, job: Job) -> Job:
@@ -260,8 +265,8 @@ class JobPool(BoundedJobs):
                     last_save[0] = now
                     self._save(job)
 
-            if self.hold is not None:
-                progress = held_after_first_step(self.hold, progress, job.cancel.is_set)
+            if self.wrap_progress is not None:
+                progress = self.wrap_progress(progress, job.cancel.is_set)
             trained = train(
                 run.corpus,
                 run.options,

@@ -99,7 +99,7 @@ def test_a_lab_run_from_the_servers_run_store(client, settings, corpus, docs, mo
 
 
 def test_an_uploaded_tokenizer_from_the_uploads_store(tmp_path, corpus, docs, monkeypatch, capsys):
-    from app.web.uploads import Uploads
+    from app.services.uploads import Uploads
 
     trained = tmp_path / "wp.json"
     text = tmp_path / "t.txt"

@@ -41,13 +41,13 @@ def registry_ref(name: str) -> TokenizerRef:
 
 
 def _load_bytes(data: bytes, name: str, options: dict) -> Tokenizer:
-    from app.engines.registry.tables import load_bytes
+    from app.engines.registry.table_files import load_bytes
 
     return load_bytes(data, name=name, **options)
 
 
 def bytes_ref(name: str, data: bytes, **options) -> TokenizerRef:
-    """A tokenizer file's bytes, loaded with :func:`app.engines.registry.tables.load_bytes` and ``options``
+    """A tokenizer file's bytes, loaded with :func:`app.engines.registry.table_files.load_bytes` and ``options``
     (``engine``, ``pattern``, ``special_tokens``, ``filename``)."""
     digest = hashlib.sha256(data).hexdigest()
     shown = ",".join(f"{k}={v}" for k, v in sorted(options.items()) if k != "filename")
