@@ -85,6 +85,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.tokenizer:
         _share_tokenizer_files(args.tokenizer)
+    if args.corpus_dir:
+        from pathlib import Path
+
+        if not Path(args.corpus_dir).is_dir():
+            raise TokenplayError(f"--corpus-dir {args.corpus_dir!r} is not a folder")
+        os.environ["TOKENPLAY_CORPUS_DIR"] = str(Path(args.corpus_dir).resolve())  # read by every worker's settings
     from app.settings import Settings
 
     return serve("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
@@ -386,7 +392,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     names = [n.strip() for part in args.tokenizers for n in part.split(",") if n.strip()]
     if not names:
         raise TokenplayError("name the tokenizers to measure with: --tokenizers cl100k_base,llama-3 (see tokenplay list)")
-    refs = [measure_ref(name) for name in names]
+    from app.services.measure import cli_ref
+
+    refs = [cli_ref(name) for name in names]
     read = m.ReadOptions(field=args.field, group_by=m.check_group_by(args.group_by),
                          max_document_bytes=int(args.max_document_mb * (1 << 20)))
     options = m.FigureOptions(reference_group=args.reference_group, reference_tokenizer=_reference(args.reference_tokenizer, refs),
@@ -445,60 +453,6 @@ def _reference(name: str | None, refs) -> str | None:
     except UnknownTokenizerError:
         return name  # not measured: measure() says so
     return canonical
-
-
-def measure_ref(name: str):
-    """The tokenizer ``--tokenizers`` names: a registered name or alias; ``lab-<id>``, a lab run in the run store
-    the server uses (``TOKENPLAY_LAB_RUNS_DIR`` or ``REDIS_URL``); ``upload:<id>``, an uploaded tokenizer in the
-    uploads store; or the path of a tokenizer file."""
-    from pathlib import Path
-
-    from app.features.measure import bytes_ref, callable_ref, registry_ref
-
-    try:
-        return registry_ref(name)
-    except UnknownTokenizerError:
-        pass
-    if name.startswith("lab-"):
-        from functools import partial
-
-        from app.lab.stores import make_store
-        from app.settings import Settings
-
-        run = make_store(Settings()).get(name[len("lab-"):])
-        if run is None or run.status != "done":
-            raise TokenplayError(f"no finished lab run {name[4:]!r} in the lab's run store; train it first (tokenplay "
-                                 "serve, /lab) or point TOKENPLAY_LAB_RUNS_DIR / REDIS_URL at the server's store")
-        return callable_ref(name, "lab:" + run.id, partial(lab_run_tokenizer, run))
-    if name.startswith("upload:"):
-        from app.settings import Settings
-        from app.services.uploads import Uploads
-
-        upload = Uploads.from_settings(Settings()).store.get(name[len("upload:"):])
-        if upload is None:
-            raise TokenplayError(f"no uploaded tokenizer {name[7:]!r} in the uploads store (TOKENPLAY_UPLOADS_DIR "
-                                 "or REDIS_URL); its id is in the browser's tp_tok cookie")
-        engine = upload.engines[upload.name]
-        return bytes_ref(upload.name, upload.data, engine=engine, pattern=upload.pattern,
-                         special_tokens=list(upload.special_tokens))
-    path = Path(name)
-    if path.is_file():
-        from app.engines.registry.files import entry_name, read_file
-        from app.engines.registry.loaders import detect_format
-
-        data = read_file(path)
-        engine = "huggingface" if detect_format(data) == "tokenizer.json" else "tokenplay"
-        return bytes_ref(entry_name(path), data, engine=engine, filename=path.name)
-    registry.get(name)  # raises UnknownTokenizerError listing the valid names
-    raise AssertionError("unreachable")
-
-
-def lab_run_tokenizer(run):
-    """A lab run's tokenizer, as "use in playground" builds it (picklable for worker processes: the run and this
-    function's name)."""
-    from app.lab.run_tokenizers import spec_for
-
-    return spec_for(run).factory()
 
 
 def _write_report(report, fmt: str, out: str | None) -> None:
@@ -589,6 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a tokenizer file every user of the server can pick (repeatable; named after the file)",
     )
+    p.add_argument("--corpus-dir", default=None, metavar="DIR",
+                   help="a folder of corpora the measure page offers to measure, read where they are")
     p.add_argument(
         "--preload",
         action=argparse.BooleanOptionalAction,

@@ -20,6 +20,7 @@ from app.engines.registry.loaders import FileTooLargeError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
 from app.services.errors import NotFoundError, TooLargeError
+from app.services.measure import MeasurementFinished
 
 from .render import is_htmx
 
@@ -29,6 +30,7 @@ STATUS: dict[type[Exception], int] = {
     RunNotFound: 404,
     NotFoundError: 404,
     RunNotReady: 409,
+    MeasurementFinished: 409,
     TooLargeError: 413,
     CorpusTooLarge: 413,
     FileTooLargeError: 413,

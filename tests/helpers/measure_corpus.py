@@ -38,6 +38,7 @@ def write_jsonl(path: Path, docs: list[dict]) -> Path:
         import zstandard
 
         data = zstandard.ZstdCompressor().compress(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
 

@@ -230,9 +230,10 @@ def kind_of(name: str) -> tuple[str | None, str | None]:
     return None, compression
 
 
-def find_files(paths: Iterable[str | os.PathLike], problems: Problems) -> list[SourceFile]:
+def find_files(paths: Iterable[str | os.PathLike | tuple[str, str]], problems: Problems) -> list[SourceFile]:
     """The files to read under ``paths`` (files, and folders walked in name order; hidden entries skipped), each
-    once. A path that does not exist, and a folder's files of other kinds, are noted in ``problems``."""
+    once; a path may come as ``(path, name)``, the name the report calls it by. A path that does not exist, and a
+    folder's files of other kinds, are noted in ``problems``."""
     out: list[SourceFile] = []
     seen: set[str] = set()
 
@@ -254,11 +255,15 @@ def find_files(paths: Iterable[str | os.PathLike], problems: Problems) -> list[S
 
     paths = list(paths)
     for given in paths:
+        named = None
+        if isinstance(given, tuple):  # (path, the name to call it by)
+            given, named = given
         root = Path(given)
-        label = shown(str(given))
+        label = shown(named if named is not None else str(given))
         if root.is_dir():
             # one folder: its files by their path inside it (the groups of --group-by file); several: as reached
-            inside = len(paths) == 1
+            # (or, for a named folder, by its name and their path inside it)
+            inside = len(paths) == 1 and named is None
             skipped = 0
 
             def unreadable(exc: OSError) -> None:
@@ -274,7 +279,9 @@ def find_files(paths: Iterable[str | os.PathLike], problems: Problems) -> list[S
                     if kind is None:
                         skipped += 1
                         continue
-                    add(path, str(path.relative_to(root)) if inside else str(path), kind, compression)
+                    inner = path.relative_to(root).as_posix()
+                    add(path, inner if inside else f"{named}/{inner}" if named is not None else str(path), kind,
+                        compression)
             if skipped:
                 problems.add(label, "skipped_files", count=skipped)
         elif root.exists():
