@@ -68,7 +68,7 @@ async def start(request: Request, tokenizers: TokenizersDep, measurements: Measu
         measurement = await to_thread.run_sync(lambda: measurements.start(
             tokenizers, form.tokenizers, files=form.files, corpus=form.corpus, field_name=f.get("field", "text"),
             group_by=_group_by(f), reference_group=f.get("reference_group"),
-            reference_tokenizer=f.get("reference_tokenizer")))
+            reference_tokenizer=f.get("reference_tokenizer") or f.get("ref")))
     except TokenplayError as exc:
         context = _form_context(request, tokenizers, measurements, chosen=form.tokenizers, fields=f,
                                 corpus=form.corpus, error=str(exc), status=status_for(exc))
