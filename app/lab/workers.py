@@ -27,13 +27,14 @@ import os
 import queue as queue_mod
 import threading
 import time
+from functools import partial
 from concurrent.futures import ThreadPoolExecutor
 
 from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled
 from .options import Options
-from .jobs import TRAINING_WORDS, UNEXPECTED, BoundedJobs, Job, ProgressWrap, log, progressed, words_of
+from .jobs import BoundedJobs, Job, ProgressWrap, log, progressed, words_of
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
 PRELOAD = ["app.lab.algorithms"]
@@ -59,50 +60,19 @@ def _context():
         return _CTX
 
 
-def _train(
-    conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force,
-    wrap_progress: ProgressWrap | None = None,
-) -> None:
-    """Train one job in a worker process: ``("progress", done, total)`` now and then, then one final message.
-    ``wrap_progress``: what wraps the progress callback for tests (:class:`~.jobs.BoundedJobs`), or ``None``."""
+def _training(corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force, progress, should_stop):
+    """A training as a job's task (:func:`_task` runs it in a worker process)."""
     from .algorithms import train
 
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= PROGRESS_EVERY:
-            last[0] = now
-            conn.send(("progress", done, total))
-
-    if wrap_progress is not None:
-        progress = wrap_progress(progress, conn.poll)
-    try:
-        trained = train(
-            corpus,
-            Options.from_dict(options),
-            max_merges=max_merges,
-            prefix=prefix,
-            prefix_n_ties=prefix_n_ties,
-            force=force,
-            progress=progress,
-            should_stop=conn.poll,  # anything sent down the pipe while training means "stop"
-        )
-        conn.send(("done", trained))
-    except Cancelled:
-        conn.send(("cancelled",))
-    except TokenplayError as exc:
-        conn.send(("error", str(exc)))
-    except MemoryError:
-        conn.send(("error", TRAINING_WORDS.out_of_memory, "replace"))
-    except Exception:  # noqa: BLE001  # pragma: no cover - a bug: the exception to the log, words to the user
-        log.exception("lab training failed")
-        conn.send(("error", UNEXPECTED))
+    return train(corpus, Options.from_dict(options), max_merges=max_merges, prefix=prefix, prefix_n_ties=prefix_n_ties,
+                 force=force, progress=progress, should_stop=should_stop)
 
 
 def _task(conn, task, wrap_progress: ProgressWrap | None = None) -> None:
-    """Run a job's ``task`` (:class:`~.jobs.Job`) in a worker process, talking as :func:`_train` does; running out of
-    memory, or failing unforeseen, is said in the parent, in the record's own words."""
+    """Run a job's ``task`` (a training, or the task of a :class:`~.jobs.Job`) in a worker process:
+    ``("progress", done, total)`` now and then (``wrap_progress``: what wraps the progress callback for tests), then
+    one final message, ``should_stop`` being anything sent down the pipe; running out of memory, or failing
+    unforeseen, is said in the parent, in the record's own words."""
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -146,9 +116,7 @@ def _worker_main(conn, memory_limit_mb: int = 0) -> None:
         conn.send(("ready",))
         while True:
             msg = conn.recv()
-            if msg[0] == "train":
-                _train(conn, *msg[1:])
-            elif msg[0] == "task":
+            if msg[0] == "task":
                 _task(conn, *msg[1:])
             elif msg[0] == "exit":
                 return
@@ -328,13 +296,9 @@ class ProcessJobPool(BoundedJobs):
             run.status = "running"
             self._save(job)
             worker.jobs += 1
-            if job.task is not None:
-                worker.conn.send(("task", job.task, self.wrap_progress))
-            else:
-                worker.conn.send(
-                    ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties,
-                     job.force, self.wrap_progress)
-                )
+            task = job.task or partial(_training, run.corpus, run.options.to_dict(), job.max_merges, job.prefix,
+                                       job.prefix_n_ties, job.force)
+            worker.conn.send(("task", task, self.wrap_progress))
             keep = self._follow(job, worker)
         except Cancelled:
             run.status, run.error = "cancelled", words_of(run).cancelled
