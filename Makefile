@@ -81,7 +81,7 @@ lint: install-dev
 lock: | $(VENV)/bin/python
 	$(PY) -m pip install -qq uv
 	$(VENV)/bin/uv pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK)
-	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench $(LOCK_FLAGS) -o $(DEV_LOCK)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench --extra dask $(LOCK_FLAGS) -o $(DEV_LOCK)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .hypothesis

@@ -8,7 +8,8 @@ SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_spm_train.c``, sentencepiece's BPE merge loop (sentencepiece/bpe_trainer.py);
 ``sentencepiece/_spm_unigram.c``, sentencepiece's unigram trainer's passes (sentencepiece/unigram_trainer.py, which
 has no Python twin: without a C compiler it refuses to train, saying so);
-``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py); and
+``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py);
+``training/_word_table.c``, a corpus's words tallied by a table (training/word_table.py, for the corpus measure); and
 ``compiled/_frozen.c``, the frozen containers of table files (registry/table_files.py). They share the headers of
 ``app/engines/compiled/`` (``twins.h``, ``frozen.h``, and ``piece_rules.h`` for the two sentencepiece trainers: every
 extension ``depends`` on them, so a change to one rebuilds them all). ``optional=True``:

@@ -66,6 +66,18 @@ class Settings(BaseSettings):
     session_follower_ttl_seconds: float = Field(30.0, gt=0, description="a follower whose stream sent no heartbeat this long is no longer counted")
     session_join_failures: int = Field(20, gt=0, description="wrong class-session codes one address may try within session_join_window_seconds (then 429)")
     session_join_window_seconds: float = Field(600.0, gt=0, description="the window of session_join_failures")
+    # Measuring a corpus on the measure page and POST /api/measure (app/services/measure.py).
+    measure_dir: Path = Field(REPO_ROOT / "var" / "measure", description="where measurements are kept: their records (jobs/) and, while they run, the files uploaded for them")
+    corpus_dir: Path | None = Field(None, description="a folder of corpora the measure page offers to measure (tokenplay serve --corpus-dir); its files are read where they are, never uploaded")
+    measure_max_upload_bytes: int = Field(200 << 20, gt=0, description="the most bytes of files one measurement may upload (more: 413)")
+    measure_max_tokenizers: int = Field(8, gt=0, description="tokenizers one measurement may name")
+    measure_workers: int = Field(1, gt=0, description="measurements that run at once (each in a worker process of its own)")
+    measure_queue: int = Field(4, ge=0, description="measurements that may wait for a worker (more: 429)")
+    measure_pool: Literal["process", "thread"] = Field("process", description="measurements run in worker processes or threads")
+    measure_time_limit_seconds: float = Field(3600.0, gt=0, description="a measurement is stopped after this long")
+    measure_ttl_seconds: float = Field(7 * 86400, gt=0, description="a measurement's results are forgotten this long after it was stored")
+    measure_progress_wrap: Callable | None = Field(None, exclude=True, description="for tests only, passed in code (no variable): wraps every measurement's progress callback as lab_progress_wrap does a training's")
+    measure_dask: str | None = Field(None, description="measure on this Dask cluster (a scheduler's address, or local:N) instead of in the worker process")
     public_url: str | None = Field(None, description="the address students open, for join links and QR codes (e.g. http://192.168.1.20:8000); default: the address the teacher's browser used")
 
     @field_validator("public_url")

@@ -229,6 +229,25 @@ def main(argv: list[str]) -> int:
             add(f"token tax: {r['tokenizer']} over the 532 UDHR translations, first / again", f"{r['first (s)']} s / "
                 f"{r['again (ms)']} ms", peer, r["first / peer"], f"≤ 2 s / ≤ 0.2 s ({r['targets (2 s / 0.2 s)']})")
 
+    measure_rows = section(t, "Measuring a corpus")
+    runs = {r.get("run (cl100k_base)", ""): r for r in measure_rows if "run (cl100k_base)" in r}
+    peer = runs.get("peer: tiktoken encode_ordinary_batch, 1 thread")
+    if peer:
+        for name, base in (("1 worker", "tiktoken encode_ordinary_batch, 1 thread"), ("--workers 2", "1 worker"),
+                           ("--dask local:2", "1 worker")):
+            r = runs.get(name)
+            if r:
+                base_mbps = peer["MB/s"] if name == "1 worker" else runs["1 worker"]["MB/s"]
+                met = "met" if r["met"] == "yes" else f"missed{r['met'][2:]}"
+                add(f"measure the mixed corpus (100 MB in make bench) with cl100k_base, every figure: {name} (MB/s)", r["MB/s"],
+                    f"{base}: {base_mbps}", r["ratio"].split(" ")[0], f"{r['target']} ({met})")
+        for r in measure_rows:
+            if "peak memory of one worker" in r:
+                add(f"measure, peak memory of one worker, {r['peak memory of one worker']}", f"{r['MB']} MB", "—", "—",
+                    f"{r['target']} MB ({'met' if r['met'] == 'yes' else 'missed'})")
+    else:
+        missing.append("measuring a corpus")
+
     print("| what | ours | peer (same run) | ratio | target |")
     print("|---|---:|---|---:|---|")
     print("\n".join(rows))

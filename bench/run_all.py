@@ -44,6 +44,8 @@ SCRIPTS = [
      "bench_languages.py", [], ["--repeat", "1", "--tokenizers", "gpt2,o200k_base,mistral-7b"]),
     ("Know a vocabulary: a page of a 262k vocabulary, the health report of o200k_base cold and again, a ladder of 10 "
      "sizes on 10 KB, the pages' server time (issue 35)", "bench_vocab.py", ["--pages"], ["--quick", "--pages"]),
+    ("Measuring a corpus: 100 MB of mixed text with cl100k_base beside tiktoken, workers, Dask, memory, MB/s of every "
+     "shipped tokenizer (issue 36)", "bench_measure.py", [], ["--quick"]),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

@@ -147,7 +147,7 @@ class _SharedStore:
             # it again, and call it dead only if it is still unfinished (not kept in memory: it may yet beat).
             run = self._load(run_id)
             if run is not None and not run.finished:
-                run.status, run.error = "error", STALE_MESSAGE
+                run.status, run.error = "error", getattr(self.record, "stale_message", STALE_MESSAGE)
                 return run
         if run is not None and run.finished:
             self.mem.put(run)

@@ -22,6 +22,7 @@ from app.features.vocab.characters import CharactersTooLongError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
 from app.services.errors import NotFoundError, TooLargeError
+from app.services.measure import MeasurementFinished
 
 from .render import is_htmx
 
@@ -31,6 +32,7 @@ STATUS: dict[type[Exception], int] = {
     RunNotFound: 404,
     NotFoundError: 404,
     RunNotReady: 409,
+    MeasurementFinished: 409,
     TooLargeError: 413,
     TokenNotFoundError: 404,
     CharactersTooLongError: 413,

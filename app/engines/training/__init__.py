@@ -6,7 +6,9 @@
   WordPiece's would plug in);
 - :mod:`.words` — the corpus's words in two layouts (short pre-tokens as strings, long words as a linked list);
 - :mod:`.driver` — :func:`run_merges`, the loop to a target used by the CLI, the trainers and the lab, with
-  the shared limits and stop reasons.
+  the shared limits and stop reasons;
+- :mod:`.word_table` — a corpus's words (the regex module's ``\\w+``) tallied by a table of known words, for
+  measuring a corpus (``app.features.measure``).
 
 The trainers themselves say what text becomes: :mod:`app.engines.bpe.trainer` (byte-level BPE),
 :mod:`app.engines.wordpiece.trainer` and :mod:`app.lab.algorithms` (the lab's byte- and character-level runs).
