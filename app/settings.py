@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
     lab_progress_wrap: Callable | None = Field(None, exclude=True, description="for tests only, passed in code (no variable): wraps every lab training's progress callback, called as wrap(progress, should_stop) and answering the callback to use, so a test can pause a training it looks at (tests/helpers/lab_hold.py); it must pickle for process pools")
     uploads_dir: Path = REPO_ROOT / "var" / "uploads"
+    vocab_cache_dir: Path | None = Field(REPO_ROOT / "var" / "cache" / "vocab", description="where the vocabulary pages keep what they compute once per vocabulary (health reports, merge trees, number facts), read back by every worker and after a restart; None keeps them in memory only")
+    vocab_warm: bool = Field(True, description="tokenplay serve reads every shipped vocabulary before it forks its workers, and computes the vocabulary pages' reports in a background process (at low priority)")
     uploads_ttl_seconds: float = Field(7 * 86400, gt=0, description="uploaded tokenizers are forgotten this long after they were stored")
     uploads_store_bytes: int = Field(2 << 30, gt=0, description="bytes of uploaded tokenizer files kept (oldest go first)")
     uploads_memory_bytes: int = Field(256 << 20, gt=0, description="bytes of uploaded tokenizer files kept in memory per process")
@@ -68,6 +70,18 @@ class Settings(BaseSettings):
     forwarded_allow_ips: str | None = Field(None, description="the reverse proxies whose X-Forwarded-Proto and X-Forwarded-For are trusted (comma-separated addresses or networks, or *), so that a request that reached the proxy over HTTPS counts as HTTPS (cookies get Secure); unset: no proxy is trusted, the connection's own scheme counts")
     session_votes_per_address: int = Field(100, gt=0, description="votes one address may cast within session_vote_window_seconds, over every session (then 429): a class behind one router still votes, one machine cannot stuff a ballot")
     session_vote_window_seconds: float = Field(60.0, gt=0, description="the window of session_votes_per_address")
+    # Measuring a corpus on the measure page and POST /api/measure (app/services/measure.py).
+    measure_dir: Path = Field(REPO_ROOT / "var" / "measure", description="where measurements are kept: their records (jobs/) and, while they run, the files uploaded for them")
+    corpus_dir: Path | None = Field(None, description="a folder of corpora the measure page offers to measure (tokenplay serve --corpus-dir); its files are read where they are, never uploaded")
+    measure_max_upload_bytes: int = Field(200 << 20, gt=0, description="the most bytes of files one measurement may upload (more: 413)")
+    measure_max_tokenizers: int = Field(8, gt=0, description="tokenizers one measurement may name")
+    measure_workers: int = Field(1, gt=0, description="measurements that run at once (each in a worker process of its own)")
+    measure_queue: int = Field(4, ge=0, description="measurements that may wait for a worker (more: 429)")
+    measure_pool: Literal["process", "thread"] = Field("process", description="measurements run in worker processes or threads")
+    measure_time_limit_seconds: float = Field(3600.0, gt=0, description="a measurement is stopped after this long")
+    measure_ttl_seconds: float = Field(7 * 86400, gt=0, description="a measurement's results are forgotten this long after it was stored")
+    measure_progress_wrap: Callable | None = Field(None, exclude=True, description="for tests only, passed in code (no variable): wraps every measurement's progress callback as lab_progress_wrap does a training's")
+    measure_dask: str | None = Field(None, description="measure on this Dask cluster (a scheduler's address, or local:N) instead of in the worker process")
     public_url: str | None = Field(None, description="the address students open, for join links and QR codes (e.g. http://192.168.1.20:8000); default: the address the teacher's browser used")
 
     @field_validator("public_url")

@@ -293,6 +293,12 @@
         cell.style.gridColumn = cell.dataset.to ? from + " / " + Number(cell.dataset.to) : String(from);
       }
     }
+    // bars sized by the server (templates/_measure_results.html): their width and place in % come as data
+    // attributes, set here for the same reason
+    for (const bar of root.querySelectorAll("[data-width], [data-left]")) {
+      if (bar.dataset.width) bar.style.width = Number(bar.dataset.width) + "%";
+      if (bar.dataset.left) bar.style.left = Number(bar.dataset.left) + "%";
+    }
     // a unigram lattice wider than its box scrolls so that the explained token's piece is in view (the lattice only)
     for (const node of root.querySelectorAll(".lattice > .lattice-node.this")) {
       const grid = node.parentElement;

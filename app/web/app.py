@@ -21,6 +21,7 @@ from app.engines import budget as budgets
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.services.errors import NotFoundError
+from app.services.measure import Measurements
 from app.services.uploads import Uploads
 from app.settings import Settings
 
@@ -29,10 +30,13 @@ from .api import chat as api_chat
 from .api import compare as api_compare
 from .api import explain as api_explain
 from .api import languages as api_languages
+from .api import measure as api_measure
 from .api import sessions as api_sessions
 from .api import tokenize as api_tokenize
+from .api import pretokenize as api_pretokenize
 from .api import train as api_train
 from .deps import lanes_of
+from .api import vocab as api_vocab
 from .pages import (
     add_tokenizer,
     chat,
@@ -40,18 +44,21 @@ from .pages import (
     follow,
     lab,
     languages,
+    measure,
     oddities,
     playground,
     share,
     side_by_side,
+    vocab,
 )
 from .render import make_environment
 from .security import CrossSite, SecurityHeaders, policy_with_inline_scripts
 
 #: The routers of the pages, in the order their routes are matched.
-PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, share)
+PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, vocab, measure, follow, share)
 #: The routers of the JSON API under ``/api``, in the order of ``/docs``.
-API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_languages, api_sessions)
+API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_pretokenize, api_languages, api_vocab, api_measure,
+       api_sessions)
 
 #: The files of npm's swagger-ui-dist that /docs loads, and their media types.
 SWAGGER_FILES = {
@@ -184,7 +191,8 @@ def _settle_memory(settings: Settings) -> None:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI):
-    """Load the default tokenizer, and own the lab (run store + training pool) while the app serves.
+    """Load the default tokenizer, and own the lab (run store + training pool) and the measurements (their store and
+    pool) while the app serves.
 
     The lab is shared by every server running this app object (the tests run a TestClient and a live server on
     one app): the first to start creates it, the last to stop shuts it down.
@@ -194,6 +202,7 @@ async def _lifespan(app: FastAPI):
     with state.lab_lock:
         if state.lab_users == 0:
             state.lab = Lab.from_settings(state.settings)
+            state.measurements = Measurements.from_settings(state.settings)
         state.lab_users += 1
     try:
         yield
@@ -203,6 +212,7 @@ async def _lifespan(app: FastAPI):
             state.lab_users -= 1
             if state.lab_users == 0:
                 state.lab.shutdown()
+                state.measurements.shutdown()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -228,7 +238,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_chars * 12 + 1_000_000,
-        larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")},
+        larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")}
+        | {path: settings.measure_max_upload_bytes + 1_000_000 for path in ("/api/measure", "/measure")},
     )
     app.add_middleware(CrossSite, public_url=settings.public_url)
     app.add_middleware(SecurityHeaders)

@@ -233,7 +233,15 @@ def test_the_api_docs_allow_exactly_their_one_inline_script(client):
     assert f"script-src 'self' 'sha256-{digest}';" in policy and "unsafe" not in policy
 
 
-TEMPLATES = sorted((ROOT / "templates").glob("*.html"))
+#: Pages written to a file by the CLI, never served (`tokenplay measure --format html`: a page of its own, with its
+#: stylesheet inlined, read without a server and so without its Content-Security-Policy).
+STANDALONE = {"measure_report.html"}
+TEMPLATES = sorted(p for p in (ROOT / "templates").glob("*.html") if p.name not in STANDALONE)
+
+
+def test_the_standalone_pages_are_never_served():
+    sources = "\n".join(p.read_text() for p in (ROOT / "app" / "web").rglob("*.py"))
+    assert not any(name in sources for name in STANDALONE)
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.name)

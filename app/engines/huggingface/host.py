@@ -25,6 +25,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ..budget import OverBudget, current
@@ -62,9 +63,11 @@ class LibraryHost:
     refusal of the file is raised there), and again whenever a call finds it gone.
     """
 
-    def __init__(self, text: str, *, what: str):
+    def __init__(self, text: str, *, what: str, read: Callable[[str], tuple[Any, Any]],
+                 serve: Callable[[Any, str, tuple], Any]):
         self.text = text
         self.what = what
+        self._read, self._calls = read, serve  # module-level functions: the host imports them by name
         self._lock = threading.Lock()  # one call at a time: the pipe carries one conversation
         self._proc = None
         self._conn = None
@@ -78,7 +81,8 @@ class LibraryHost:
     def _start(self) -> None:
         ctx = _context()
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(child,), name="tokenplay-library-host", daemon=True)
+        proc = ctx.Process(target=_serve, args=(child, self._read, self._calls), name="tokenplay-library-host",
+                           daemon=True)
         proc.start()
         child.close()
         self._proc, self._conn = proc, parent
@@ -106,7 +110,7 @@ class LibraryHost:
 
     # -- calls ----------------------------------------------------------------------------------------------------
     def call(self, method: str, *args: Any) -> Any:
-        """``method(library, *args)`` in the host (:data:`~.library.HOST_CALLS`), under the current budget: its
+        """``serve(library, method, args)`` in the host (:func:`~.library.host_call`), under the current budget: its
         answer, or its error raised here; :class:`~app.engines.budget.OverBudget` (the host killed) past the
         budget."""
         budget = current()
@@ -170,17 +174,16 @@ def _stop(state: dict) -> None:
             pass
 
 
-def _serve(conn) -> None:  # pragma: no cover - runs in the host process (its answers are tested)
-    """The host: read the file, answer its facts, then serve calls until the pipe closes."""
+def _serve(conn, read, serve) -> None:  # pragma: no cover - runs in the host process (its answers are tested)
+    """The host: read the file (``read(text)``: the library and its facts), answer its facts, then serve calls
+    (``serve(library, method, args)``) until the pipe closes."""
     try:
         os.nice(10)  # the server's other users come first
     except OSError:
         pass
-    from .library import HOST_CALLS, read_library
-
     try:
         text = conn.recv()
-        library, facts = read_library(text)
+        library, facts = read(text)
     except EOFError:
         return
     except BaseException as exc:  # noqa: BLE001 - the refusal goes back to the server, which raises it
@@ -195,7 +198,7 @@ def _serve(conn) -> None:  # pragma: no cover - runs in the host process (its an
         except (EOFError, OSError):
             return
         try:
-            outcome = ("ok", HOST_CALLS[method](library, *args))
+            outcome = ("ok", serve(library, method, args))
         except MemoryError:
             outcome = ("memory", None)
         except BaseException as exc:  # noqa: BLE001 - every outcome goes back to the server

@@ -56,17 +56,20 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         self._lock = threading.Lock()
         if untrusted:
             #: A file a user brought: read and run by the library in its host process (:mod:`.host`).
-            self.host: LibraryHost | None = LibraryHost(text, what=_REGEX_WORK if '"Regex"' in text else _LIBRARY_WORK)
+            what = _REGEX_WORK if '"Regex"' in text else _LIBRARY_WORK
+            self.host: LibraryHost | None = LibraryHost(text, what=what, read=read_library, serve=host_call)
             self.library = None
             facts = self.host.facts
         else:
             self.host = None
             self.library, facts = read_library(text)
         self._prefix = facts.prefix
+        self._suffix = facts.suffix
         self.byte_level = facts.byte_level
         self._special = facts.special
         self._added = facts.added
         self._n_vocab = facts.n_vocab
+        self._id_bound = facts.id_bound
         self._holes = facts.holes
         self._pieces: dict[int, str | None] = {}  # a hosted file's pieces this process has needed
 
@@ -76,11 +79,13 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         return self.host is not None
 
     def _piece(self, token_id: int) -> str | None:
-        """The library's token string of an id (None for an id that stands for no token)."""
+        """The library's token string of an id (None for an id that stands for no token). A hosted file's pieces
+        come a block of :data:`PIECES_BLOCK` ids at a time (a walk through the vocabulary asks once per block)."""
         if self.host is None:
             return self.library.id_to_token(token_id)
         if token_id not in self._pieces:
-            self._fetch_pieces([token_id])
+            start = token_id - token_id % PIECES_BLOCK
+            self._fetch_pieces(range(start, min(start + PIECES_BLOCK, self._id_bound)))
         return self._pieces[token_id]
 
     def _fetch_pieces(self, ids) -> None:
@@ -92,17 +97,36 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte
         piece's byte, an added token's text."""
-        if not isinstance(token_id, int) or not 0 <= token_id < self._n_vocab:
+        if not isinstance(token_id, int) or not 0 <= token_id < self._id_bound:
             raise KeyError(token_id)
         piece = self._piece(token_id)
         if piece is None:
             raise KeyError(token_id)
+        return self.piece_bytes(token_id, piece)
+
+    def pieces_by_id(self) -> list[str | None]:
+        """Every id's token string as the library has it (None for an id with none), read in one call."""
+        if self.host is not None:
+            return self.host.call("pieces_by_id")
+        return library_pieces(self.library)
+
+    def pretoken_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """How many pieces the file's normalizer and pre-tokenizer cut each of ``texts`` into (an added token's
+        text: one), or None when it has no pre-tokenizer."""
+        if self.host is not None:
+            return self.host.call("pretoken_counts", list(texts))
+        return library_pretoken_counts(self.library, texts)
+
+    def piece_bytes(self, token_id: int, piece: str) -> bytes:
+        """The bytes of id ``token_id`` whose token string is ``piece`` (what :meth:`token_bytes` answers)."""
         if token_id in self._added:
             return piece.encode("utf-8")
         if self.byte_level:
             return byte_level_bytes(piece)
         if self._prefix and piece.startswith(self._prefix) and piece != self._prefix:
             return piece[len(self._prefix) :].encode("utf-8")
+        if self._suffix and piece.endswith(self._suffix) and piece != self._suffix:
+            piece = piece[: -len(self._suffix)]
         b = piece_to_byte(piece)
         return bytes([b]) if b >= 0 else piece.replace(SPACE_SYMBOL, " ").encode("utf-8")
 
@@ -284,11 +308,17 @@ class LibraryFacts:
     """What the server keeps of a file the library read (in its host, for a file a user brought)."""
 
     prefix: str  # WordPiece's continuing-subword prefix ("##"), else ""
+    suffix: str  # a BPE whose words end with a marker (openai-gpt's "</w>"): a token's bytes are its text without it
     byte_level: bool
     special: dict[str, int]  # special tokens' texts -> ids
     added: dict[int, str]  # added tokens' ids -> texts
-    n_vocab: int
+    n_vocab: int  # the library's own figure
+    id_bound: int  # the largest id + 1
     holes: bool
+
+
+#: A hosted file's pieces are fetched this many ids at a time (:meth:`HuggingFaceTokenizer._piece`).
+PIECES_BLOCK = 4096
 
 
 def read_library(text: str) -> tuple[tokenizers.Tokenizer, LibraryFacts]:
@@ -310,16 +340,38 @@ def read_library(text: str) -> tuple[tokenizers.Tokenizer, LibraryFacts]:
     pre = library.pre_tokenizer
     added = library.get_added_tokens_decoder()
     ids = library.get_vocab(with_added_tokens=True).values()
-    n_vocab = max(ids) + 1
+    id_bound = max(ids) + 1
     facts = LibraryFacts(
         prefix=library.model.continuing_subword_prefix if kind == "WordPiece" else "",
+        suffix=(library.model.end_of_word_suffix or "") if kind == "BPE" else "",
         byte_level=pre is not None and '"ByteLevel"' in pre.__getstate__().decode(),
         special={t.content: i for i, t in added.items() if t.special},
         added={i: t.content for i, t in added.items()},
-        n_vocab=n_vocab,
-        holes=len(ids) != n_vocab,
+        n_vocab=library.get_vocab_size(with_added_tokens=True),
+        id_bound=id_bound,
+        holes=len(ids) != id_bound,
     )
     return library, facts
+
+
+def library_pieces(library: tokenizers.Tokenizer) -> list[str | None]:
+    """Every id's token string (an added token's content; None for an id with none), from one ``get_vocab``."""
+    vocab = library.get_vocab(with_added_tokens=True)
+    added = {i: t.content for i, t in library.get_added_tokens_decoder().items()}
+    pieces: list[str | None] = [None] * (max(vocab.values()) + 1)
+    for piece, tid in vocab.items():
+        pieces[tid] = added.get(tid, piece)
+    return pieces
+
+
+def library_pretoken_counts(library: tokenizers.Tokenizer, texts: Sequence[str]) -> list[int] | None:
+    """:meth:`HuggingFaceTokenizer.pretoken_counts` with the library at hand."""
+    pre, norm = library.pre_tokenizer, library.normalizer
+    if pre is None:
+        return None
+    added = {t.content for t in library.get_added_tokens_decoder().values()}  # matched whole, before the pre-tokenizer
+    return [1 if text in added else len(pre.pre_tokenize_str(norm.normalize_str(text) if norm is not None else text))
+            for text in texts]
 
 
 def library_encoding(library: tokenizers.Tokenizer, text: str, allow_special: bool):
@@ -367,7 +419,14 @@ HOST_CALLS = {
     "counts": _host_counts,
     "decode": library_decode,
     "pieces": lambda library, ids: [library.id_to_token(i) for i in ids],
+    "pieces_by_id": library_pieces,
+    "pretoken_counts": library_pretoken_counts,
 }
+
+
+def host_call(library: tokenizers.Tokenizer, method: str, args: tuple):
+    """What a host process runs for the server: :data:`HOST_CALLS`' ``method`` on the library."""
+    return HOST_CALLS[method](library, *args)
 
 _DATA = attrgetter("data")
 #: A window's tokens are placed from a prefix of the text when the prefix's ids agree this far past the window.
