@@ -127,7 +127,7 @@ async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: Tok
     response_model=DecodeResponse,
     tags=["tokens"],
     summary="Turn token ids back into text",
-    description="Bytes that are not valid UTF-8 on their own come back as U+FFFD; an id the tokenizer lacks is a 422.",
+    description="Bytes that are not valid UTF-8 on their own come back as U+FFFD; an id the tokenizer lacks is a 422; more than `TOKENPLAY_MAX_IDS` ids (1,000,000 by default) a 413.",
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": DecodeRequest.model_json_schema()}}}},
 )
@@ -135,9 +135,10 @@ async def decode(request: Request, settings: SettingsDep, tokenizers: Tokenizers
     raw = await request.body()
 
     def work() -> Response:
-        # read here, not on the event loop: a million ids is a second of parsing (pydantic, as FastAPI would)
+        # read here, not on the event loop: a million ids is a second of parsing (pydantic, as FastAPI would);
+        # more than max_ids is refused before
         try:
-            body = DecodeRequest.model_validate_json(raw or b"null")
+            body = DecodeRequest.model_validate_json(service.check_ids_json(raw, settings) or b"null")
         except ValidationError as exc:
             errors = exc.errors(include_url=False, include_context=False)
             raise RequestValidationError([e | {"loc": ("body", *e["loc"])} for e in errors]) from None
