@@ -53,12 +53,17 @@ def decode(tokenizers: Tokenizers, name: str, ids: list[int], settings: Settings
     return tokenizers.get(name).decode(ids)
 
 
+#: Commas a JSON body of ids may hold beyond one per id (between its other fields) before it is refused unread.
+_OTHER_COMMAS = 16
+
+
 def check_ids_json(raw: bytes, settings: Settings) -> bytes:
     """A JSON body of ids, or :class:`~app.services.errors.TooLargeError` when its commas alone say it holds more
     than ``settings.max_ids`` values: counted before it is parsed (a count of one byte is a hundredth of the parse, and
-    parsing holds the GIL), so a body of millions of ids is refused without being read into a list."""
+    parsing holds the GIL), so a body of millions of ids is refused without being read into a list. A body just
+    over the limit is parsed and then refused (:func:`~app.services.errors.check_ids_count`)."""
     commas = raw.count(b",")
-    if commas >= settings.max_ids:
+    if commas >= settings.max_ids + _OTHER_COMMAS:
         raise TooLargeError(f"more than {settings.max_ids:,} ids (the body holds {commas + 1:,} comma-separated values); "
                             f"the limit is {settings.max_ids:,}")
     return raw

@@ -103,8 +103,13 @@ def test_the_api_refuses_more_ids_than_the_limit_without_parsing_them(tmp_path, 
 
     monkeypatch.setattr(api_tokenize.DecodeRequest, "model_validate_json", classmethod(counted))
     with make_client(tmp_path, max_ids=5) as client:
-        r = client.post("/api/decode", json={"ids": list(range(6)), "tokenizer": "cl100k_base"})
+        r = client.post("/api/decode", json={"ids": list(range(100)), "tokenizer": "cl100k_base"})
         assert r.status_code == 413 and "more than 5 ids" in r.json()["detail"] and parsed == []
+        r = client.post("/api/decode", json={"ids": list(range(6)), "tokenizer": "cl100k_base"})
+        assert r.status_code == 413 and "6 ids; the limit is 5" in r.json()["detail"] and len(parsed) == 1
+        r = client.post("/api/decode", json={"ids": [0] * 5, "tokenizer": "cl100k_base"})  # at the limit
+        assert r.status_code == 200 and len(parsed) == 2
+        parsed.clear()
         r = client.post("/api/decode", json={"ids": [9906, 1917], "tokenizer": "cl100k_base"})
         assert r.status_code == 200 and r.json() == {"text": "Hello world"} and len(parsed) == 1
         r = client.post("/api/decode", json={"ids": "nope"})
