@@ -45,5 +45,5 @@ def test_each_case_answers_what_the_chaos_run_expects(ctx, case):
 
 def test_the_live_only_cases_are_the_ones_a_test_app_cannot_run():
     assert {c.name for c in chaos.CASES if c.live_only} == {
-        "upload a 33 MB tokenizer.json (Gemma 3, 262k entries)", "tokenize with it (first use in the worker)",
-        "Redis down 6 s during a 4,096-merge training"}
+        "upload a 33 MB tokenizer.json (Gemma 3, 262k entries)", "tokenize with it",
+        "Redis down 6 s during an 8,192-merge training on 2 M characters"}
