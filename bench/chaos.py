@@ -48,6 +48,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # helpers shared with the tests
 
+from helpers.hostile import split_tokenizer  # noqa: E402
+
 
 # -- sizes --------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -109,18 +111,6 @@ def answer(r) -> Answer:
 
         text = re.sub(r"<[^>]+>", " ", text)
     return Answer(r.status_code, " ".join(text.split())[:110])
-
-
-def split_tokenizer(pattern: str) -> bytes:
-    vocab = {c: i for i, c in enumerate("ab!xy c")}
-    return json.dumps({
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
-        "post_processor": None, "decoder": None,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
-                  "merges": []},
-    }).encode()
 
 
 def upload(ctx: Ctx, data: bytes, name: str, config: str | None = None):

@@ -8,12 +8,9 @@ from __future__ import annotations
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from helpers.class_helpers import ENGLISH, Clock, EventStream, serving
+from helpers.class_helpers import ENGLISH, Clock, EventStream, class_app, serving
 from helpers.lab_helpers import wait_done
 
-from app.classroom.service import Classroom
-from app.settings import Settings
-from app.web.app import create_app
 
 
 @pytest.fixture(scope="module")
@@ -23,12 +20,8 @@ def clock() -> Clock:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, clock):
-    tmp = tmp_path_factory.mktemp("ballot")
-    settings = Settings(lab_runs_dir=tmp / "runs", uploads_dir=tmp / "uploads", lab_pool="thread",
-                        session_votes_per_address=5, session_vote_window_seconds=60)
-    app = create_app(settings)
-    app.state.classroom = Classroom.from_settings(settings, clock=clock)
-    return app
+    return class_app(tmp_path_factory.mktemp("ballot"), clock, session_votes_per_address=5,
+                     session_vote_window_seconds=60)
 
 
 @pytest.fixture(scope="module")

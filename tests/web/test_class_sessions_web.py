@@ -11,11 +11,10 @@ import re
 
 import httpx
 import pytest
-from helpers.class_helpers import ENGLISH, Clock, EventStream, serving
+from helpers.class_helpers import ENGLISH, Clock, EventStream, class_app, serving
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 
-from app.classroom.service import Classroom
 from app.classroom.sessions import ALPHABET
 from app.settings import Settings
 from app.web.app import create_app
@@ -30,14 +29,8 @@ def clock() -> Clock:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, clock):
-    tmp = tmp_path_factory.mktemp("class")
-    settings = Settings(
-        lab_runs_dir=tmp / "runs", uploads_dir=tmp / "uploads", lab_pool="thread",
-        session_join_failures=4, session_join_window_seconds=600, session_ttl_seconds=3600,
-    )
-    app = create_app(settings)
-    app.state.classroom = Classroom.from_settings(settings, clock=clock)
-    return app
+    return class_app(tmp_path_factory.mktemp("class"), clock, session_join_failures=4, session_join_window_seconds=600,
+                     session_ttl_seconds=3600)
 
 
 @pytest.fixture(scope="module")

@@ -28,29 +28,13 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..budget import OverBudget, current
+from ..budget import OverBudget, clean_context, current
 from ..errors import TokenplayError
 
 #: The longest a host may take to read its file and answer (a 64 MB file reads in well under a minute).
 START_SECONDS = 120.0
 #: Memory a host may use beyond what the library built from the file (its calls' own work).
 CALL_MEMORY = 1 << 30
-
-_CTX = None
-_CTX_LOCK = threading.Lock()
-
-
-def _context():
-    """The forkserver (a clean, small process to fork hosts from: never this server's threads), else spawn."""
-    global _CTX
-    with _CTX_LOCK:
-        if _CTX is None:
-            import multiprocessing
-
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            _CTX = multiprocessing.get_context(method)
-        return _CTX
-
 
 class HostGone(TokenplayError):
     """A host that ended without answering (killed from outside, or crashed)."""
@@ -79,7 +63,7 @@ class LibraryHost:
 
     # -- the process ----------------------------------------------------------------------------------------------
     def _start(self) -> None:
-        ctx = _context()
+        ctx = clean_context()
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_serve, args=(child, self._read, self._calls), name="tokenplay-library-host",
                            daemon=True)
