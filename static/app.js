@@ -351,13 +351,3 @@
       });
   });
 })();
-
-// On a phone the nav is one row that scrolls sideways: bring the current page's link into it.
-(function () {
-  "use strict";
-  const nav = document.querySelector(".top nav");
-  const here = nav && nav.querySelector('a[aria-current="page"]');
-  if (here && nav.scrollWidth > nav.clientWidth) {
-    nav.scrollLeft = here.offsetLeft - (nav.clientWidth - here.offsetWidth) / 2 - nav.offsetLeft;
-  }
-})();
