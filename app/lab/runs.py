@@ -92,7 +92,8 @@ class Run:
         return self.base_units / t if t else 0.0
 
     def estimated_bytes(self) -> int:
-        """A rough size in memory: the corpus, the merge records, the model file."""
+        """A rough size in memory: the corpus, the merge records, the model file, and the API document a finished
+        run keeps once it is asked for (``kept``; about 520 bytes a step until it is built)."""
         size = 200 + len(self.corpus) * 2 + sum(map(len, self.extra.get("scores", ())))
         if self.unigram:
             size += sum(100 + 80 * len(s.removed) for s in self.steps)
@@ -100,6 +101,8 @@ class Run:
             size += self.steps.nbytes + 64 * len(self.steps)
         else:
             size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
+        if self.finished:
+            size += len(self.kept.get("document", b"")) or 520 * len(self.steps)
         return size + 64 * len(self.base) + len(self.model or b"")
 
     def label(self) -> str:

@@ -149,4 +149,7 @@ def test_a_finished_runs_document_is_built_once_and_kept(client, monkeypatch):
     document = answers[0].json()
     assert document["status"] == "done" and len(document["steps"]) == 12
     assert len(built) == 1  # built once, whoever asked first
+    run = client.app.state.lab.get(run_id)
+    assert run.kept["document"] == answers[0].content  # kept with the run, and counted in its size
+    assert run.estimated_bytes() >= len(run.corpus) * 2 + len(answers[0].content)
     assert built[0]["on_loop"] is False and built[0]["heavy"] == 1
