@@ -6,8 +6,8 @@ other request the process serves. So each uploaded file the library runs lives i
 (:class:`LibraryHost`), started from a clean process (the forkserver, or spawned) on first use:
 
 - it reads the file there and answers what the server keeps of it (:class:`~.library.LibraryFacts`: the vocabulary's
-  size, special and added tokens, how pieces are spelled; the pieces themselves come on demand, a batch at a
-  time), or the library's refusal, as the same :class:`~app.engines.errors.TokenplayError`;
+  size, special and added tokens, how pieces are spelled; the pieces themselves come on demand, a block of
+  ids at a time), or the library's refusal, as the same :class:`~app.engines.errors.TokenplayError`;
 - each call (encode, decode, the pieces of some ids) goes over a pipe and runs there, one at a time, under the
   calling request's budget (:mod:`app.engines.budget`): a call over it kills the host, and the next call starts a
   new one (reading the file again, which no request's budget counts: it is bounded by the file's size, see
@@ -35,6 +35,7 @@ from ..errors import TokenplayError
 START_SECONDS = 120.0
 #: Memory a host may use beyond what the library built from the file (its calls' own work).
 CALL_MEMORY = 1 << 30
+
 
 class HostGone(TokenplayError):
     """A host that ended without answering (killed from outside, or crashed)."""

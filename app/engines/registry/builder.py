@@ -85,7 +85,11 @@ def _main(argv: list[str]) -> int:
     try:
         if args.tokenizer:
             done = build_registered(args.tokenizer, args.out)
-        else:
+        else:  # a file a user brought, built while the server serves: the server's requests come first
+            try:
+                os.nice(10)
+            except OSError:
+                pass
             done = build_bytes(sys.stdin.buffer.read(), json.loads(args.options), args.out)
     except (TokenplayError, OSError) as exc:
         if isinstance(exc, OSError):
