@@ -16,7 +16,9 @@ other request the process serves. So each uploaded file the library runs lives i
   built, plus :data:`CALL_MEMORY`), and ends when its server process ends (the pipe closes) or when the tokenizer
   it serves is dropped.
 
-A host serves one tokenizer for one server process; nothing here knows the web.
+A host serves one tokenizer for one server process; nothing here knows the web. As with any process that is not a
+fork, a host imports its starter's ``__main__`` again: a script that runs uploaded files (``untrusted=True``) keeps
+its work under ``if __name__ == "__main__":`` (``tokenplay``, uvicorn and pytest do).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from ..errors import TokenplayError
 START_SECONDS = 120.0
 #: Memory a host may use beyond what the library built from the file (its calls' own work).
 CALL_MEMORY = 1 << 30
+#: What the forkserver imports once for every host it forks (the library; and not the server's ``__main__``, which
+#: it would import by default).
+PRELOAD = ("app.engines.huggingface.library",)
 
 
 class HostGone(TokenplayError):
@@ -64,7 +69,7 @@ class LibraryHost:
 
     # -- the process ----------------------------------------------------------------------------------------------
     def _start(self) -> None:
-        ctx = clean_context()
+        ctx = clean_context(PRELOAD)
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_serve, args=(child, self._read, self._calls), name="tokenplay-library-host",
                            daemon=True)
