@@ -28,6 +28,7 @@ import os
 import pickle
 import select
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -280,9 +281,11 @@ def _child(fn: Callable[..., T], args: tuple, write_fd: int, memory_bytes: int |
             outcome = ("error", exc) if isinstance(exc, TokenplayError) else ("message", (type(exc).__name__, str(exc)))
         try:
             data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # noqa: BLE001 - an error holding something that does not pickle: its words
+        except Exception:  # noqa: BLE001 - an error holding something that does not pickle (or no memory left to
+            # pickle it, right after work that used the child's whole cap): its class's name and its words
             value = outcome[1]
-            data = pickle.dumps(("message", (type(value).__name__, str(value))))
+            kind = "rebuild" if outcome[0] == "error" else "message"
+            data = pickle.dumps((kind, (type(value).__module__, type(value).__qualname__, str(value))))
         view = memoryview(data)
         while view:
             view = view[os.write(write_fd, view) :]
@@ -358,7 +361,18 @@ def run_isolated(fn: Callable[..., T], *args: Any, what: str, memory_bytes: int 
         raise value
     if kind == "memory":
         raise OverBudget(f"{what} used more memory than it may ({(memory_bytes or 0) >> 20} MB) and was stopped")
-    _name, message = value
+    if kind == "rebuild":  # a TokenplayError that did not pickle: the same class with the same words
+        module, name, message = value
+        found = getattr(sys.modules.get(module), name, None)
+        if isinstance(found, type) and issubclass(found, TokenplayError):
+            try:
+                error = found(message)
+            except TypeError:  # a constructor that wants more than its words
+                error = None
+            if error is not None:
+                raise error
+        raise TokenplayError(message)
+    _name, message = value[-2:]
     raise TokenplayError(f"{what} failed: {message}")
 
 

@@ -15,7 +15,7 @@ import regex
 
 from app.engines import budget
 from app.engines.budget import Budget, OverBudget, UserPattern, probe_pattern, run_isolated
-from app.engines.errors import InvalidTextError
+from app.engines.errors import InvalidTextError, TokenplayError
 from app.engines.registry.loaders import regex_warnings, tokenizer_from_json, user_regexes
 
 CATASTROPHIC = r"(a+)+$"
@@ -186,3 +186,21 @@ def _forever():
 
 def _allocate(n: int) -> int:
     return len(bytearray(n))
+
+
+class _Unpicklable(TokenplayError):
+    """An error that holds something pickle cannot take (as an error raised when the child has no memory left to
+    pickle it cannot be pickled either)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.callback = lambda: None
+
+
+def _raise_unpicklable() -> None:
+    raise _Unpicklable("the words of the error")
+
+
+def test_an_error_that_does_not_pickle_comes_back_as_its_class_with_its_words():
+    with pytest.raises(_Unpicklable, match="^the words of the error$"):
+        run_isolated(_raise_unpicklable, what="a thing")

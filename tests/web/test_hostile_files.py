@@ -62,7 +62,9 @@ def test_a_catastrophic_regex_is_named_at_upload_and_refused_in_words_through_bo
 
 
 def test_a_quadratic_regex_in_the_library_is_stopped_at_the_budget(client):
-    assert add(client, split_tokenizer(r"a*b|a"), "slow").json()["warnings"] == []  # the probe cannot see it
+    # whatever the upload's probe said of it (on a busy machine its short texts may already take too long), a
+    # long text is stopped at the request's budget
+    assert add(client, split_tokenizer(r"a*b|a"), "slow").status_code == 201
     r = client.post("/api/tokenize", json={"text": "a" * 200_000, "tokenizer": "slow"})
     assert r.status_code == 422 and "took more than 0.5 s" in r.json()["detail"], r.text
     r = client.post("/api/tokenize", json={"text": "a" * 200_000, "tokenizer": "native-slow"})

@@ -239,3 +239,19 @@ def test_in_worker_processes_as_the_server_runs_it(make, corpus, docs, tmp_path)
     hold.wait_held()
     client.post(f"/api/measure/{r.json()['id']}/cancel")
     assert wait_measured(client, r.json()["id"])["status"] == "cancelled"
+
+
+def test_a_done_measurement_whose_report_has_not_arrived_keeps_polling(make):
+    """A record that says done before its report is readable (another process's store, a write on its way) is shown
+    as finishing and asked for again, never as a broken page."""
+    from app.services.measure import Measurement
+
+    client = make()
+    measurements = client.app.state.measurements
+    record = Measurement(id="0123456789abcdef", tokenizers=["cl100k_base"], inputs=[{"name": "a.txt", "bytes": 3}],
+                         options={}, status="done", report=None)
+    measurements.store.put(record)
+    page = client.get(f"/measure/jobs/{record.id}")
+    assert page.status_code == 200, page.text
+    assert f'hx-get="/measure/jobs/{record.id}"' in page.text and "the report is on its way" in page.text
+    assert "Download CSV" not in page.text and "/cancel" not in page.text
