@@ -15,6 +15,7 @@ from hypothesis import settings as hypothesis_settings
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
 from helpers.lab_helpers import QUICK_WAIT, Hold
+from helpers.unique_ids import pytest_collection_modifyitems  # noqa: F401  (a hook: two tests may not share an id)
 from helpers.serving import free_port
 
 from app.settings import Settings
