@@ -21,6 +21,7 @@ never the library's own exception (a Rust panic among them).
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from functools import partial
@@ -33,6 +34,7 @@ from ..base import Tokenizer, VocabFacts, check_text
 from ..budget import run_isolated
 from ..errors import InvalidTextError
 from .decoders import DecodeError
+from ..specials import from_post_processor
 from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
 from ..sentencepiece.model import piece_to_byte
 from ..sentencepiece.normalizer import SPACE_SYMBOL
@@ -69,6 +71,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         ids = self.library.get_vocab(with_added_tokens=True).values()
         self._n_vocab = max(ids) + 1
         self._holes = len(ids) != self._n_vocab
+        post = self.library.post_processor
+        self.added_specials = from_post_processor(None if post is None else json.loads(post.__getstate__()))
         self._lock = threading.Lock()
         #: A file a user brought whose pipeline holds a regex: the library matches it in Rust, where nothing can
         #: stop it, so every call that encodes or decodes runs in a child process under the request's budget.

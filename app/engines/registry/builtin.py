@@ -69,8 +69,13 @@ def _jurassic():
 
 def _mistral():
     from ..sentencepiece.model import SentencePieceTokenizer
+    from ..specials import bos
 
-    return SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+    tok = SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+    # The .model file does not say it; the model's Hugging Face tokenizer_config.json (mistralai/Mistral-7B-v0.1)
+    # does: add_bos_token true, add_eos_token false, as Mistral's own mistral-common encodes a request (bos=True).
+    tok.added_specials = bos(tok.special_tokens["<s>"], "<s>", "Mistral 7B v0.1's configuration (add_bos_token: true)")
+    return tok
 
 
 for _name, _enc in ENCODINGS.items():
