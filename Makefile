@@ -18,7 +18,7 @@ DEV_LOCK = requirements-dev.lock
 # What the lock files are resolved for (the Dockerfile's Python; the hashes cover every platform's wheels).
 LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 -q
 
-.PHONY: install install-dev system-deps run test bench load lint lock clean
+.PHONY: install install-dev system-deps run class test bench load lint lock clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ system-deps:
 
 run: install
 	$(VENV)/bin/tokenplay serve --host $(HOST) --port $(PORT)
+
+# A class in the room: every network interface, two workers per CPU, and the students' join link printed with this
+# machine's network address (the lab's QR codes use it too).
+class: install
+	$(VENV)/bin/tokenplay serve --class --port $(PORT)
 
 test: install-dev system-deps
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

@@ -46,6 +46,8 @@ from multiprocessing.connection import Connection, Pipe
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from app.engines.errors import TokenplayError
+
 logger = logging.getLogger("uvicorn.error")
 
 #: How often the supervisor looks at its workers (seconds).
@@ -319,13 +321,36 @@ def _health(path: str, timeout: float) -> bool | str:
         conn.close()
 
 
+class PortInUseError(TokenplayError):
+    """The address and port a server was asked to listen on are taken (its message says how to choose another)."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`PortInUseError`, in words and with a free port to use instead, when ``host``:``port`` is taken."""
+    from app.network import free_port_after, port_is_free
+
+    if port and not port_is_free(host, port):
+        other = free_port_after(host, port)
+        instead = f"--port {other}" if other else "--port with another number"
+        make = f" (make run: PORT={other} make run)" if other else ""
+        raise PortInUseError(
+            f"port {port} on {host} is already in use: another Tokenplay, or another program, is listening there. "
+            f"Stop it, or choose another port: tokenplay serve {instead}{make}"
+        )
+
+
 def serve(app: str, *, host: str, port: int, workers: int, log_level: str, preload_tokenizers: bool = True,
-          drain_seconds: float = 10.0) -> int:
+          drain_seconds: float = 10.0, announce: Callable[[int], None] | None = None) -> int:
     """Bind, load the tokenizers (unless ``preload_tokenizers`` is false), fork ``workers`` workers and keep them until
-    SIGINT or SIGTERM (each worker finishes its requests for at most ``drain_seconds``); the exit status."""
+    SIGINT or SIGTERM (each worker finishes its requests for at most ``drain_seconds``); the exit status. A port in
+    use raises :class:`PortInUseError` before anything starts; ``announce`` is called with the port once it is
+    bound (what ``tokenplay serve --class`` prints)."""
+    check_port(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=workers,
                             timeout_graceful_shutdown=drain_seconds)
     sock = config.bind_socket()
+    if announce is not None:
+        announce(sock.getsockname()[1])
     try:
         if preload_tokenizers:
             preload()

@@ -1,0 +1,159 @@
+"""A class in a real room (issue 37, part 2, the CLI's side) and a port already in use: ``tokenplay serve --class``
+listens on every network interface and prints the students' join link with this machine's network address, which
+answers; a taken port is said in words with a free one to use instead. Each test waits for an event (a line of the
+server's output, the process ending) with a generous bound, never for a time."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import namedtuple
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from helpers.serving import ROOT, free_port
+
+from app import network
+from app.cli import class_lines
+
+BOUND = 600  # seconds: a deadline against hanging, not a speed requirement
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "TOKENPLAY_PUBLIC_URL")}
+    return env | {"TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"), "TOKENPLAY_UPLOADS_DIR": str(tmp_path / "uploads"),
+                  "TOKENPLAY_LAB_POOL": "thread"}
+
+
+class Lines:
+    """A process's output, line by line, as it comes (a thread reads it into a queue)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc, self.seen, self._queue = proc, [], queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def wait_for(self, wanted: str) -> str:
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            line = self._queue.get(timeout=BOUND)
+            if line is None:
+                raise AssertionError(f"the process ended before printing {wanted!r}:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            if wanted in line:
+                return line
+        raise AssertionError(f"no {wanted!r} within {BOUND} s:\n" + "\n".join(self.seen))
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    except ProcessLookupError:
+        pass
+
+
+def this_machines_addresses() -> set[str]:
+    """Every IPv4 address of an interface that is up (the referee: ``ip -4 -o addr`` when present, else psutil)."""
+    try:
+        out = subprocess.run(["ip", "-4", "-o", "addr", "show", "up"], capture_output=True, text=True, check=True).stdout
+        return {line.split()[3].split("/")[0] for line in out.splitlines()}
+    except (OSError, subprocess.CalledProcessError):
+        return {a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == socket.AF_INET}
+
+
+def test_serve_class_listens_everywhere_and_prints_a_join_link_that_answers(tmp_path):
+    lan = sorted(a for a in this_machines_addresses() if not ipaddress.ip_address(a).is_loopback)
+    if not lan:
+        pytest.skip("this machine has no network address besides loopback: no link could reach it")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--class", "--port", str(port), "--workers", "1", "--no-preload"],
+        cwd=ROOT, env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+    try:
+        lines = Lines(proc)
+        lines.wait_for("Students join at")
+        link = lines.wait_for("/follow").split()[-1]
+        assert link.startswith("http://") and link.endswith(f":{port}/follow")
+        address = link.removeprefix("http://").split(":")[0]
+        assert address in lan  # this machine's network address, not 127.0.0.1
+        lines.wait_for("Application startup complete")
+        assert httpx.get(f"http://{address}:{port}/healthz", timeout=30).status_code == 200
+        page = httpx.get(link, timeout=60)
+        assert page.status_code == 200 and "join" in page.text.lower()
+    finally:
+        stop(proc)
+
+
+def test_a_port_in_use_is_said_in_words_with_a_free_one_to_choose(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-preload"],
+            cwd=ROOT, env=env_for(tmp_path), capture_output=True, text=True, timeout=BOUND,
+        )
+    assert done.returncode == 2, done.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in done.stderr
+    suggested = int(done.stderr.split("tokenplay serve --port ")[1].split()[0])
+    assert suggested > port and network.port_is_free("127.0.0.1", suggested)
+    assert "Traceback" not in done.stderr
+
+
+# -- the addresses, on interfaces the test controls -------------------------------------------------------------------
+
+Addr = namedtuple("Addr", "family address")
+Stats = namedtuple("Stats", "isup")
+
+
+@pytest.fixture()
+def interfaces(monkeypatch):
+    addrs = {
+        "lo": [Addr(socket.AF_INET, "127.0.0.1"), Addr(socket.AF_INET6, "::1")],
+        "wlan0": [Addr(socket.AF_INET, "10.1.2.3"), Addr(socket.AF_INET6, "fe80::1%wlan0"),
+                  Addr(socket.AF_INET6, "fd00::5")],
+        "eth0": [Addr(socket.AF_INET, "192.168.1.20")],
+        "down0": [Addr(socket.AF_INET, "172.16.0.9")],
+    }
+    stats = {"lo": Stats(True), "wlan0": Stats(True), "eth0": Stats(True), "down0": Stats(False)}
+    monkeypatch.setattr(psutil, "net_if_addrs", lambda: addrs)
+    monkeypatch.setattr(psutil, "net_if_stats", lambda: stats)
+    monkeypatch.setattr(network, "_default_route_address", lambda: "192.168.1.20")
+    monkeypatch.setenv("TOKENPLAY_PUBLIC_URL", "unset")  # recorded, so what class_lines sets is undone after
+    monkeypatch.delenv("TOKENPLAY_PUBLIC_URL")
+
+
+def test_every_network_address_is_listed_default_route_first(interfaces):
+    assert network.network_addresses() == ["192.168.1.20", "10.1.2.3"]  # no loopback, no interface that is down
+    assert network.network_addresses(ipv6=True) == ["192.168.1.20", "10.1.2.3", "fd00::5"]  # no link-local
+    assert network.reachable_bases("0.0.0.0", 8000) == ["http://192.168.1.20:8000", "http://10.1.2.3:8000"]
+    assert network.reachable_bases("::", 80)[-1] == "http://[fd00::5]:80"
+    assert network.reachable_bases("127.0.0.1", 8000) == [] and network.reachable_bases("localhost", 8000) == []
+    assert network.reachable_bases("10.1.2.3", 8000) == ["http://10.1.2.3:8000"]
+
+
+def test_the_class_lines_give_every_link_and_set_the_address_the_qr_codes_use(interfaces):
+    lines = class_lines("0.0.0.0", 8000)
+    assert "  http://192.168.1.20:8000/follow" in lines and "  or http://10.1.2.3:8000/follow" in lines
+    assert os.environ["TOKENPLAY_PUBLIC_URL"] == "http://192.168.1.20:8000"
+    loopback = " ".join(class_lines("127.0.0.1", 8000))
+    assert "no phone can join" in loopback and "tokenplay serve --class" in loopback
