@@ -47,12 +47,15 @@ $(NPM_STAMP): package.json package-lock.json scripts/fetch_npm.py
 	$(PYTHON) scripts/fetch_npm.py
 
 # Every shipped tokenizer our engines run, built once into the table files every server process maps (var/tables;
-# app/engines/registry/tables.py): a table already built for this code and these files is only checked.
+# app/engines/registry/tables.py): a table already built for this code and these files is only checked. Then what
+# pages compute on a first visit (the UDHR texts, the languages page's default counts: var/precomputed).
 install: $(VENV)/.installed $(NPM_STAMP)
 	$(VENV)/bin/tokenplay tables build
+	$(VENV)/bin/tokenplay precompute
 
 install-dev: $(VENV)/.installed-dev $(NPM_STAMP)
 	$(VENV)/bin/tokenplay tables build
+	$(VENV)/bin/tokenplay precompute
 
 system-deps:
 	@bash scripts/install-system-deps.sh

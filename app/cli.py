@@ -142,6 +142,16 @@ def cmd_tables(args: argparse.Namespace) -> int:
     return builder.build_all(args.names or None, jobs=args.jobs)
 
 
+def cmd_precompute(args: argparse.Namespace) -> int:
+    """Compute ahead what pages would compute on their first visit (make install runs it): the UDHR corpus and the
+    languages page's default counts, as files in var/precomputed (app/features/precomputed.py)."""
+    from app.features import languages, precomputed, udhr
+
+    for name in [udhr.precompute(), *languages.precompute()]:
+        print(f"{precomputed.directory() / name}")
+    return 0
+
+
 def _share_tokenizer_files(paths: list[str]) -> None:
     """Check each file (a bad one stops the server before it starts: built into its table, which the server then
     maps), then register them here, before the workers are forked, and name them in the environment
@@ -482,6 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="only these tokenizers (default: every one our engines run)")
     p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="builders at a time")
     p.set_defaults(func=cmd_tables)
+
+    p = sub.add_parser("precompute", help="compute ahead what pages compute on a first visit (make install does)")
+    p.set_defaults(func=cmd_precompute)
 
     p = sub.add_parser("encode", help="tokenize TEXT (or stdin) and print the same JSON as POST /api/tokenize")
     _tokenizer_arguments(p)

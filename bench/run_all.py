@@ -40,6 +40,8 @@ SCRIPTS = [
      [], ["--requests", "5", "--keystrokes", "5"]),
     ("The token tax of every language: one tokenizer over 532 UDHR translations, first and again (issue 26)",
      "bench_languages.py", [], ["--repeat", "1", "--tokenizers", "gpt2,o200k_base,mistral-7b"]),
+    ("First visits: every page of a freshly started server, once, under 1 s (issue 37)", "bench_first_visits.py", [],
+     []),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

@@ -18,6 +18,7 @@ Nothing here knows about the web or the cookies that own uploaded and lab tokeni
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import threading
 from collections import OrderedDict
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
+
+from . import precomputed
 
 from .udhr import ENGLISH, Corpus, Declaration, corpus
 
@@ -92,9 +95,55 @@ def count_all(tokenizer: Tokenizer, declarations: Sequence[Declaration]) -> dict
 
 
 def token_counts(tokenizer: Tokenizer, identity: str, data: Corpus | None = None) -> dict[str, int]:
-    """Code -> tokens of every declaration for ``tokenizer``, counted once per ``(identity, data.digest)``."""
+    """Code -> tokens of every declaration for ``tokenizer``, counted once per ``(identity, data.digest)``; a shipped
+    tokenizer's counts come from the file computed ahead when there is one (and are written when there is none)."""
     data = data or corpus()
-    return CACHE.get_or_count((identity, data.digest), lambda: count_all(tokenizer, data.declarations))
+    return CACHE.get_or_count((identity, data.digest), lambda: _kept_counts(tokenizer, identity, data))
+
+
+#: The languages page's default tokenizers, counted ahead by ``tokenplay precompute`` (make install).
+PRECOMPUTED = ("gpt2", "cl100k_base", "o200k_base")
+#: How a shipped tokenizer's identity begins (the web's count cache key: ``registry:gpt2``; the CLI's: ``gpt2``).
+SHIPPED = "registry:"
+
+
+def _counts_file(identity: str, data: Corpus) -> str | None:
+    """The file of a shipped tokenizer's counts (a key of its name, the texts, the engines' code and the pinned
+    data files), or None for anything else (an upload, a lab run, a file named on the command line)."""
+    from app.engines import registry
+    from app.engines.datafiles import data_dir
+    from app.engines.registry.tables import code_fingerprint
+
+    name = identity.removeprefix(SHIPPED)
+    if name not in registry.names() or registry.spec(name).family in ("lab", "file"):
+        return None
+    manifest = hashlib.sha256((data_dir() / "manifest.json").read_bytes()).hexdigest()
+    code = precomputed.source_digest(__name__)
+    return f"counts-{name}-{precomputed.key(name, data.digest, code_fingerprint(), manifest, code)}.json"
+
+
+def _kept_counts(tokenizer: Tokenizer, identity: str, data: Corpus) -> dict[str, int]:
+    name = _counts_file(identity, data)
+    kept = precomputed.read(name) if name else None
+    codes = [d.code for d in data.declarations]
+    if isinstance(kept, dict) and list(kept) == codes and all(isinstance(v, int) for v in kept.values()):
+        return kept
+    counts = count_all(tokenizer, data.declarations)
+    if name:
+        precomputed.write(name, counts)
+    return counts
+
+
+def precompute(names: Sequence[str] = PRECOMPUTED) -> list[str]:
+    """Count every declaration for each of ``names`` and write the counts' files (``tokenplay precompute``)."""
+    from app.engines import registry
+
+    data = corpus()
+    written = []
+    for name in names:
+        token_counts(registry.get(name), SHIPPED + name, data)
+        written.append(_counts_file(name, data))
+    return written
 
 
 # -- the table ----------------------------------------------------------------------------------------------------

@@ -78,11 +78,25 @@ def preload(echo: Callable[[str], None] = logger.info) -> dict:
             tok.drop_python_ranks()
     release_parsed_ranks()
     release_freed_memory()
+    warm_pages()
     gc.collect()
     gc.freeze()
     took = time.perf_counter() - start
     echo(f"Loaded {len(names)} tokenizers in {took:.1f} s, to share between the workers")
     return {"seconds": took, "tokenizers": len(names)}
+
+
+def warm_pages() -> None:
+    """Before the workers fork, what the pages' first visits would otherwise compute, so that every worker starts
+    with it: the UDHR texts and the languages page's default counts (read from the files ``tokenplay precompute``
+    wrote at install, or computed), and the oddities' explanations (what a model builds on its first explanation
+    lives in the process: Jurassic-2's takes seconds)."""
+    from app.engines import registry
+    from app.features import languages, oddities
+
+    for name in languages.PRECOMPUTED:
+        languages.token_counts(registry.get(name), languages.SHIPPED + name)
+    oddities.warm()
 
 
 def _die_with_parent() -> None:
