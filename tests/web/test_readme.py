@@ -28,7 +28,6 @@ import re
 import queue
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -39,7 +38,7 @@ from pathlib import Path
 import httpx
 import pytest
 import sentencepiece as spm
-from helpers.serving import UvicornProcess, free_port
+from helpers.serving import UvicornProcess, free_port, stop_group
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -502,14 +501,7 @@ def serve(example: Example, workdir: Path, env: dict[str, str]) -> None:
             r = httpx.post(f"http://127.0.0.1:{port}/api/tokenize", json={"text": "Hello", "tokenizer": name}, timeout=30)
             assert r.status_code == 200, (example, r.text)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-        except ProcessLookupError:
-            pass
+        stop_group(proc)
 
 
 def test_readme_cli_examples_answer_as_shown(server, workdir, tmp_path):

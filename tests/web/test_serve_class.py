@@ -8,7 +8,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from helpers.serving import ROOT, free_port
+from helpers.serving import ROOT, free_port, stop_group
 
 from app import network
 from app.cli import class_lines
@@ -58,17 +57,6 @@ class Lines:
         raise AssertionError(f"no {wanted!r} within {BOUND} s:\n" + "\n".join(self.seen))
 
 
-def stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    except ProcessLookupError:
-        pass
-
-
 def this_machines_addresses() -> set[str]:
     """Every IPv4 address of an interface that is up (the referee: ``ip -4 -o addr`` when present, else psutil)."""
     try:
@@ -100,7 +88,7 @@ def test_serve_class_listens_everywhere_and_prints_a_join_link_that_answers(tmp_
         page = httpx.get(link, timeout=60)
         assert page.status_code == 200 and "join" in page.text.lower()
     finally:
-        stop(proc)
+        stop_group(proc, 60)
 
 
 def test_a_port_in_use_is_said_in_words_with_a_free_one_to_choose(tmp_path):
