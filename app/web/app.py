@@ -9,7 +9,6 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -23,7 +22,7 @@ from app.settings import Settings
 from . import add_tokenizer, api, chat, compare, errors, follow, lab, languages, oddities, playground, side_by_side
 from .deps import lanes_of
 from .errors import NotFoundError
-from .render import make_environment
+from .render import make_environment, page_or_block
 from .uploads import Uploads
 
 #: The files of npm's swagger-ui-dist that /docs loads, and their media types.
@@ -174,16 +173,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     swagger_dir = settings.npm_dir / "swagger-ui-dist"
 
     @app.get("/docs", include_in_schema=False)
-    def api_docs():
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url,
-            title="Tokenplay API",
-            swagger_js_url="/vendor/swagger-ui/swagger-ui-bundle.js",
-            swagger_css_url="/vendor/swagger-ui/swagger-ui.css",
-            swagger_favicon_url="/vendor/swagger-ui/favicon-32x32.png",
-            # no validator badge: it would send the schema's address to validator.swagger.io
-            swagger_ui_parameters={"validatorUrl": None},
-        )
+    def api_docs(request: Request):
+        """Swagger UI in the site's page (its header, its theme): templates/docs.html, started by static/docs.js."""
+        return page_or_block(request, "docs.html", "content", {"openapi_url": app.openapi_url, "active_nav": "docs"})
 
     @app.get("/redoc", include_in_schema=False)
     def redoc():  # ReDoc is not shipped (its npm package pulls in dozens more): the one API page is /docs
