@@ -91,8 +91,10 @@ class Run:
         return size + 64 * len(self.base) + len(self.model or b"")
 
     def label(self) -> str:
-        what = "rounds" if self.unigram else "merges"
-        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps} {what})"
+        """What a picker shows: ``lab run 3f2a (Unigram, 1 round)``."""
+        what = "round" if self.unigram else "merge"
+        plural = "" if self.n_steps == 1 else "s"
+        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps:,} {what}{plural})"
 
     def apply(self, trained: Trained) -> None:
         self.base = trained.base

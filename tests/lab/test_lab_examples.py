@@ -31,3 +31,15 @@ def test_the_unigram_example_prunes_in_several_rounds(client):
     sizes = [r["vocab_size"] for r in rounds]
     assert len(rounds) >= 4 and sizes[-1] == form["size"] == run["vocab_size"]
     assert all(a > b for a, b in zip(sizes, sizes[1:]))  # every round removes pieces
+
+
+@pytest.mark.parametrize(("algorithm", "steps", "said"), [
+    ("unigram", 1, "1 round)"), ("unigram", 5, "5 rounds)"), ("byte", 1, "1 merge)"), ("byte", 1200, "1,200 merges)"),
+])
+def test_a_runs_label_counts_its_steps_in_words(algorithm, steps, said):
+    from app.lab.options import Options
+    from app.lab.runs import Run
+
+    run = Run("r1", "corpus", Options(algorithm=algorithm), status="done")
+    run.steps = [object()] * steps
+    assert run.label().endswith(said)
