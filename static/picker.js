@@ -239,6 +239,8 @@
     function setTyped(on) {
       typed = on;
       combo.classList.toggle("picker-typing", on);
+      // what is typed is a search, not the chosen model: its vocabulary size would belong to neither
+      vocab.hidden = on;
     }
 
     function showChosen() {

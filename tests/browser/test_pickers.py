@@ -65,7 +65,10 @@ def test_keyboard_only_filter_arrows_enter_escape(play: Page, live_server: str):
         play.keyboard.press("Shift+Tab")
     expect(combo).to_be_focused()
 
+    vocab = play.locator("#tokenizer-picker .picker-chosen-vocab")
+    expect(vocab).to_have_text("100,277")
     play.keyboard.type("qwen3")
+    expect(vocab).to_be_hidden()  # a search shows no size: not the old model's, not a model's yet
     listbox = play.get_by_role("listbox", name="Tokenizer")
     expect(listbox).to_be_visible()
     expect(combo).to_have_attribute("aria-expanded", "true")
@@ -81,6 +84,7 @@ def test_keyboard_only_filter_arrows_enter_escape(play: Page, live_server: str):
     expect(combo).to_have_attribute("aria-expanded", "false")
     expect(combo).to_have_value("Qwen3")
     expect(combo).to_be_focused()
+    expect(vocab).to_have_text("151,669")
     expect(play.locator("#tokenizer")).to_have_value("qwen3")
     expect(play).to_have_url(re.compile(r"tokenizer=qwen3&"))
     expect_ids(play, hf_ids("qwen3", TEXT))
