@@ -327,6 +327,25 @@
     if (status && source) status.textContent = source.dataset.announce;
   });
 
+  // The decode box decodes its ids again when the model changes, unless what was typed was itself refused (not
+  // numbers, an empty box): a stale invalid entry is not posted again on every model change. Typing again decides
+  // anew; ids refused only by the new model (no such id there) still try the next model.
+  document.addEventListener("input", function (event) {
+    if (event.target instanceof Element && event.target.id === "ids-input") event.target.form.dataset.typed = "1";
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.detail && event.detail.elt;
+    if (!(form instanceof HTMLFormElement) || form.id !== "decode" || !form.dataset.typed) return;
+    delete form.dataset.typed;
+    form.dataset.refused = event.detail.successful ? "" : "1";
+  });
+  document.addEventListener("change", function (event) {
+    if (!(event.target instanceof Element) || event.target.id !== "tokenizer") return;
+    const form = document.getElementById("decode");
+    const ids = document.getElementById("ids-input");
+    if (form && ids && ids.value.trim() && form.dataset.refused !== "1" && window.htmx) htmx.trigger(form, "redecode");
+  });
+
   document.addEventListener("click", function (event) {
     const button = event.target instanceof Element && event.target.closest("[data-copy-ids]");
     const form = document.getElementById("play");

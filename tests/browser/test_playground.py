@@ -289,6 +289,20 @@ def test_decode_box_decodes_ids_and_reports_bad_ones(play: Page):
     play.locator("#ids-input").fill("9906, banana")
     expect(play.locator("#decoded .error")).to_contain_text("banana")
     assert play.locator("#text").input_value() == ""
+    # That refused entry is not posted again on every model change: the page changes model, the box stays quiet.
+    decodes: list[str] = []
+    play.on("request", lambda r: decodes.append(r.url) if r.url.endswith("/decode") else None)
+    with play.expect_response(lambda r: r.url.endswith("/render")):
+        play.select_option("#tokenizer", "cl100k_base")
+    with play.expect_response(lambda r: r.url.endswith("/render")):
+        play.select_option("#tokenizer", "gpt2")
+    assert decodes == []
+    # Typing a valid entry again: decoded, and decoded again with the next model.
+    play.locator("#ids-input").fill("31373, 995")
+    expect(play.locator("#decoded .decoded-text")).to_have_text("hello world")
+    with play.expect_response(lambda r: r.url.endswith("/decode")):
+        play.select_option("#tokenizer", "cl100k_base")
+    expect(play.locator("#decoded .decoded-text")).to_have_text(enc("cl100k_base").decode([31373, 995]))
 
 
 def test_long_text_counts_stay_exact_with_a_window_and_show_more(play: Page, settings):
