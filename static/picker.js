@@ -478,6 +478,15 @@
     quiet(filter);
     const engine = engineMemory(root.id);
     let viaTitle = false; // the checkbox being ticked was reached through its model's title
+    // Folded (data-fold="chosen", the compare page): only the rows of the chosen models show, so that the text and
+    // the results come first; a filter still searches every row, and "Show all" unfolds. A row ticked while
+    // folded (found by the filter) stays shown; a row unticked stays too, until the picker is folded again.
+    const foldable = root.dataset.fold === "chosen";
+    let folded = false;
+    const foldToggle = el("button", "picker-fold-toggle btn btn-small");
+    foldToggle.type = "button";
+    foldToggle.setAttribute("aria-controls", root.id);
+    if (foldable) filter.after(foldToggle);
 
     function rows() {
       return Array.from(root.querySelectorAll(".picker-row"));
@@ -521,7 +530,8 @@
           note.classList.toggle("picker-match-exact", Boolean(match && match.exact));
           note.hidden = !match;
         }
-        row.hidden = !match && !matches(row.dataset.search || "", ws);
+        const folds = folded && !ws.length && !row.classList.contains("picker-kept");
+        row.hidden = folds || (!match && !matches(row.dataset.search || "", ws));
         row.classList.toggle("picker-named", Boolean(match && match.exact));
       });
       for (const group of root.querySelectorAll(".picker-group")) {
@@ -532,6 +542,21 @@
     // The row Enter ticks from the filter: the one the typed model name resolves to, else the first shown.
     function firstRow() {
       return root.querySelector(".picker-row.picker-named:not([hidden])") || root.querySelector(".picker-row:not([hidden])");
+    }
+
+    function setFolded(on) {
+      folded = on;
+      for (const row of rows()) {
+        row.classList.toggle("picker-kept", rowBoxes(row).some(function (b) { return b.checked; }));
+      }
+      root.classList.toggle("picker-folded", on);
+      foldToggle.textContent = on ? "Show all " + rows().length + " tokenizers" : "Show only the chosen ones";
+      foldToggle.setAttribute("aria-expanded", String(!on));
+      applyFilter();
+    }
+    if (foldable) {
+      foldToggle.addEventListener("click", function () { setFolded(!folded); });
+      setFolded(rows().some(function (row) { return rowBoxes(row).some(function (b) { return b.checked; }); }));
     }
 
     filter.addEventListener("input", applyFilter);
@@ -564,7 +589,9 @@
     }, true);
     root.addEventListener("change", function (event) {
       const box = event.target;
-      if (!(box instanceof HTMLInputElement) || box.type !== "checkbox" || !box.checked || viaTitle) return;
+      if (!(box instanceof HTMLInputElement) || box.type !== "checkbox" || !box.checked) return;
+      if (box.closest(".picker-row")) box.closest(".picker-row").classList.add("picker-kept");
+      if (viaTitle) return;
       const row = box.closest(".picker-row");
       if (row && rowBoxes(row).length > 1) {
         engine.set(box.dataset.engine || "");
