@@ -27,9 +27,10 @@ $(VENV)/bin/python:
 # Re-install only when a lock file, the build files or the C sources change. The project itself goes in without
 # its dependencies (they all came from the lock, each checked against its hash); installing it compiles the C
 # twins of hot loops (C_SOURCES, every _*.c under app/engines/; setup.py builds the same list) with the system's C
-# compiler. They share the header(s) in C_HEADERS (app/engines/twins.h): a change to one rebuilds them all.
+# compiler. They share the headers in C_HEADERS (app/engines/compiled/: twins.h, frozen.h): a change to one rebuilds
+# them all.
 C_SOURCES = $(wildcard app/engines/_*.c app/engines/*/_*.c)
-C_HEADERS = $(wildcard app/engines/*.h)
+C_HEADERS = $(wildcard app/engines/compiled/*.h)
 $(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) $(C_HEADERS) | $(VENV)/bin/python
 	$(PY) -m pip install -qq --require-hashes -r $(LOCK)
 	$(PY) -m pip install -qq --no-deps -e .
@@ -47,8 +48,8 @@ $(NPM_STAMP): package.json package-lock.json scripts/fetch_npm.py
 	$(PYTHON) scripts/fetch_npm.py
 
 # Every shipped tokenizer our engines run, built once into the table files every server process maps (var/tables;
-# app/engines/registry/tables.py): a table already built for this code and these files is only checked. Then what
-# pages compute on a first visit (the UDHR texts, the languages page's default counts: var/precomputed).
+# app/engines/registry/table_files.py): a table already built for this code and these files is only checked. Then
+# what pages compute on a first visit (the UDHR texts, the languages page's default counts: var/precomputed).
 install: $(VENV)/.installed $(NPM_STAMP)
 	$(VENV)/bin/tokenplay tables build
 	$(VENV)/bin/tokenplay precompute

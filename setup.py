@@ -6,8 +6,10 @@ the byte-level split and loop over pre-tokens (bpe/patterns.py, encoder.py); ``s
 SentencePiece engine's loop over chunks (sentencepiece/model.py);
 ``sentencepiece/_lattice.c``, the unigram Viterbi pass and normalizer (sentencepiece/unigram.py, normalizer.py);
 ``sentencepiece/_unigram_train.c``, the unigram trainer's E-step and pruning losses (sentencepiece/unigram_trainer.py);
-``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py). They share
-``app/engines/twins.h`` (every extension ``depends`` on it, so a change to it rebuilds them all). ``optional=True``:
+``training/_train.c``, the training core's hot loops (training/words.py and pair_counts.py); and
+``compiled/_frozen.c``, the frozen containers of table files (registry/table_files.py). They share the headers of
+``app/engines/compiled/`` (``twins.h``, and ``frozen.h``: every extension ``depends`` on them, so a change to one
+rebuilds them all). ``optional=True``:
 where no C compiler is found the install goes on without them, and the Python loops do the same work, slower.
 """
 
@@ -16,7 +18,9 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ENGINES = Path("app/engines")
-HEADERS = sorted(h.as_posix() for h in ENGINES.glob("*.h"))
+#: Where the shared headers are (the include folder of every extension).
+SHARED = ENGINES / "compiled"
+HEADERS = sorted(h.as_posix() for h in SHARED.glob("*.h"))
 
 # One extension per C file, as the Makefile's C_SOURCES finds them: a new twin needs no second list.
 setup(
@@ -24,7 +28,7 @@ setup(
         Extension(
             ".".join(src.with_suffix("").parts),
             [src.as_posix()],
-            include_dirs=[ENGINES.as_posix()],
+            include_dirs=[SHARED.as_posix()],
             depends=HEADERS,
             optional=True,
             extra_compile_args=["-O2"],

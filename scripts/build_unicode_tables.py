@@ -1,4 +1,4 @@
-"""Print the Unicode tables of app/engines/huggingface/unicode.py, derived by asking Hugging Face ``tokenizers`` itself.
+"""Print the Unicode tables of app/engines/pipeline/unicode.py, derived by asking Hugging Face ``tokenizers`` itself.
 
 Our engine splits text with the ``regex`` module and normalizes it with ``unicodedata``; Hugging Face
 ``tokenizers`` splits with Oniguruma and normalizes with the ``unicode-normalization-alignments`` crate, and the
@@ -11,7 +11,7 @@ as those libraries see them. This script finds, code point by code point:
   normalization (NFC, NFD, NFKC, NFKD) or canonical reordering differs, and the second halves of the canonical
   compositions that only ``unicodedata`` performs (``NORMALIZER_UNKNOWN``).
 
-Run it after upgrading ``regex``, ``tokenizers`` or Python, and paste its output into app/engines/huggingface/unicode.py
+Run it after upgrading ``regex``, ``tokenizers`` or Python, and paste its output into app/engines/pipeline/unicode.py
 (tests/engines/test_hf_unicode.py fails until the tables match the installed libraries). It needs ``tokenizers`` only.
 """
 

@@ -4,7 +4,7 @@
 // answer. Buttons stay hidden where the Clipboard API is missing. Once the user edits the text, it is no
 // longer the preset it started from: the preset loses its highlight.
 // The reference is one of the ticked tokenizers: the one whose ◉ is chosen, else the first ticked (the server's
-// rule, app/web/compare.py reference_of). Unticking the reference moves ◉ to the first ticked one, and choosing
+// rule, app/services/compare.py reference_of). Unticking the reference moves ◉ to the first ticked one, and choosing
 // the ◉ of an unticked tokenizer ticks it, both before htmx sends the form (a capturing listener runs before
 // htmx's own); after every swap ◉ is set to the reference the answer names (#compare-stats data-reference).
 (function () {

@@ -23,7 +23,7 @@
   "use strict";
 
   const API = "/api/tokenizers";
-  // An engine as the pickers name it (app/web/pickers.py ENGINE_NAMES), for the engines an added file answers with.
+  // An engine as the pickers name it (app/web/rendering/pickers.py ENGINE_NAMES), for the engines an added file answers with.
   const ENGINES = { huggingface: "tokenizers", tokenplay: "Tokenplay" };
   let uid = 0;
 

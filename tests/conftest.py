@@ -14,7 +14,8 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from fastapi.testclient import TestClient
 from playwright.sync_api import expect
-from helpers.lab_helpers import QUICK_WAIT, Hold
+from helpers.lab_helpers import QUICK_WAIT
+from helpers.lab_hold import Hold
 from helpers.unique_ids import pytest_collection_modifyitems  # noqa: F401  (a hook: two tests may not share an id)
 from helpers.serving import free_port
 
@@ -43,7 +44,7 @@ def settings(tmp_path_factory) -> Settings:
         uploads_dir=tmp_path_factory.mktemp("uploads"),
         lab_pool="thread",
         lab_quick_wait_seconds=QUICK_WAIT,
-        lab_hold_file=tmp_path_factory.mktemp("hold") / "hold",
+        lab_progress_wrap=Hold(tmp_path_factory.mktemp("hold") / "hold", on=False),
     )
 
 
@@ -77,7 +78,7 @@ def live_server(app) -> Iterator[str]:
 
 @pytest.fixture()
 def lab_hold(tmp_path) -> Iterator[Hold]:
-    """The lab's test hold, on: trainings of an app given ``lab_hold_file=lab_hold.path`` pause after their first
+    """The lab's test hold, on: trainings of an app given ``lab_progress_wrap=lab_hold`` pause after their first
     step until the test releases them (released at the end of the test)."""
     hold = Hold(tmp_path / "hold")
     yield hold
@@ -89,7 +90,8 @@ def live_lab_hold(app, live_server) -> Iterator[Hold]:
     """The test hold of the shared app (and its live server), on: its trainings pause after their first step, and
     starting one answers at once with its progress. Released at the end of the test."""
     lab = app.state.lab
-    hold = Hold(app.state.settings.lab_hold_file)
+    hold = app.state.settings.lab_progress_wrap
+    hold.on()
     lab.quick_wait = 0.0
     try:
         yield hold

@@ -1,6 +1,7 @@
 """The plan of the house holds: every path the README's layout and docs/architecture.md name exists, the layers of
-app/ import downwards only, no module of app/ is part of an import circle, app/engines/ keeps a short top, and
-every compiled twin is found, built and rebuilt from where it lives."""
+app/ import downwards only, no module of app/ is part of an import circle, no route module imports another (the
+JSON API never imports a page), the services know nothing of the web, app/engines/ keeps a short top, and every
+compiled twin is found, built and rebuilt from where it lives."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ DOCS = [ROOT / "README.md", ROOT / "docs" / "architecture.md"]
 TOP_DIRS = ("app", "tests", "bench", "templates", "static", "tokenizers", "docs", "scripts")
 #: A path from the repository root, with ``:name`` after a file for something defined in it.
 PATH = re.compile(r"(?<![\w./<>-])((?:%s)/[\w./-]*[\w/])(?::(\w+))?" % "|".join(TOP_DIRS))
-#: A file or folder named in backticks without the root: ``registry/table.py``, ``_lattice.c``, ``explain/``.
+#: A file or folder named in backticks without the root: ``registry/specs.py``, ``_lattice.c``, ``explain/``.
 NAMED = re.compile(r"`([\w-]+(?:/[\w-]+)*(?:\.(?:py|c|h|html|js|css|md)|/))`")
 #: A dotted name in app/: ``app.lab.algorithms.train`` (not a file name such as ``app.py``).
-DOTTED = re.compile(r"(?<![\w./])(app\.(?:engines|features|lab|web|cli|main|settings|palette)(?:\.[A-Za-z_]\w*)*)")
+DOTTED = re.compile(
+    r"(?<![\w./])(app\.(?:engines|features|lab|classroom|services|web|cli|main|settings|palette)(?:\.[A-Za-z_]\w*)*)"
+)
 #: What a description in the README's layout drawing names: a file or a folder, in the entry's folder.
 LAYOUT_NAME = re.compile(r"(?<![\w./`-])([\w-]+(?:\.(?:py|c|h|html|js|css|md)|/))(?![\w/])")
 SKIP_PARTS = {".venv", "node_modules", ".git", "__pycache__", ".pytest_cache", ".hypothesis"}
@@ -239,11 +242,13 @@ def test_the_circle_finder_finds_circles_and_the_imports_that_make_them(tmp_path
     assert _imports("app.p.one", one, modules) == {"app.q", "app.p.two"}
 
 
-#: What each part of app/ must never import: the layers go down, web -> lab -> features -> engines.
+#: The layers of app/, from the top: each imports only the layers below it.
+LAYERS = ("app.web", "app.services", "app.classroom", "app.lab", "app.features", "app.engines")
+#: What each part of app/ must never import: the layers above it, and the program's entry points.
 NEVER = {
-    "app.engines": ("app.features", "app.lab", "app.web", "app.cli", "app.main", "app.settings"),
-    "app.features": ("app.lab", "app.web", "app.cli", "app.main"),
-    "app.lab": ("app.web", "app.cli", "app.main"),
+    layer: (*LAYERS[:i], "app.cli", "app.main") + (("app.settings",) if layer == "app.engines" else ())
+    for i, layer in enumerate(LAYERS)
+    if i > 0
 }
 
 
@@ -257,6 +262,70 @@ def test_each_layer_imports_only_the_layers_below_it(part):
         if any(target == above or target.startswith(above + ".") for above in NEVER[part])
     )
     assert not wrong, wrong
+
+
+def _under(module: str, part: str) -> bool:
+    return module == part or module.startswith(part + ".")
+
+
+def _route_modules() -> set[str]:
+    """The modules of app/web/pages/ and app/web/api/ that define a ``router`` (one page, or one area of the API)."""
+    out = set()
+    for module, path in _modules().items():
+        if not (_under(module, "app.web.pages") or _under(module, "app.web.api")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "router" for t in n.targets)
+               for n in tree.body):
+            out.add(module)
+    return out
+
+
+def test_routes_never_import_routes():
+    """A page or an area of the JSON API changes alone: what two of them share is a service, a rendering helper,
+    a dependency; never another route module (so the JSON API never depends on a page's HTML)."""
+    routes = _route_modules()
+    assert {"app.web.pages.playground", "app.web.pages.follow", "app.web.api.tokenize", "app.web.api.sessions"} <= routes
+    graph = _graph()
+    wrong = sorted(f"{m} imports {t}" for m in routes for t in graph[m] if t in routes)
+    assert not wrong, wrong
+    api = [m for m in _modules() if _under(m, "app.web.api")]
+    wrong = sorted(f"{m} imports {t}" for m in api for t in graph[m] if _under(t, "app.web.pages"))
+    assert not wrong, wrong
+
+
+#: What the services must not know: the web (requests, responses, HTML).
+WEB_PACKAGES = ("fastapi", "starlette", "sse_starlette", "jinja2", "markupsafe", "uvicorn")
+
+
+def _external_imports(path: Path) -> set[str]:
+    """The top-level packages outside app/ that a module imports anywhere in its file."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out - {"app"}
+
+
+def test_services_never_import_the_web():
+    """Services take and return data: no request, no response, no template; the web layer calls them."""
+    modules = {m: p for m, p in _modules().items() if _under(m, "app.services")}
+    assert "app.services.catalog" in modules
+    wrong = sorted(
+        f"{m} imports {name}" for m, p in modules.items() for name in _external_imports(p) if name in WEB_PACKAGES
+    )
+    graph = _graph()
+    wrong += sorted(f"{m} imports {t}" for m in modules for t in graph[m] if _under(t, "app.web"))
+    assert not wrong, wrong
+
+
+def test_the_rule_finders_see_routes_and_web_imports(tmp_path):
+    """The two rules above read what they claim: a ``router`` at a module's top, and imports of the web anywhere."""
+    page = tmp_path / "page.py"
+    page.write_text("from fastapi import APIRouter\nrouter = APIRouter()\ndef f():\n    import starlette.responses\n")
+    assert _external_imports(page) == {"fastapi", "starlette"}
 
 
 # -- app/engines/ ---------------------------------------------------------------------------------------------------
@@ -273,6 +342,26 @@ def test_the_engines_keep_a_short_top_of_core_modules_and_family_packages():
     assert FAMILIES | {"registry"} <= set(top)
     for family in FAMILIES | {"registry"}:
         assert (ROOT / "app" / "engines" / family / "__init__.py").is_file(), family
+
+
+def test_no_two_packages_of_the_engines_import_each_other():
+    """Packages of app/engines/ import one way only (``bpe/`` reads ``openai/``, never the other way): what two
+    families share, such as a tokenizer.json's pipeline or SentencePiece's character map, lives where both import it
+    (``pipeline/``), never inside one of them."""
+    def package(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 3 and parts[:2] == ["app", "engines"] else None
+
+    arrows = {
+        (package(m), package(t))
+        for m, targets in _graph().items()
+        for t in targets
+        if package(m) and package(t) and package(m) != package(t)
+    }
+    assert ("bpe", "openai") in arrows and ("sentencepiece", "pipeline") in arrows
+    both_ways = sorted(f"{a} <-> {b}" for a, b in arrows if (b, a) in arrows and a < b)
+    assert not both_ways, both_ways
+    assert _circles({a: {b for x, b in arrows if x == a} for a, _ in arrows}) == []
 
 
 def test_every_compiled_twin_is_found_where_it_is_built():
@@ -296,13 +385,13 @@ def test_setup_builds_every_twin_with_the_shared_header_as_a_dependency():
     assert {e.name for e in extensions} == set(TWINS.values())
     for ext in extensions:
         assert ext.sources == ["/".join(ext.name.split(".")) + ".c"]
-        assert "app/engines/twins.h" in ext.depends
+        assert {"app/engines/compiled/twins.h", "app/engines/compiled/frozen.h"} <= set(ext.depends)
         source = (ROOT / ext.sources[0]).read_text()
         assert '#include "twins.h"' in source, ext.name
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="make is not installed (the Makefile is what is checked)")
-@pytest.mark.parametrize("changed", ["app/engines/twins.h", *sorted(
+@pytest.mark.parametrize("changed", ["app/engines/compiled/twins.h", "app/engines/compiled/frozen.h", *sorted(
     c.relative_to(ROOT).as_posix() for c in (ROOT / "app" / "engines").rglob("_*.c")
 )])
 def test_the_makefile_reinstalls_when_a_twin_or_the_header_changes(tmp_path, changed):

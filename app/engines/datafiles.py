@@ -63,7 +63,7 @@ def data_path(rel: str) -> Path:
 
 
 #: The manifest keys read by :func:`verified_bytes` while a table is built (``None``: not recording). A table of a
-#: shipped tokenizer is keyed by the sha256 of every file its build read (app/engines/registry/tables.py).
+#: shipped tokenizer is keyed by the sha256 of every file its build read (app/engines/registry/table_files.py).
 reads: list[str] | None = None
 
 

@@ -32,9 +32,5 @@ class InvalidIdsError(TokenplayError):
     """Token ids that the tokenizer does not have."""
 
 
-class SpecialTokenError(TokenplayError):
-    """Text contains a special token while special tokens are not allowed."""
-
-
 class DataFileError(TokenplayError):
     """A shipped data file is missing or its sha256 does not match the manifest."""

@@ -13,7 +13,7 @@ every step, so they give the same parts (the tests check it on random inputs).
 
 :func:`merge_text` is the case every encoder runs on every new pre-token: the symbols of a text (its bytes or
 its characters) joined by concatenation (its table and ids a dict, or a ``FrozenMap`` read in place from a table file,
-:mod:`app.engines.registry.tables`). It runs in ``app/engines/_merge.c``, the compiled twin of this loop,
+:mod:`app.engines.registry.table_files`). It runs in ``app/engines/_merge.c``, the compiled twin of this loop,
 when that was built (``pip install`` builds it; without a C compiler the package still works, slower), and in
 :func:`merge` otherwise; ``TOKENPLAY_PURE_PYTHON=1`` forces the Python loop. The tests hold the two equal. The
 traced merges of the explain view and the lab always run here, in Python: they record every step.
@@ -200,7 +200,7 @@ _BYTES = [bytes([b]) for b in range(256)]
 _compiled = twin("_merge", "merge")
 _CompiledTable = twin("_merge", "PairTable")
 #: What the compiled merge reads as a table or as ids: dicts, and the frozen maps of a table file (read in place).
-_TABLE_TYPES = tuple(t for t in (dict, twin("_merge", "FrozenMap")) if t is not None)
+_TABLE_TYPES = tuple(t for t in (dict, twin("_frozen", "FrozenMap")) if t is not None)
 
 #: Whether :func:`merge_text` runs compiled (``app/engines/_merge.c``).
 COMPILED = _compiled is not None

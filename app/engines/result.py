@@ -93,7 +93,7 @@ class TokenizeResult:
     offsets into the whole text), which is what a view of a 1 MB text needs. An engine passes either the tokens
     or ``place(offset, limit)``, which places a window (``limit`` None: to the end). ``byte_table`` is set when
     the tokens' bytes join up to the text's UTF-8 (byte-level BPE): a view can then place tokens from the ids
-    alone (``app.web.tokenview``). ``columns`` (optional) gives every token as :class:`Columns` (or None when it
+    alone (:mod:`app.web.rendering.tokenview`). ``columns`` (optional) gives every token as :class:`Columns` (or None when it
     cannot for this text), what :func:`result_json` writes from instead of the Token records.
     """
 

@@ -112,7 +112,7 @@ def _counts_file(identity: str, data: Corpus) -> str | None:
     data files), or None for anything else (an upload, a lab run, a file named on the command line)."""
     from app.engines import registry
     from app.engines.datafiles import data_dir
-    from app.engines.registry.tables import code_fingerprint
+    from app.engines.registry.table_files import code_fingerprint
 
     name = identity.removeprefix(SHIPPED)
     if name not in registry.names() or registry.spec(name).family in ("lab", "file"):

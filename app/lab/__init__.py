@@ -7,6 +7,7 @@
 - :mod:`.jobs`, :mod:`.workers` — the bounded training pools (threads or processes: queue, progress, cancel);
 - :mod:`.replay` — a finished run replayed at step k: corpus window, pair table, encode trace, merge trees,
   vocabulary;
-- :mod:`.tokenizers` — "use in playground": a run as a registered tokenizer, scoped per user by a cookie;
+- :mod:`.run_tokenizers` — "use in playground": a run as a registered tokenizer (which browsers list it is
+  :mod:`app.services.catalog`'s);
 - :mod:`.export` — downloads (JSON, ``.tiktoken``, ``.model``) and the compression chart.
 """

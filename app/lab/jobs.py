@@ -4,6 +4,11 @@
 the web layer answers with 429 and ``Retry-After``). A job trains with :func:`app.lab.algorithms.train`, which
 reports progress after each merge and checks the job's cancel flag, so a cancelled job stops within one merge.
 The run object in the store is the job's live view: status, progress, and at the end the steps.
+
+A training outlives a store outage (Redis restarting, a full disk) shorter than the store's ``stale_after``: the
+run's latest state is kept in this process's memory, progress is written when the store answers again, and the
+finished run is written by a flusher that retries with backoff (:class:`Flusher`). Only an outage longer than
+``stale_after`` fails the run, and the run then says so.
 """
 
 from __future__ import annotations
@@ -12,18 +17,22 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from app.engines.errors import TokenplayError
 from app.engines.training.steps import MergeStep
 
 from .algorithms import Cancelled, train
-from .hold import held_after_first_step
 from .runs import Run
 
 
 log = logging.getLogger(__name__)
+
+#: A training's progress callback, ``progress(done, total)``.
+Progress = Callable[[int, int], None]
+#: What wraps it for tests: ``wrap(progress, should_stop)`` answers the callback the training calls.
+ProgressWrap = Callable[[Progress, Callable[[], bool]], Progress]
 
 #: What a run says when its training failed for a reason the lab did not foresee (the log has the exception; a
 #: user never reads an exception's name).
@@ -34,6 +43,91 @@ UNEXPECTED = (
 #: Seconds between heartbeats of a process's queued and running jobs (at most a quarter of the store's
 #: ``stale_after``).
 BEAT_EVERY = 5.0
+#: The longest pause between two tries of writing a finished run to a store that does not answer.
+RETRY_MAX = 5.0
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a store raises when it cannot be reached or written (Redis down, a full disk)."""
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:  # pragma: no cover - redis is a dependency
+        return (OSError,)
+    return (OSError, RedisError)
+
+
+def outage_message(seconds: float) -> str:
+    return (f"the run store (Redis, or the runs directory) could not be written for more than {seconds:g} s, so "
+            "this training's result could not be kept; train again")
+
+
+class Flusher:
+    """Writes finished runs that the store refused, retrying with backoff, from a thread of its own.
+
+    A run that still cannot be written ``stale_after`` seconds after its first refusal becomes an error that says
+    so (:func:`outage_message`), which is written as soon as the store answers. ``clock`` and ``sleep`` are the
+    time the retries read (tests drive their own).
+    """
+
+    def __init__(self, store, *, clock=time.monotonic, sleep=None):
+        self.store = store
+        self.clock = clock
+        self._wake = threading.Event()
+        self._sleep = sleep or (lambda seconds: self._wake.wait(seconds))
+        self._pending: dict[str, tuple[Run, float]] = {}  # run id -> (latest state, first refusal)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.flushed = threading.Event()  # set whenever nothing is pending
+
+        self.flushed.set()
+
+    def keep(self, run: Run) -> bool:
+        """Write ``run`` now, or hand it to the flusher; True when it was written now."""
+        try:
+            self.store.put(run)
+            return True
+        except store_errors() as exc:
+            log.warning("lab run %s: the run store refused its final state (%s); retrying", run.id, exc)
+            with self._lock:
+                first = self._pending.get(run.id, (run, self.clock()))[1]
+                self._pending[run.id] = (run, first)
+                self.flushed.clear()
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._loop, name="lab-flusher", daemon=True)
+                    self._thread.start()
+            return False
+
+    def pending(self) -> list[str]:
+        with self._lock:
+            return list(self._pending)
+
+    def _loop(self) -> None:
+        pause = 0.2
+        limit = getattr(self.store, "stale_after", 60.0)
+        while True:
+            with self._lock:
+                items = list(self._pending.items())
+            if not items:
+                self.flushed.set()
+                return
+            for run_id, (run, first) in items:
+                if self.clock() - first > limit and run.error != outage_message(limit):
+                    # other processes have called it dead by now: it says why, rather than a half-kept result
+                    run.status, run.error = "error", outage_message(limit)
+                try:
+                    self.store.put(run)
+                except store_errors():
+                    continue
+                with self._lock:
+                    if self._pending.get(run_id, (None,))[0] is run:
+                        del self._pending[run_id]
+                log.info("lab run %s: stored once the run store answered again", run_id)
+            with self._lock:
+                if not self._pending:
+                    self.flushed.set()
+                    return
+            self._sleep(pause)
+            pause = min(RETRY_MAX, pause * 2)
 
 
 class QueueFull(TokenplayError):
@@ -54,6 +148,8 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
     future: Future | None = None
+    store_down_since: float | None = None  # when the run store first refused this job's progress, unanswered since
+    outage: bool = False  # stopped because the store stayed unreachable past its stale_after
 
 
 class BoundedJobs:
@@ -61,18 +157,20 @@ class BoundedJobs:
     the whole app (every process sharing the run store: ``store.admit``), and heartbeats of this process's
     unfinished jobs, so that another process can tell them alive.
 
-    Subclasses hand an admitted job to their executor. ``hold`` is the tests' hold file (:mod:`.hold`; ``None``
-    in production).
+    Subclasses hand an admitted job to their executor. ``wrap_progress`` (``None`` in production) wraps each
+    training's progress callback: ``wrap_progress(progress, should_stop)`` answers the callback to use, so that a
+    test can pause a training it looks at (``Settings.lab_progress_wrap``).
     """
 
-    def __init__(self, store, workers: int, queue: int, *, hold: Path | None = None):
+    def __init__(self, store, workers: int, queue: int, *, wrap_progress: ProgressWrap | None = None):
         self.store = store
         self.workers = workers
         self.capacity = workers + queue
-        self.hold = hold
+        self.wrap_progress = wrap_progress
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        self.flusher = Flusher(store)
         self._beater = threading.Thread(target=self._beat_loop, name="lab-heartbeat", daemon=True)
         self._beater.start()
 
@@ -96,6 +194,28 @@ class BoundedJobs:
             self._jobs = {k: j for k, j in self._jobs.items() if not j.finished.is_set()}
             self._jobs[job.run.id] = job
 
+    def _save(self, job: Job) -> None:
+        """Write a running run's progress; a store that does not answer now is tried again at the next progress
+        (the run's latest state is in this process's memory meanwhile). When it has not answered for longer than
+        its ``stale_after``, the training is stopped: other processes take it for dead by then."""
+        run = job.run
+        try:
+            self.store.put(run)
+            job.store_down_since = None
+        except store_errors() as exc:
+            now = self.flusher.clock()
+            if job.store_down_since is None:
+                job.store_down_since = now
+                log.warning("lab run %s: the run store did not take its progress (%s); training goes on", run.id, exc)
+            elif now - job.store_down_since > getattr(self.store, "stale_after", 60.0):
+                job.outage = True
+                job.cancel.set()
+
+    def _ended(self, job: Job) -> None:
+        """Say why a job that was stopped for a store outage stopped."""
+        if job.outage:
+            job.run.status, job.run.error = "error", outage_message(getattr(self.store, "stale_after", 60.0))
+
     def _beat_loop(self) -> None:
         every = min(BEAT_EVERY, getattr(self.store, "stale_after", 60.0) / 4)
         while not self._closed.wait(every):
@@ -108,8 +228,8 @@ class BoundedJobs:
 
 
 class JobPool(BoundedJobs):
-    def __init__(self, store, workers: int = 2, queue: int = 8, *, hold: Path | None = None):
-        super().__init__(store, workers, queue, hold=hold)
+    def __init__(self, store, workers: int = 2, queue: int = 8, *, wrap_progress: ProgressWrap | None = None):
+        super().__init__(store, workers, queue, wrap_progress=wrap_progress)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lab-train")
 
     def submit(self, job: Job) -> Job:
@@ -135,7 +255,7 @@ class JobPool(BoundedJobs):
             if job.cancel.is_set():
                 raise Cancelled()
             run.status = "running"
-            self.store.save(run)
+            self._save(job)
             last_save = [time.monotonic()]
 
             def progress(done: int, total: int) -> None:
@@ -143,10 +263,10 @@ class JobPool(BoundedJobs):
                 now = time.monotonic()
                 if now - last_save[0] > 1.0:  # other worker processes read progress from the file
                     last_save[0] = now
-                    self.store.save(run)
+                    self._save(job)
 
-            if self.hold is not None:
-                progress = held_after_first_step(self.hold, progress, job.cancel.is_set)
+            if self.wrap_progress is not None:
+                progress = self.wrap_progress(progress, job.cancel.is_set)
             trained = train(
                 run.corpus,
                 run.options,
@@ -170,8 +290,9 @@ class JobPool(BoundedJobs):
             run.status = "error"
             run.error = UNEXPECTED
         finally:
+            self._ended(job)
             try:
-                self.store.put(run)
+                self.flusher.keep(run)
             finally:
                 job.finished.set()
 

@@ -88,7 +88,7 @@ class RunReplay(ReplayView):
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         # a character-level run's tokenizer gives a character the corpus lacks its UTF-8 bytes, as ids after the
-        # vocabulary (app.lab.tokenizers.LabTokenizer); a SentencePiece-style run has byte pieces of its own
+        # vocabulary (app.lab.run_tokenizers.LabTokenizer); a SentencePiece-style run has byte pieces of its own
         fallback = max(self.vocab) + 1 if self.algorithm == "char" and self.vocab else None
         if fallback is not None:
             for b in range(256):

@@ -16,7 +16,7 @@ its worker pool can use either, with what several processes need:
 
 A store keeps records of one kind (``record``: :class:`~app.lab.runs.Run` by default): anything with an ``id``,
 ``finished``, ``to_json(with_steps=...)``, ``from_json(...)`` and ``estimated_bytes()``. Uploaded tokenizers
-are kept the same way (:mod:`app.web.uploads`). :func:`make_store` picks Redis when ``REDIS_URL`` (or
+are kept the same way (:mod:`app.services.uploads`). :func:`make_store` picks Redis when ``REDIS_URL`` (or
 ``TOKENPLAY_REDIS_URL``) is set, else the directory.
 """
 

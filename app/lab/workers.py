@@ -28,14 +28,12 @@ import queue as queue_mod
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled
 from .options import Options
-from .hold import held_after_first_step
-from .jobs import UNEXPECTED, BoundedJobs, Job, log
+from .jobs import UNEXPECTED, BoundedJobs, Job, ProgressWrap, log
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
 PRELOAD = ["app.lab.algorithms"]
@@ -61,9 +59,12 @@ def _context():
         return _CTX
 
 
-def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force, hold=None) -> None:
+def _train(
+    conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force,
+    wrap_progress: ProgressWrap | None = None,
+) -> None:
     """Train one job in a worker process: ``("progress", done, total)`` now and then, then one final message.
-    ``hold``: the tests' hold file (:mod:`.hold`), or ``None``."""
+    ``wrap_progress``: what wraps the progress callback for tests (:class:`~.jobs.BoundedJobs`), or ``None``."""
     from .algorithms import train
 
     last = [0.0]
@@ -74,8 +75,8 @@ def _train(conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_t
             last[0] = now
             conn.send(("progress", done, total))
 
-    if hold is not None:
-        progress = held_after_first_step(hold, progress, conn.poll)
+    if wrap_progress is not None:
+        progress = wrap_progress(progress, conn.poll)
     try:
         trained = train(
             corpus,
@@ -202,9 +203,9 @@ class ProcessJobPool(BoundedJobs):
         memory_limit_mb: int = 2048,
         cancel_grace: float = CANCEL_GRACE,
         warm: bool = True,
-        hold: Path | None = None,
+        wrap_progress: ProgressWrap | None = None,
     ):
-        super().__init__(store, workers, queue, hold=hold)
+        super().__init__(store, workers, queue, wrap_progress=wrap_progress)
         self.memory_limit_mb = memory_limit_mb
         self.time_limit = time_limit
         self.cancel_grace = cancel_grace
@@ -297,11 +298,11 @@ class ProcessJobPool(BoundedJobs):
                 run.status, run.error = "error", "the training process did not start; train again in a moment"
                 return  # the worker is replaced below
             run.status = "running"
-            self.store.save(run)
+            self._save(job)
             worker.jobs += 1
-            hold = None if self.hold is None else str(self.hold)
             worker.conn.send(
-                ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties, job.force, hold)
+                ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties, job.force,
+                 self.wrap_progress)
             )
             keep = self._follow(job, worker)
         except Cancelled:
@@ -311,8 +312,9 @@ class ProcessJobPool(BoundedJobs):
             log.exception("lab run %s: supervising its training failed", run.id)
             run.status, run.error = "error", UNEXPECTED
         finally:
+            self._ended(job)
             try:
-                self.store.put(run)
+                self.flusher.keep(run)
             finally:
                 job.finished.set()
                 if worker is not None and (not keep or worker.jobs >= self.RECYCLE_AFTER or self._closed.is_set()):
@@ -365,7 +367,7 @@ class ProcessJobPool(BoundedJobs):
                 run.done_merges, run.target_merges = msg[1], msg[2]
                 if now - last_save > 1.0:  # other worker processes read progress from the store
                     last_save = now
-                    self.store.save(run)
+                    self._save(job)
                 continue
             if kind == "done":
                 run.apply(msg[1])
@@ -389,12 +391,12 @@ def make_pool(store, settings):
     if getattr(settings, "lab_pool", "process") == "thread":
         from .jobs import JobPool
 
-        return JobPool(store, workers, queue, hold=getattr(settings, "lab_hold_file", None))
+        return JobPool(store, workers, queue, wrap_progress=getattr(settings, "lab_progress_wrap", None))
     return ProcessJobPool(
         store,
         workers,
         queue,
         time_limit=getattr(settings, "lab_time_limit_seconds", 300.0),
         memory_limit_mb=getattr(settings, "lab_trainer_memory_mb", 2048),
-        hold=getattr(settings, "lab_hold_file", None),
+        wrap_progress=getattr(settings, "lab_progress_wrap", None),
     )

@@ -1,4 +1,6 @@
-"""``create_app()`` builds the FastAPI application: settings, templates, static files, routers, error mapping."""
+"""``create_app()`` builds the FastAPI application: settings, templates, static files, error mapping, and the
+routers of every page (:mod:`app.web.pages`) and of the JSON API (:mod:`app.web.api`), which never import each
+other."""
 
 from __future__ import annotations
 
@@ -13,17 +15,41 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Red
 from fastapi.staticfiles import StaticFiles
 
 from app import __version__
+from app.classroom.service import Classroom
 from app.engines import budget as budgets
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
-from app.lab.classroom import Classroom
+from app.services.errors import NotFoundError
+from app.services.uploads import Uploads
 from app.settings import Settings
 
-from . import add_tokenizer, api, chat, compare, errors, follow, lab, languages, oddities, playground, side_by_side
+from . import api, errors
+from .api import chat as api_chat
+from .api import compare as api_compare
+from .api import explain as api_explain
+from .api import languages as api_languages
+from .api import sessions as api_sessions
+from .api import tokenize as api_tokenize
+from .api import train as api_train
 from .deps import lanes_of
-from .errors import NotFoundError
+from .pages import (
+    add_tokenizer,
+    chat,
+    compare,
+    follow,
+    lab,
+    languages,
+    oddities,
+    playground,
+    share,
+    side_by_side,
+)
 from .render import make_environment, page_or_block
-from .uploads import Uploads
+
+#: The routers of the pages, in the order their routes are matched.
+PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, share)
+#: The routers of the JSON API under ``/api``, in the order of ``/docs``.
+API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_languages, api_sessions)
 
 #: The files of npm's swagger-ui-dist that /docs loads, and their media types.
 SWAGGER_FILES = {
@@ -200,6 +226,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                  f"lane for {busy:.0f} s"}, status_code=503)
         return {"status": "ok", "version": __version__, "pid": os.getpid(), "busy": round(busy, 3)}
 
-    for module in (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, api):
-        app.include_router(module.router)
+    for page in PAGES:
+        app.include_router(page.router)
+    for part in API:
+        app.include_router(part.router, prefix="/api")
     return app

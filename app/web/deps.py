@@ -2,19 +2,23 @@
 cannot (the error table of :mod:`app.web.errors` answers), so routes hold no look-up or error plumbing.
 
 - ``SettingsDep``: the app's :class:`~app.settings.Settings`;
-- ``TokenizersDep``: the tokenizers this request may use and list (:class:`~app.web.pickers.Tokenizers`);
-  ``UploadsDep``: the uploaded tokenizers' store (:class:`~app.web.uploads.Uploads`);
+- ``TokenizersDep``: the tokenizers this request may use and list (:class:`~app.services.catalog.Tokenizers`,
+  from the browser's cookies); ``UploadsDep``: the uploaded tokenizers' store
+  (:class:`~app.services.uploads.Uploads`);
 - ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
   (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains);
+- ``ClassroomDep``: the class sessions (:class:`~app.classroom.service.Classroom`);
 - ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400),
-  its text fields as the page's text areas hold them (:func:`text_area_value`).
+  its text fields as the page's text areas hold them (:func:`text_area_value`); :func:`read_upload`, the form
+  that brings a tokenizer file.
 
-Also the size checks made at the HTTP boundary and :func:`run_cpu`, the lane that CPU-heavy work runs in.
+Also :func:`run_cpu`, the lane that CPU-heavy work runs in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -24,17 +28,19 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
+from app.classroom.service import Classroom
+from app.classroom.sessions import Session
 from app.engines import budget as budgets
+from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.runs import Run
 from app.lab.service import Lab, RunNotReady
-from app.lab.tokenizers import COOKIE
+from app.services.catalog import Tokenizers
+from app.services.errors import TooLargeError
+from app.services.uploads import MAX_CONFIG_BYTES, UploadError, Uploads
 from app.settings import Settings
 
-from .errors import NotFoundError, TooLargeError
+from .cookies import lab_run_ids, upload_ids
 from .lanes import Lanes
-from .pickers import Tokenizers
-from .uploads import COOKIE as UPLOAD_COOKIE
-from .uploads import Uploads
 
 
 def _settings(request: Request) -> Settings:
@@ -59,8 +65,7 @@ UploadsDep = Annotated[Uploads, Depends(_uploads)]
 
 
 def _tokenizers(request: Request, lab: LabDep, uploads: UploadsDep, settings: SettingsDep) -> Tokenizers:
-    cookies = request.cookies
-    return Tokenizers(lab, cookies.get(COOKIE), settings.lab_max_runs, uploads, cookies.get(UPLOAD_COOKIE))
+    return Tokenizers(lab, lab_run_ids(request), settings.lab_max_runs, uploads, upload_ids(request))
 
 
 TokenizersDep = Annotated[Tokenizers, Depends(_tokenizers)]
@@ -82,10 +87,27 @@ def _done_run(run: RunDep) -> Run:
 DoneRunDep = Annotated[Run, Depends(_done_run)]
 
 
-def check_text_size(text: str, settings: Settings) -> str:
-    if len(text) > settings.max_chars:
-        raise TooLargeError(f"the text is {len(text):,} characters; the limit is {settings.max_chars:,}")
-    return text
+def _classroom(request: Request) -> Classroom:
+    return request.app.state.classroom
+
+
+ClassroomDep = Annotated[Classroom, Depends(_classroom)]
+
+
+def client_of(request: Request) -> str:
+    """The address a failed join of a class session counts against."""
+    return request.client.host if request.client else "unknown"
+
+
+def find_session(request: Request, classroom: Classroom, code: str) -> Session:
+    """The class session named in the URL (404, or 429 for a client that tried too many codes; never for the
+    session's teacher, who sends the teacher token)."""
+    return classroom.find(code, client_of(request), request.headers.get("authorization"))
+
+
+def public_base(request: Request, settings: Settings) -> str:
+    """Where students reach this server: ``TOKENPLAY_PUBLIC_URL`` when set, else the address the teacher used."""
+    return settings.public_url or str(request.base_url).rstrip("/")
 
 
 def text_area_value(text: str) -> str:
@@ -119,13 +141,6 @@ def checked(value: object) -> bool:
     return isinstance(value, str) and value.lower() in ("1", "true", "on", "yes")
 
 
-def export_format(fmt: str, formats: tuple[str, ...]) -> str:
-    """``fmt`` if it is one of ``formats`` (a file ending in a URL), else 404."""
-    if fmt not in formats:
-        raise NotFoundError(f"unknown export format {fmt!r}; choose one of: {', '.join(formats)}")
-    return fmt
-
-
 # The messages of Starlette's form parsers when a limit is passed (any other parse error is a malformed form).
 _OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields", "Too many files")
 
@@ -156,6 +171,51 @@ async def _form(request: Request, settings: SettingsDep) -> FormData:
 
 #: A posted form whose text fields may be as long as the longest accepted text (see :func:`read_form`).
 FormDep = Annotated[FormData, Depends(_form)]
+
+@dataclass
+class UploadForm:
+    """A posted tokenizer file: its bytes and name, the form's text fields (as typed, for showing the form again),
+    and the tokenizer_config.json sent with it, if any."""
+
+    data: bytes
+    filename: str
+    fields: dict[str, str] = field(default_factory=dict)
+    config: bytes | None = None
+
+    @property
+    def name(self) -> str | None:
+        return self.fields.get("name", "").strip() or None
+
+    @property
+    def special(self) -> list[str]:
+        return [line.strip() for line in self.fields.get("special", "").splitlines() if line.strip()]
+
+
+async def read_upload(request: Request) -> UploadForm:
+    """The multipart form of an upload (the tokenizer file, perhaps its tokenizer_config.json, a few small fields);
+    no tokenizer file raises :class:`~app.services.uploads.UploadError`, a config over
+    :data:`~app.services.uploads.MAX_CONFIG_BYTES` a :class:`~app.services.errors.TooLargeError`."""
+    form = await request.form(max_files=2, max_fields=10, max_part_size=1 << 20)
+    try:
+        file = form.get("file")
+        if file is None or isinstance(file, str):
+            raise UploadError('send the tokenizer file as the multipart field "file"')
+        data = await file.read(MAX_FILE_BYTES + 1)
+        config = form.get("config") or None  # a file field left empty: an empty text field, or a nameless empty file
+        if isinstance(config, str):
+            raise UploadError('send the tokenizer_config.json as a file in the multipart field "config"')
+        config_data = await config.read(MAX_CONFIG_BYTES + 1) if config is not None else None
+        if config_data == b"" and not config.filename:
+            config_data = None
+        elif config_data is not None and len(config_data) > MAX_CONFIG_BYTES:
+            raise TooLargeError(
+                f"the tokenizer_config.json has more than {MAX_CONFIG_BYTES >> 20} MB; up to that is accepted"
+            )
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        return UploadForm(data, file.filename or "", fields, config_data)
+    finally:
+        await form.close()
+
 
 T = TypeVar("T")
 

@@ -14,21 +14,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from app.classroom.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused
 from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerError
 from app.engines.registry.loaders import FileTooLargeError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
-from app.lab.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused
+from app.services.errors import NotFoundError, TooLargeError
 
 from .render import is_htmx
-
-
-class TooLargeError(TokenplayError):
-    """Input over a configured size limit."""
-
-
-class NotFoundError(TokenplayError):
-    """Something named in the URL that does not exist (an export format, a token id of a run)."""
 
 
 STATUS: dict[type[Exception], int] = {

@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from fastapi import Request
 import orjson
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.features.explain.normalization import tally
 from app.features.explain.trace import shown
+
+from .rendering.tokenview import install
 
 
 def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
@@ -32,8 +34,6 @@ def make_environment(templates_dir, auto_reload: bool = False) -> Environment:
     env.filters["counted"] = counted
     env.filters["shown"] = shown
     env.filters["tally"] = tally
-    from .tokenview import install
-
     install(env)
     return env
 
@@ -99,3 +99,8 @@ class FastJSON(JSONResponse):
 
     def render(self, content) -> bytes:
         return orjson.dumps(content)
+
+
+def download(body: bytes | str, media_type: str, filename: str) -> Response:
+    """``body`` as a file the browser saves as ``filename``."""
+    return Response(body, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'})

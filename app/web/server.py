@@ -4,7 +4,7 @@ uvicorn's own ``--workers`` starts each worker as a new interpreter (it spawns),
 copy of every tokenizer it serves: four workers held four copies of every rank table. Here the process that starts the
 server (the supervisor) loads them first, then forks the workers, which share those pages with it:
 
-- the tokenizers our own engines run come from their table files (:mod:`app.engines.registry.tables`), mapped: the
+- the tokenizers our own engines run come from their table files (:mod:`app.engines.registry.table_files`), mapped: the
   operating system shares those pages whatever the processes;
 - the reference libraries' (tiktoken, Hugging Face ``tokenizers``) build their own structures in memory; built before
   the fork, they are shared copy-on-write, and nothing writes them (``gc.freeze`` keeps the collector off the Python
@@ -63,13 +63,13 @@ def preload(echo: Callable[[str], None] = logger.info) -> dict:
     settle the memory so that forked workers share it. Returns how long it took and what was loaded."""
     from app.engines import registry
     from app.engines.openai.encodings import TiktokenTokenizer, release_parsed_ranks
-    from app.engines.registry import builder, tables
+    from app.engines.registry import builder, table_files
     from app.engines.registry.memory import release_freed_memory
 
     start = time.perf_counter()
     names = registry.names()
     stored = [n for n in names if registry.spec(n).stored]
-    if stored and tables.enabled():
+    if stored and table_files.enabled():
         jobs = max(1, len(os.sched_getaffinity(0)))
         builder.build_all(stored, jobs=jobs, echo=lambda line: logger.debug("table %s", line))
     for name in names:

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from app.engines import registry
 from app.engines.datafiles import data_path
-from app.web.pickers import picker_groups
+from app.web.rendering.pickers import picker_groups
 
 pytestmark = pytest.mark.browser
 

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from app.engines.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
-from app.web.pickers import picker_groups
+from app.web.rendering.pickers import picker_groups
 
 pytestmark = pytest.mark.browser
 

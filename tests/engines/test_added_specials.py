@@ -24,7 +24,7 @@ from helpers.samples import ALL as SAMPLES
 from app.engines import registry
 from app.engines.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
-from app.engines.huggingface.tokenizer_json import TokenizerFileError
+from app.engines.pipeline.tokenizer_json import TokenizerFileError
 from app.engines.registry.loaders import load_tokenizer, tokenizer_from_json
 from app.engines.specials import END, START
 

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from app.engines.errors import InvalidTextError, TokenplayError
-from app.engines.huggingface.decoders import DecodeError, decoder
-from app.engines.huggingface.normalizers import TextNormalizer
-from app.engines.huggingface.pretokenizers import PreTokenizer
-from app.engines.huggingface.step_tables import COMBINING_MARKS, NUMERIC
-from app.engines.huggingface.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, serde_float
+from app.engines.pipeline.decoders import DecodeError, decoder
+from app.engines.pipeline.normalizers import TextNormalizer
+from app.engines.pipeline.pretokenizers import PreTokenizer
+from app.engines.pipeline.step_tables import COMBINING_MARKS, NUMERIC
+from app.engines.pipeline.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError, serde_float
 from app.engines.registry.loaders import tokenizer_from_json
 
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]

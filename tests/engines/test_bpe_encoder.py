@@ -111,7 +111,7 @@ texts = st.lists(st.sampled_from(ALPHABET), max_size=80).map("".join)
 split_texts = st.lists(st.sampled_from([*ALPHABET, "\ud800"]), max_size=80).map("".join)
 
 
-#: The fast splits: compiled (bpe/_pieces.c, where it is built) and with ``re`` (the pattern's twin).
+#: The fast splits: compiled (bpe/_pieces.c, where it is built) and with ``re`` (the pattern's BMP pattern).
 FAST_SPLITS = [True, False] if compiled_split(PATTERNS["gpt4"]) is not None else [False]
 
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from app.engines.bpe.trainer import (
     BPETrainerState,
     BPETrainingError,
-    merge_ids,
     train,
     train_words,
     vocab_from_merges,
@@ -118,11 +117,6 @@ def test_vocab_is_derived_from_merges():
     assert result.vocab == vocab_from_merges(result.merges)
     with pytest.raises(BPETrainingError, match="does not exist"):
         vocab_from_merges([(97, 300)])
-
-
-def test_helpers():
-    assert merge_ids([1, 1, 1], (1, 1), 9) == [9, 1]
-    assert merge_ids([1, 1, 1, 1], (1, 1), 9) == [9, 9]
 
 
 def test_progress_callback_sees_every_step():

@@ -1,5 +1,5 @@
 """Our view of characters equals Hugging Face ``tokenizers``' view, on every code point
-(app/engines/huggingface/unicode.py).
+(app/engines/pipeline/unicode.py).
 
 The referee is ``tokenizers`` itself: its Split pre-tokenizer (Oniguruma) for the character classes that split
 regexes use, and its normalizers for NFC, NFD, NFKC and NFKD.
@@ -13,7 +13,7 @@ import pytest
 import regex
 from tokenizers import Regex, normalizers, pre_tokenizers
 
-from app.engines.huggingface.unicode import normalize, regex_view
+from app.engines.pipeline.unicode import normalize, regex_view
 
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
 ALL = "".join(map(chr, CODE_POINTS))

@@ -240,7 +240,7 @@ def test_a_missing_ascii_byte_piece_whose_character_is_a_piece_runs_as_the_libra
 @pytest.mark.parametrize("missing", [{0xE3}, {0x41}, {0x09, 0x80, 0x81, 0x82, 0x83, 0x84}])
 def test_byte_pieces_some_character_would_need_are_refused_in_words(missing):
     """<0xE3> is needed by あ; <0x41> by "A", which is no piece: our engine refuses, naming the pieces."""
-    from app.engines.huggingface.tokenizer_json import TokenizerFileError
+    from app.engines.pipeline.tokenizer_json import TokenizerFileError
     from app.engines.registry.loaders import tokenizer_from_json
 
     with pytest.raises(TokenizerFileError) as caught:
@@ -272,7 +272,7 @@ def test_an_empty_token_in_a_sentencepiece_style_tokenizer_json_is_refused_as_a_
     it, and says so of this file, never calling it a damaged .model file."""
     import json
 
-    from app.engines.huggingface.tokenizer_json import TokenizerFileError
+    from app.engines.pipeline.tokenizer_json import TokenizerFileError
     from app.engines.registry.loaders import tokenizer_from_json
 
     spec = json.loads(_piece_file(set()))

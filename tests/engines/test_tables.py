@@ -1,5 +1,5 @@
-"""Tokenizers stored as table files (app/engines/registry/tables.py) and the frozen containers they are read through
-(app/engines/_merge.c): a table serves the reference libraries' ids for every family, is built once however many
+"""Tokenizers stored as table files (app/engines/registry/table_files.py) and the frozen containers they are read through
+(app/engines/compiled/_frozen.c): a table serves the reference libraries' ids for every family, is built once however many
 processes ask, and is built again when its source changes or the file is damaged, cut short or foreign."""
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from app.engines.compiled import twin
 from app.engines.bpe.model import CUSTOM_BPE_FILE, BPETokenizer
 from app.engines.errors import TokenplayError
 from app.engines.huggingface.npm_models import NPM_MODELS
-from app.engines.huggingface.tokenizer_json import UnsupportedTokenizerError
+from app.engines.pipeline.tokenizer_json import UnsupportedTokenizerError
 from app.engines.openai.encodings import ENCODINGS
-from app.engines.registry import builder, tables
+from app.engines.registry import builder, table_files
 from app.engines.registry.loaders import LoaderError, load_tokenizer
 from helpers import hf_pipelines, realtext
 from helpers.oracles import tiktoken_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
-    tables.FrozenMap is None, reason="the compiled twins are off here (TOKENPLAY_PURE_PYTHON=1 or not built): no tables"
+    table_files.FrozenMap is None, reason="the compiled twins are off here (TOKENPLAY_PURE_PYTHON=1 or not built): no tables"
 )
 HARD = ["", " ", "a" * 5000, "東京" * 700, "  \n\n\t x", "ꙮ\U0001F469\u200d\U0001F4BB", "<|endoftext|> <s> [CLS]"]
 
@@ -57,7 +57,7 @@ values = st.integers(-(2**63), 2**63 - 1)
     )
 )
 def test_a_frozen_map_answers_as_the_dict_it_was_built_from(d):
-    m = tables.FrozenMap(tables.FrozenMap.build(d))
+    m = table_files.FrozenMap(table_files.FrozenMap.build(d))
     assert len(m) == len(d)
     assert list(m) == list(d) and list(m.keys()) == list(d) and list(m.values()) == list(d.values())
     assert list(m.items()) == list(d.items())
@@ -75,14 +75,14 @@ def test_a_frozen_map_answers_as_the_dict_it_was_built_from(d):
 @settings(max_examples=40, deadline=None)
 @given(st.one_of(st.lists(st.none() | short_bytes, max_size=80), st.lists(st.none() | short_text, max_size=80)))
 def test_a_frozen_list_and_id_map_answer_as_what_they_were_built_from(items):
-    frozen = tables.FrozenList(tables.FrozenList.build(items))
+    frozen = table_files.FrozenList(table_files.FrozenList.build(items))
     assert len(frozen) == len(items) and list(frozen) == items
     assert [frozen[i] for i in range(-len(items), len(items))] == items + items
     assert frozen[1:7:2] == items[1:7:2]
     with pytest.raises(IndexError):
         frozen[len(items)]
     ids = {i: item for i, item in enumerate(items) if item is not None}
-    idmap = tables.FrozenIdMap(tables.FrozenIdMap.build(ids))
+    idmap = table_files.FrozenIdMap(table_files.FrozenIdMap.build(ids))
     assert len(idmap) == len(ids) and dict(idmap.items()) == ids and list(idmap) == list(ids)
     assert all(idmap.get(i) == ids.get(i) and (i in idmap) == (i in ids) for i in range(-2, len(items) + 2))
     assert pickle.loads(pickle.dumps(frozen)) == items
@@ -91,28 +91,28 @@ def test_a_frozen_list_and_id_map_answer_as_what_they_were_built_from(items):
 def test_build_refuses_what_a_frozen_container_cannot_hold():
     for bad in ({b"a": 1, "b": 2}, {b"a": "x"}, {(b"a",): 1}, {b"a": 2**64}, {("a", b"b"): 1}):
         with pytest.raises(TypeError):
-            tables.FrozenMap.build(bad)
+            table_files.FrozenMap.build(bad)
     for bad in ([b"a", "b"], [1, 2]):
         with pytest.raises(TypeError):
-            tables.FrozenList.build(bad)
+            table_files.FrozenList.build(bad)
     with pytest.raises(TypeError):
-        tables.FrozenIdMap.build({10**6: b"sparse"})
+        table_files.FrozenIdMap.build({10**6: b"sparse"})
 
 
 def test_a_section_that_does_not_fit_its_size_is_refused():
-    section = tables.FrozenMap.build({b"ab": 1, b"c": 2})
+    section = table_files.FrozenMap.build({b"ab": 1, b"c": 2})
     for bad in (section[:-1], section + b"\0", b"XXXXXXXX" + section[8:], section[:40]):
         with pytest.raises(ValueError):
-            tables.FrozenMap(bad)
+            table_files.FrozenMap(bad)
     misaligned = bytearray(len(section) + 1)
     misaligned[1:] = section
     with pytest.raises(ValueError):
-        tables.FrozenMap(memoryview(misaligned)[1:])
-    listed = tables.FrozenList.build(["a", "bc"])
+        table_files.FrozenMap(memoryview(misaligned)[1:])
+    listed = table_files.FrozenList.build(["a", "bc"])
     with pytest.raises(ValueError):
-        tables.FrozenList(listed[:-1])
+        table_files.FrozenList(listed[:-1])
     with pytest.raises(ValueError):
-        tables.FrozenMap(listed)  # a list's section is no map's
+        table_files.FrozenMap(listed)  # a list's section is no map's
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -130,7 +130,7 @@ def test_the_merge_reads_a_frozen_map_as_it_reads_a_dict(seed):
             cut = rng.randrange(1, len(k))
             pairs[(k[:cut], k[cut:])] = rng.randrange(500)
     scores = {k: -rng.random() for k in vocab}
-    frozen = {id(d): tables.FrozenMap(tables.FrozenMap.build(d)) for d in (vocab, byte_vocab, pairs, scores)}
+    frozen = {id(d): table_files.FrozenMap(table_files.FrozenMap.build(d)) for d in (vocab, byte_vocab, pairs, scores)}
     data = text.encode()
     for table, ids, source, pair_keys in (
         (byte_vocab, byte_vocab, data, False),
@@ -187,7 +187,7 @@ def _reference(name: str):
 def test_every_stored_tokenizer_loads_from_its_table_with_the_reference_ids(name):
     realtext.require()
     tok = registry.get(name)
-    assert Path(tok.table_file).parent == tables.tables_dir() and Path(tok.table_file).exists()
+    assert Path(tok.table_file).parent == table_files.tables_dir() and Path(tok.table_file).exists()
     reference = _reference(name)
     for text in [piece for corpus in realtext.NAMES for piece in realtext.slices(corpus, 3, 3_000, seed=5)] + HARD:
         assert tok.encode(text) == reference(text)
@@ -204,9 +204,9 @@ def test_a_stored_tokenizer_runs_the_compiled_loops_on_its_mapped_tables(name):
     assert tok.table_file
     encoders = [v for v in vars(tok).values() if isinstance(v, RankEncoder)]
     for enc in encoders:
-        assert type(enc.ranks) is tables.FrozenMap and enc._compiled and enc._merge is twin("_merge", "merge")
+        assert type(enc.ranks) is table_files.FrozenMap and enc._compiled and enc._merge is twin("_merge", "merge")
     if isinstance(tok, SentencePieceTokenizer):
-        assert type(tok._lookup) is tables.FrozenMap and type(tok._chunker_c).__name__ == "Chunker"
+        assert type(tok._lookup) is table_files.FrozenMap and type(tok._chunker_c).__name__ == "Chunker"
     else:
         assert encoders
     text = "東京の天気は晴れ。 def f(x): return x * 42  ꙮ"
@@ -237,11 +237,11 @@ def _custom_bpe():
 
 
 def test_a_table_is_built_once_then_read_by_every_later_load(table_dir):
-    builds = tables.BUILDS
-    first = tables.load_registered("custom-bpe", _custom_bpe)
-    assert tables.BUILDS == builds + 1 and Path(first.table_file).parent == table_dir
-    again = tables.load_registered("custom-bpe", _custom_bpe)
-    assert tables.BUILDS == builds + 1 and again.table_file == first.table_file
+    builds = table_files.BUILDS
+    first = table_files.load_registered("custom-bpe", _custom_bpe)
+    assert table_files.BUILDS == builds + 1 and Path(first.table_file).parent == table_dir
+    again = table_files.load_registered("custom-bpe", _custom_bpe)
+    assert table_files.BUILDS == builds + 1 and again.table_file == first.table_file
     text = realtext.excerpt("en", 0, 5_000) if realtext.available() else "Hello world, again and again."
     assert again.encode(text) == first.encode(text) == _reference("custom-bpe")(text)
     assert sorted(p.name for p in table_dir.iterdir()) == [Path(first.table_file).name, Path(first.table_file).name + ".lock"]
@@ -257,9 +257,9 @@ def test_a_table_is_built_again_when_its_source_changes(tmp_path, table_dir, mon
     datafiles.manifest.cache_clear()
     try:
         text = "Tokenizers cut text into tokens, again and again: def f(x): return x"
-        builds = tables.BUILDS
-        before = tables.load_registered("custom-bpe", _custom_bpe)
-        assert tables.BUILDS == builds + 1 and before.encode(text) == _reference("custom-bpe")(text)
+        builds = table_files.BUILDS
+        before = table_files.load_registered("custom-bpe", _custom_bpe)
+        assert table_files.BUILDS == builds + 1 and before.encode(text) == _reference("custom-bpe")(text)
         # the source changes: a model with its first 300 merges only, pinned by its new sha256
         model = BPETokenizer.from_json((data / CUSTOM_BPE_FILE).read_text())
         smaller = BPETokenizer(model.merges[:300], model.pattern, name="custom-bpe")
@@ -267,13 +267,13 @@ def test_a_table_is_built_again_when_its_source_changes(tmp_path, table_dir, mon
         manifest["files"][CUSTOM_BPE_FILE]["sha256"] = hashlib.sha256((data / CUSTOM_BPE_FILE).read_bytes()).hexdigest()
         (data / "manifest.json").write_text(json.dumps(manifest))
         datafiles.manifest.cache_clear()
-        after = tables.load_registered("custom-bpe", _custom_bpe)
-        assert tables.BUILDS == builds + 2
+        after = table_files.load_registered("custom-bpe", _custom_bpe)
+        assert table_files.BUILDS == builds + 2
         ranks = {data: i for i, data in smaller.vocab.items()}
         referee = tiktoken.Encoding("smaller", pat_str=smaller.pattern, mergeable_ranks=ranks, special_tokens={})
         assert after.encode(text) == referee.encode_ordinary(text) != before.encode(text)
-        assert tables.load_registered("custom-bpe", _custom_bpe).encode(text) == after.encode(text)
-        assert tables.BUILDS == builds + 2
+        assert table_files.load_registered("custom-bpe", _custom_bpe).encode(text) == after.encode(text)
+        assert table_files.BUILDS == builds + 2
     finally:
         datafiles.manifest.cache_clear()
 
@@ -305,17 +305,17 @@ def _damage(path: Path, how: str, other: Path) -> None:
 )
 def test_a_damaged_cut_short_or_foreign_table_is_refused_and_built_again(table_dir, how):
     text = "Hello world: tables are never trusted without their key."
-    good = tables.load_registered("custom-bpe", _custom_bpe)
-    other = tables.load_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
+    good = table_files.load_registered("custom-bpe", _custom_bpe)
+    other = table_files.load_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"))
     path = Path(good.table_file)
     _damage(path, how, Path(other.table_file))
-    with pytest.raises(tables._Refused):
-        tables.open_table(path, tables._sources_match("custom-bpe"))
-    builds = tables.BUILDS
-    again = tables.load_registered("custom-bpe", _custom_bpe)
-    assert tables.BUILDS == builds + 1
+    with pytest.raises(table_files._Refused):
+        table_files.open_table(path, table_files._sources_match("custom-bpe"))
+    builds = table_files.BUILDS
+    again = table_files.load_registered("custom-bpe", _custom_bpe)
+    assert table_files.BUILDS == builds + 1
     assert again.encode(text) == _reference("custom-bpe")(text)
-    assert tables.open_table(path, tables._sources_match("custom-bpe")).encode(text) == again.encode(text)
+    assert table_files.open_table(path, table_files._sources_match("custom-bpe")).encode(text) == again.encode(text)
 
 
 def test_a_build_removes_the_lock_files_of_tables_that_are_gone(table_dir):
@@ -327,7 +327,7 @@ def test_a_build_removes_the_lock_files_of_tables_that_are_gone(table_dir):
     two_hours_ago = os.path.getmtime(gone) - 7200
     for lock in (gone, kept):
         os.utime(lock, (two_hours_ago, two_hours_ago))
-    tables.load_registered("custom-bpe", _custom_bpe)
+    table_files.load_registered("custom-bpe", _custom_bpe)
     assert not gone.exists() and kept.exists() and fresh.exists()
 
 
@@ -336,12 +336,12 @@ def test_concurrent_builders_make_one_good_file(table_dir):
     lock file), the others wait for it and map it; no temporary file is left."""
     data = datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model")
     script = (
-        "import json, sys; from app.engines.registry import tables;"
-        "tok = tables.load_bytes(sys.stdin.buffer.read());"
-        "print(json.dumps({'builds': tables.BUILDS, 'file': tok.table_file, 'ids': tok.encode('Hello 世界 ꙮ')}))"
+        "import json, sys; from app.engines.registry import table_files;"
+        "tok = table_files.load_bytes(sys.stdin.buffer.read());"
+        "print(json.dumps({'builds': table_files.BUILDS, 'file': tok.table_file, 'ids': tok.encode('Hello 世界 ꙮ')}))"
     )
-    path = tables.bytes_path(tables.bytes_key(data, tables.file_options(None, (), "tokenplay")))
-    lock = tables._Lock(path)  # the table's own lock, held while the processes start: they all find no table
+    path = table_files.bytes_path(table_files.bytes_key(data, table_files.file_options(None, (), "tokenplay")))
+    lock = table_files._Lock(path)  # the table's own lock, held while the processes start: they all find no table
     lock.__enter__()
     procs = [subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               cwd=ROOT, env=dict(os.environ)) for _ in range(4)]
@@ -378,14 +378,14 @@ def test_uploaded_files_are_built_once_into_tables_keyed_by_their_bytes_and_opti
     json_data = _small_byte_level_json().encode()
     model = datafiles.verified_bytes("sentencepiece/jurassic-2.model")
     ranks = datafiles.verified_bytes("openai/gpt2.tiktoken")
-    builds = tables.BUILDS
+    builds = table_files.BUILDS
     loaded = {
-        "json": tables.load_bytes(json_data, name="mine"),
-        "model": tables.load_bytes(model, name="mine-too"),
-        "tiktoken gpt2": tables.load_bytes(ranks, pattern="gpt2"),
-        "tiktoken gpt4": tables.load_bytes(ranks, pattern="gpt4", special_tokens=["<|x|>"]),
+        "json": table_files.load_bytes(json_data, name="mine"),
+        "model": table_files.load_bytes(model, name="mine-too"),
+        "tiktoken gpt2": table_files.load_bytes(ranks, pattern="gpt2"),
+        "tiktoken gpt4": table_files.load_bytes(ranks, pattern="gpt4", special_tokens=["<|x|>"]),
     }
-    assert tables.BUILDS == builds + 4 and len({tok.table_file for tok in loaded.values()}) == 4
+    assert table_files.BUILDS == builds + 4 and len({tok.table_file for tok in loaded.values()}) == 4
     assert loaded["json"].name == "mine" and loaded["model"].name == "mine-too"
     hf = HFTokenizer.from_str(json_data.decode())
     assert loaded["json"].encode(text) == hf.encode(text, add_special_tokens=False).ids
@@ -395,8 +395,8 @@ def test_uploaded_files_are_built_once_into_tables_keyed_by_their_bytes_and_opti
     gpt4 = tiktoken.Encoding("gpt4", pat_str=cl100k_pattern, mergeable_ranks=tiktoken_reference("gpt2")._mergeable_ranks,
                              special_tokens={"<|x|>": 50256})
     assert loaded["tiktoken gpt4"].encode("a <|x|> b", allow_special=True) == gpt4.encode("a <|x|> b", allowed_special="all")
-    assert tables.load_bytes(model, name="again").encode(text) == loaded["model"].encode(text)
-    assert tables.BUILDS == builds + 4
+    assert table_files.load_bytes(model, name="again").encode(text) == loaded["model"].encode(text)
+    assert table_files.BUILDS == builds + 4
 
 
 def test_a_unigram_tokenizer_json_built_in_a_child_process_gives_the_librarys_ids(table_dir):
@@ -407,9 +407,9 @@ def test_a_unigram_tokenizer_json_built_in_a_child_process_gives_the_librarys_id
     data = hf_pipelines.tokenizer_json("Unigram", "Precompiled", "Metaspace-first", "Metaspace", vocab_size=900, size=4_000)
     data = data.encode() if isinstance(data, str) else data
     hf = HFTokenizer.from_str(data.decode())
-    builds = tables.BUILDS
-    tok = tables.load_bytes(data, name="mine")
-    assert tables.BUILDS == builds + 1 and Path(tok.table_file).parent == table_dir
+    builds = table_files.BUILDS
+    tok = table_files.load_bytes(data, name="mine")
+    assert table_files.BUILDS == builds + 1 and Path(tok.table_file).parent == table_dir
     for corpus in realtext.NAMES:
         for text in realtext.slices(corpus, 2, 3_000, seed=4):
             assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids, corpus
@@ -426,7 +426,7 @@ def test_a_unigram_tokenizer_json_built_in_a_child_process_gives_the_librarys_id
 )
 def test_a_file_that_does_not_build_gives_the_loaders_error_and_leaves_no_table(table_dir, data, error, words):
     with pytest.raises(error, match=words) as got:
-        tables.load_bytes(data)
+        table_files.load_bytes(data)
     with pytest.raises(TokenplayError) as direct:
         load_tokenizer(data)
     assert type(got.value) is type(direct.value) and str(got.value) == str(direct.value)
@@ -436,13 +436,13 @@ def test_a_file_that_does_not_build_gives_the_loaders_error_and_leaves_no_table(
 def test_a_cut_short_model_says_so_through_its_table_builder(table_dir):
     model = datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model")
     with pytest.raises(LoaderError, match="cut short"):
-        tables.load_bytes(model[: len(model) // 2])
+        table_files.load_bytes(model[: len(model) // 2])
 
 
 def test_with_tables_off_tokenizers_are_built_in_the_process(table_dir, monkeypatch):
     monkeypatch.setenv("TOKENPLAY_TABLES", "off")
-    assert not tables.enabled()
-    tok = tables.load_registered("custom-bpe", _custom_bpe)
+    assert not table_files.enabled()
+    tok = table_files.load_registered("custom-bpe", _custom_bpe)
     assert not hasattr(tok, "table_file") and not table_dir.exists()
-    upload = tables.load_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"), name="x")
+    upload = table_files.load_bytes(datafiles.verified_bytes("sentencepiece/mistral-7b-v0.1.model"), name="x")
     assert not hasattr(upload, "table_file") and upload.name == "x"

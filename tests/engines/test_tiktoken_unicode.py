@@ -3,7 +3,7 @@
 The referee is tiktoken itself. An encoding of the 256 single-byte ranks whose split pattern is one class encodes
 only the text that class matches, so encoding every code point gives exactly the members of the class for
 tiktoken. Around every character whose class differs between the ``regex`` module (Unicode 17) and tiktoken
-(Unicode 16), the native twins of the OpenAI encodings, custom-bpe and byte-level runs give tiktoken's ids, and the
+(Unicode 16), the native engines of the OpenAI encodings, custom-bpe and byte-level runs give tiktoken's ids, and the
 explain view names the rule tiktoken's pattern applied.
 """
 
@@ -20,7 +20,7 @@ from helpers.oracles import tiktoken_reference
 
 from app.engines import registry
 from app.engines.bpe.model import BPETokenizer
-from app.engines.bpe.patterns import PATTERNS, Splitter, bmp_twin, exact, pattern_regex, splitter
+from app.engines.bpe.patterns import PATTERNS, Splitter, bmp_pattern, exact, pattern_regex, splitter
 from app.engines.bpe.trainer import words_from_text
 from app.features.explain.explainer import Explainer
 from app.engines.openai.encodings import ENCODINGS
@@ -84,9 +84,9 @@ def test_spelled_out_classes_match_tiktoken_on_every_code_point(theirs, name):
 
 
 @pytest.mark.parametrize("name", ["L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "N", "s"])
-def test_the_re_twin_classes_match_tiktoken_below_u10000(theirs, name):
+def test_the_bmp_pattern_classes_match_tiktoken_below_u10000(theirs, name):
     bmp = "".join(map(chr, (c for c in CODE_POINTS if c < 0x10000)))
-    assert members(re.compile(bmp_twin(source(name))), bmp) == {c for c in theirs[name] if c < 0x10000}
+    assert members(re.compile(bmp_pattern(source(name))), bmp) == {c for c in theirs[name] if c < 0x10000}
 
 
 def test_unassigned_is_what_no_category_holds(theirs):
@@ -179,7 +179,7 @@ def assert_same_ids(encode, ref: tiktoken.Encoding, texts: list[str]) -> None:
 
 
 @pytest.mark.parametrize("name", list(ENCODINGS))
-def test_native_twins_equal_tiktoken_around_every_disagreeing_code_point(name, around_disagreeing):
+def test_native_engines_equal_tiktoken_around_every_disagreeing_code_point(name, around_disagreeing):
     native = registry.get(f"native-{name}")
     assert_same_ids(native.encode, tiktoken_reference(name), around_disagreeing)
     assert native.encode("\u0558's") == tiktoken_reference(name).encode_ordinary("\u0558's") == [145, 246, 6, 82]

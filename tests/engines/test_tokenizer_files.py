@@ -30,7 +30,7 @@ from app.engines.registry.loaders import MAX_FILE_BYTES, FileTooLargeError, Load
 from app.engines.huggingface.npm_models import NPM_MODELS
 from app.engines.sentencepiece.proto import WORD, ModelProto
 from app.engines.registry.files import ENV, entry_name
-from app.engines.huggingface.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
+from app.engines.pipeline.tokenizer_json import TokenizerFileError, UnsupportedTokenizerError
 
 TEXTS = [ALL["english"], ALL["code"], ALL["japanese"], ALL["emoji"], ALL["whitespace"], ALL["numbers"]]
 ROOT = Path(__file__).resolve().parents[2]

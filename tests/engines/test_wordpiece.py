@@ -12,9 +12,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from tokenizers.implementations import BertWordPieceTokenizer
 
 from app.engines import registry
-from app.engines.huggingface.bert_text import bert_normalizer
+from app.engines.pipeline.bert_text import bert_normalizer
 from app.engines.registry.loaders import detect_format, load_tokenizer
-from app.engines.huggingface.tokenizer_json import TokenizerFileError
+from app.engines.pipeline.tokenizer_json import TokenizerFileError
 from app.engines.wordpiece.model import WordPieceTokenizer, wordpiece_walk
 
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
@@ -111,7 +111,7 @@ def test_bert_normalizer_equals_tokenizers_on_every_code_point(options):
 
 @pytest.mark.parametrize("kind", ["BertPreTokenizer", "Whitespace", "WhitespaceSplit"])
 def test_pre_tokenizers_cut_every_code_point_like_tokenizers(kind):
-    from app.engines.huggingface.pretokenizers import PreTokenizer
+    from app.engines.pipeline.pretokenizers import PreTokenizer
 
     ours, theirs = PreTokenizer({"type": kind}), getattr(pre_tokenizers, kind)()
     for i in range(0, len(CODE_POINTS), 16384):

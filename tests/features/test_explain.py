@@ -169,7 +169,7 @@ def lab_tokenizer(corpus: str, **options):
     from app.lab.algorithms import train
     from app.lab.options import Options
     from app.lab.runs import Run
-    from app.lab.tokenizers import spec_for
+    from app.lab.run_tokenizers import spec_for
 
     opts = Options(**options).check(10_000)
     trained = train(corpus, opts, max_merges=10_000)
@@ -345,8 +345,8 @@ def test_every_rule_of_a_shipped_split_pattern_has_a_name(name):
 
     from app.engines import datafiles
     from app.engines.huggingface.npm_models import NPM_MODELS
-    from app.engines.huggingface.pretokenizers import BYTE_LEVEL_PATTERN
-    from app.engines.huggingface.tokenizer_json import pipeline_steps
+    from app.engines.pipeline.pretokenizers import BYTE_LEVEL_PATTERN
+    from app.engines.pipeline.tokenizer_json import pipeline_steps
     from app.features.explain.split_rules import alternatives, rule_name
 
     spec = json.loads(datafiles.verified_bytes(NPM_MODELS[name].tokenizer_file))

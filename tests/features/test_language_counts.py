@@ -21,7 +21,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from app.engines import registry
 from app.engines.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
-from app.engines.huggingface.pretokenizers import PreTokenizer, _tiling
+from app.engines.pipeline.pretokenizers import PreTokenizer, _tiling
 from app.engines.sentencepiece.model import SentencePieceTokenizer
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 from app.features import languages
@@ -50,10 +50,10 @@ def _reference(name: str):
 
 
 NAMES = [
-    "gpt2", "o200k_base", "native-cl100k_base", "native-o200k_base",  # tiktoken and its twin
+    "gpt2", "o200k_base", "native-cl100k_base", "native-o200k_base",  # tiktoken and its native engine
     "llama-3", "qwen3", "gemma-3", "native-llama-3", "native-qwen3", "native-gemma-3", "native-deepseek-v3",
-    "native-llama-2",  # tokenizers and its twins (byte-level and SentencePiece-style)
-    "mistral-7b", "jurassic-2",  # sentencepiece's BPE and Unigram twins
+    "native-llama-2",  # tokenizers and its native engines (byte-level and SentencePiece-style)
+    "mistral-7b", "jurassic-2",  # sentencepiece's BPE and Unigram, in our engines
 ]  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def test_a_split_regex_is_cut_the_same_with_or_without_the_tiling_shortcut(patte
 
 def _general(step, text: str) -> list[tuple[int, int]]:
     """The pieces the general way (one run per match or gap), the shortcut turned off."""
-    from app.engines.huggingface.pretokenizers import _merge
+    from app.engines.pipeline.pretokenizers import _merge
 
     return [p for p in _merge(list(step.find(text, 0, len(text))), step.behavior) if p[0] < p[1]]
 
@@ -143,7 +143,7 @@ def test_the_tiling_shortcut_cuts_whole_declarations_as_the_library(name):
 
 
 def _byte_level(piece: str) -> str:
-    from app.engines.huggingface.tokenizer_json import byte_level_bytes
+    from app.engines.pipeline.tokenizer_json import byte_level_bytes
 
     return byte_level_bytes(piece).decode("utf-8", errors="surrogateescape")
 

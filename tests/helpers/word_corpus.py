@@ -1,7 +1,7 @@
 """A corpus of random syllable words, in which new pairs keep occurring until thousands of merges (``mixed_text``
 repeats whole lines, so training on it ends early: "no pair occurs twice"). For tests that need a training whose
 memory grows with its corpus; tests that need a training still running when they look use the lab's hold
-(``lab_helpers.Hold``), never a corpus chosen to be slow.
+(``lab_hold.Hold``), never a corpus chosen to be slow.
 """
 
 from __future__ import annotations

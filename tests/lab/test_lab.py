@@ -12,7 +12,8 @@ from helpers.lab_helpers import QUICK_WAIT, wait_done
 from helpers.lab_training import LOW, train
 
 from app.engines import registry
-from app.lab.tokenizers import user_tokenizers
+from app.lab.run_tokenizers import user_tokenizers
+from app.web.cookies import cookie_ids
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -29,7 +30,7 @@ def make_client(tmp_path, **overrides) -> TestClient:
 
 def held_client(tmp_path, hold, **overrides) -> TestClient:
     """An app whose trainings pause at ``hold``; starting one answers at once."""
-    return make_client(tmp_path, lab_hold_file=hold.path, lab_quick_wait_seconds=0, **overrides)
+    return make_client(tmp_path, lab_progress_wrap=hold, lab_quick_wait_seconds=0, **overrides)
 
 
 @pytest.fixture()
@@ -343,8 +344,8 @@ def test_use_in_playground_registers_the_tokenizer_for_this_user(lab, algorithm)
     name = r.json()["tokenizer"]
     assert name == f"lab-{run['id']}" and "8 merges" in r.json()["label"]
     cookie = r.cookies.get("tp_lab") or lab.cookies.get("tp_lab")
-    assert [s.name for s in user_tokenizers(cookie)] == [name]
-    assert user_tokenizers("") == [] and user_tokenizers("not-an-id") == []
+    assert [s.name for s in user_tokenizers(cookie_ids(cookie))] == [name]
+    assert cookie_ids("") == [] and cookie_ids("not-an-id") == [] and user_tokenizers([]) == []
     tok = registry.get(name)
     text = "lowest newer 日本 x"
     assert tok.decode(tok.encode(text)) == text
@@ -358,7 +359,7 @@ def test_user_tokenizers_loads_a_run_another_process_trained(tmp_path):
         run = train(c, **AAAB)
     with make_client(tmp_path) as fresh:  # another worker process: the run is only on disk
         fresh.get("/lab")  # starts this app's lab
-        specs = user_tokenizers(run["id"], fresh.app.state.lab)
+        specs = user_tokenizers([run["id"]], fresh.app.state.lab)
         assert [s.name for s in specs] == [f"lab-{run['id']}"]
         assert registry.get(f"lab-{run['id']}").encode("aaabdaaabac") == [258, 100, 258, 97, 99]
     registry.unregister(f"lab-{run['id']}")

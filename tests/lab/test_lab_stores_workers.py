@@ -158,7 +158,7 @@ def submit(pool, corpus: str = "aaabdaaabac", options: Options = AAAB) -> Run:
 
 
 def test_queue_full_then_cancel_then_time_limit(tmp_path, lab_hold):
-    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, time_limit=0.5, hold=lab_hold.path)
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, time_limit=0.5, wrap_progress=lab_hold)
     try:
         first = submit(pool)  # held after its first merge: it can only end by the time limit
         second = submit(pool)
@@ -180,7 +180,7 @@ def test_queue_full_then_cancel_then_time_limit(tmp_path, lab_hold):
 
 def test_cancel_a_running_training_and_through_the_store(tmp_path, lab_hold):
     # A generous grace: a trainer that did not stop by itself would be killed and replaced, which the test sees.
-    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 2, cancel_grace=60, hold=lab_hold.path)
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 2, cancel_grace=60, wrap_progress=lab_hold)
     other = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, warm=False)  # another web process
     try:
         run = submit(pool)
@@ -203,7 +203,7 @@ def test_cancel_a_running_training_and_through_the_store(tmp_path, lab_hold):
 
 
 def test_a_killed_trainer_process_fails_its_run_and_is_replaced(tmp_path, lab_hold):
-    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, hold=lab_hold.path)
+    pool = ProcessJobPool(DirectoryStore(tmp_path), 1, 1, wrap_progress=lab_hold)
     try:
         run = submit(pool)
         [pid] = lab_hold.wait_held(1)  # mid-training
@@ -225,7 +225,7 @@ def test_the_lab_api_on_the_process_pool(tmp_path, lab_hold):
     the store is written, and until then the store counts it among the trainings, so a new run would be refused
     as the lab being busy. Cancel's answer waits for that event only 2 seconds, which a busy machine can
     exceed."""
-    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=0, lab_hold_file=lab_hold.path)
+    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=0, lab_progress_wrap=lab_hold)
     with TestClient(create_app(settings)) as c:  # the app's lifespan owns the lab (a process pool here)
         held = c.post("/api/train", json={"corpus": "aaabdaaabac", "pattern": "none", "merges": 3})
         assert held.status_code == 202 and held.json()["status"] in ("queued", "running"), held.text
@@ -308,7 +308,7 @@ def test_a_training_over_the_memory_limit_fails_cleanly(tmp_path):
 def test_the_queue_limit_holds_for_the_whole_app(tmp_path, pool, lab_hold):
     """Two processes' apps (here: two app objects) share one run store: the limit of trainings running or
     waiting is the lab's, not each process's (workers 1 + queue 1 = 2 in all)."""
-    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1, lab_pool=pool, lab_hold_file=lab_hold.path)
+    settings = Settings(lab_runs_dir=tmp_path, lab_workers=1, lab_queue=1, lab_pool=pool, lab_progress_wrap=lab_hold)
     body = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges": 3}
     with TestClient(create_app(settings)) as one, TestClient(create_app(settings)) as two:
         first = one.post("/api/train", json=body)

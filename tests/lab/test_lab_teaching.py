@@ -108,8 +108,8 @@ def test_new_run_starts_from_the_corpus_and_settings_of_the_run(lab, body):
                                           "size_kind": selected(page, "size_kind"), "tie_break": selected(page, "tie_break"),
                                           **({"end_of_word": "1"} if body.get("end_of_word") else {})},
                      follow_redirects=False)
-    twin = wait_done(lab, again.headers["location"].rsplit("/", 1)[1].split("?")[0])
-    assert twin["options"] == run["options"] and twin["vocab_size"] == run["vocab_size"]
+    again_run = wait_done(lab, again.headers["location"].rsplit("/", 1)[1].split("?")[0])
+    assert again_run["options"] == run["options"] and again_run["vocab_size"] == run["vocab_size"]
 
 
 def test_new_run_of_an_unknown_run_says_so(lab):

@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers.lab_helpers import Hold, wait_done
+from helpers.lab_helpers import wait_done
+from helpers.lab_hold import HELD_APP, Hold, held_server_env
 from helpers.serving import UvicornProcess
 
 
@@ -24,8 +25,13 @@ AAAB = {"corpus": "aaabdaaabac", "algorithm": "byte", "pattern": "none", "merges
 
 
 class Server(UvicornProcess):
-    def __init__(self, runs_dir: Path, workers: int = 1, **env):
-        super().__init__({"TOKENPLAY_LAB_RUNS_DIR": str(runs_dir), "PYTHONUNBUFFERED": "1"} | env, workers=workers)
+    def __init__(self, runs_dir: Path, workers: int = 1, hold: Hold | None = None):
+        env = {"TOKENPLAY_LAB_RUNS_DIR": str(runs_dir), "PYTHONUNBUFFERED": "1"}
+        if hold is None:
+            super().__init__(env, workers=workers)
+        else:  # the app of a held server: its trainings pause at ``hold``
+            super().__init__(env | held_server_env(hold), workers=workers, app=HELD_APP,
+                             args=("--factory", "--log-level", "warning"))
         self.client = httpx.Client(base_url=self.url, timeout=30)
 
     def stop(self) -> None:
@@ -42,8 +48,8 @@ class Server(UvicornProcess):
 def servers(tmp_path):
     started: list[Server] = []
 
-    def start(workers: int = 1, **env) -> Server:
-        s = Server(tmp_path / "runs", workers, **env)
+    def start(workers: int = 1, hold: Hold | None = None) -> Server:
+        s = Server(tmp_path / "runs", workers, hold)
         started.append(s)
         return s
 
@@ -95,7 +101,7 @@ def test_a_killed_server_loses_no_finished_run(servers, tmp_path):
     between two beats on a busy machine, and once the server is dead the test dates its last beat an hour back
     (nothing beats for it any more), instead of waiting for a short threshold to pass."""
     hold = Hold(tmp_path / "hold", on=False)
-    a = servers(TOKENPLAY_LAB_HOLD_FILE=str(hold.path))
+    a = servers(hold=hold)
     b = servers()
     done = []
     for i in range(5):

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 from helpers.serving import free_port
-from helpers.lab_helpers import Hold
+from helpers.lab_hold import Hold
 
 from app.lab.algorithms import train
 from app.lab.options import Options
@@ -155,7 +155,7 @@ def test_make_store_picks_redis_when_redis_url_is_set(redis_url, tmp_path, monke
 
 
 def _app(redis_url: str, tmp_path, name: str, hold: Hold | None = None):
-    settings = Settings(lab_runs_dir=tmp_path / name, redis_url=redis_url, lab_hold_file=hold and hold.path)
+    settings = Settings(lab_runs_dir=tmp_path / name, redis_url=redis_url, lab_progress_wrap=hold)
     return create_app(settings)  # its lifespan builds the lab on the Redis store
 
 
@@ -195,7 +195,7 @@ def test_a_run_cancelled_through_another_app_stops(redis_url, tmp_path, lab_hold
 
 def test_the_queue_limit_holds_across_machines(redis_url, tmp_path, lab_hold):
     """Apps on different machines share only Redis: the limit of trainings running or waiting is the lab's."""
-    settings = {"lab_workers": 1, "lab_queue": 0, "lab_pool": "process", "lab_hold_file": lab_hold.path}
+    settings = {"lab_workers": 1, "lab_queue": 0, "lab_pool": "process", "lab_progress_wrap": lab_hold}
     a = create_app(Settings(lab_runs_dir=tmp_path / "a", redis_url=redis_url, **settings))
     b = create_app(Settings(lab_runs_dir=tmp_path / "b", redis_url=redis_url, **settings))
     with TestClient(a) as ca, TestClient(b) as cb:

@@ -2,7 +2,7 @@
 lower priority than the web process.
 
 A real uvicorn server (``app.main:app``, as deployed: trainings in worker processes) on a free loopback port,
-with the lab's test hold (``TOKENPLAY_LAB_HOLD_FILE``), so that the training is certainly still running while the
+with the lab's test hold (``helpers.lab_hold.held_app``), so that the training is certainly still running while the
 test looks, whatever the speed of the machine. How fast typing stays during trainings is measured by
 ``bench/load.py`` ("same with 5 trainings running"), not asserted here.
 """
@@ -13,7 +13,8 @@ import os
 
 import httpx
 import pytest
-from helpers.lab_helpers import Hold, wait_done
+from helpers.lab_helpers import wait_done
+from helpers.lab_hold import HELD_APP, Hold, held_server_env
 from helpers.mixed_text import mixed_text
 from helpers.serving import UvicornProcess
 
@@ -30,11 +31,9 @@ def hold(tmp_path):
 @pytest.fixture()
 def server(tmp_path, hold):
     proc = UvicornProcess(
-        {
-            "TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"),
-            "TOKENPLAY_LAB_POOL": "process",
-            "TOKENPLAY_LAB_HOLD_FILE": str(hold.path),
-        }
+        {"TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"), "TOKENPLAY_LAB_POOL": "process"} | held_server_env(hold),
+        app=HELD_APP,
+        args=("--factory", "--log-level", "warning"),
     )
     try:
         yield proc

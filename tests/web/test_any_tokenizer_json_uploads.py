@@ -66,14 +66,14 @@ def test_each_trained_file_works_through_both_engines_everywhere(client, files):
         assert r.status_code == 201, (name, r.text)
         ref = H.reference(data)
         listed = {t["name"]: t for t in client.get("/api/tokenizers").json()["tokenizers"]}
-        twin = f"native-{name}"
-        assert listed[name]["engine"] == "huggingface" and listed[twin]["engine"] == "tokenplay"
-        assert listed[name]["model"] == listed[twin]["model"] == name
-        assert listed[name]["maker"] == listed[twin]["maker"] == "yours"
+        native = f"native-{name}"
+        assert listed[name]["engine"] == "huggingface" and listed[native]["engine"] == "tokenplay"
+        assert listed[name]["model"] == listed[native]["model"] == name
+        assert listed[name]["maker"] == listed[native]["maker"] == "yours"
         for text in texts:
             for allow in (False, True):
                 want = H.reference_ids(ref, text, allow)
-                for engine in (name, twin):
+                for engine in (name, native):
                     r = tokenize(client, engine, text, allow)
                     assert r.status_code == 200, (engine, r.text[:200])
                     body = r.json()
@@ -81,17 +81,17 @@ def test_each_trained_file_works_through_both_engines_everywhere(client, files):
                     assert [t["id"] for t in body["tokens"]] == want
             decoded = {
                 engine: client.post("/api/decode", json={"tokenizer": engine, "ids": want}).json()["text"]
-                for engine in (name, twin)
+                for engine in (name, native)
             }
-            assert decoded[name] == decoded[twin] == ref.decode(want, skip_special_tokens=False)
-        both = client.post("/api/compare", json={"text": texts[0], "tokenizers": [name, twin]}).json()
+            assert decoded[name] == decoded[native] == ref.decode(want, skip_special_tokens=False)
+        both = client.post("/api/compare", json={"text": texts[0], "tokenizers": [name, native]}).json()
         assert both["results"][0]["ids"] == both["results"][1]["ids"] == H.reference_ids(ref, texts[0])
-        page = client.get("/", params={"tokenizer": twin, "text": texts[0][:200]})
+        page = client.get("/", params={"tokenizer": native, "text": texts[0][:200]})
         assert page.status_code == 200 and not JARGON.search(page.text), name
 
 
-def test_an_uploaded_bpe_is_explained_by_its_twin_from_the_same_bytes(client, files):
-    """The library's engine of an upload is retraced by the twin built from the uploaded bytes; a ByteLevel prefix
+def test_an_uploaded_bpe_is_explained_by_its_native_engine_from_the_same_bytes(client, files):
+    """The library's engine of an upload is retraced by the native built from the uploaded bytes; a ByteLevel prefix
     space and Metaspace's ▁ are part of the pre-token the merges run on."""
     text = "Hello, wonderful world! 日本語のテキスト 12345"
     for name in ("bpe-metaspace", "bpe-bytes", "bpe-punct"):
@@ -152,7 +152,7 @@ def test_text_a_model_without_an_unknown_token_cannot_encode_is_a_worded_422_in_
         assert "cannot encode this text" in r.json()["detail"] and not JARGON.search(r.json()["detail"])
 
 
-def test_a_tokenizer_json_name_keeps_its_twin_name_free(client, files):
+def test_a_tokenizer_json_name_keeps_its_native_name_free(client, files):
     """``native-<name>`` names an uploaded tokenizer.json's Tokenplay engine, so neither may take the other's name."""
     gpt2 = data_path("openai/gpt2.tiktoken").read_bytes()
     r = client.post("/api/tokenizers", files={"file": ("x.tiktoken", gpt2)}, data={"name": "native-x", "pattern": "gpt2"})
@@ -163,7 +163,7 @@ def test_a_tokenizer_json_name_keeps_its_twin_name_free(client, files):
     r = client.post("/api/tokenizers", files={"file": ("y.tiktoken", gpt2)}, data={"name": "native-y", "pattern": "gpt2"})
     assert r.status_code == 422 and "taken" in r.json()["detail"], r.text
     r = client.post("/api/tokenizers", files={"file": ("tokenizer.json", files["wordlevel"].encode())})
-    assert r.status_code == 201 and r.json()["name"] == "my-tokenizer"  # a free name and a free twin name
+    assert r.status_code == 201 and r.json()["name"] == "my-tokenizer"  # a free name and a free native name
 
 
 def test_a_gemma_tokenizer_json_uploads_and_runs_its_byte_fallback_in_both_engines(client):

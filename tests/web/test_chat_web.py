@@ -176,8 +176,8 @@ def test_an_upload_with_its_config_renders_that_chat_template(upload_client, tmp
     ref = HFTokenizer.from_str(tokenizer_json.decode())
     assert body["ids"] == ref.encode(want_text, add_special_tokens=False).ids
     assert body["special"] > 0
-    twin = api(upload_client, MESSAGES, tokenizer="native-mine").json()  # Tokenplay's engine of the same upload
-    assert (twin["format"], twin["text"], twin["ids"]) == ("template", want_text, body["ids"])
+    native = api(upload_client, MESSAGES, tokenizer="native-mine").json()  # Tokenplay's engine of the same upload
+    assert (native["format"], native["text"], native["ids"]) == ("template", want_text, body["ids"])
     primed = api(upload_client, MESSAGES[:2], tokenizer="mine", primer=False).json()
     assert primed["text"] == reference_render(referee, MESSAGES[:2], primer=False)
     html = upload_client.post("/chat/result", data={"role": ["user"], "content": ["Hi"], "tokenizer": "mine"}).text
@@ -241,9 +241,9 @@ def test_an_upload_with_a_config_that_gives_no_template_is_refused_in_words(uplo
 
 
 def test_a_config_over_the_limit_is_413(upload_client, monkeypatch):
-    from app.web import add_tokenizer
+    from app.web import deps
 
-    monkeypatch.setattr(add_tokenizer, "MAX_CONFIG_BYTES", 1000)
+    monkeypatch.setattr(deps, "MAX_CONFIG_BYTES", 1000)
     files = {"file": ("tokenizer.json", npm_file("llama2", "tokenizer.json")),
              "config": ("tokenizer_config.json", npm_file("qwen2_5", "tokenizer_config.json"))}
     r = upload_client.post("/api/tokenizers", files=files)

@@ -15,8 +15,8 @@ from helpers.class_helpers import ENGLISH, Clock, EventStream, serving
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 
-from app.lab.classroom import Classroom
-from app.lab.sessions import ALPHABET
+from app.classroom.service import Classroom
+from app.classroom.sessions import ALPHABET
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -277,6 +277,39 @@ def test_the_teachers_share_panel(app, client, run):
     assert "Share with the class" in r.text and client.get(f"/api/sessions/{code}").json()["ended"]
     assert "Share with the class" in teacher.get(f"/lab/runs/{run['id']}/share", headers=hx).text
     phone.close()
+    teacher.close()
+
+
+def test_a_teachers_step_moves_the_class_in_its_own_request(app, client, run):
+    """The run's page asks for each step with the teacher token (static/share.js adds it); that request moves the
+    class, so a step goes from the teacher's request to the followers' streams without the page posting it back.
+    Without the token, with another session's, or from a browser without the teacher cookie, the page answers and
+    the class stays where it is."""
+    teacher = TestClient(app)
+    hx = {"HX-Request": "true"}
+    r = teacher.post(f"/lab/runs/{run['id']}/share", data={"step": "2"}, headers=hx)
+    code = re.search(r'data-code="([A-Z0-9]{6})"', r.text).group(1)
+    bearer = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', r.text).group(1)}
+
+    def state() -> dict:
+        return client.get(f"/api/sessions/{code}").json()
+
+    page = teacher.get(f"/lab/runs/{run['id']}?step=5", headers=hx | bearer)
+    assert page.status_code == 200 and 'data-step="5"' in page.text
+    moved = state()
+    assert moved["step"] == 5
+    teacher.get(f"/lab/runs/{run['id']}?step=5", headers=hx | bearer)  # the same step: nothing new to tell
+    assert state()["seq"] == moved["seq"]
+    _, other = start(client, run)
+    for who, headers in ((teacher, hx), (teacher, hx | other), (client, hx | bearer)):
+        r = who.get(f"/lab/runs/{run['id']}?step=7", headers=headers)
+        assert r.status_code == 200 and 'data-step="7"' in r.text
+    assert state()["step"] == 5
+    teacher.get(f"/lab/runs/{run['id']}?step=99", headers=hx | bearer)  # the page shows the last step: so does the class
+    assert state()["step"] == 12
+    teacher.post(f"/lab/runs/{run['id']}/share/{code}/end", headers=hx | bearer)
+    assert teacher.get(f"/lab/runs/{run['id']}?step=3", headers=hx | bearer).status_code == 200
+    assert state()["step"] == 12 and state()["ended"]
     teacher.close()
 
 

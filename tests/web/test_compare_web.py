@@ -264,7 +264,7 @@ def test_compare_preset_links_keep_the_choice(client):
 def test_compare_picker_shows_this_browsers_lab_tokenizers(client):
     from app.engines.openai.encodings import TiktokenTokenizer
     from app.engines.registry import TokenizerSpec, register, unregister
-    from app.lab.tokenizers import COOKIE
+    from app.web.cookies import LAB_COOKIE as COOKIE
 
     name = "lab-0123abcd"
     register(TokenizerSpec(name, "my lab BPE", "lab", lambda: TiktokenTokenizer("gpt2")), replace=True)

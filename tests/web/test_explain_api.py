@@ -138,7 +138,7 @@ NOT_BPE = {"bert-base-uncased": "wordpiece", "jurassic-2": "unigram", "up-bert-j
 
 
 def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path):
-    """Shipped models, native twins, an upload of each kind and a lab run of each algorithm: every name in
+    """Shipped models, native engines, an upload of each kind and a lab run of each algorithm: every name in
     GET /api/tokenizers explains a token (WordPiece and unigram ones by their walk and lattice), or says in words
     why it cannot (never a 500, never an exception name). Today every one of them explains."""
     from fastapi.testclient import TestClient

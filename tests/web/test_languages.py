@@ -246,13 +246,14 @@ def test_a_lab_tokenizer_counts_for_the_browser_that_uses_it(app):
 
 
 def test_identity_names_what_a_tokenizer_is():
-    from app.web.languages import identity
+    from app.services.languages import identity
 
     class Stub:  # the parts of Tokenizers that identity reads
-        upload_cookie = "x"
-
         def __init__(self, uploaded):
             self.uploaded = uploaded
+
+        def upload_of(self, name):
+            return self.uploaded.get(name)
 
         def resolve(self, name):
             return {"gpt-4o": "o200k_base"}.get(name, name)

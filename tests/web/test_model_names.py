@@ -19,7 +19,7 @@ from app.engines import registry
 from app.engines.openai import model_names
 from app.engines.errors import UnknownTokenizerError
 from app.engines.openai.encodings import IM_END, IM_SEP, IM_START
-from app.web.pickers import picker_groups
+from app.web.rendering.pickers import picker_groups
 
 TEXT = "Hello world 12345, 日本語 <|endoftext|> 🙂"
 

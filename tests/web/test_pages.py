@@ -19,10 +19,10 @@ from app.engines.errors import InvalidTextError
 from app.settings import Settings
 from app.web.app import create_app
 from app.web.errors import status_for
-from app.web.playground import parse_ids
+from app.services.tokenize import parse_ids
 from app.engines.result import TokenizeResult
 from app.palette import PALETTE, base_colour
-from app.web.tokenview import token_window
+from app.web.rendering.tokenview import token_window
 
 HX = {"HX-Request": "true"}
 
@@ -709,7 +709,7 @@ def test_typing_reuses_earlier_rows_and_markup_exactly(start, steps, limit, offs
     """While someone types, each window reuses the rows (and span markup) of the previous one before the first
     changed token: the result must be exactly a fresh window's, token for token and byte for byte."""
     from app.web.render import make_environment
-    from app.web.tokenview import _RECENT
+    from app.web.rendering.tokenview import _RECENT
 
     tok = registry.get(name)
     env = make_environment(Settings().templates_dir)
@@ -738,7 +738,7 @@ def test_typing_reuses_earlier_rows_and_markup_exactly(start, steps, limit, offs
 
 
 def test_typing_at_the_end_reuses_almost_every_row():
-    from app.web.tokenview import _RECENT
+    from app.web.rendering.tokenview import _RECENT
 
     tok = registry.get("cl100k_base")
     base = "def f(x):\n    return x * 2  # 日本語 🙂\n" * 40
@@ -757,7 +757,7 @@ def test_typing_random_keystrokes_gives_fresh_windows_exactly():
     """Seeded: 300 texts typed a key at a time, every window equal to a fresh one (colours included)."""
     import random
 
-    from app.web.tokenview import _RECENT
+    from app.web.rendering.tokenview import _RECENT
 
     rnd = random.Random(5)
     reused = 0

@@ -23,7 +23,7 @@ from app.engines.openai.encodings import ENCODINGS
 from app.engines.registry import TokenizerSpec
 from app.settings import Settings
 from app.web.app import create_app
-from app.web.pickers import MAKERS, picker_groups
+from app.web.rendering.pickers import MAKERS, picker_groups
 
 TEXT = "Hello world! 日本語 🙂 <|endoftext|>"
 

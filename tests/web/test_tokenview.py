@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from app.engines import registry
 from app.settings import Settings
 from app.web.render import make_environment
-from app.web.tokenview import token_window
+from app.web.rendering.tokenview import token_window
 
 ENV_SETTINGS = Settings()
 

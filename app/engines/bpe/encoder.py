@@ -43,8 +43,8 @@ _compiled_merge = twin("_merge", "merge")
 _PairMemo = twin("_merge", "PairMemo")
 _compiled_encode = twin("_pieces", "encode")
 #: What the compiled merge takes as ranks or pairs: dicts, and a table file's maps (read in place, with no memo: a
-#: lookup in one builds no object already; app/engines/registry/tables.py).
-_MERGE_TABLES = tuple(t for t in (dict, twin("_merge", "FrozenMap")) if t is not None)
+#: lookup in one builds no object already; app/engines/registry/table_files.py).
+_MERGE_TABLES = tuple(t for t in (dict, twin("_frozen", "FrozenMap")) if t is not None)
 
 
 def merge_piece(piece: bytes, ranks: Mapping[bytes, int], pairs: PairRanks | None = None) -> list[int]:
@@ -144,7 +144,7 @@ class RankEncoder:
         self._compiled = _compiled_encode is not None and (type(self.ranks) in _MERGE_TABLES or not self.whole)
 
     def __getstate__(self) -> dict:
-        """What a table stores (app/engines/registry/tables.py): no merge function or memo, which
+        """What a table stores (app/engines/registry/table_files.py): no merge function or memo, which
         :meth:`__setstate__` makes again for the ranks as they are loaded (a map read in place)."""
         state = self.__dict__.copy()
         for name in ("_merge", "_merge_args", "_compiled"):

@@ -1,12 +1,12 @@
 """Byte-level BPE ``tokenizer.json`` models (Llama 3, Qwen3, DeepSeek V3, ...) run by Tokenplay's own BPE engine.
 
 Every step is the one Hugging Face ``tokenizers`` takes, so the ids are the library's: added tokens are cut out first
-(:mod:`..huggingface.added_tokens`), each piece between them is normalized (:mod:`..huggingface.normalizers`) and cut
-into pre-tokens (:mod:`..huggingface.pretokenizers`; a ``ByteLevel`` step with ``add_prefix_space`` puts a space before
+(:mod:`..pipeline.added_tokens`), each piece between them is normalized (:mod:`..pipeline.normalizers`) and cut
+into pre-tokens (:mod:`..pipeline.pretokenizers`; a ``ByteLevel`` step with ``add_prefix_space`` puts a space before
 each piece it cuts), and each pre-token is merged by the file's ``merges`` list, lowest rank first, by
 :class:`~.encoder.RankEncoder` with Hugging Face's rule (a pre-token that is a token is taken whole only with
 ``ignore_merges``). No beginning-of-text token is added. ``decode`` runs the file's decoder
-(:mod:`..huggingface.decoders`; ``ByteLevel``'s is the bytes of the tokens, as for every byte-level tokenizer).
+(:mod:`..pipeline.decoders`; ``ByteLevel``'s is the bytes of the tokens, as for every byte-level tokenizer).
 
 Tokens are placed in the text as for every byte-level tokenizer: their bytes join up to the text's UTF-8, and a
 token cut inside a character shares that character's span. Where normalization changed the text (Qwen3's NFC on
@@ -14,7 +14,7 @@ decomposed accents), a token gets the span of the input characters its normalize
 
 It runs byte-level vocabularies with all 256 bytes (the loader sends the others to
 :mod:`app.engines.sentencepiece.json_model`). This module does not read files;
-:func:`~..huggingface.tokenizer_json.parse_tokenizer_json` does.
+:func:`~..pipeline.tokenizer_json.parse_tokenizer_json` does.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from ..huggingface.added_tokens import AddedVocabulary, Piece
+from ..pipeline.added_tokens import AddedVocabulary, Piece
 from ..base import Tokenizer, VocabFacts, check_text
 from ..errors import TokenplayError
-from ..huggingface.decoders import decoder
-from ..huggingface.normalizers import TextNormalizer
-from ..huggingface.pretokenizers import PreTokenizer
+from ..pipeline.decoders import decoder
+from ..pipeline.normalizers import TextNormalizer
+from ..pipeline.pretokenizers import PreTokenizer
 from ..result import Token, TokenizeResult, byte_level_result, byte_table, tokens_after
-from ..huggingface.tokenizer_json import (
+from ..pipeline.tokenizer_json import (
     BYTE_OF_CHAR,
     TokenizerFileError,
     TokenizerJSON,

@@ -178,10 +178,10 @@ def pretokenize(text: str, pattern: str | None, special_tokens: Iterable[str] = 
 
 
 # --- a faster exact split -----------------------------------------------------------------------------------
-# Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. Each pattern has an exact *twin*
+# Python's ``re`` is 2-3x faster than ``regex`` but has no \p{...} classes. Each pattern has an exact *BMP pattern*
 # for ``re`` in which every \p{L}, \p{N}, \p{M}, \p{Lu}... and \s is spelled out as the ranges of code points
 # tiktoken puts in that class (app.engines.openai.unicode), over the first 65,536 code points (``re`` runs a
-# class of ranges above them as a slow linear list). Above them, the twin sees every character as "something
+# class of ranges above them as a slow linear list). Above them, the BMP pattern sees every character as "something
 # else", which is exact for all but the letters, numbers and marks there (𝐀, 𠀀; emoji are symbols): around each
 # of those, the text is cut into a block that gets the exact pattern (:class:`ExactPattern`). A text may be cut at
 # any position just after an ASCII letter followed by a space: no match of these patterns holds a letter followed
@@ -200,12 +200,12 @@ def _bmp_classes() -> dict[str, str]:
 _CLASS_ESCAPE = regex.compile(r"\\(?:p\{(\w+)\}|([sS]))|\\.|(\[)|(\])|.", regex.S)
 
 
-def bmp_twin(pattern: str) -> str:
+def bmp_pattern(pattern: str) -> str:
     r"""``pattern`` for ``re``: its Unicode classes written as explicit ranges of the first 65,536 code points.
 
     Raises ``ValueError`` for a class it does not know (the pattern is then run by ``regex`` alone).
 
-    >>> bmp_twin(r"\p{N}{1,3}").startswith("[0-9")
+    >>> bmp_pattern(r"\p{N}{1,3}").startswith("[0-9")
     True
     """
     classes = _bmp_classes()
@@ -216,11 +216,11 @@ def bmp_twin(pattern: str) -> str:
         if name is not None or space == "s":
             body = classes.get(name or "s")
             if body is None:
-                raise ValueError(f"no twin for \\p{{{name}}}")
+                raise ValueError(f"no BMP pattern for \\p{{{name}}}")
             out.append(body if in_class else f"[{body}]")
         elif space == "S":
             if in_class:
-                raise ValueError("no twin for \\S inside a class")
+                raise ValueError("no BMP pattern for \\S inside a class")
             out.append(f"[^{classes['s']}]")
         else:
             if opened and not in_class:
@@ -236,7 +236,7 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 class _Wordy(dict):
-    """Character above U+FFFF -> whether tiktoken sees a letter, number or mark in it: what the twin may see
+    """Character above U+FFFF -> whether tiktoken sees a letter, number or mark in it: what the BMP pattern may see
     differently (filled on first sight, bounded)."""
 
     def __missing__(self, ch: str) -> bool:
@@ -319,17 +319,17 @@ def compiled_split(pattern: str | None) -> Callable[[str], list[str]] | None:
 class Splitter:
     """``Splitter(pattern)(text)`` equals ``exact(pattern).findall(text)`` (the text split as tiktoken splits it),
     faster: compiled for the shipped patterns (:func:`compiled_split`; ``compiled=False``: not), else with ``re``
-    (see :func:`bmp_twin`)."""
+    (see :func:`bmp_pattern`)."""
 
     def __init__(self, pattern: str | None, *, compiled: bool = True):
         self.pattern = pattern
         self._findall = exact(pattern).findall if pattern is not None else None
-        self._twin_findall = None
+        self._bmp_findall = None
         self._may_compile = compiled
         self._compiled = compiled_split(pattern) if compiled else None
         if self._compiled is None and pattern is not None and name_of_regex(pattern) is not None:  # cut-safe (above)
             try:
-                self._twin_findall = re.compile(bmp_twin(pattern)).findall
+                self._bmp_findall = re.compile(bmp_pattern(pattern)).findall
             except (ValueError, re.error):
                 pass
 
@@ -343,7 +343,7 @@ class Splitter:
             return self._compiled(text)
         if self._findall is None:
             return [text] if text else []
-        fast = self._twin_findall
+        fast = self._bmp_findall
         if fast is None:
             return self._findall(text)
         q = next_astral_wordy(text, 0)

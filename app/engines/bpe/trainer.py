@@ -83,21 +83,6 @@ def words_from_text(text: str, pattern: str = "gpt4", special_tokens: Iterable[s
     return [(chunk.encode("utf-8"), n) for chunk, n in counts.items()]
 
 
-def merge_ids(ids: Sequence[int], pair: Pair, new_id: int) -> list[int]:
-    """Replace every ``pair`` left to right, without overlaps: ``merge_ids([1, 1, 1], (1, 1), 9) == [9, 1]``."""
-    a, b = pair
-    out: list[int] = []
-    i, n = 0, len(ids)
-    while i < n:
-        if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
-
-
 class BPETrainerState(MergeState):
     """A byte-level (or, with another ``base_vocab``, character-level) BPE run in progress.
 

@@ -1,19 +1,10 @@
-"""Hugging Face ``tokenizer.json`` files, read and run exactly as Hugging Face ``tokenizers`` runs them.
+"""Hugging Face ``tokenizers`` as an engine, and the models shipped through npm.
 
-- :mod:`.tokenizer_json` — read a file into plain data, refusing what Tokenplay cannot run exactly;
-- :mod:`.added_tokens` — find the added tokens in text before the model runs;
-- :mod:`.normalizers`, :mod:`.pretokenizers` — the file's pipeline steps, cutting where ``tokenizers`` cuts
-  (:mod:`.normalizer_steps`, :mod:`.pretokenizer_steps`: the steps beyond Unicode forms, BERT's and plain splits;
-  :mod:`.step_tables`: character tables asked of the library; :mod:`.onig_regex`, :mod:`.onig_matches`: a file's
-  regex as Oniguruma reads it and finds its matches);
-- :mod:`.decoders` — the file's decoder, ids back to text as the library decodes them;
-- :mod:`.unicode` — characters as ``tokenizers`` sees them (its Unicode tables, older than Python's);
-- :mod:`.bert_text` — characters as BERT's normalizer and pre-tokenizer see them, and that normalizer;
-- :mod:`.library` — a file run by the ``tokenizers`` library itself: the reference our engines are held to;
+- :mod:`.library` — a ``tokenizer.json`` run by the ``tokenizers`` library itself: the reference our engines are
+  held to;
 - :mod:`.npm_models` — the models shipped through npm (Llama 3 and 3.1, Llama 2, Qwen3 and Qwen2.5, DeepSeek V3 and
   V4, Gemma 3 and 2, Mistral Nemo, Claude's early vocabulary), as data.
 
-Our own engines run the models on this pipeline: byte-level BPE (:mod:`app.engines.bpe.json_model`), every other
-BPE over characters (:mod:`app.engines.sentencepiece.json_model`), WordPiece (:mod:`app.engines.wordpiece.model`),
-Unigram (:mod:`app.engines.sentencepiece.unigram_json`) and WordLevel (:mod:`app.engines.wordpiece.wordlevel`).
+Reading a ``tokenizer.json`` and its pipeline (normalizers, pre-tokenizers, added tokens, decoders), which our own
+engines run too, is :mod:`app.engines.pipeline`.
 """

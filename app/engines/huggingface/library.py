@@ -33,12 +33,11 @@ import tokenizers
 from ..base import Tokenizer, VocabFacts, check_text
 from ..budget import run_isolated
 from ..errors import InvalidTextError
-from .decoders import DecodeError
+from ..pipeline.decoders import DecodeError
 from ..specials import from_post_processor
 from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
-from ..sentencepiece.model import piece_to_byte
-from ..sentencepiece.normalizer import SPACE_SYMBOL
-from .tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
+from ..pipeline.pieces import SPACE_SYMBOL, piece_to_byte
+from ..pipeline.tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
 
 
 class HuggingFaceTokenizer(VocabFacts, Tokenizer):

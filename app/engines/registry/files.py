@@ -4,7 +4,7 @@ A file is read and built by :mod:`.loaders` (any format it knows). ``tokenplay s
 file once, then passes the list to the server's worker processes in the ``TOKENPLAY_TOKENIZER_FILES``
 environment variable (a JSON list of paths); every process registers them with the shipped tokenizers
 (:func:`register_from_environment`, called by :mod:`.builtin`), lazily like the shipped ones; those our engines run
-are stored as tables keyed by the file's bytes (:mod:`.tables`), built once for all the processes. A file's entry is
+are stored as tables keyed by the file's bytes (:mod:`.table_files`), built once for all the processes. A file's entry is
 named after the file (``my-bpe.json`` -> ``my-bpe``; a ``tokenizer.json`` after its directory), with maker
 "yours"; a ``tokenizer.json`` gets a second entry, ``native-<name>``, run by our own engine. A name that shadows
 a registered tokenizer or alias (an OpenAI model name included: ``gpt-4o-mine``) is refused.
@@ -20,7 +20,7 @@ from pathlib import Path
 from ..base import Tokenizer
 from ..errors import TokenplayError
 from .loaders import MAX_FILE_BYTES, FileTooLargeError, detect_format, load_tokenizer
-from .table import TokenizerSpec, alias_target, register
+from .specs import TokenizerSpec, alias_target, register
 
 ENV = "TOKENPLAY_TOKENIZER_FILES"
 _GENERIC_STEMS = {"tokenizer", "model", "vocab", "tokenizer.model"}
@@ -56,9 +56,9 @@ def load_file(
 
 
 def load_file_stored(path: str | Path, *, engine: str = "tokenplay") -> Tokenizer:
-    """:func:`load_file` through a table keyed by the file's bytes (:mod:`.tables`): built once, mapped by every
+    """:func:`load_file` through a table keyed by the file's bytes (:mod:`.table_files`): built once, mapped by every
     worker process; a changed file is a new key, so its table is built again."""
-    from .tables import load_bytes
+    from .table_files import load_bytes
 
     return load_bytes(read_file(path), name=entry_name(path), engine=engine, filename=Path(path).name)
 

@@ -13,9 +13,9 @@ Formats, told apart by their content (:func:`detect_format`; a file's name never
 - a SentencePiece ``.model`` (its protobuf bytes; BPE and unigram models; word and char models are refused).
 
 Everything is checked before a tokenizer is returned, so bad input raises a
-:class:`~..huggingface.tokenizer_json.TokenizerFileError` (a :class:`~..errors.TokenplayError`) saying what is wrong in words a
+:class:`~..pipeline.tokenizer_json.TokenizerFileError` (a :class:`~..errors.TokenplayError`) saying what is wrong in words a
 user knows (JSON that is not valid says where, with its line and column; a file of none of these kinds gets one
-sentence naming the kinds read; never the file format's own jargon), and nothing half-built escapes: :class:`~..huggingface.tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
+sentence naming the kinds read; never the file format's own jargon), and nothing half-built escapes: :class:`~..pipeline.tokenizer_json.UnsupportedTokenizerError` for a valid file of a kind not supported
 yet (``the UnicodeScripts pre-tokenizer is not supported yet``), :class:`FileTooLargeError` for a file over
 :data:`MAX_FILE_BYTES` (refused before it is parsed), :class:`LoaderError` for the rest. The caller decides
 where the tokenizer is registered; this module does not touch the registry or the web layer.
@@ -32,7 +32,7 @@ from ..base import Tokenizer
 from ..errors import TokenplayError
 from ..specials import from_post_processor
 from .memory import release_freed_memory
-from ..huggingface.tokenizer_json import TokenizerFileError, json_error, load_json, parse_tokenizer_json
+from ..pipeline.tokenizer_json import TokenizerFileError, json_error, load_json, parse_tokenizer_json
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -277,8 +277,8 @@ def user_regexes(data: bytes, kind: str, pattern: str | None = None) -> list[str
             return [pattern]
     if kind != "tokenizer.json":
         return []
-    from ..huggingface.onig_regex import translate
-    from ..huggingface.tokenizer_json import pipeline_steps
+    from ..pipeline.onig_regex import translate
+    from ..pipeline.tokenizer_json import pipeline_steps
 
     try:
         obj = load_json(data)

@@ -2,14 +2,14 @@
 
 These files describe a SentencePiece model in Hugging Face's terms: pieces written with ``▁`` for a space, a ``merges``
 list, byte fallback to ``<0xNN>`` pieces, and a pipeline around the model. Every step is the one Hugging Face
-``tokenizers`` takes, so the ids are the library's: added tokens are cut out first (:mod:`..huggingface.added_tokens`;
-Gemma's newline and tab runs among them), each piece between them is normalized (:mod:`..huggingface.normalizers`:
+``tokenizers`` takes, so the ids are the library's: added tokens are cut out first (:mod:`..pipeline.added_tokens`;
+Gemma's newline and tab runs among them), each piece between them is normalized (:mod:`..pipeline.normalizers`:
 ``Replace(" ", "▁")``, ``Prepend("▁")``) and split by the pre-tokenizer if any (``Metaspace`` and ``ByteLevel``
-rewrite what they cut: :mod:`..huggingface.pretokenizer_steps`), and each word is merged by
+rewrite what they cut: :mod:`..pipeline.pretokenizer_steps`), and each word is merged by
 :class:`.model.SentencePieceTokenizer` with the file's merges as pair ranks (only listed pairs merge, the lowest rank
 first; with ``ignore_merges`` a word that is a token is taken whole). A character that is no piece becomes its
 ``<0xNN>`` byte pieces, or the unknown token (``fuse_unk``: one for a run), or nothing when the model has no unknown
-token. No beginning-of-text token is added. ``decode`` runs the file's decoder (:mod:`..huggingface.decoders`), as
+token. No beginning-of-text token is added. ``decode`` runs the file's decoder (:mod:`..pipeline.decoders`), as
 the library does with ``skip_special_tokens=False``.
 
 The same engine runs every other BPE tokenizer.json that is not byte-level BPE over all 256 bytes (those are
@@ -26,21 +26,22 @@ from functools import partial
 from itertools import chain, repeat
 from operator import add, itemgetter, sub
 
-from ..huggingface.added_tokens import AddedVocabulary, Piece
+from ..pipeline.added_tokens import AddedVocabulary, Piece
 from ..base import check_text
-from ..huggingface.decoders import decoder
-from ..huggingface.normalizers import TextNormalizer
-from ..huggingface.pretokenizers import PreTokenizer
+from ..pipeline.decoders import decoder
+from ..pipeline.normalizers import TextNormalizer
+from ..pipeline.pretokenizers import PreTokenizer
 from ..result import Columns, Token, TokenizeResult
-from ..huggingface.tokenizer_json import (
+from ..pipeline.tokenizer_json import (
     BYTE_OF_CHAR,
     TokenizerFileError,
     TokenizerJSON,
     UnsupportedTokenizerError,
     byte_level_bytes,
 )
-from .model import ModelLoadError, SentencePieceTokenizer, piece_to_byte
-from .normalizer import SPACE_SYMBOL, Normalizer
+from ..pipeline.pieces import SPACE_SYMBOL, piece_to_byte
+from .model import ModelLoadError, SentencePieceTokenizer
+from .normalizer import Normalizer
 from .proto import BYTE, CONTROL, NORMAL, UNKNOWN, NormalizerSpec
 
 #: Where a pre-token's characters are in the text it was cut from: from an offset on, or one position each.

@@ -41,7 +41,8 @@ from ..datafiles import verified_bytes
 from ..errors import TokenplayError
 from ..merging import Ranking, StrMerges, merge, merge_table, pair
 from ..result import Columns, Token, TokenizeResult
-from .normalizer import SPACE_SYMBOL, Normalizer
+from ..pipeline.pieces import SPACE_SYMBOL, byte_piece, piece_to_byte
+from .normalizer import Normalizer
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 
 _HEAP_FROM = 48  # chunks up to this many symbols use the list scan; longer ones the heap
@@ -75,28 +76,6 @@ def shown(piece: str, index: int) -> str:
     ("'<0xG1>'", 'number 12')
     """
     return f"'{piece}'" if piece.isprintable() and len(piece) <= 40 else f"number {index:,}"
-
-
-def byte_piece(b: int) -> str:
-    """The piece that stands for one byte under byte fallback.
-
-    >>> byte_piece(0xE3)
-    '<0xE3>'
-    """
-    return f"<0x{b:02X}>"
-
-
-_BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")
-
-
-def piece_to_byte(piece: str) -> int:
-    """The byte a ``<0xNN>`` piece stands for, or -1.
-
-    >>> piece_to_byte("<0x0A>"), piece_to_byte("▁a")
-    (10, -1)
-    """
-    m = _BYTE_PIECE.fullmatch(piece)
-    return int(m.group(1), 16) if m else -1
 
 
 def decode_utf8_like_sentencepiece(data: bytes) -> str:
@@ -293,7 +272,7 @@ class SentencePieceTokenizer(Tokenizer):
         self._id_cache: dict[str, tuple[int, ...]] = {}
 
     def __getstate__(self) -> dict:
-        """What a table stores (app/engines/registry/tables.py): a tokenizer.json's merges as the dict
+        """What a table stores (app/engines/registry/table_files.py): a tokenizer.json's merges as the dict
         :meth:`ranking` would make of them (a table keeps it as a map read in place), the caches empty, and the
         compiled chunker as what it is made of (:meth:`__setstate__` makes it again around the loaded lookup), and no
         bitmap of ``hash()`` values (another process hashes strings otherwise)."""

@@ -1,7 +1,8 @@
 """SentencePiece's text normalization, as a model's ``NormalizerSpec`` says, with a map back to the input.
 
 Normalization turns the input into the string the BPE merges run on: an optional precompiled character map
-(NFKC-style rules stored as a Darts double-array trie; empty for ``identity`` models such as Mistral and LLaMA),
+(:class:`~app.engines.pipeline.charsmap.CharsMap`: NFKC-style rules stored as a Darts double-array trie; empty for
+``identity`` models such as Mistral and LLaMA),
 optional removal of extra spaces, the dummy prefix ``▁`` and spaces escaped as ``▁``. Alongside the normalized
 string it returns, for every normalized character, the index of the input character it came from (plus one
 final entry for the end), so pieces can be placed in the original text.
@@ -23,94 +24,14 @@ denormalization some models carry for decoding, and it does not run BPE (``model
 from __future__ import annotations
 
 import re
-import struct
-from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from ..compiled import twin
+from ..pipeline.charsmap import CharsMap
+from ..pipeline.pieces import SPACE_SYMBOL
 
-SPACE_SYMBOL = "\u2581"  # ▁ LOWER ONE EIGHTH BLOCK
 _SPACES = re.compile(" {2,}")
 _compiled = twin("_lattice", "normalize")  # the unit loop of normalize()'s compiled twin, when built
-
-
-class CharsMap:
-    """A precompiled character map: ``<uint32 trie size><Darts double-array trie><NUL-terminated outputs>``.
-
-    ``longest(data, pos)`` returns ``(byte length, replacement)`` of the longest rule matching the UTF-8
-    ``data`` at ``pos``, or ``(0, "")``.
-    """
-
-    def __init__(self, blob: bytes):
-        if len(blob) <= 4:
-            raise ValueError("precompiled_charsmap is broken (too short); re-export the model")
-        (trie_size,) = struct.unpack_from("<I", blob, 0)
-        if trie_size >= len(blob):
-            raise ValueError("precompiled_charsmap is broken (trie larger than the blob); re-export the model")
-        self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
-        self.native_units = array("I", self.units).tobytes()  # for the compiled twin: native-endian uint32s
-        self.strings = blob[4 + trie_size :]
-        self._cache: dict[int, str] = {}
-        self._starts: dict[str, bool] = {}
-
-    def output(self, value: int) -> str:
-        """The output that starts at ``value`` (as :meth:`matches` gives it)."""
-        out = self._cache.get(value)
-        if out is None:
-            end = self.strings.index(b"\x00", value)
-            out = self._cache[value] = self.strings[value:end].decode("utf-8", "replace")
-        return out
-
-    def may_start(self, ch: str) -> bool:
-        """Whether some rule begins with the character ``ch`` (when not, ``longest`` finds nothing there: most
-        characters of most texts, which then skip the trie walk)."""
-        found = self._starts.get(ch)
-        if found is None:
-            units = self.units
-            unit = units[0]
-            node = (unit >> 10) << ((unit & 0x200) >> 6)
-            found = True
-            for c in ch.encode("utf-8"):
-                node ^= c
-                if node >= len(units) or units[node] & 0x800000FF != c:
-                    found = False
-                    break
-                unit = units[node]
-                node ^= (unit >> 10) << ((unit & 0x200) >> 6)
-            self._starts[ch] = found
-        return found
-
-    def matches(self, data: bytes, pos: int = 0) -> Iterator[tuple[int, int]]:
-        """Every rule matching a beginning of ``data[pos:]``, shortest first: its byte length and where its output
-        starts (for :meth:`output`), as the walk down the trie meets them."""
-        units = self.units
-        unit = units[0]
-        node = (unit >> 10) << ((unit & 0x200) >> 6)
-        for i in range(pos, len(data)):
-            c = data[i]
-            node ^= c
-            if node >= len(units):
-                return
-            unit = units[node]
-            if unit & 0x800000FF != c:
-                return
-            node ^= (unit >> 10) << ((unit & 0x200) >> 6)
-            if (unit >> 8) & 1:
-                yield i + 1 - pos, units[node] & 0x7FFFFFFF
-
-    def longest(self, data: bytes, pos: int) -> tuple[int, str]:
-        best_len, best_value = 0, -1
-        for best_len, best_value in self.matches(data, pos):
-            pass
-        if best_len == 0:
-            return 0, ""
-        return best_len, self.output(best_value)
-
-    def shortest(self, data: bytes) -> str | None:
-        """The output of the shortest rule matching a beginning of ``data``, or None."""
-        for _, value in self.matches(data):
-            return self.output(value)
-        return None
 
 
 class Normalizer:

@@ -41,7 +41,7 @@ from ..training.steps import MergeStep, TrainResult
 from ..training import MAX_VOCAB_SIZE, STOP_NO_PAIR, STOP_VOCAB_SIZE, MergeState, TrainingError, check_tie_break
 from ..training import cycle_collector_paused, run_merges
 from .model import SentencePieceTokenizer, byte_piece
-from .normalizer import SPACE_SYMBOL
+from ..pipeline.pieces import SPACE_SYMBOL
 from .proto import BPE, BYTE, CONTROL, NORMAL, UNKNOWN, ModelProto, NormalizerSpec, Piece, TrainerSpec
 
 Pair = tuple[int, int]

@@ -41,7 +41,8 @@ from operator import itemgetter
 from ..base import check_text
 from ..compiled import twin
 from ..result import Token, TokenizeResult
-from .model import ModelLoadError, SentencePieceTokenizer, byte_piece, damaged, piece_to_byte, shown
+from ..pipeline.pieces import byte_piece, piece_to_byte
+from .model import ModelLoadError, SentencePieceTokenizer, damaged, shown
 from .normalizer import Normalizer
 from .proto import BYTE, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED, ModelProto
 

@@ -2,8 +2,8 @@
 run by Tokenplay's own code, id for id with Hugging Face ``tokenizers``.
 
 The pipeline is the file's, as for every tokenizer.json engine: added tokens cut out first
-(:mod:`..huggingface.added_tokens`), each piece between them normalized (:mod:`..huggingface.normalizers`: a
-``Precompiled`` SentencePiece map, NFKC...) and cut into pre-tokens (:mod:`..huggingface.pretokenizers`: usually
+(:mod:`..pipeline.added_tokens`), each piece between them normalized (:mod:`..pipeline.normalizers`: a
+``Precompiled`` SentencePiece map, NFKC...) and cut into pre-tokens (:mod:`..pipeline.pretokenizers`: usually
 ``Metaspace``). Each pre-token is then segmented by the library's own Viterbi pass, which is not ``sentencepiece``'s
 (:mod:`.unigram` runs that one):
 
@@ -18,7 +18,7 @@ The pipeline is the file's, as for every tokenizer.json engine: added tokens cut
 - a model without an unknown piece cannot encode a character no one-character piece covers: the library fails, and
   so does this engine, with :class:`~..errors.InvalidTextError` naming the character.
 
-No beginning-of-text token is added; ``decode`` runs the file's decoder (:mod:`..huggingface.decoders`).
+No beginning-of-text token is added; ``decode`` runs the file's decoder (:mod:`..pipeline.decoders`).
 :meth:`UnigramJSONTokenizer.lattice` and :meth:`~UnigramJSONTokenizer.nbest` show a pre-token's lattice with these
 scores. Nothing here trains a model.
 """
@@ -31,13 +31,13 @@ from functools import partial
 
 from ..base import check_text
 from ..errors import InvalidTextError
-from ..huggingface.added_tokens import AddedVocabulary, Piece
-from ..huggingface.decoders import decoder
-from ..huggingface.normalizers import TextNormalizer
-from ..huggingface.pretokenizers import PreTokenizer
-from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON
+from ..pipeline.added_tokens import AddedVocabulary, Piece
+from ..pipeline.decoders import decoder
+from ..pipeline.normalizers import TextNormalizer
+from ..pipeline.pretokenizers import PreTokenizer
+from ..pipeline.tokenizer_json import TokenizerFileError, TokenizerJSON
 from ..result import Token, TokenizeResult
-from .model import byte_piece, piece_to_byte
+from ..pipeline.pieces import byte_piece, piece_to_byte
 from .normalizer import Normalizer
 from .proto import BYTE, CONTROL, NORMAL, UNKNOWN, NormalizerSpec
 from .unigram import MAX_LATTICE_CHARS, PREFIX_BITS, PREFIX_MASK, LatticeNode, UnigramTokenizer

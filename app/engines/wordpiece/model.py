@@ -2,8 +2,8 @@
 
 A WordPiece model is a vocabulary of whole-word pieces (``play``) and continuation pieces (``##ing``). Text is
 normalized and cut into words by the file's pipeline (BERT's: clean text, space out CJK ideographs, strip accents,
-lower-case; cut at whitespace and punctuation; see :mod:`..huggingface.bert_text`), added tokens such as ``[CLS]`` being
-cut out first (:mod:`..huggingface.added_tokens`). Each word is then cut greedily, longest match first: from the start
+lower-case; cut at whitespace and punctuation; see :mod:`..pipeline.bert_text`), added tokens such as ``[CLS]`` being
+cut out first (:mod:`..pipeline.added_tokens`). Each word is then cut greedily, longest match first: from the start
 of the word, the longest vocabulary piece that begins there (written with the ``##`` prefix unless it starts the word),
 then the same from where it ended. A word longer than ``max_input_chars_per_word`` characters, or one with a stretch
 that no piece covers, becomes a single ``[UNK]``. :func:`wordpiece_walk` records that walk for the lab's "encoding a
@@ -15,8 +15,8 @@ a piece is a key, so the walk stops at the first length that starts no piece), a
 (words repeat). With BERT's own pipeline, a text is normalized with one ``str.translate``, cut with one stdlib ``re``
 pattern, and its ids are looked up word by word at C level; ``tokenize`` places tokens in the input only when they are
 asked for (a view of a 1 MB text places one window of them), mapping normalized offsets back through
-:class:`~..huggingface.bert_text.InputOffsets`. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
-(:func:`~..huggingface.tokenizer_json.parse_tokenizer_json`) or from a BERT ``vocab.txt`` (:func:`parse_vocab_txt`, with
+:class:`~..pipeline.bert_text.InputOffsets`. :class:`WordPieceTokenizer` is built from a ``tokenizer.json``
+(:func:`~..pipeline.tokenizer_json.parse_tokenizer_json`) or from a BERT ``vocab.txt`` (:func:`parse_vocab_txt`, with
 BERT's own pipeline). Decoding runs the file's decoder (BERT's ``WordPiece``: ``##`` pieces glued to the one before,
 the others after a space, then the library's clean-up of spaces before punctuation). Nothing here trains a model.
 """
@@ -31,15 +31,15 @@ from functools import partial
 from itertools import accumulate, chain, islice, repeat
 from operator import add
 
-from ..huggingface.added_tokens import AddedVocabulary, added_token, input_spans
-from ..huggingface.decoders import decoder
+from ..pipeline.added_tokens import AddedVocabulary, added_token, input_spans
+from ..pipeline.decoders import decoder
 from ..base import TokenStrings, Tokenizer, check_text
-from ..huggingface.bert_text import InputOffsets, bert_normalizer, bert_words
-from ..huggingface.normalizers import TextNormalizer
-from ..huggingface.pretokenizers import PreTokenizer
+from ..pipeline.bert_text import InputOffsets, bert_normalizer, bert_words
+from ..pipeline.normalizers import TextNormalizer
+from ..pipeline.pretokenizers import PreTokenizer
 from ..result import Columns, Token, TokenizeResult
 from ..specials import from_post_processor
-from ..huggingface.tokenizer_json import (
+from ..pipeline.tokenizer_json import (
     AddedToken,
     TokenizerFileError,
     TokenizerJSON,
@@ -547,7 +547,7 @@ class WordPieceTokenizer(TokenStrings, Tokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         """Text as ``tokenizers``' ``decode(ids, skip_special_tokens=False)``: the file's decoder (BERT's
         ``WordPiece``: ``##`` pieces glued to the one before, the others after a space, then the library's clean-up
-        of spaces before punctuation; :mod:`..huggingface.decoders`)."""
+        of spaces before punctuation; :mod:`..pipeline.decoders`)."""
         return self._decode([self.id_to_token(i) for i in self.check_ids(ids)])
 
 

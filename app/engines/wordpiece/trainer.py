@@ -18,7 +18,7 @@ each step, so they are kept in a heap: each such pair is pushed again with its n
 best entries wait off the heap between steps (:class:`ScoredPairs`). Every step is a :class:`WordPieceStep`: a
 ``MergeStep`` with the winner's ``score`` and the scored pair table (count, the two part counts, the score).
 
-Words are the BERT pipeline's (:mod:`..huggingface.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
+Words are the BERT pipeline's (:mod:`..pipeline.bert_text`: text cleaned, CJK ideographs alone, cut at whitespace and
 punctuation; case and accents kept), so the trained vocabulary exports as a ``tokenizer.json`` that Hugging Face
 ``tokenizers`` encodes like our :class:`.model.WordPieceTokenizer` (greedy longest match, which is how
 WordPiece *encodes*, whatever merge order trained it). Nothing here prints.
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 
-from ..huggingface.bert_text import bert_normalizer, bert_words
+from ..pipeline.bert_text import bert_normalizer, bert_words
 from ..compiled import twin
 from ..training.steps import MergeStep
 from ..training import MergeState, TrainingError
@@ -52,18 +52,10 @@ Pair = tuple[int, int]
 Entry = tuple[float, str]  # a pair's negated score, and the pair
 
 
-def words_of(text: str) -> list[str]:
-    """The words a WordPiece run sees in ``text`` (normalized and cut as its exported tokenizer.json does).
-
-    >>> words_of("Hello, world!")
-    ['Hello', ',', 'world', '!']
-    """
-    return _WORDS.findall(_normalize(text))
-
-
 def word_counts(text: str) -> Counter:
-    """:func:`words_of` counted, the fast way: normalized text has no whitespace but the space, so ``str.split``
-    cuts it as the pre-tokenizer does, and the punctuation regex runs once per distinct chunk.
+    """The words a WordPiece run sees in ``text`` (normalized and cut as its exported tokenizer.json does), counted
+    the fast way: normalized text has no whitespace but the space, so ``str.split`` cuts it as the pre-tokenizer
+    does, and the punctuation regex runs once per distinct chunk.
 
     >>> word_counts("a, a, b")
     Counter({'a': 2, ',': 2, 'b': 1})
@@ -76,7 +68,7 @@ def word_counts(text: str) -> Counter:
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:
-    """Where the words of :func:`words_of` are in ``text`` (character spans of the input).
+    """Where the words of :func:`word_counts` are in ``text`` (character spans of the input).
 
     >>> word_spans("北京 ok!")
     [(0, 1), (1, 2), (3, 5), (5, 6)]

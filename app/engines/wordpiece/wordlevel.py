@@ -5,7 +5,7 @@ The file's pipeline cuts the text into words (added tokens first, then its norma
 every tokenizer.json engine), and each word is one token: its id in the vocabulary, or the unknown token's. A model
 whose unknown token is not in its vocabulary cannot encode a word it does not know: the library fails, and so does
 this engine, with :class:`~..errors.InvalidTextError` naming the word. No beginning-of-text token is added;
-``decode`` runs the file's decoder (:mod:`..huggingface.decoders`). Nothing here trains a model.
+``decode`` runs the file's decoder (:mod:`..pipeline.decoders`). Nothing here trains a model.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from ..base import TokenStrings, Tokenizer, check_text
 from ..errors import InvalidTextError
-from ..huggingface.added_tokens import AddedVocabulary, Piece, added_token, input_spans
-from ..huggingface.decoders import decoder
-from ..huggingface.normalizers import TextNormalizer
-from ..huggingface.pretokenizers import PreTokenizer
-from ..huggingface.tokenizer_json import TokenizerFileError, TokenizerJSON
+from ..pipeline.added_tokens import AddedVocabulary, Piece, added_token, input_spans
+from ..pipeline.decoders import decoder
+from ..pipeline.normalizers import TextNormalizer
+from ..pipeline.pretokenizers import PreTokenizer
+from ..pipeline.tokenizer_json import TokenizerFileError, TokenizerJSON
 from ..result import Token, TokenizeResult
 
 

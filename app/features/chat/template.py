@@ -39,7 +39,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from app.engines.budget import run_isolated
 from app.engines.errors import TokenplayError
-from app.engines.huggingface.added_tokens import trie_pattern
+from app.engines.pipeline.added_tokens import trie_pattern
 
 
 class ChatTemplateError(TokenplayError):
@@ -154,7 +154,7 @@ class ChatConfigError(TokenplayError):
 def read_chat_config(data: bytes) -> dict:
     """A ``tokenizer_config.json`` brought with a tokenizer file, checked: JSON (else where and why not, in words),
     an object, with a chat template (:func:`chat_template_of`) that compiles. Returns the parsed config."""
-    from app.engines.huggingface.tokenizer_json import load_json
+    from app.engines.pipeline.tokenizer_json import load_json
 
     config = load_json(data, "this tokenizer_config.json")
     if not isinstance(config, dict):

@@ -19,7 +19,7 @@ from itertools import islice
 from app.engines.bpe.json_model import ByteLevelJSONTokenizer
 from app.engines.bpe.model import RankTokenizer
 from app.engines.bpe.patterns import exact, name_of_regex, split_specials
-from app.engines.huggingface.unicode import regex_view
+from app.engines.pipeline.unicode import regex_view
 from app.engines.merging import Ranking, pair
 from .normalization import Normalization, tokenizer_json_normalization
 from .split_rules import Rule, named
@@ -143,7 +143,7 @@ class JSONPlan(_BytePlan):
 
 def rewritten_rule(pre, cut) -> Rule:
     """The rule of a pipeline that rewrites its pre-tokens (``ByteLevel``'s prefix space): the last step that cut
-    the pre-token out of a larger piece (``cut``: :class:`~app.engines.huggingface.pretokenizers.Cut`), by its named
+    the pre-token out of a larger piece (``cut``: :class:`~app.engines.pipeline.pretokenizers.Cut`), by its named
     alternative when it has a regex."""
     if cut is None:
         return Rule("no step cut it: the whole text between added tokens", None, "tokenizer.json pre-tokenizer")

@@ -5,7 +5,7 @@ merge tree of the token; for WordPiece and Unigram, whose cuts are not merges, t
 
 :func:`explain` tokenizes the text with the tokenizer asked for (its token record is the one ``/api/tokenize``
 answers) and retraces it with our own engine: models served by tiktoken or Hugging Face ``tokenizers`` are
-retraced by their ``native-*`` twin, which gives the same ids (checked on the text itself: if the two ever
+retraced by their ``native-*`` engine, which gives the same ids (checked on the text itself: if the two ever
 disagreed, the explanation is refused rather than made up). The family's :class:`~.units.Plan` cuts the text
 into units; the unit holding the token is merged again by :func:`~.trace.retrace`.
 
@@ -36,7 +36,7 @@ from app.engines import registry
 from app.engines.base import Tokenizer, check_text
 from app.engines.bpe.json_model import ByteLevelJSONTokenizer
 from app.engines.bpe.model import NativeOpenAITokenizer, RankTokenizer
-from app.engines.huggingface.added_tokens import trie_pattern
+from app.engines.pipeline.added_tokens import trie_pattern
 from app.engines.huggingface.library import HuggingFaceTokenizer
 from app.engines.openai.encodings import ENCODINGS, TiktokenTokenizer
 from app.engines.result import Token, TokenizeResult
@@ -172,32 +172,32 @@ _PLANS: list[tuple[type, PlanFactory]] = [
     (WordPieceTokenizer, WordPiecePlan),
 ]
 _BUILT: WeakKeyDictionary = WeakKeyDictionary()
-_TWINS: WeakKeyDictionary = WeakKeyDictionary()
+_NATIVE: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def retracing_engine(tokenizer: Tokenizer) -> Tokenizer:
     """The engine that retraces ``tokenizer``'s merges: itself, or for a model served by a reference library our
-    engine on the same data (the twin its owner gave it, ``native_twin``, as uploads do; its registered ``native-*``
-    twin; else one built from the same file)."""
+    engine on the same data (the one its owner gave it, ``native_engine``, as uploads do; its registered ``native-*``
+    engine; else one built from the same file)."""
     if not isinstance(tokenizer, (TiktokenTokenizer, HuggingFaceTokenizer)):
         return tokenizer
-    own = getattr(tokenizer, "native_twin", None)  # an uploaded file's twin, built from the very same bytes
+    own = getattr(tokenizer, "native_engine", None)  # an uploaded file's, built from the very same bytes
     if own is not None:
         return own()
-    twin = f"native-{tokenizer.name}"
-    if twin in registry.names():
-        return registry.get(twin)
-    found = _TWINS.get(tokenizer)
+    native = f"native-{tokenizer.name}"
+    if native in registry.names():
+        return registry.get(native)
+    found = _NATIVE.get(tokenizer)
     if found is None:
         if isinstance(tokenizer, TiktokenTokenizer) and tokenizer.name in ENCODINGS:
             found = NativeOpenAITokenizer(tokenizer.name)
         elif isinstance(tokenizer, HuggingFaceTokenizer):
             from app.engines.registry.loaders import tokenizer_from_json
 
-            found = tokenizer_from_json(tokenizer.library.to_str(), name=twin)
+            found = tokenizer_from_json(tokenizer.library.to_str(), name=native)
         else:
-            raise NotExplainableError(f"{tokenizer.name} has no twin in Tokenplay's engine to retrace its merges")
-        _TWINS[tokenizer] = found
+            raise NotExplainableError(f"{tokenizer.name} has no native engine in Tokenplay to retrace its merges")
+        _NATIVE[tokenizer] = found
     return found
 
 

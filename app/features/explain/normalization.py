@@ -138,7 +138,7 @@ def from_offsets(text: str, steps: Sequence[str], normalized: str, n2o: Sequence
 
 def tokenizer_json_normalization(added, text: str, allow_special: bool) -> Normalization:
     """A tokenizer.json model's normalization: its added tokens cut out first, then each stretch between them
-    normalized (:class:`~app.engines.huggingface.added_tokens.AddedVocabulary`)."""
+    normalized (:class:`~app.engines.pipeline.added_tokens.AddedVocabulary`)."""
     normalize = added.normalize
     steps = tokenizer_json_steps(normalize.spec) if normalize is not None else []
     stretches = [Stretch(p.start, p.end, p.text, p.spans) for p in added.split(text, allow_special) if p.token is None]

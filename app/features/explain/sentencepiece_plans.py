@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from app.engines.sentencepiece.model import SentencePieceTokenizer, byte_piece
+from app.engines.pipeline.pieces import byte_piece
+from app.engines.sentencepiece.model import SentencePieceTokenizer
 
 from .errors import NotExplainableError
 from .normalization import Normalization, from_offsets, sentencepiece_steps, tokenizer_json_normalization

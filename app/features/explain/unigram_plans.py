@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from itertools import accumulate
 from dataclasses import dataclass, field, replace
 
-from app.engines.sentencepiece.model import byte_piece
+from app.engines.pipeline.pieces import byte_piece
 from app.engines.sentencepiece.proto import USER_DEFINED
 from app.engines.sentencepiece.unigram import LatticeNode, UnigramTokenizer
 

@@ -27,10 +27,6 @@ from .normalization import Normalization, identity
 from .split_rules import Rule
 from .trace import Tree, split_tree
 
-#: Unit kinds: merged by BPE, a special token, an added token (a tokenizer.json's non-special one), text that is
-#: never merged (a lab tokenizer's text between words).
-KINDS = ("merge", "special", "added", "plain")
-
 
 @dataclass(slots=True)
 class Unit:
@@ -43,6 +39,8 @@ class Unit:
     text: str
     first: int  # index of its first token in the whole text
     ids: Sequence[int]
+    #: merged by BPE ("merge"), a special token ("special"), an added token ("added": a tokenizer.json's non-special
+    #: one), or text that is never merged ("plain": a lab tokenizer's text between words)
     kind: str = "merge"
     parts: Sequence[Any] = ()
     per_part: Sequence[int] | None = None
@@ -163,7 +161,7 @@ def added_token_units(
     added, text: str, allow_special: bool, plain: Callable[[Any, int], Iterator[Unit]]
 ) -> Iterator[Unit]:
     """The units of a text for a tokenizer.json model: each added token a unit of its own (found first, as
-    ``tokenizers`` finds them: :class:`~app.engines.huggingface.added_tokens.AddedVocabulary`), and
+    ``tokenizers`` finds them: :class:`~app.engines.pipeline.added_tokens.AddedVocabulary`), and
     ``plain(piece, first)`` the units of the normalized text between them, from token ``first`` on."""
     first = 0
     for piece in added.split(text, allow_special):

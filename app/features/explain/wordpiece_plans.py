@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from app.engines.huggingface.tokenizer_json import pipeline_steps
+from app.engines.pipeline.tokenizer_json import pipeline_steps
 from app.engines.wordpiece.model import WalkStep, WordPieceTokenizer, wordpiece_walk
 
 from .errors import NotExplainableError

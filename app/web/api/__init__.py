@@ -1,4 +1,5 @@
-"""The JSON API, one module per page: the same engine and result shape as the pages and the CLI.
+"""The JSON API, one module per area, each with its own router (``create_app`` mounts them under ``/api``): the same
+services (:mod:`app.services`) and result shape as the pages and the CLI. An API module never imports a page's.
 
 - :mod:`.tokenize` — ``GET /api/tokenizers``, ``POST /api/tokenize``, ``POST /api/decode`` (the playground);
 - :mod:`.explain` — ``POST /api/explain`` (why one token is what it is);
@@ -7,14 +8,10 @@
   the teacher through a run);
 - :mod:`.languages` — ``/api/languages`` (the token tax of every language).
 
-Each operation has one tag (:data:`TAGS`, the sections of ``/docs``), a written summary and a one-line description.
-Errors come from the one table of :mod:`app.web.errors`; CPU-heavy work runs in the CPU lane or a thread pool,
-never on the event loop.
+The response models two areas share are in :mod:`.schemas`. Each operation has one tag (:data:`TAGS`, the sections
+of ``/docs``), a written summary and a one-line description. Errors come from the one table of
+:mod:`app.web.errors`; CPU-heavy work runs in the CPU lane or a thread pool, never on the event loop.
 """
-
-from fastapi import APIRouter
-
-from . import chat, compare, explain, languages, sessions, tokenize, train
 
 #: The sections of ``/docs``, in order: each operation is in exactly one.
 TAGS = [
@@ -25,7 +22,3 @@ TAGS = [
     {"name": "class", "description": "Share a lab run with a class: students follow the teacher's steps live "
      "(Server-Sent Events) and predict the next merge."},
 ]
-
-router = APIRouter(prefix="/api")
-for _module in (tokenize, explain, compare, chat, train, languages, sessions):
-    router.include_router(_module.router)

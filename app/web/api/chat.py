@@ -19,14 +19,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.features.chat import prompt as chat
 from app.engines.result import result_json
+from app.features.chat import prompt as chat
+from app.services.catalog import Tokenizers
+from app.services.chat import DEFAULT_TOKENIZER, check_messages_size, prompt_tokens
 from app.settings import Settings
 
-from ..chat import DEFAULT_TOKENIZER
-from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
-from ..pickers import Tokenizers
-from .tokenize import TokenizeResponse
+from ..deps import SettingsDep, TokenizersDep, run_cpu
+from .schemas import TokenizeResponse
 
 router = APIRouter()
 
@@ -65,12 +65,11 @@ def _result_json(
     tokenizers: Tokenizers, name: str, messages: list[chat.Message], body: ChatRequest, settings: Settings
 ) -> tuple[bytes, str]:
     """One tokenizer's result as JSON bytes (a :class:`ChatResult`), and its prompt text."""
-    tok = tokenizers.get(name)
-    prompt = chat.chat_prompt(tok, messages, primer=body.primer, config=tokenizers.chat_config(tok.name))
-    check_text_size(prompt.text, settings)
-    result = chat.tokenize_prompt(tok, prompt, content_special=body.content_special)
-    extra = orjson.dumps({"format": prompt.format, "text": prompt.text, "special": chat.count_special(tok, result.ids)})
-    return result_json(result)[:-1] + b"," + extra[1:], prompt.text
+    cut = prompt_tokens(
+        tokenizers, name, messages, settings, primer=body.primer, content_special=body.content_special
+    )
+    extra = orjson.dumps({"format": cut.prompt.format, "text": cut.prompt.text, "special": cut.special})
+    return result_json(cut.result)[:-1] + b"," + extra[1:], cut.prompt.text
 
 
 @router.post(
@@ -79,7 +78,7 @@ def _result_json(
 async def api_chat(body: ChatRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request) -> Response:
     """The prompt the chosen tokenizer's model reads for the messages, and its tokens (markup tokens special)."""
     messages = chat.check_messages(chat.Message(m.role, m.content) for m in body.messages)
-    check_text_size("".join(m.content for m in messages), settings)
+    check_messages_size(messages, settings)
     first = body.tokenizer or (body.tokenizers or [DEFAULT_TOKENIZER])[0]
     names = list(dict.fromkeys(tokenizers.resolve(n) for n in [first, *(body.tokenizers or [])]))
 

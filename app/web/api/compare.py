@@ -6,7 +6,8 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from ..compare import run_compare
+from app.services.compare import run_compare
+
 from ..deps import SettingsDep, TokenizersDep
 from ..render import FastJSON
 

@@ -5,7 +5,8 @@ pre-token and its rule, what the normalizer changed, and by algorithm: for BPE t
 candidates and the token's merge tree; for WordPiece (``kind: wordpiece``) the walk of the token's word; for Unigram
 (``kind: unigram``) the best segmentation of the span around the token, its lattice and the n best segmentations.
 A token index out of range, or a tokenizer none of these explain, answers 422 saying so. The explaining is the
-feature's (:mod:`app.features.explain`); this module only validates, resolves the tokenizer and answers.
+feature's (:mod:`app.features.explain`, through :mod:`app.services.explain`); this module only validates and
+answers.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from app.features.explain import explain as explain_token
+from app.services import explain as service
 
-from ..deps import SettingsDep, TokenizersDep, check_text_size, run_cpu
+from ..deps import SettingsDep, TokenizersDep, run_cpu
 from ..render import FastJSON
-from .tokenize import TokenOut
+from .schemas import TokenOut
 
 router = APIRouter()
 
@@ -125,7 +126,7 @@ class LatticeNodeOut(BaseModel):
 
 class ExplainResponse(BaseModel):
     tokenizer: str
-    engine: str = Field(description="the engine that retraced the cut (our engine's twin of the model)")
+    engine: str = Field(description="the engine that retraced the cut (our own engine of the model)")
     index: int
     kind: str = Field(description="merge, special, added, byte_fallback, unknown or plain (BPE), wordpiece, unigram")
     token: TokenOut
@@ -156,10 +157,10 @@ class ExplainResponse(BaseModel):
     "or a tokenizer none of these explain is a 422.",
 )
 async def explain(body: ExplainRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
-    check_text_size(body.text, settings)
-
     def work() -> Response:
-        tokenizer = tokenizers.get(body.tokenizer)
-        return FastJSON(explain_token(tokenizer, body.text, body.index, allow_special=body.allow_special).to_dict())
+        explanation = service.explain(
+            tokenizers, body.tokenizer, body.text, body.index, settings, allow_special=body.allow_special
+        )
+        return FastJSON(explanation.to_dict())
 
     return await run_cpu(request, work)

@@ -7,9 +7,9 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from app.features.udhr import PACKAGE, VERSION, corpus
+from app.services.languages import MAX_TOKENIZERS, count_table, language
 
 from ..deps import TokenizersDep, run_cpu
-from ..languages import MAX_TOKENIZERS, count_table, language_or_404
 from ..render import FastJSON
 
 router = APIRouter()
@@ -53,5 +53,5 @@ def language_text(code: str) -> PlainTextResponse:
     """Exactly the text that is counted for a language: its title, preamble and articles, one paragraph a line.
     ``Content-Language`` carries its BCP 47 tag (plain text has no direction of its own: the page
     ``/languages/{code}`` shows it right to left where it is written so)."""
-    declaration = language_or_404(code)
+    declaration = language(code)
     return PlainTextResponse(declaration.text, headers={"Content-Language": declaration.bcp47})

@@ -1,4 +1,5 @@
-"""A class following the teacher (JSON API and the event stream). The pages are :mod:`app.web.follow`.
+"""A class following the teacher (JSON API and the event stream), over :class:`~app.classroom.service.Classroom`,
+which the pages (:mod:`app.web.pages.follow`, :mod:`app.web.pages.share`) call too.
 
 - ``POST /api/train/{id}/session`` starts a session on a finished run: 201 ``{"code", "follow_url",
   "teacher_token", ...}``;
@@ -30,12 +31,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app.lab.replay import replay_for
-from app.lab.classroom import Classroom
-from app.lab.sessions import Session, quiz_choices
-
-from ..deps import DoneRunDep, LabDep, SettingsDep
-from ..follow import ClassroomDep, find_session, follow_path, follow_url, follower_of, reveal, session_run, set_follower
+from ..cookies import follower_of, set_follower
+from ..deps import ClassroomDep, DoneRunDep, LabDep, SettingsDep, client_of, find_session, public_base
+from ..rendering.links import follow_path, follow_url
 
 router = APIRouter(tags=["class"])
 
@@ -77,7 +75,7 @@ def api_start_session(request: Request, run: DoneRunDep, classroom: ClassroomDep
             "code": session.code,
             "follow_url": follow_path(session.code),
             "teacher_token": token,
-            "join_url": follow_url(request, settings, session.code),
+            "join_url": follow_url(public_base(request, settings), session.code),
             "run": run.id,
             "step": 0,
             "steps": session.steps,
@@ -85,19 +83,6 @@ def api_start_session(request: Request, run: DoneRunDep, classroom: ClassroomDep
         },
         status_code=201,
     )
-
-
-def _state(classroom: Classroom, lab, session: Session) -> dict:
-    state = classroom.state(session)
-    shown = reveal(classroom, session, replay_for(session_run(lab, session)), state["step"])
-    return state | {"reveal": shown}
-
-
-def _teacher_session(request: Request, classroom: Classroom, code: str, authorization: str | None) -> Session:
-    """The session of ``code``, for its teacher only (401 without a token, 403 with another one)."""
-    session = find_session(request, classroom, code)
-    classroom.authorize(session, authorization)
-    return session
 
 
 @router.get(
@@ -108,7 +93,7 @@ def _teacher_session(request: Request, classroom: Classroom, code: str, authoriz
     "too many wrong codes from one address.",
 )
 def api_session(request: Request, code: str, classroom: ClassroomDep, lab: LabDep):
-    return _state(classroom, lab, find_session(request, classroom, code))
+    return classroom.state_with_reveal(lab, find_session(request, classroom, code))
 
 
 @router.post(
@@ -118,9 +103,9 @@ def api_session(request: Request, code: str, classroom: ClassroomDep, lab: LabDe
     "(401 without, 403 with another token); 422 for a step the run does not have.",
 )
 def api_step(request: Request, code: str, body: StepRequest, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
-    session = _teacher_session(request, classroom, code, authorization)
+    session = classroom.teacher_session(code, client_of(request), authorization)
     classroom.set_step(session, body.step)
-    return _state(classroom, lab, session)
+    return classroom.state_with_reveal(lab, session)
 
 
 @router.post(
@@ -130,9 +115,9 @@ def api_step(request: Request, code: str, body: StepRequest, classroom: Classroo
     "run, whose rounds remove pieces instead.",
 )
 def api_quiz(request: Request, code: str, body: QuizRequest, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
-    session = _teacher_session(request, classroom, code, authorization)
+    session = classroom.teacher_session(code, client_of(request), authorization)
     classroom.set_quiz(session, body.on)
-    return _state(classroom, lab, session)
+    return classroom.state_with_reveal(lab, session)
 
 
 @router.delete(
@@ -142,9 +127,9 @@ def api_quiz(request: Request, code: str, body: QuizRequest, classroom: Classroo
     "for new actions.",
 )
 def api_end(request: Request, code: str, classroom: ClassroomDep, lab: LabDep, authorization: Authorization = None):
-    session = _teacher_session(request, classroom, code, authorization)
+    session = classroom.teacher_session(code, client_of(request), authorization)
     classroom.end(session)
-    return _state(classroom, lab, session)
+    return classroom.state_with_reveal(lab, session)
 
 
 @router.post(
@@ -158,9 +143,7 @@ def api_end(request: Request, code: str, classroom: ClassroomDep, lab: LabDep, a
 def api_vote(request: Request, code: str, body: VoteRequest, classroom: ClassroomDep, lab: LabDep):
     session = find_session(request, classroom, code)
     follower, new = follower_of(request)
-    replay = replay_for(session_run(lab, session))
-    choices = quiz_choices(replay, classroom.last(session).get("step", 0))
-    out = classroom.vote(session, follower, body.pair, [c["pair"] for c in choices], body.step)
+    out = classroom.predict(lab, session, follower, body.pair, body.step)
     response = JSONResponse(out, status_code=201)
     if new:
         set_follower(response, follower)

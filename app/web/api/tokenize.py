@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from app.engines import registry
 from app.engines.result import result_json
+from app.services import tokenize as service
 
-from ..add_tokenizer import keep_upload, read_upload, remember
-from ..deps import SettingsDep, TokenizersDep, UploadsDep, check_text_size, run_cpu
-from ..errors import TooLargeError
+from ..cookies import remember_upload
+from ..deps import SettingsDep, TokenizersDep, read_upload, run_cpu
+from .schemas import TokenizeResponse
 
 router = APIRouter()
 
@@ -20,26 +21,6 @@ class TokenizeRequest(BaseModel):
     text: str = Field(description="the text to tokenize")
     tokenizer: str = Field("cl100k_base", description="a name from GET /api/tokenizers, or a model alias")
     allow_special: bool = Field(False, description="parse special-token text such as <|endoftext|> as special")
-
-
-class TokenOut(BaseModel):
-    id: int
-    bytes: str = Field(description="the token's bytes in hex")
-    start: int = Field(description="character offset of the token in the input")
-    end: int
-    text: str = Field(description="what to display; bytes escaped as \\xNN when not valid UTF-8 on their own")
-    special: bool
-    valid_utf8: bool
-    byte_fallback: bool
-
-
-class TokenizeResponse(BaseModel):
-    tokenizer: str
-    count: int
-    chars: int
-    bytes: int
-    ids: list[int]
-    tokens: list[TokenOut]
 
 
 class DecodeRequest(BaseModel):
@@ -75,16 +56,11 @@ class TokenizerList(BaseModel):
     response_model=TokenizerList,
     tags=["tokenizers"],
     summary="List the tokenizers you can use",
-    description="Every shipped tokenizer, its `native-*` twin, and those this client added or chose in the lab, "
+    description="Every shipped tokenizer, its `native-*` engine, and those this client added or chose in the lab, "
     "with the model aliases: the names the other operations take.",
 )
 def list_tokenizers(tokenizers: TokenizersDep) -> dict:
-    valid = set(registry.names())
-    return {
-        "tokenizers": [s.to_dict() for s in tokenizers.listed()],
-        "aliases": {alias: target for alias, target in registry.ALIASES.items() if target in valid},
-        "prefixes": {prefix: target for prefix, target in registry.ALIAS_PREFIXES.items() if target in valid},
-    }
+    return service.listing(tokenizers)
 
 
 class AddedTokenizer(BaseModel):
@@ -106,7 +82,7 @@ class AddedTokenizer(BaseModel):
 @router.post(
     "/tokenizers", status_code=201, response_model=AddedTokenizer, tags=["tokenizers"], summary="Add a tokenizer file"
 )
-async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: UploadsDep):
+async def add_tokenizer(request: Request, tokenizers: TokenizersDep):
     """Multipart: ``file`` (a tokenizer.json, a .tiktoken file, a SentencePiece .model or a Tokenplay BPE model),
     optional ``config`` (a second file: the model's tokenizer_config.json, whose chat template then renders this
     tokenizer's chats in POST /api/chat and on /chat), optional ``name`` (default: from the file name), optional
@@ -115,13 +91,16 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     engine as ``native-<name>``; one that uses something Tokenplay's engine cannot run exactly answers 422 naming it.
     Bad files answer 4xx and nothing is kept."""
     form = await read_upload(request)
-    upload = await keep_upload(form, form.fields.get("pattern") or None, tokenizers, uploads)
+    upload = await run_in_threadpool(
+        tokenizers.add_upload, form.data, name=form.name, filename=form.filename,
+        pattern=form.fields.get("pattern") or None, special_tokens=form.special, config=form.config,
+    )
     response = JSONResponse(
         {"name": upload.name, "label": upload.label, "family": upload.family, "n_vocab": upload.n_vocab,
          "engines": upload.engines, "warnings": upload.warnings},
         status_code=201,
     )
-    return remember(response, request, upload)
+    return remember_upload(request, response, upload.id)
 
 
 @router.post(
@@ -132,13 +111,11 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep, uploads: Up
     description="The ids, and per token its bytes, its place in the text (character offsets) and its flags.",
 )
 async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
-    check_text_size(body.text, settings)
-
     def work() -> Response:
-        result = tokenizers.get(body.tokenizer).tokenize(body.text, allow_special=body.allow_special)
+        cut = service.tokenize(tokenizers, body.tokenizer, body.text, settings, allow_special=body.allow_special)
         # Returned as ready JSON, written without a dict per token: a 1 MB text can have a million tokens, and
         # building (or re-validating through the model) a dict for each would dominate the time.
-        return Response(result_json(result), media_type="application/json")
+        return Response(result_json(cut.result), media_type="application/json")
 
     return await run_cpu(request, work)
 
@@ -151,6 +128,4 @@ async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: Tok
     description="Bytes that are not valid UTF-8 on their own come back as U+FFFD; an id the tokenizer lacks is a 422.",
 )
 def decode(body: DecodeRequest, settings: SettingsDep, tokenizers: TokenizersDep) -> dict:
-    if len(body.ids) > settings.max_ids:
-        raise TooLargeError(f"{len(body.ids):,} ids; the limit is {settings.max_ids:,}")
-    return {"text": tokenizers.get(body.tokenizer).decode(body.ids)}
+    return {"text": service.decode(tokenizers, body.tokenizer, body.ids, settings)}

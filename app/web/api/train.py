@@ -1,5 +1,6 @@
 """The BPE lab's API: ``/api/train`` (start), ``/api/train/{id}`` (a run), its steps, manual merges, encode
-traces, cancel, exports and "use in playground". The pages of the same lab are :mod:`app.web.lab`."""
+traces, cancel, exports and "use in playground"; the side by side of three algorithms. The lab's pages
+(:mod:`app.web.pages.lab`) call the same service, :mod:`app.services.lab`."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, model_validator
 
-from app.lab.options import LabOptionsError, Options
 from app.lab.display import MAX_ENCODE_CHARS
+from app.lab.options import Options
 from app.lab.replay import replay_for
+from app.lab.run_tokenizers import register_run
 from app.lab.runs import Run
-from app.lab.tokenizers import register_run
+from app.services import lab as service
 
+from ..cookies import remember_run
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep
-from ..lab import check_step, export_response, pair_ids, remember_in_cookie
-from ..side_by_side import MAX_TEXT, cuts, start_three
-from ..side_by_side import find_runs as side_runs
+from ..render import download
 
 router = APIRouter(prefix="/train", tags=["lab"])
 
@@ -56,26 +57,10 @@ class MergeRequest(BaseModel):
     pair: list[int | str] = Field(min_length=2, max_length=2, description="two token ids, or two token texts")
 
 
-def _summary(run: Run) -> dict:
-    """The run's summary; once done, with ``text_tokens``: the corpus as the run's tokenizer cuts it (what
-    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count. A run that ended away from the
-    size asked for says why in ``stop_reason``, in the words of its page, and ``reachable`` gives the sizes that
-    work on its corpus (``{"vocab_size": {"min", "max"}, "merges": {"min", "max"}}``) when the lab knows them."""
-    out = run.summary() | {"url": f"/lab/runs/{run.id}"}
-    if run.status == "done":
-        replay = replay_for(run)
-        outcome = replay.outcome.to_dict()
-        out["text_tokens"] = replay.text_tokens(run.n_steps)
-        out["stop_reason"] = outcome["reason"] or run.stop_reason
-        out["reachable"] = outcome["reachable"]
-    return out
-
-
 def _started(run: Run, **extra) -> JSONResponse:
     """A run just queued: 200 when it already finished, 202 while it trains; a failed one is a 422."""
-    if run.status == "error":
-        raise LabOptionsError(run.error or "training failed")
-    return JSONResponse(_summary(run) | extra, status_code=200 if run.finished else 202)
+    run = service.started(run)
+    return JSONResponse(service.summary(run) | extra, status_code=200 if run.finished else 202)
 
 
 @router.post(
@@ -94,8 +79,8 @@ def api_train(body: TrainRequest, lab: LabDep):
     description="Starts three runs (SentencePiece-style BPE, WordPiece, Unigram) and answers 202 with them.",
 )
 def api_side_by_side(body: SideBySideRequest, lab: LabDep):
-    runs = start_three(lab, body.corpus, body.vocab_size)
-    return JSONResponse({"runs": {side: _summary(run) for side, run in runs.items()}}, status_code=202)
+    runs = service.start_three(lab, body.corpus, body.vocab_size)
+    return JSONResponse({"runs": {side: service.summary(run) for side, run in runs.items()}}, status_code=202)
 
 
 @router.get(
@@ -103,9 +88,11 @@ def api_side_by_side(body: SideBySideRequest, lab: LabDep):
     summary="How the three runs of a side-by-side cut a text",
     description="Each finished run's tokens and ids for `text`, the cuts only some of them make, and those all make.",
 )
-def api_side_cuts(lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str = Query(max_length=MAX_TEXT)):
-    runs = side_runs(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
-    found, agreed = cuts(runs, text)
+def api_side_cuts(
+    lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str = Query(max_length=service.MAX_SIDE_TEXT)
+):
+    runs = service.find_three(lab, {"bpe": bpe, "wordpiece": wordpiece, "unigram": unigram})
+    found, agreed = service.cuts(runs, text)
     return {
         "text": text,
         "status": {side: run.status for side, run in runs.items()},
@@ -120,13 +107,9 @@ def api_side_cuts(lab: LabDep, bpe: str, wordpiece: str, unigram: str, text: str
     description="Status, progress and numbers; once done, every step too (a merge, or a unigram round).",
 )
 def api_run(run: RunDep):
-    out = _summary(run)
+    out = service.summary(run)
     if run.status == "done":
-        replay = replay_for(run)
-        if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss"}], "vocab_size", "log_likelihood"}
-            out["steps"] = [s.to_dict() for s in run.steps]
-        else:
-            out["steps"] = [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
+        out["steps"] = service.steps_of(run)
     return out
 
 
@@ -137,7 +120,7 @@ def api_run(run: RunDep):
     "numbers then (409 while the run trains).",
 )
 def api_step(run: DoneRunDep, k: int):
-    return replay_for(run).state(check_step(run, k)) | {"id": run.id}
+    return replay_for(run).state(service.check_step(run, k)) | {"id": run.id}
 
 
 @router.post(
@@ -146,8 +129,7 @@ def api_step(run: DoneRunDep, k: int):
     description="A new run that keeps the first k merges, merges `pair` next and then trains on by itself.",
 )
 def api_merge(run: DoneRunDep, lab: LabDep, k: int, body: MergeRequest):
-    check_step(run, k)
-    return _started(lab.continue_with(run, k, pair_ids(run, k, body.pair), wait=lab.quick_wait), step=k + 1)
+    return _started(service.force_merge(lab, run, k, body.pair, wait=lab.quick_wait), step=k + 1)
 
 
 @router.post(
@@ -156,8 +138,7 @@ def api_merge(run: DoneRunDep, lab: LabDep, k: int, body: MergeRequest):
     description="The text's words after each merge up to `step` (default: all), then its ids and tokens.",
 )
 def api_encode(run: DoneRunDep, body: EncodeRequest):
-    k = check_step(run, run.n_steps if body.step is None else body.step)
-    return replay_for(run).encode_trace(body.text, k)
+    return service.encode_trace(run, body.text, body.step)[1]
 
 
 @router.post(
@@ -169,7 +150,7 @@ def api_cancel(run: RunDep, lab: LabDep):
     cancelled = lab.cancel(run.id)
     if cancelled:
         lab.pool.wait(run.id, 2.0)
-    return _summary(run) | {"cancel_requested": cancelled}
+    return service.summary(run) | {"cancel_requested": cancelled}
 
 
 @router.get(
@@ -179,7 +160,7 @@ def api_cancel(run: RunDep, lab: LabDep):
     "unigram run's .model; `tokenizer.json`: a WordPiece run's.",
 )
 def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "tokenizer.json"] = "json"):
-    return export_response(run, format)
+    return download(*service.export(run, format))
 
 
 @router.post(
@@ -190,5 +171,4 @@ def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "model", "to
 def api_use(request: Request, run: DoneRunDep, settings: SettingsDep):
     spec = register_run(run, settings.lab_max_runs)
     response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": f"/?tokenizer={spec.name}"})
-    remember_in_cookie(request, response, run)
-    return response
+    return remember_run(request, response, run.id)

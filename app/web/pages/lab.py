@@ -1,0 +1,265 @@
+"""The BPE lab's pages (``/lab``, htmx) over :mod:`app.services.lab`, which its JSON API (:mod:`app.web.api.train`)
+calls too.
+
+- ``GET /lab[?example=|?from=run id]`` the setup form: the sample corpus and settings that train word pieces,
+  an example's, or those of a run ("New run" keeps its corpus and settings); ``POST /lab/train`` starts a
+  training from it (a pasted corpus or an uploaded file) and answers the run's page, or the form again with the
+  message and the corpus kept;
+- ``GET /lab/runs/{id}[?step=k]`` a run: its progress while it trains, then step k (block ``step``);
+  ``/progress`` and ``/cancel`` while it trains;
+- ``POST /lab/runs/{id}/merge`` manual mode (a new run with the chosen pair as the next merge),
+  ``/encode`` (a new text merge by merge; WordPiece's walk, a unigram lattice), ``GET /vocab``, ``/tree/{token id}``,
+  ``/export.{json,tiktoken,model,tokenizer.json}``, ``POST /use`` ("use in playground");
+- ``POST /lab/side-by-side`` trains BPE, WordPiece and Unigram on one corpus at one vocabulary size;
+  ``GET /lab/side-by-side?bpe=&wordpiece=&unigram=&text=`` shows how each cuts a text (:mod:`.side_by_side`).
+
+A teacher who shares the run with a class (:mod:`.share`) moves the class with every step this page shows: the
+step's own request carries the teacher token (``static/share.js``), and :func:`lab_run` hands the step to
+:meth:`~app.classroom.service.Classroom.teach` before it answers.
+
+Training runs in the lab's worker pool, never on the event loop; every handler here only reads stored step
+records, so stepping never trains again. Sizes are checked at the HTTP boundary: corpus characters (413),
+merges / vocab size (422), a full queue (429 with ``Retry-After``): the error table of :mod:`app.web.errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.engines.errors import TokenplayError
+from app.lab import export as lab_export
+from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
+from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS
+from app.lab.replay import replay_for
+from app.lab.run_tokenizers import PREFIX, register_run
+from app.lab.runs import Run
+from app.lab.service import Lab
+from app.lab.text_counts import how_training_counts
+from app.classroom.sessions import bearer_token
+from app.services import lab as service
+
+from ..cookies import remember_run, teacher_of
+from ..deps import ClassroomDep, DoneRunDep, LabDep, RunDep, SettingsDep, text_area_value, typed_fields
+from ..errors import headers_for, status_for
+from ..render import download, is_htmx, page_or_block
+from ..rendering.lab_step import corpus_window
+from ..rendering.links import run_url
+
+router = APIRouter(include_in_schema=False)
+
+#: Merges listed on the step view (the latest ones; the export has them all).
+MERGE_LIST = 100
+
+
+def _context(request: Request, lab: Lab, **kw) -> dict:
+    return {
+        "algorithms": ALGORITHM_LABELS,
+        "patterns": PATTERN_LABELS,
+        "examples": EXAMPLES,
+        "max_corpus_chars": lab.max_corpus_chars,
+        "max_merges": lab.max_merges,
+        "max_vocab": MAX_BASE_TOKENS + lab.max_merges,
+        "present": request.query_params.get("present") == "1",
+    } | kw
+
+
+def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, status: int = 200, headers=None):
+    form = DEFAULT_FORM | form
+    # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
+    side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
+    form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
+    context = _context(request, lab, form=form, error=error)
+    return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
+
+
+def form_of(run: Run) -> dict:
+    """The setup form that trains ``run`` again: its corpus and its options ("New run" starts from them)."""
+    o = run.options
+    by_vocab = o.vocab_size is not None
+    form = {
+        "corpus": run.corpus,
+        "algorithm": o.algorithm,
+        "pattern": o.pattern,
+        "size_kind": "vocab_size" if by_vocab else "merges",
+        "size": o.vocab_size if by_vocab else o.merges,
+        "tie_break": o.tie_break,
+        "end_of_word": o.end_of_word,
+        "from": run.id,
+    }
+    if by_vocab:
+        form["side_vocab"] = o.vocab_size
+    return form
+
+
+@router.get("/lab")
+def lab_page(
+    request: Request, lab: LabDep, example: str | None = None, from_: Annotated[str | None, Query(alias="from")] = None
+):
+    if from_:
+        run = lab.get(from_)
+        if run is None:
+            return _setup(request, lab, {}, f"no lab run with id {from_!r}; here is the sample corpus", 404)
+        return _setup(request, lab, form_of(run))
+    form = EXAMPLES[example]["form"] | {"example": example} if example in EXAMPLES else {}
+    return _setup(request, lab, form)
+
+
+@router.post("/lab/train")
+async def lab_train(request: Request, lab: LabDep):
+    """The setup form (pasted corpus or uploaded file). The form is parsed here with the lab's own size limit
+    (Starlette's default stops form fields at 1 MB); training starts in the worker pool, off the event loop."""
+    limit = lab.max_corpus_chars * 4 + 1024  # UTF-8 bytes of the largest accepted corpus
+    try:
+        data = await request.form(max_files=1, max_fields=20, max_part_size=limit)
+    except Exception as exc:  # noqa: BLE001 - Starlette's MultiPartException and friends
+        message = f"the form could not be read ({exc}); the lab takes a corpus of at most {lab.max_corpus_chars:,} characters"
+        return _setup(request, lab, {}, message, 413)
+    file = data.get("file")
+    raw = filename = None
+    if file is not None and not isinstance(file, str) and file.filename:
+        filename = file.filename
+        raw = await file.read(limit + 1)
+    # A pasted corpus is what the text area holds (browsers send its lines as CRLF); an uploaded file stays exact.
+    typed = typed_fields(data)
+    fields = {k: v for k in service.POSTED_DEFAULTS if isinstance(v := typed.get(k), str)}
+    await data.close()  # the uploaded file's spooled temporary file
+    return await run_in_threadpool(_start_from_form, request, lab, fields, raw, filename, limit)
+
+
+def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
+    form = service.POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
+    text = form["corpus"]
+    try:
+        if raw is not None:
+            text = service.corpus_of_file(raw, filename, limit, lab)
+            form["corpus"] = text[:20_000]
+        run = service.started(lab.start(text, service.options_of(form), wait=lab.quick_wait))
+    except TokenplayError as exc:
+        return _setup(request, lab, form, str(exc), status_for(exc), headers_for(exc))
+    return _to_run(request, lab, run)
+
+
+def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Response:
+    url = run_url(run.id, step, request.query_params.get("present") == "1")
+    if not is_htmx(request):
+        return RedirectResponse(url, status_code=303)
+    if run.finished:
+        return HTMLResponse("", headers={"HX-Redirect": url})
+    context = _context(request, lab, run=run, next_step=step)
+    return page_or_block(request, "lab_run.html", "progress", context, headers={"HX-Push-Url": run_url(run.id)})
+
+
+@router.get("/lab/runs/{run_id}")
+def lab_run(
+    request: Request, lab: LabDep, classroom: ClassroomDep, run_id: str, step: Annotated[int | None, Query()] = None
+):
+    run = lab.get(run_id)
+    if run is None:
+        return _setup(request, lab, {}, f"no lab run with id {run_id!r}; train a new one", 404)
+    if run.status != "done":
+        context = _context(request, lab, run=run, next_step=step, progress_only=True)
+        return page_or_block(request, "lab_run.html", "progress", context)
+    k = 0 if step is None else max(0, min(step, run.n_steps))  # a run opens before its first merge: a class starts there
+    teacher = teacher_of(request)
+    if teacher is not None and step is not None:  # a teacher's step: the class follows it (the token rides along)
+        classroom.teach(run, teacher[0], bearer_token(request.headers.get("authorization")), k)
+    return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k))
+
+
+def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
+    replay = replay_for(run)
+    first = max(0, k - MERGE_LIST)
+    return _context(
+        request,
+        lab,
+        run=run,
+        k=k,
+        n=run.n_steps,
+        state=replay.state(k),
+        counting=how_training_counts(run),
+        rec=run.steps[k - 1] if k > 0 else None,
+        table=None if run.unigram else replay.table(k),
+        removed=replay.removed(k) if run.unigram else [],
+        corpus=corpus_window(replay, k),
+        chart=lab_export.chart(run, k),
+        merges=[] if run.unigram else list(enumerate(run.steps[first:k], start=first + 1)),
+        outcome=replay.outcome,
+        byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
+        merges_hidden=first,
+        url=lambda step: run_url(run.id, step),
+        chip_of=replay.chip,
+        manual_after=max(k - 1, 0),
+        is_playground=f"{PREFIX}{run.id}",
+    )
+
+
+@router.get("/lab/runs/{run_id}/progress")
+def lab_progress(request: Request, lab: LabDep, run: RunDep, step: int | None = None):
+    if run.status == "done":
+        return HTMLResponse("", headers={"HX-Redirect": run_url(run.id, step)})
+    return page_or_block(request, "lab_run.html", "progress", _context(request, lab, run=run, next_step=step))
+
+
+@router.post("/lab/runs/{run_id}/cancel")
+def lab_cancel(request: Request, lab: LabDep, run: RunDep):
+    if lab.cancel(run.id):
+        lab.pool.wait(run.id, 2.0)
+    return page_or_block(request, "lab_run.html", "progress", _context(request, lab, run=run, next_step=None))
+
+
+@router.post("/lab/runs/{run_id}/merge")
+def lab_merge(
+    request: Request,
+    lab: LabDep,
+    run: DoneRunDep,
+    after: Annotated[int, Form()],
+    left: Annotated[int, Form()],
+    right: Annotated[int, Form()],
+):
+    new = service.force_merge(lab, run, after, [left, right], wait=lab.quick_wait)
+    return _to_run(request, lab, new, after + 1)
+
+
+def _part(request: Request, lab: Lab, run: Run, part: str, **context):
+    context = _context(request, lab, part=part, run=run, chip_of=replay_for(run).chip, **context)
+    return page_or_block(request, "lab_parts.html", part, context)
+
+
+@router.post("/lab/runs/{run_id}/encode")
+def lab_encode(
+    request: Request,
+    lab: LabDep,
+    run: DoneRunDep,
+    text: Annotated[str, Form()] = "",
+    step: Annotated[int | None, Form()] = None,
+):
+    text = text_area_value(text)  # as the box holds it, like every page's form text (app.web.deps.typed_fields)
+    k, trace = service.encode_trace(run, text, step)
+    return _part(request, lab, run, "trace", trace=trace, k=k)
+
+
+@router.get("/lab/runs/{run_id}/vocab")
+def lab_vocab(request: Request, lab: LabDep, run: DoneRunDep, q: str = "", step: int | None = None):
+    k = service.check_step(run, run.n_steps if step is None else step)
+    entries, total = replay_for(run).vocab_entries(k, q[:100])
+    return _part(request, lab, run, "vocab", entries=entries, total=total, q=q, k=k)
+
+
+@router.get("/lab/runs/{run_id}/tree/{token_id}")
+def lab_tree(request: Request, lab: LabDep, run: DoneRunDep, token_id: int, step: int | None = None):
+    return _part(request, lab, run, "tree", tree=service.merge_tree(run, token_id), k=step)
+
+
+@router.get("/lab/runs/{run_id}/export.{fmt}")
+def lab_export_file(run: DoneRunDep, fmt: str):
+    return download(*service.export(run, fmt))
+
+
+@router.post("/lab/runs/{run_id}/use")
+def lab_use(request: Request, lab: LabDep, run: DoneRunDep, settings: SettingsDep):
+    response = _part(request, lab, run, "used", spec=register_run(run, settings.lab_max_runs))
+    return remember_run(request, response, run.id)
