@@ -1,4 +1,4 @@
-"""The tokens a model's own default encoding adds (app/engines/specials.py), held to the reference libraries: Hugging
+"""The tokens a model's own default encoding adds (app/engines/pipeline/post_processor.py), held to the reference libraries: Hugging
 Face ``tokenizers``' and ``transformers``' ``encode(text)`` with their defaults, ``sentencepiece`` with ``add_bos`` as
 the model's configuration says, tiktoken's ``encode``.
 
@@ -26,7 +26,7 @@ from app.engines.datafiles import data_path
 from app.engines.huggingface.npm_models import NPM_MODELS
 from app.engines.pipeline.tokenizer_json import TokenizerFileError
 from app.engines.registry.loaders import load_tokenizer, tokenizer_from_json
-from app.engines.specials import END, START
+from app.engines.pipeline.post_processor import END, START
 
 TEXTS = ["", "Hello world", " leading space", *(SAMPLES[k] for k in ("english", "code", "japanese", "emoji", "numbers"))]
 

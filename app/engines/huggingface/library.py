@@ -34,7 +34,7 @@ from ..base import Tokenizer, VocabFacts, check_text
 from ..budget import run_isolated
 from ..errors import InvalidTextError
 from ..pipeline.decoders import DecodeError
-from ..specials import from_post_processor
+from ..pipeline.post_processor import from_post_processor
 from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
 from ..pipeline.pieces import SPACE_SYMBOL, piece_to_byte
 from ..pipeline.tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json

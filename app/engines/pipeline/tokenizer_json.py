@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from operator import add
 
 from ..errors import TokenplayError
-from ..specials import PostProcessorError, from_post_processor
+from .post_processor import PostProcessorError, from_post_processor
 
 
 MODEL_TYPES = ("BPE", "WordPiece", "Unigram", "WordLevel")
@@ -58,7 +58,7 @@ class TokenizerJSON:
     normalizer: dict | None = None
     pre_tokenizer: dict | None = None
     decoder: dict | None = None
-    post_processor: dict | None = None  # what the model's default encoding adds around a text (..specials)
+    post_processor: dict | None = None  # what the model's default encoding adds around a text (.post_processor)
     unk_token: str | None = None
     byte_fallback: bool = False
     fuse_unk: bool = False

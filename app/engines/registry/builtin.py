@@ -69,7 +69,7 @@ def _jurassic():
 
 def _mistral():
     from ..sentencepiece.model import SentencePieceTokenizer
-    from ..specials import bos
+    from ..pipeline.post_processor import bos
 
     tok = SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
     # The .model file does not say it; the model's Hugging Face tokenizer_config.json (mistralai/Mistral-7B-v0.1)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from ..base import Tokenizer
 from ..errors import TokenplayError
-from ..specials import from_post_processor
+from ..pipeline.post_processor import from_post_processor
 from .memory import release_freed_memory
 from ..pipeline.tokenizer_json import TokenizerFileError, json_error, load_json, parse_tokenizer_json
 

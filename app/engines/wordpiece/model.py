@@ -38,7 +38,7 @@ from ..pipeline.bert_text import InputOffsets, bert_normalizer, bert_words
 from ..pipeline.normalizers import TextNormalizer
 from ..pipeline.pretokenizers import PreTokenizer
 from ..result import Columns, Token, TokenizeResult
-from ..specials import from_post_processor
+from ..pipeline.post_processor import from_post_processor
 from ..pipeline.tokenizer_json import (
     AddedToken,
     TokenizerFileError,

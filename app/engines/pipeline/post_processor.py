@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import TokenplayError
+from ..errors import TokenplayError
 
 START, END = "start", "end"
 
