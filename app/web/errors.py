@@ -70,7 +70,7 @@ def answer(request: Request, status: int, message: str, extra: dict | None = Non
 
 
 def error_response(request: Request, exc: TokenplayError) -> Response:
-    extra = {"valid": exc.valid} if isinstance(exc, UnknownTokenizerError) else None
+    extra = {"valid": exc.valid, "closest": exc.closest} if isinstance(exc, UnknownTokenizerError) else None
     return answer(request, status_for(exc), str(exc), extra, headers_for(exc))
 
 

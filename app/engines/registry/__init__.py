@@ -40,6 +40,7 @@ __all__ = [
     "TokenizerSpec",
     "alias_target",
     "aliases_of",
+    "closest_names",
     "entries",
     "get",
     "looks_like_repo_id",
@@ -67,6 +68,12 @@ def resolve(name: str) -> str:
     """The registered name for ``name`` or an alias of it."""
     _ensure_builtins()
     return _specs.resolve(name)
+
+
+def closest_names(name: str, valid: list[str] | None = None) -> list[str]:
+    """The names (``valid``, default every registered one), aliases and repository ids nearest to ``name``."""
+    _ensure_builtins()
+    return _specs.closest_names(name, valid)
 
 
 def spec(name: str) -> TokenizerSpec:
