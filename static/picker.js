@@ -309,7 +309,7 @@
           const node = optionNode(entry, chosen, match);
           // Start on the chosen entry, or on the one the typed model name resolves to.
           if ((entry === chosen && !typed) || (match && match.exact)) start = items.length;
-          items.push({ node: node, entry: entry });
+          items.push({ node: node, entry: entry, named: match && match.exact ? input.value.trim() : "" });
           box.append(node);
         }
         if (box.childElementCount > 1) list.append(box);
@@ -361,9 +361,17 @@
         openAdd();
         return;
       }
+      // A model name typed whole (gpt-4o, Qwen/Qwen3-8B) goes with the choice, where the form keeps one (the
+      // playground's "model" field): the page then says that model's context window and price.
+      const field = select.form && select.form.elements.namedItem("model");
+      const modelField = field instanceof HTMLInputElement ? field : null;
+      const before = modelField ? modelField.value : "";
+      if (modelField) modelField.value = item.named || "";
       // The engine the user chose last where the new model has it; else its reference library (listed first).
       const engines = item.entry.engines;
-      choose((engines.find(function (e) { return e.engine === engine.get(); }) || engines[0]).name);
+      const name = (engines.find(function (e) { return e.engine === engine.get(); }) || engines[0]).name;
+      if (modelField && modelField.value !== before && select.value === name) fire(select); // same tokenizer, new model
+      choose(name);
       input.select(); // typing again starts a new search
     }
 

@@ -90,11 +90,21 @@ def facts_words(found: ModelFacts, tokens: int, prices_date: str | None) -> dict
         "window": None if share is None else f"{_percent(share)} of its {found.context_window:,}-token context window",
         "over": share is not None and share > 1,
         "price": None if cost is None else (
-            f"${cost:,.6f} as input at ${found.price_per_million_input:g} per million tokens "
+            f"{_usd(cost)} as input at {_usd(found.price_per_million_input)} per million tokens "
             f"(prices of {prices_date})"
         ),
-        "no_price": found.note if found.price_per_million_input is None else "",
     }
+
+
+def _usd(amount: float) -> str:
+    """Dollars with cents, more digits below a cent.
+
+    >>> _usd(2.5), _usd(0.15), _usd(0.075), _usd(0.0000055), _usd(0)
+    ('$2.50', '$0.15', '$0.075', '$0.0000055', '$0.00')
+    """
+    if amount == 0 or round(amount, 2) == amount or amount >= 1:
+        return f"${amount:,.2f}"
+    return "$" + f"{amount:.10f}".rstrip("0")
 
 
 def _percent(share: float) -> str:
@@ -111,3 +121,31 @@ def _percent(share: float) -> str:
     if pct < 0.0001:
         return "under 0.0001%"
     return f"{pct:.2g}%"
+
+
+def caveat(tokenizer: Tokenizer) -> str:
+    """What a page must say beside this tokenizer's counts ("" for most: a shipped entry's caveat, such as the
+    estimate that Claude's early vocabulary gives for today's models)."""
+    from app.engines import registry
+
+    try:
+        return registry.spec(tokenizer.name).caveat
+    except (KeyError, LookupError, ValueError):
+        return ""  # an upload or a lab run: no shipped entry, nothing to warn about
+
+
+def page_view(tokenizer: Tokenizer, count: int, settings: Settings, model: str = "") -> dict:
+    """A page's words about a count: what the model adds, the model's window and price (``model``: the model name
+    the page was asked for, when it is not the tokenizer's own name: ``gpt-4o`` for ``o200k_base``), a caveat."""
+    table = facts_table(settings)
+    found = (table.lookup(model) if model else None) or table.lookup(tokenizer.name)
+    with_specials = count + len(tokenizer.added_specials)
+    return {
+        "added_words": added_words(tokenizer, count),
+        "count_with_specials": with_specials,
+        # a model whose window and price are both unknown has nothing to show (Claude's early vocabulary)
+        "facts": facts_words(found, with_specials, table.prices_date)
+        if found and (found.context_window or found.price_per_million_input is not None) else None,
+        "facts_note": table.note,
+        "caveat": caveat(tokenizer),
+    }

@@ -176,6 +176,7 @@ for _model in NPM_MODELS.values():
             n_vocab=_model.n_vocab,
             engine="huggingface",
             title=_model.title,
+            caveat=_model.caveat,
         )
     )
     register(
@@ -190,6 +191,7 @@ for _model in NPM_MODELS.values():
             model=_model.name,
             engine="tokenplay",
             title=_model.title,
+            caveat=_model.caveat,
         )
     )
 # Files given to `tokenplay serve --tokenizer` join the shipped tokenizers in every worker process.

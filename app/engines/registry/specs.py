@@ -39,6 +39,7 @@ class TokenizerSpec:
     engine: str = ""  # which engine runs it, as a picker names it: "tiktoken", "tokenplay", ...
     title: str = ""  # the model as its picker entry names it, without the engine ("Llama 3"); default: the label
     stored: bool = False  # built once into a table file that every process maps (.tables), not by each process
+    caveat: str = ""  # what a page must say beside its counts, in words (counts for other models are estimates)
 
     @property
     def entry(self) -> str:

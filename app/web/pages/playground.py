@@ -32,6 +32,7 @@ from fastapi.responses import PlainTextResponse
 from app.engines.errors import TokenplayError
 from app.features.explain import Explainer
 from app.features.explain.normalization import merged
+from app.services import model_counts
 from app.services.catalog import Tokenizers
 from app.services.errors import check_ids_count, check_text_size
 from app.services.explain import explained
@@ -79,6 +80,7 @@ class Choice:
     pre: bool = False  # the pre-tokens layer
     explain: int | None = None  # the token whose explanation is open
     norm: bool = False  # the normalizer layer
+    model: str = ""  # the model name asked for when it is not the tokenizer's own (gpt-4o for o200k_base)
 
     @classmethod
     def from_fields(cls, fields, default_tokenizer: str) -> Choice:
@@ -91,22 +93,27 @@ class Choice:
             checked(fields.get("pre")),
             _index(fields.get("explain")),
             checked(fields.get("norm")),
+            (fields.get("model") or "").strip(),
         )
 
     def url(self, url_text_limit: int) -> str:
         return playground_url(
-            self.tokenizer, self.text, url_text_limit=url_text_limit, special=self.special, ws=self.ws, pre=self.pre,
-            norm=self.norm, explain=self.explain,
+            self.model or self.tokenizer, self.text, url_text_limit=url_text_limit, special=self.special, ws=self.ws,
+            pre=self.pre, norm=self.norm, explain=self.explain,
         )
 
 
 def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
     """The ``result`` block's context: exact ids and counts for the whole text, spans for one window."""
+    asked = choice.model or choice.tokenizer
     cut = tokenize(tokenizers, choice.tokenizer, choice.text, settings, allow_special=choice.special)
     choice.tokenizer = cut.tokenizer.name
+    # a model name asked for (gpt-4o, a repository id) is kept while the tokenizer is still the one it names
+    choice.model = asked if asked != choice.tokenizer and _names(tokenizers, asked, choice.tokenizer) else ""
     window = token_window(cut.result, choice.offset, settings.render_tokens)
     # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: counted over the whole text.
     context = {"window": window, "byte_fallback": cut.byte_fallback}
+    context["seen"] = model_counts.page_view(cut.tokenizer, cut.result.count, settings, choice.model)
     if choice.pre or choice.norm or choice.explain is not None:
         context |= _explained(cut.tokenizer, choice, cut.result)
         explainer = context["explainer"]
@@ -114,6 +121,14 @@ def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
             context["window"], context["norm_changes"] = layer_marks(window, explainer, choice.pre, choice.norm)
             context["norm_summary"] = explainer.normalization.summary(context["norm_changes"]) if choice.norm else ""
     return context
+
+
+def _names(tokenizers: Tokenizers, model: str, tokenizer: str) -> bool:
+    """Whether ``model`` (a model name or alias) stands for the tokenizer ``tokenizer``."""
+    try:
+        return tokenizers.resolve(model) == tokenizer
+    except TokenplayError:
+        return False
 
 
 def _explained(tok, choice: Choice, result=None) -> dict:
@@ -152,7 +167,7 @@ def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: 
         if is_htmx(request):
             raise  # the error table answers with the error fragment and the right status
         context["error"], status = str(exc), status_for(exc)
-    context["tokenizer"] = choice.tokenizer
+    context["tokenizer"], context["model"] = choice.tokenizer, choice.model
     if not is_htmx(request):
         context["tokenizers"] = picker_groups(tokenizers.listed(), [choice.tokenizer])
     headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)} if status == 200 else {}
