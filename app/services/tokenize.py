@@ -80,4 +80,5 @@ def listing(tokenizers: Tokenizers) -> dict:
         "tokenizers": [s.to_dict() for s in tokenizers.listed()],
         "aliases": {alias: target for alias, target in registry.ALIASES.items() if target in valid},
         "prefixes": {prefix: target for prefix, target in registry.ALIAS_PREFIXES.items() if target in valid},
+        "repositories": {repo: target for repo, target in registry.REPO_IDS.items() if target in valid},
     }

@@ -86,3 +86,11 @@ def test_a_missing_or_malformed_facts_file_leaves_prices_out_with_a_note(tmp_pat
     out = r.json()
     assert "context_window" not in out and "price_per_million_input" not in out
     assert "cannot be read" in out["prices_note"] and out["count"] == 2
+
+
+def test_the_tokenizer_list_names_the_repository_ids(client):
+    listed = client.get("/api/tokenizers").json()
+    assert listed["repositories"]["meta-llama/Llama-3.1-8B-Instruct"] == "llama-3.1"
+    assert listed["repositories"]["google/gemma-3-27b-it"] == "gemma-3"
+    names = {t["name"] for t in listed["tokenizers"]}
+    assert set(listed["repositories"].values()) <= names

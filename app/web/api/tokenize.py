@@ -50,6 +50,10 @@ class TokenizerList(BaseModel):
     prefixes: dict[str, str] = Field(
         description="model name beginnings (gpt-4o- for gpt-4o-2024-05-13), tried in this order as tiktoken does"
     )
+    repositories: dict[str, str] = Field(
+        description="Hugging Face repository ids -> the tokenizer their model publishes (matched without regard to "
+        "case, with or without https://huggingface.co/ before them)"
+    )
 
 
 @router.get(
