@@ -16,13 +16,20 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
+import re
+
 import httpx
 import psutil
 import pytest
+from fastapi.testclient import TestClient
+from helpers.lab_helpers import wait_done
 from helpers.serving import ROOT, free_port, stop_group
 
 from app import network
+from app.classroom.reach import FIX, Reach, reach
 from app.cli import class_lines
+from app.settings import Settings
+from app.web.app import create_app
 
 BOUND = 600  # seconds: a deadline against hanging, not a speed requirement
 
@@ -145,3 +152,62 @@ def test_the_class_lines_give_every_link_and_set_the_address_the_qr_codes_use(in
     assert os.environ["TOKENPLAY_PUBLIC_URL"] == "http://192.168.1.20:8000"
     loopback = " ".join(class_lines("127.0.0.1", 8000))
     assert "no phone can join" in loopback and "tokenplay serve --class" in loopback
+
+
+# -- what the teacher is told: the share panel and POST /api/train/{id}/session ----------------------------------------
+
+def test_reach_follows_where_the_server_listens(interfaces):
+    on_loopback = reach("127.0.0.1", 8000, None, "http://127.0.0.1:8000/")
+    assert on_loopback.bases == [] and "127.0.0.1 only" in on_loopback.warning and FIX in on_loopback.warning
+    everywhere = reach("0.0.0.0", 8000, None, "http://127.0.0.1:8000/")  # the teacher's browser on this machine
+    assert everywhere.warning is None and everywhere.base == "http://192.168.1.20:8000"
+    assert everywhere.bases == ["http://192.168.1.20:8000", "http://10.1.2.3:8000"]
+    public = reach("0.0.0.0", 8000, "http://class.example:8000", "http://127.0.0.1:8000/")
+    assert public.base == "http://class.example:8000" and public.bases[0] == public.base and len(public.bases) == 3
+    unknown = reach(None, None, None, "http://localhost:8000/")  # another server: the teacher's address decides
+    assert unknown.bases == [] and "localhost only" in unknown.warning
+    assert reach(None, None, None, "http://10.1.2.3:8000/") == Reach("http://10.1.2.3:8000", ["http://10.1.2.3:8000"])
+
+
+@pytest.fixture()
+def trained(tmp_path):
+    """An app told where it listens (as tokenplay serve tells its workers), with a finished run."""
+    opened = []
+
+    def app_with(**listen):
+        settings = Settings(lab_runs_dir=tmp_path / "runs", lab_pool="thread", **listen)
+        client = TestClient(create_app(settings), base_url="http://127.0.0.1:8000").__enter__()  # the teacher on this machine
+        opened.append(client)
+        train = {"corpus": "the cat sat on the mat " * 20, "algorithm": "byte", "pattern": "gpt2", "merges": 2}
+        run_id = wait_done(client, client.post("/api/train", json=train).json()["id"])["id"]
+        return client, run_id
+
+    yield app_with
+    for client in opened:
+        client.__exit__(None, None, None)
+
+
+def test_on_loopback_the_teacher_is_told_in_words_with_the_fix(interfaces, trained):
+    client, run_id = trained(listen_host="127.0.0.1", listen_port=8000)
+    body = client.post(f"/api/train/{run_id}/session").json()
+    assert body["follow_urls"] == []
+    assert "no phone" in body["warning"] and "make class" in body["warning"] and "tokenplay serve --class" in body["warning"]
+    hx = {"HX-Request": "true"}
+    for panel in (client.get(f"/lab/runs/{run_id}/share", headers=hx).text,  # before sharing, and after
+                  client.post(f"/lab/runs/{run_id}/share", headers=hx).text):
+        warning = re.search(r'<p class="share-warning" id="share-warning" role="status">([^<]+)</p>', panel).group(1)
+        assert "listens on 127.0.0.1 only" in warning and "make class (or tokenplay serve --class)" in warning
+
+
+def test_listening_everywhere_every_reachable_link_is_listed(interfaces, trained):
+    client, run_id = trained(listen_host="0.0.0.0", listen_port=8000)
+    body = client.post(f"/api/train/{run_id}/session").json()
+    code = body["code"]
+    assert "warning" not in body
+    assert body["follow_urls"] == [f"http://192.168.1.20:8000/follow/{code}", f"http://10.1.2.3:8000/follow/{code}"]
+    assert body["join_url"] == body["follow_urls"][0]
+    panel = client.post(f"/lab/runs/{run_id}/share", headers={"HX-Request": "true"}).text
+    code = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
+    assert "share-warning" not in panel
+    assert f"<title>QR code of http://192.168.1.20:8000/follow/{code}</title>" in panel
+    assert f'<a href="http://10.1.2.3:8000/follow/{code}"' in panel

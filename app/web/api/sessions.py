@@ -2,7 +2,8 @@
 which the pages (:mod:`app.web.pages.follow`, :mod:`app.web.pages.share`) call too.
 
 - ``POST /api/train/{id}/session`` starts a session on a finished run: 201 ``{"code", "follow_url",
-  "teacher_token", ...}``;
+  "teacher_token", "join_url", "follow_urls", ...}``, and ``"warning"`` when no phone can join (the server listens
+  on loopback only: :mod:`app.classroom.reach`);
 - ``GET /api/sessions/{code}`` its state: ``{"step", "followers", "votes": [{"pair", "count"}], ...}``;
 - ``GET /api/sessions/{code}/events`` Server-Sent Events (sse-starlette): on connect the current state, then
   ``data: {"step": k, ...}`` for every action of the teacher, in order, each with ``id: <seq>`` (a reconnecting
@@ -32,7 +33,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..cookies import follower_of, set_follower
-from ..deps import ClassroomDep, DoneRunDep, LabDep, SettingsDep, client_of, find_session, public_base
+from ..deps import ClassroomDep, DoneRunDep, LabDep, SettingsDep, class_reach, client_of, find_session
 from ..rendering.links import follow_path, follow_url
 
 router = APIRouter(tags=["class"])
@@ -66,23 +67,28 @@ Authorization = Annotated[str | None, Header(description="Bearer <teacher_token>
     status_code=201,
     summary="Share a finished run with the class: a session and its join code",
     description="Answers 201 with the join code, the follow link and the teacher token (keep it: the teacher's "
-    "actions need it as Authorization: Bearer); the class starts at step 0 with quiz mode off. 409 while the run trains.",
+    "actions need it as Authorization: Bearer); the class starts at step 0 with quiz mode off. `join_url` is the "
+    "link the QR code holds; `follow_urls` every link a phone on the room's network can open (this machine's "
+    "network addresses when the server listens on every interface; empty when it listens on loopback only), and "
+    "then `warning` says in words that no phone can join, with the command that fixes it. 409 while the run trains.",
 )
 def api_start_session(request: Request, run: DoneRunDep, classroom: ClassroomDep, settings: SettingsDep):
     session, token = classroom.start(run)
-    return JSONResponse(
-        {
-            "code": session.code,
-            "follow_url": follow_path(session.code),
-            "teacher_token": token,
-            "join_url": follow_url(public_base(request, settings), session.code),
-            "run": run.id,
-            "step": 0,
-            "steps": session.steps,
-            "expires_in": round(session.expires - classroom.clock()),
-        },
-        status_code=201,
-    )
+    where = class_reach(request, settings)
+    body = {
+        "code": session.code,
+        "follow_url": follow_path(session.code),
+        "teacher_token": token,
+        "join_url": follow_url(where.base, session.code),
+        "follow_urls": [follow_url(base, session.code) for base in where.bases],
+        "run": run.id,
+        "step": 0,
+        "steps": session.steps,
+        "expires_in": round(session.expires - classroom.clock()),
+    }
+    if where.warning:
+        body["warning"] = where.warning
+    return JSONResponse(body, status_code=201)
 
 
 @router.get(

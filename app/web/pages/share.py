@@ -29,7 +29,7 @@ from app.lab.runs import Run
 from app.settings import Settings
 
 from ..cookies import forget_teacher, set_teacher, teacher_of
-from ..deps import ClassroomDep, DoneRunDep, SettingsDep, find_session, public_base
+from ..deps import ClassroomDep, DoneRunDep, SettingsDep, class_reach, find_session
 from ..render import is_htmx, page_or_block
 from ..rendering.links import follow_url, run_url
 
@@ -48,15 +48,18 @@ def qr_svg(url: str) -> Markup:
 def _panel_context(
     request: Request, settings: Settings, classroom: Classroom, run: Run, session: Session | None, token: str | None
 ) -> dict:
+    where = class_reach(request, settings)
     if session is None:
-        return {"run": run, "session": None}
-    url = follow_url(public_base(request, settings), session.code)
+        return {"run": run, "session": None, "warning": where.warning}
+    url = follow_url(where.base, session.code)
     return {
         "run": run,
         "session": session,
         "token": token,
         "url": url,
         "join_url": url.rsplit("/", 1)[0],
+        "other_urls": [follow_url(base, session.code) for base in where.bases[1:]],
+        "warning": where.warning,
         "qr": qr_svg(url),
     } | _live_context(classroom, run, session)
 
