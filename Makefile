@@ -27,8 +27,8 @@ $(VENV)/bin/python:
 # Re-install only when a lock file, the build files or the C sources change. The project itself goes in without
 # its dependencies (they all came from the lock, each checked against its hash); installing it compiles the C
 # twins of hot loops (C_SOURCES, every _*.c under app/engines/; setup.py builds the same list) with the system's C
-# compiler. They share the headers in C_HEADERS (app/engines/compiled/: twins.h, frozen.h): a change to one rebuilds
-# them all.
+# compiler. They share the headers in C_HEADERS (app/engines/compiled/: twins.h, frozen.h, piece_rules.h): a change
+# to one rebuilds them all.
 C_SOURCES = $(wildcard app/engines/_*.c app/engines/*/_*.c)
 C_HEADERS = $(wildcard app/engines/compiled/*.h)
 $(VENV)/.installed: $(LOCK) pyproject.toml setup.py $(C_SOURCES) $(C_HEADERS) | $(VENV)/bin/python
@@ -89,7 +89,7 @@ lint: install-dev
 lock: | $(VENV)/bin/python
 	$(PY) -m pip install -qq uv
 	$(VENV)/bin/uv pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK)
-	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench $(LOCK_FLAGS) -o $(DEV_LOCK)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra test --extra bench --extra dask $(LOCK_FLAGS) -o $(DEV_LOCK)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .hypothesis

@@ -96,6 +96,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port(host, args.port)  # before the tokenizers load: said at once, in words
     if args.tokenizer:
         _share_tokenizer_files(args.tokenizer)
+    if args.corpus_dir:
+        from pathlib import Path
+
+        if not Path(args.corpus_dir).is_dir():
+            raise TokenplayError(f"--corpus-dir {args.corpus_dir!r} is not a folder")
+        os.environ["TOKENPLAY_CORPUS_DIR"] = str(Path(args.corpus_dir).resolve())  # read by every worker's settings
     from app.settings import Settings
 
     def announce(port: int) -> None:
@@ -339,6 +345,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.pattern,
         args.special,
         args.tie_break,
+        min_count=args.min_count,
         top_k=args.top_k,
         max_ties=args.max_ties,
         max_vocab_size=args.max_vocab_size,
@@ -377,7 +384,8 @@ def _train_lab_algorithm(args: argparse.Namespace, corpus: str) -> int:
     from app.lab.runs import Run
 
     refused = [flag for flag, value in (("--special", args.special), ("--export-tiktoken", args.export_tiktoken),
-                                        ("--top-k", args.top_k), ("--max-ties", args.max_ties)) if value]
+                                        ("--top-k", args.top_k), ("--max-ties", args.max_ties),
+                                        ("--min-count", args.min_count != 2)) if value]
     if refused:
         raise TokenplayError(f"{', '.join(refused)} apply to --algorithm bpe only")
     options = Options(algorithm=args.algorithm, vocab_size=args.vocab_size, tie_break=args.tie_break)
@@ -438,6 +446,131 @@ def cmd_languages(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    """Measure tokenizers on a corpus (:mod:`app.features.measure`): the report to stdout or --out, a progress bar
+    on stderr when it is a terminal; exit status 1 when nothing could be measured."""
+    from app.features import measure as m
+
+    if args.conformance:
+        return _conformance(args)
+    if args.format == "text":
+        raise TokenplayError("a measurement answers --format json, csv or html (text is for --conformance)")
+    names = [n.strip() for part in args.tokenizers for n in part.split(",") if n.strip()]
+    if not names:
+        raise TokenplayError("name the tokenizers to measure with: --tokenizers cl100k_base,llama-3 (see tokenplay list)")
+    from app.services.measure import cli_ref
+
+    refs = [cli_ref(name) for name in names]
+    read = m.ReadOptions(field=args.field, group_by=m.check_group_by(args.group_by),
+                         max_document_bytes=int(args.max_document_mb * (1 << 20)))
+    options = m.FigureOptions(reference_group=args.reference_group, reference_tokenizer=_reference(args.reference_tokenizer, refs),
+                              resamples=args.resamples, seed=args.seed)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    bar = None
+
+    def on_plan(corpus) -> None:
+        nonlocal bar
+        if show:
+            from tqdm import tqdm
+
+            tqdm.monitor_interval = 0  # no monitor thread: the worker processes are forked from this one
+            bar = tqdm(total=corpus.total_bytes, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
+                       desc="measuring", dynamic_ncols=True)
+
+    def progress(n: int) -> None:
+        if bar is not None:
+            bar.update(n)
+
+    executor = m.executor_for(args.workers, args.dask)
+    try:
+        report = m.measure(args.paths, refs, read=read, options=options, executor=executor,
+                           part_bytes=int(args.part_mb * (1 << 20)), progress=progress, on_plan=on_plan)
+    except KeyboardInterrupt:
+        print("tokenplay: measure: interrupted; nothing written", file=sys.stderr)
+        return 130
+    finally:
+        if bar is not None:
+            bar.close()
+        if isinstance(executor, m.DaskExecutor):
+            executor.close()
+    _write_report(report, args.format, args.out)
+    return _said(report.problems, report.measured)
+
+
+def _said(problems, measured: bool) -> int:
+    """Every problem met on stderr, and the exit status: 1 when nothing could be measured."""
+    for problem in problems:
+        print(f"tokenplay: measure: {problem.message}", file=sys.stderr)
+    if not measured:
+        print("tokenplay: measure: nothing could be measured", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _reference(name: str | None, refs) -> str | None:
+    """The report's name of the reference tokenizer (an alias given for it names the same entry)."""
+    if name is None:
+        return None
+    for ref in refs:
+        if name == ref.name:
+            return name
+    try:
+        canonical = registry.resolve(name)
+    except UnknownTokenizerError:
+        return name  # not measured: measure() says so
+    return canonical
+
+
+def _write_report(report, fmt: str, out: str | None) -> None:
+    if fmt == "json":
+        data = report.json() + b"\n"
+    elif fmt == "csv":
+        data = report.csv().encode("utf-8")
+    else:
+        data = measure_html(report).encode("utf-8")
+    _write(data, out)
+
+
+def _write(data: bytes, out: str | None) -> None:
+    if out:
+        with open(out, "wb") as f:
+            f.write(data)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+
+
+def measure_html(report) -> str:
+    """The report as a page of its own (``--format html``): the table and charts of the measure page."""
+    import jinja2
+
+    from app.settings import Settings
+
+    settings = Settings()
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(settings.templates_dir)), autoescape=True)
+    css = (settings.static_dir / "measure.css").read_text(encoding="utf-8")  # our own stylesheet, inlined
+    return env.get_template("measure_report.html").render(report=report.to_dict(), css=css)
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    from app.features.measure import conformance
+    from app.features.measure.sources import ReadOptions
+
+    read = ReadOptions(field=args.field, max_document_bytes=int(args.max_document_mb * (1 << 20)))
+    result = conformance.check(args.conformance, args.paths, read=read, context=args.context, limit=args.limit)
+    if args.format == "json":
+        data = result.json() + b"\n"
+    elif args.format == "csv":
+        data = result.csv().encode("utf-8")
+    elif args.format == "text":
+        data = result.text().encode("utf-8")
+    else:
+        raise TokenplayError("--conformance answers --format json, csv or text")
+    _write(data, args.out)
+    return _said(result.problems, bool(result.documents))
+
+
 def _tokenizer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--tokenizer", default="cl100k_base", help="tokenizer name, model alias or file path")
     p.add_argument("--file", default=None, metavar="PATH", help="use this tokenizer file instead of a name")
@@ -485,6 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="a tokenizer file every user of the server can pick (repeatable; named after the file)",
     )
+    p.add_argument("--corpus-dir", default=None, metavar="DIR",
+                   help="a folder of corpora the measure page offers to measure, read where they are")
     p.add_argument(
         "--preload",
         action=argparse.BooleanOptionalAction,
@@ -536,8 +671,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "unigram: a SentencePiece .model (both as the lab exports them)")
     p.add_argument("--vocab-size", type=int, required=True,
                    help="bpe: 256 bytes + merges; wordpiece, unigram: the vocabulary size to reach")
-    p.add_argument("--pattern", choices=("none", "gpt2", "gpt4", "o200k"), default="gpt4", help="pre-tokenizer")
+    p.add_argument("--pattern", choices=("none", "gpt2", "gpt4", "o200k", "digits", "digits-r2l"), default="gpt4",
+                   help="pre-tokenizer (digits: gpt4 with every digit alone; digits-r2l: numbers in threes from the right)")
     p.add_argument("--tie-break", choices=("first", "lexical"), default="first")
+    p.add_argument("--min-count", type=int, default=2,
+                   help="bpe: merge a pair only when it occurs this often (1: pairs seen once too, as tiktoken's "
+                        "_educational.bpe_train and minbpe do)")
     p.add_argument("--special", action="append", default=[], metavar="TOKEN", help="special token (repeatable)")
     p.add_argument("--out", required=True,
                    help="model file (bpe: Tokenplay BPE JSON; wordpiece: tokenizer.json; unigram: .model)")
@@ -560,6 +699,42 @@ def build_parser() -> argparse.ArgumentParser:
                         "tokenizer's premium, dearest first)")
     p.add_argument("--csv", action="store_true", help="CSV, one line per language and tokenizer (as /languages' export)")
     p.set_defaults(func=cmd_languages)
+
+    p = sub.add_parser("measure", help="measure tokenizers on a corpus: tokens, bytes/token, fertility, vocabulary "
+                       "used, Rényi efficiency, premium; or --conformance MODEL: do its runtimes agree?")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help=".txt (a document each), .jsonl (a document per line), .parquet files, or folders of them; "
+                        "optionally .gz or .zst")
+    p.add_argument("-t", "--tokenizers", action="append", default=[], metavar="NAME,NAME",
+                   help="tokenizers (names, aliases, lab-<id>, upload:<id>, or tokenizer file paths), comma-separated "
+                        "or repeated")
+    p.add_argument("--field", default="text", help="the .jsonl field or Parquet column holding the text (default: text)")
+    p.add_argument("--group-by", default=None, metavar="file|field:NAME",
+                   help="figures per file, or per value of a field (a language, say)")
+    p.add_argument("--format", choices=("json", "csv", "html", "text"), default="json",
+                   help="json (default), csv, html (a page of tables and charts); --conformance: json, csv or text")
+    p.add_argument("--out", default=None, metavar="FILE", help="write the report here (default: stdout)")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run on the Dask cluster whose scheduler is at ADDRESS, or local:N to start one of N workers "
+                        "(pip install 'tokenplay[dask]')")
+    p.add_argument("--reference-group", default=None, metavar="GROUP",
+                   help="premium: each group's tokens over this group's, with a bootstrap interval")
+    p.add_argument("--reference-tokenizer", default=None, metavar="NAME",
+                   help="tokenizer_premium: each tokenizer's tokens over this one's, on the same documents")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed (default 0)")
+    p.add_argument("--max-document-mb", type=float, default=8.0,
+                   help="documents larger than this are skipped and reported (default 8)")
+    p.add_argument("--part-mb", type=float, default=4.0,
+                   help="large .jsonl files are measured in parts of this size (default 4)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument("--conformance", default=None, metavar="MODEL",
+                   help="instead: encode every document with each runtime of MODEL and report where their ids differ")
+    p.add_argument("--context", type=int, default=40, help="--conformance: characters shown around a difference")
+    p.add_argument("--limit", type=int, default=100, help="--conformance: differing documents listed per runtime")
+    p.set_defaults(func=cmd_measure)
 
     p = sub.add_parser("list", help="list the tokenizers")
     p.add_argument("--json", action="store_true")

@@ -25,9 +25,11 @@ SCRIPTS = [
     ),
     ("Byte-level BPE: training and encoding, the held-out mix of en/c/ja (issues 3, 23)", "bench_bpe.py", [],
      ["--quick"]),
-    ("SentencePiece engine and trainer, the held-out Japanese manual (issues 4, 23)", "bench_sentencepiece.py", [],
-     ["--quick"]),
+    ("SentencePiece engine, the held-out Japanese manual, and sentencepiece's trainers through the lab (issues 4, 23, "
+     "33)", "bench_sentencepiece.py", [], ["--quick"]),
     ("BPE lab: jump to any step (issue 5)", "bench_lab.py", [], ["--chars", "200000", "--merges", "1024"]),
+    ("Lab pre-tokenizers and superwords: a superword run, a custom pattern's preview, curves (issue 34)",
+     "bench_lab_superwords.py", [], ["--quick", "--repeat", "1"]),
     ("WordPiece and Unigram: training and encoding beside tokenizers and sentencepiece (issue 17)",
      "bench_algorithms.py", [], ["--quick"]),
     ("Today's models: first use, memory, 1 MB encoding, reliability (issue 14)", "bench_models.py", [], ["--quick"]),
@@ -42,6 +44,10 @@ SCRIPTS = [
      "bench_languages.py", [], ["--repeat", "1", "--tokenizers", "gpt2,o200k_base,mistral-7b"]),
     ("First visits: every page of a freshly started server, once, under 1 s (issue 37)", "bench_first_visits.py", [],
      []),
+    ("Know a vocabulary: a page of a 262k vocabulary, the health report of o200k_base cold and again, a ladder of 10 "
+     "sizes on 10 KB, the pages' server time (issue 35)", "bench_vocab.py", ["--pages"], ["--quick", "--pages"]),
+    ("Measuring a corpus: 100 MB of mixed text with cl100k_base beside tiktoken, workers, Dask, memory, MB/s of every "
+     "shipped tokenizer (issue 36)", "bench_measure.py", [], ["--quick"]),
     (
         "Load: a class of 50 typists, each its own real text, --workers auto (issue 16)",
         "load.py",

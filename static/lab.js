@@ -1,5 +1,6 @@
-// Tokenizer lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit and words, and the merge tree of a token
-// clicked (or chosen with Enter) in the corpus view. Everything else is htmx links and forms.
+// Tokenizer lab: keyboard shortcuts, autoplay, presenter mode, the size box's limit and words, the merge tree of a token
+// clicked (or chosen with Enter) in the corpus view, the presets of sentencepiece's options, and the runs this
+// browser opened (for the curves form). Everything else is htmx links and forms.
 (function () {
   "use strict";
   let timer = null;
@@ -79,7 +80,24 @@
     if (t.closest("#present-toggle")) togglePresent();
     const tok = t.closest("#corpus-tokens > span");
     if (tok) showTree(tok);
+    const preset = t.closest(".spm-preset");
+    if (preset) fillPreset(preset);
   });
+
+  // A preset of sentencepiece's options (Llama 2's, its defaults): its values into the form's sp_<option> fields.
+  function fillPreset(button) {
+    const form = button.closest("form");
+    const options = JSON.parse(button.dataset.preset || "{}");
+    Object.keys(options).forEach(function (name) {
+      const field = form && form.elements.namedItem("sp_" + name);
+      if (!field) return;
+      const value = options[name];
+      if (field.type === "checkbox") field.checked = !!value;
+      else field.value = Array.isArray(value) ? value.join("\n") : String(value);
+    });
+    const status = form && form.querySelector("#spm-preset-status");
+    if (status) status.textContent = button.textContent + ": filled in";
+  }
 
   // The size box's limit follows what it counts: merges, or tokens (the vocabulary: bases + merges).
   document.addEventListener("change", function (e) {
@@ -110,7 +128,40 @@
     let saved = null;
     try { saved = localStorage.getItem("tp-lab-present"); } catch (err) { /* private mode */ }
     if (saved === "1") togglePresent(true);
+    rememberRun();
   });
+
+  // The runs this browser opened (newest first, at most 12): the curves form offers them as one-click additions.
+  function rememberRun() {
+    const lab = document.getElementById("lab");
+    const runs = document.getElementById("curves-runs");
+    const box = document.getElementById("recent-runs");
+    let recent = [];
+    try { recent = JSON.parse(localStorage.getItem("tp-lab-runs") || "[]"); } catch (err) { recent = []; }
+    if (!Array.isArray(recent)) recent = [];
+    if (lab && lab.dataset.run && document.getElementById("step")) {
+      const desc = document.querySelector(".lab-desc");
+      const label = desc ? desc.textContent.trim().split(" · ")[0] : "";
+      recent = [{ id: lab.dataset.run, label: label }].concat(recent.filter(function (r) { return r && r.id !== lab.dataset.run; })).slice(0, 12);
+      try { localStorage.setItem("tp-lab-runs", JSON.stringify(recent)); } catch (err) { /* private mode */ }
+    }
+    if (!runs || !box) return;
+    const others = recent.filter(function (r) { return r.id !== (lab && lab.dataset.run); });
+    if (!others.length) return;
+    box.append("Add: ");
+    others.forEach(function (r) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "btn btn-small recent-run";
+      b.textContent = r.id;
+      b.title = r.label;
+      b.addEventListener("click", function () {
+        const ids = runs.value.split(/\s+/).filter(Boolean);
+        if (ids.indexOf(r.id) < 0) runs.value = ids.concat([r.id]).join(" ");
+      });
+      box.append(b, " ");
+    });
+  }
 
   document.addEventListener("keydown", function (e) {
     if (!document.getElementById("step")) return;

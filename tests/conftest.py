@@ -41,7 +41,10 @@ def settings(tmp_path_factory) -> Settings:
     # suite light. The hold file does not exist unless a test puts it there (``live_lab_hold``).
     return Settings(
         lab_runs_dir=tmp_path_factory.mktemp("runs"),
+        measure_dir=tmp_path_factory.mktemp("measure"),
+        measure_pool="thread",
         uploads_dir=tmp_path_factory.mktemp("uploads"),
+        vocab_cache_dir=tmp_path_factory.mktemp("vocab"),
         lab_pool="thread",
         lab_quick_wait_seconds=QUICK_WAIT,
         lab_progress_wrap=Hold(tmp_path_factory.mktemp("hold") / "hold", on=False),

@@ -51,7 +51,15 @@ class Tokenizer(ABC):
     @property
     @abstractmethod
     def n_vocab(self) -> int:
-        """One more than the largest id."""
+        """The vocabulary size as the tokenizer's reference library gives it: tiktoken's ``n_vocab``, Hugging Face
+        ``tokenizers``' ``get_vocab_size(with_added_tokens=True)``, sentencepiece's ``get_piece_size()``. Usually one
+        more than the largest id; see :attr:`id_bound` for the ids themselves."""
+
+    @property
+    def id_bound(self) -> int:
+        """One more than the largest id. It can differ from :attr:`n_vocab`: ids the reference library does not count
+        (the ChatML markup Tokenplay adds to o200k_base), or a file whose ids leave gaps."""
+        return self.n_vocab
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -73,7 +81,7 @@ class Tokenizer(ABC):
         return frozenset(self.special_tokens.values())
 
     def has_id(self, token_id: int) -> bool:
-        if not 0 <= token_id < self.n_vocab:
+        if not 0 <= token_id < self.id_bound:
             return False
         try:
             self.token_bytes(token_id)
@@ -87,7 +95,7 @@ class Tokenizer(ABC):
         if bad:
             shown = ", ".join(str(i) for i in bad[:10]) + (" ..." if len(bad) > 10 else "")
             raise InvalidIdsError(
-                f"{self.name} has no token with id {shown}; valid ids are 0..{self.n_vocab - 1}"
+                f"{self.name} has no token with id {shown}; valid ids are 0..{self.id_bound - 1}"
                 + (" (some ids in that range are unused)" if self._has_gaps() else "")
             )
         return ids
@@ -119,10 +127,15 @@ class VocabFacts:
     _n_vocab: int
     _special: dict[str, int]
     _holes: bool  # some ids below n_vocab stand for no token
+    _id_bound: int | None = None  # one more than the largest id, when that is not n_vocab
 
     @property
     def n_vocab(self) -> int:
         return self._n_vocab
+
+    @property
+    def id_bound(self) -> int:
+        return self._n_vocab if self._id_bound is None else self._id_bound
 
     @property
     def special_tokens(self) -> dict[str, int]:

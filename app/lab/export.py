@@ -1,14 +1,33 @@
-"""Downloads of a run (our JSON; ``.tiktoken`` for byte-level, ``.model`` for SentencePiece-style and unigram,
-``tokenizer.json`` for WordPiece) and its chart."""
+"""Downloads of a run and its chart: our JSON; for byte-level runs ``.tiktoken`` (the ranks) and
+``tiktoken.json`` (the arguments of ``tiktoken.Encoding``: name, ``pat_str``, ranks); ``.model`` for
+SentencePiece BPE and unigram runs; ``tokenizer.json`` for WordPiece, byte- and character-level runs.
+
+A byte- or character-level run's files carry its pre-tokenizer as its tokenizer has it after the last merge (a
+superword run's stage two): ``tokenizer.json`` as a ``Split`` step with behavior ``Isolated`` (the lab's
+pre-tokens exactly: matches and the stretches between them), written for Oniguruma, the library's regex engine
+(:func:`oniguruma`); ``tiktoken.json`` as a ``pat_str`` whose matches are those pre-tokens
+(:func:`~.splits.findall_regex`), since tiktoken keeps only matches. tiktoken joins the pair whose joined bytes
+rank lowest, Hugging Face's BPE the listed pair of lowest rank, which the lab does too: the two agree on a trained
+run's merges; a typed merge list (:mod:`.merge_lists`) may name merges only the second runs as the lab does.
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 
+import regex
+
 from app.engines.errors import TokenplayError
+from app.engines.pipeline.onig_regex import translate
+from app.engines.pipeline.tokenizer_json import BYTE_OF_CHAR, UnsupportedTokenizerError
 from app.engines.result import escape_bytes
 
+from .algorithms import END_OF_WORD, final_encoder, transition_of
 from .runs import Run
+from .splits import findall_regex
+
+_CHAR_OF_BYTE = {b: ch for ch, b in BYTE_OF_CHAR.items()}
 
 
 class ExportError(TokenplayError):
@@ -41,10 +60,95 @@ def to_json(run: Run) -> dict:
     }
 
 
+def oniguruma(pattern: str, field: str = "the run's pattern") -> str:
+    r"""``pattern`` (the ``regex`` module's) as Oniguruma reads it the same way, for a tokenizer.json: GPT-4's
+    possessive ``\p{N}{1,3}+`` as ``\p{N}{1,3}`` (Oniguruma reads ``{1,3}+`` as a repeat of ``{1,3}``; nothing
+    follows it in its alternative, so the two match alike); a pattern with another possessive repeat count, or
+    with an escape Oniguruma reads otherwise (``\w``, ``\b``, ``\h``), is refused in words."""
+    out = pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+    if regex.search(r"(?<!\\)\{\d*(?:,\d*)?\}\+", out):  # a repeat count, not \p{L}+
+        raise ExportError(f"{field} has a possessive repeat count ({{m,n}}+), which Hugging Face's regex engine "
+                          "reads as a repeat of the count; write it without the +, or as (?>...{m,n})")
+    try:
+        if translate(out) != out:
+            raise UnsupportedTokenizerError(r"\w, \W, \b, \B, \h or \H")
+    except UnsupportedTokenizerError:
+        raise ExportError(f"{field} uses \\w, \\b or \\h, which Hugging Face's regex engine reads otherwise; write "
+                          "the classes out (e.g. [\\p{L}\\p{N}_] for \\w)") from None
+    return out
+
+
+def _split_steps(run: Run) -> tuple[list[dict], str | None]:
+    """The tokenizer.json pre-tokenizer steps that cut text as the run's tokenizer does, and its findall regex."""
+    encoder = final_encoder(run.options, run.base, run.n_steps)
+    split = encoder.split
+    if split.regex is None:
+        return [], None
+    step = {"type": "Split", "pattern": {"Regex": oniguruma(split.regex)}, "behavior": "Isolated", "invert": False}
+    return [step], findall_regex(encoder.pattern, encoder.pattern_regex)
+
+
+def tokenizer_json(run: Run) -> str:
+    """A byte- or character-level run as a Hugging Face ``tokenizer.json``: its pre-tokenizer (a ``Split``), a
+    BPE model with its vocabulary (ids as the run's) and merges in order; a byte-level run writes tokens in GPT-2's
+    byte alphabet through ``ByteLevel`` steps, a character-level one as text with the byte pieces ``<0x00>`` ...
+    ``<0xFF>`` after its vocabulary for the characters the corpus lacked (its tokenizer's byte fallback)."""
+    algorithm = run.options.algorithm
+    if algorithm == "char" and run.options.end_of_word:
+        raise ExportError(f"tokenizer.json has no token of its own for {END_OF_WORD}: export this run as json, or "
+                          "train it without end_of_word")
+    steps, _ = _split_steps(run)
+    vocab = run.vocab()
+    if algorithm == "byte":
+        text = {i: "".join(_CHAR_OF_BYTE[b] for b in data) for i, data in vocab.items()}
+        steps = steps + [{"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]
+        decoder = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+        byte_fallback = False
+    else:
+        text = {i: data.decode("utf-8") for i, data in vocab.items()}
+        after = max(vocab) + 1
+        text |= {after + b: f"<0x{b:02X}>" for b in range(256)}
+        decoder = {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]}
+        byte_fallback = True
+    if len(set(text.values())) != len(text):
+        raise ExportError("two tokens of this run have the same text; tokenizer.json keys tokens by their text")
+    model = {
+        "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None, "end_of_word_suffix": None,
+        "fuse_unk": False, "byte_fallback": byte_fallback, "ignore_merges": False,
+        "vocab": {t: i for i, t in sorted(text.items())},
+        "merges": [[text[s.pair[0]], text[s.pair[1]]] for s in run.steps],
+    }
+    pre = None if not steps else steps[0] if len(steps) == 1 else {"type": "Sequence", "pretokenizers": steps}
+    body = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": pre, "post_processor": None, "decoder": decoder, "model": model}
+    return json.dumps(body, ensure_ascii=False, indent=1)
+
+
+def tiktoken_json(run: Run) -> dict:
+    """A byte-level run as the arguments of ``tiktoken.Encoding``: ``name``, ``pat_str`` (the pre-tokenizer of its
+    tokenizer, as a pattern whose matches are its pre-tokens), ``mergeable_ranks`` (base64 of a token's bytes ->
+    its id, as in a ``.tiktoken`` file) and ``special_tokens``."""
+    if run.options.algorithm != "byte":
+        raise ExportError("tiktoken holds byte-level vocabularies only; export this run as json or tokenizer.json")
+    _, pattern = _split_steps(run)
+    vocab = run.vocab()
+    if len(set(vocab.values())) != len(vocab):
+        raise ExportError("two tokens of this run have the same bytes; tiktoken keys tokens by their bytes")
+    return {
+        "name": f"lab-{run.id}",
+        "pat_str": pattern if pattern is not None else r"[\s\S]+",
+        "mergeable_ranks": {base64.b64encode(data).decode(): i for i, data in sorted(vocab.items())},
+        "special_tokens": {},
+    }
+
+
 def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
-    """(body, media type, file extension) of ``run`` in ``fmt``: ``json``, ``tiktoken`` or ``model``."""
+    """(body, media type, file extension) of ``run`` in ``fmt``: ``json``, ``tiktoken``, ``tiktoken.json``,
+    ``model`` or ``tokenizer.json``."""
     if fmt == "json":
         return json.dumps(to_json(run), ensure_ascii=False, indent=1).encode(), "application/json", "json"
+    if fmt == "tiktoken.json":
+        return json.dumps(tiktoken_json(run), indent=1).encode(), "application/json", "tiktoken.json"
     if fmt == "tiktoken":
         if run.options.algorithm != "byte":
             raise ExportError("the .tiktoken format holds byte-level vocabularies only; export this run as json")
@@ -57,13 +161,16 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
         return body.encode("ascii"), "text/plain", "tiktoken"
     if fmt == "model":
         if not run.model or run.options.algorithm not in ("sentencepiece", "unigram"):
-            raise ExportError("the .model format is for SentencePiece-style and unigram runs; export this run as json")
+            raise ExportError("the .model format is for SentencePiece BPE and unigram runs; export this run as json")
         return run.model, "application/octet-stream", "model"
     if fmt == "tokenizer.json":
+        if run.options.algorithm in ("byte", "char"):
+            return tokenizer_json(run).encode(), "application/json", "tokenizer.json"
         if run.options.algorithm != "wordpiece":
-            raise ExportError("the tokenizer.json format is for WordPiece runs; export this run as json")
+            raise ExportError("the tokenizer.json format is for WordPiece, byte- and character-level runs; export "
+                              "this run as json or model")
         return run.model, "application/json", "tokenizer.json"
-    raise ExportError(f"unknown export format {fmt!r}; choose json, tiktoken, model or tokenizer.json")
+    raise ExportError(f"unknown export format {fmt!r}; choose json, tiktoken, tiktoken.json, model or tokenizer.json")
 
 
 # -- chart ---------------------------------------------------------------------------------------------------
@@ -74,6 +181,7 @@ W, H, PAD = 600, 180, 36
 def chart(run: Run, k: int) -> dict:
     """An SVG line chart of compression (base units per token) against merges, with step ``k`` marked."""
     n = run.n_steps
+    t = transition_of(run.options) if not run.unigram else None
     points = list(range(0, n + 1, max(1, n // 300)))
     if points[-1] != n:
         points.append(n)
@@ -100,6 +208,7 @@ def chart(run: Run, k: int) -> dict:
         "y_max": round(y_max, 2),
         "y_min": round(y_min, 2),
         "n": n,
+        "tx": None if t is None or not 0 < t < n else round(x(t), 1),  # a superword run's transition
         "unit": "bytes" if run.options.algorithm == "byte" else "characters",
         "steps": "rounds" if run.unigram else "merges",
     }

@@ -5,6 +5,10 @@ the web layer answers with 429 and ``Retry-After``). A job trains with :func:`ap
 reports progress after each merge and checks the job's cancel flag, so a cancelled job stops within one merge.
 The run object in the store is the job's live view: status, progress, and at the end the steps.
 
+The same pools run other long work for the app (measuring a corpus: :mod:`app.services.measure`): a :class:`Job`
+with a ``task`` runs that instead of a training, on a record of its own kind that says what it is in its own words
+(:class:`JobWords`), in a pool of its own with its own store and limits.
+
 A training outlives a store outage (Redis restarting, a full disk) shorter than the store's ``stale_after``: the
 run's latest state is kept in this process's memory, progress is written when the store answers again, and the
 finished run is written by a flusher that retries with backoff (:class:`Flusher`). Only an outage longer than
@@ -130,6 +134,46 @@ class Flusher:
             pause = min(RETRY_MAX, pause * 2)
 
 
+@dataclass(frozen=True)
+class JobWords:
+    """What a pool says of a job's record when its work does not end well, in the record's own words: a record class
+    may set ``words`` (the lab's runs use :data:`TRAINING_WORDS`)."""
+
+    cancelled: str
+    unexpected: str
+    no_start: str
+    died: str  # {exit_code}
+    too_long: str  # {limit}, {s}
+    out_of_memory: str
+    busy: str  # {busy}, {capacity}
+
+
+TRAINING_WORDS = JobWords(
+    cancelled="training was cancelled",
+    unexpected=UNEXPECTED,
+    no_start="the training process did not start; train again in a moment",
+    died="the training process stopped unexpectedly (exit code {exit_code}); train again",
+    too_long="training took longer than the lab's limit of {limit:g} second{s} and was stopped; try a smaller corpus "
+    "or fewer merges",
+    out_of_memory="training ran out of memory; try a smaller corpus or fewer merges",
+    busy="the lab is busy: {busy} trainings are running or waiting (the limit is {capacity}); try again in a few "
+    "seconds",
+)
+
+
+def words_of(run) -> JobWords:
+    return getattr(run, "words", TRAINING_WORDS)
+
+
+def progressed(run, done: int, total: int) -> None:
+    """Note a job's progress on its record (a training's merges, or the record's own ``progressed``)."""
+    note = getattr(run, "progressed", None)
+    if note is not None:
+        note(done, total)
+    else:
+        run.done_merges, run.target_merges = done, total
+
+
 class QueueFull(TokenplayError):
     """Every worker is busy and the queue is full; try again shortly."""
 
@@ -140,8 +184,13 @@ class QueueFull(TokenplayError):
 
 @dataclass
 class Job:
+    """A training of ``run`` (``max_merges``, a ``prefix`` of steps, a ``force``d pair), or, with a ``task``, other
+    work on a record of another kind: ``task(progress, should_stop)`` runs in the worker (a thread, or a worker
+    process: then it must pickle), raises :class:`~.algorithms.Cancelled` when stopped, and answers what the
+    record's ``apply`` takes."""
+
     run: Run
-    max_merges: int
+    max_merges: int = 0
     prefix: list[MergeStep] = field(default_factory=list)
     prefix_n_ties: list[int] = field(default_factory=list)
     force: tuple[int, int] | None = None
@@ -150,6 +199,7 @@ class Job:
     future: Future | None = None
     store_down_since: float | None = None  # when the run store first refused this job's progress, unanswered since
     outage: bool = False  # stopped because the store stayed unreachable past its stale_after
+    task: Callable | None = None
 
 
 class BoundedJobs:
@@ -186,8 +236,7 @@ class BoundedJobs:
         if busy is not None:
             job.finished.set()
             raise QueueFull(
-                f"the lab is busy: {busy} trainings are running or waiting (the limit is {self.capacity}); "
-                "try again in a few seconds",
+                words_of(job.run).busy.format(busy=busy, capacity=self.capacity),
                 retry_after=max(2, min(30, 3 * (busy - self.workers + 1))),
             )
         with self._lock:
@@ -259,7 +308,7 @@ class JobPool(BoundedJobs):
             last_save = [time.monotonic()]
 
             def progress(done: int, total: int) -> None:
-                run.done_merges, run.target_merges = done, total
+                progressed(run, done, total)
                 now = time.monotonic()
                 if now - last_save[0] > 1.0:  # other worker processes read progress from the file
                     last_save[0] = now
@@ -267,6 +316,10 @@ class JobPool(BoundedJobs):
 
             if self.wrap_progress is not None:
                 progress = self.wrap_progress(progress, job.cancel.is_set)
+            if job.task is not None:
+                run.apply(job.task(progress, job.cancel.is_set))
+                run.status = "done"
+                return
             trained = train(
                 run.corpus,
                 run.options,
@@ -281,14 +334,15 @@ class JobPool(BoundedJobs):
             run.status = "done"
         except Cancelled:
             run.status = "cancelled"
-            run.error = "training was cancelled"
+            run.error = words_of(run).cancelled
         except TokenplayError as exc:
             run.status = "error"
             run.error = str(exc)
+            run.error_field = getattr(exc, "field", None)  # the option to blame, when one is (LabOptionsError)
         except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the worker alive and say what happened
-            log.exception("lab run %s: training failed", run.id)
+            log.exception("job %s failed", run.id)
             run.status = "error"
-            run.error = UNEXPECTED
+            run.error = words_of(run).unexpected
         finally:
             self._ended(job)
             try:

@@ -2,18 +2,17 @@
 
 Each trainer stops for its own reason, and the pages say it in the algorithm's words, from the run's records:
 
-- BPE (byte-level, character-level, SentencePiece-style) merges only a pair that occurs at least twice: it stops
-  when none does (often because every word of a small corpus is one token already);
+- BPE (byte-level, character-level) merges only a pair that occurs at least twice: it stops when none does (often
+  because every word of a small corpus is one token already);
 - WordPiece merges any pair that occurs, even once, unless its text is a piece already: it stops when no pair is
   left (every word is one piece);
-- Unigram never merges: each round's EM step drops the pieces the corpus would use less than half a time (as
-  SentencePiece does), then pruning removes pieces by loss down to the size asked for. When the EM step alone
-  takes the vocabulary below that size, pruning removes nothing and the run ends below it.
+- sentencepiece's trainers (SentencePiece BPE, Unigram) never end short: a size the corpus cannot fill is refused
+  before the run is kept, as sentencepiece refuses it, with the largest size that works
+  (:func:`app.lab.spm_runs.spm_refusal`).
 
 A run that ends short also says which sizes work (:attr:`Outcome.sizes`): a merge-based run merges the same pairs
 whatever size it is asked for, so it reaches every size from its base vocabulary to where it stopped, and no
-more, with the same settings. A unigram run whose seed held every candidate piece (a small corpus) and that ended
-short in its first round ends where any larger size ends too: that is the most the corpus supports.
+more, with the same settings.
 
 Nothing here trains; the numbers come from the run (its base vocabulary, its steps, its options).
 """
@@ -22,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engines.sentencepiece.unigram_trainer import N_SPECIAL
+from app.engines.sentencepiece.proto import BYTE, CONTROL, UNKNOWN, USER_DEFINED, ModelProto
 
-from .algorithms import Encoder
+from .algorithms import encoders, transition_of
 from .runs import Run
 
 ALGORITHM_NAMES = {"byte": "BPE", "char": "BPE", "sentencepiece": "BPE", "wordpiece": "WordPiece", "unigram": "Unigram"}
@@ -71,8 +70,8 @@ def outcome(run: Run) -> Outcome:
     """The vocabulary of a finished run and, when it ended away from the size asked for, why (see the module)."""
     algorithm = run.options.algorithm
     n = run.n_steps
-    if algorithm == "unigram":
-        return _unigram(run)
+    if algorithm in ("sentencepiece", "unigram"):
+        return _sentencepiece(run)
     base = len(run.base)
     asked = base + run.target_merges
     reached = base + n
@@ -81,8 +80,6 @@ def outcome(run: Run) -> Outcome:
     elif algorithm == "char":
         eow = run.options.end_of_word
         parts = ((base - eow, "characters"),) + (((1, "end-of-word marker"),) if eow else ())
-    elif algorithm == "sentencepiece":
-        parts = ((3, "special"), (256, "byte pieces"), (base - N_SPECIAL, "characters"))
     else:
         texts = [b.decode() for i, b in run.base.items() if i]
         inner = sum(t.startswith("##") for t in texts)
@@ -97,8 +94,9 @@ def outcome(run: Run) -> Outcome:
 
 def _words(run: Run) -> int:
     """How many words the trainer saw (the tokens of a corpus whose every word is one token)."""
-    encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word)
-    return len(encoder.spans(run.corpus))
+    one, two = encoders(run.options, run.base)
+    t = transition_of(run.options)
+    return len((two if t is not None and run.n_steps > t else one).spans(run.corpus))
 
 
 def _merge_reason(run: Run, asked: int, reached: int) -> str:
@@ -115,34 +113,27 @@ def _merge_reason(run: Run, asked: int, reached: int) -> str:
         return f"{where}: no pair left to merge, the pairs left would only make pieces it already has"
     if one_each:
         return f"{where}: every word of the corpus is one token already (no pair left to merge)"
+    if run.options.min_count != 2:
+        m = run.options.min_count
+        return (f"{where}: no pair of neighbouring tokens occurs {'even once' if m == 1 else f'{m} times'} in the corpus "
+                f"any more (this run merges pairs seen {m} time{'s' * (m != 1)} or more)")
     return f"{where}: no pair of neighbouring tokens occurs twice in the corpus any more (BPE merges only pairs that repeat)"
 
 
-def _unigram(run: Run) -> Outcome:
+def _sentencepiece(run: Run) -> Outcome:
+    """A run of sentencepiece's trainers: its ``.model``'s pieces by kind (it has the size asked for: sentencepiece
+    refuses a size the corpus cannot fill)."""
+    types = [p.type for p in ModelProto.parse(run.model).pieces]
+    special = sum(t in (CONTROL, UNKNOWN) for t in types)
+    user = types.count(USER_DEFINED)
+    byte = types.count(BYTE)
     n = run.n_steps
-    pieces = [b.decode("utf-8") for i, b in sorted(run.base.items()) if i >= N_SPECIAL]
-    chars = sum(len(p) == 1 for p in pieces)
-    reached = run.vocab_size_at(n)
-    asked = run.options.vocab_size if run.options.vocab_size is not None else N_SPECIAL + chars + (run.options.merges or 0)
-    learned = reached - N_SPECIAL - chars
-    parts = ((3, "special"), (256, "byte pieces"), (chars, "characters"), (learned, "longer piece" if learned == 1 else "longer pieces"))
-    reason = None
-    sizes = steps = None
-    if reached < asked and n:
-        before = run.vocab_size_at(n - 1)
-        reason = (
-            f"Unigram ended at {reached:,} of the {asked:,} pieces asked for: round {n} started from {before:,} "
-            f"and its EM step dropped {_n(before - reached, 'piece')} the corpus would use less than half a time "
-            "(SentencePiece drops them too), so no piece was left to prune by loss"
-        )
-        if n == 1 and run.extra.get("seed_complete"):  # any larger size starts from this seed and ends here too
-            least = N_SPECIAL + chars
-            sizes, steps = (least, reached), (0, learned)
-            reason += (f"; this corpus supports at most {_n(reached, 'piece')}: a vocabulary of {least:,} (the "
-                       f"special, byte and character pieces) to {reached:,}, or up to {_n(learned, 'learned piece')}")
-    elif reached > asked:
-        reason = (
-            f"Unigram ended at {_n(reached, 'piece')}, above the {asked:,} asked for: its last round removed nothing "
-            "more (characters always stay)"
-        )
-    return Outcome(asked, reached, parts, reason, sizes, steps)
+    if run.unigram:
+        final = [run.base[i].decode("utf-8") for i in range(len(types))]
+        chars = sum(len(p) == 1 for p, t in zip(final, types) if t not in (CONTROL, UNKNOWN, USER_DEFINED, BYTE))
+        learned = len(types) - special - user - byte - chars
+        tail = ((chars, "characters"), (learned, "longer piece" if learned == 1 else "longer pieces"))
+    else:
+        tail = ((len(types) - special - user - byte - n, "characters"), (n, "merge" if n == 1 else "merges"))
+    parts = ((special, "special"), (user, "user-defined symbols"), (byte, "byte pieces")) + tail
+    return Outcome(len(types), len(types), parts, None)

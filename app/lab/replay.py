@@ -12,6 +12,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import cached_property
+
+import regex
 
 from app.engines.merging import merge
 from app.engines.merging import pair as _pair  # "pair" names the loop variables below
@@ -23,13 +26,16 @@ from app.engines.wordpiece.model import wordpiece_walk
 from app.engines.wordpiece.trainer import PREFIX as WP_PREFIX
 from app.engines.wordpiece.trainer import normalize_word, tokenizer_json
 
-from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .algorithms import END_OF_WORD, Encoder, encoders, transition_of
 from .byte_hints import ByteHint, CorpusBytes, byte_hint
+from .pair_tables import PairTables
 from .display import UNKNOWN, WINDOW_CHARS, Chip, ReplayView, chip_of, display_text
 from .runs import Run
+from .spm_replay import SentencePieceSteps
 from .text_counts import merge_text_tokens
 
 MAX_TRACE_STAGES = 400
+_SPACE_INSIDE = regex.compile(r"\S\s+\S")
 
 
 class Merges:
@@ -72,7 +78,7 @@ class Merges:
 def _surface(token: bytes, algorithm: str) -> bytes:
     if algorithm == "wordpiece":
         return token[2:] if token.startswith(b"##") and len(token) > 2 else token
-    return token.replace(END_OF_WORD.encode(), b"").replace(SP_SPACE.encode(), b" ")
+    return token.replace(END_OF_WORD.encode(), b"")
 
 
 class RunReplay(ReplayView):
@@ -82,27 +88,50 @@ class RunReplay(ReplayView):
         super().__init__(run, window_chars)
         self.merges = Merges(run.steps)
         self.algorithm = run.options.algorithm
-        # what each token stands for in the text: ``</w>`` stands for nothing, ``▁`` for a space, ``##`` for nothing
+        # what each token stands for in the text: ``</w>`` stands for nothing, ``##`` for nothing
         self.surface = {i: _surface(b, self.algorithm) for i, b in self.vocab.items()}
         self.byte_table = ByteTable(self.vocab.__getitem__, frozenset())
         self.made_at = {s.new_id: s.step for s in run.steps}
         self.base_ids = set(run.base)
         # a character-level run's tokenizer gives a character the corpus lacks its UTF-8 bytes, as ids after the
-        # vocabulary (app.lab.run_tokenizers.LabTokenizer); a SentencePiece-style run has byte pieces of its own
+        # vocabulary (app.lab.run_tokenizers.LabTokenizer)
         fallback = max(self.vocab) + 1 if self.algorithm == "char" and self.vocab else None
         if fallback is not None:
             for b in range(256):
                 data = bytes([b])
                 self.chips[fallback + b] = chip_of(fallback + b, data, display_text(data))
                 self.text[fallback + b] = self.chips[fallback + b].text
-        self.encoder = Encoder(run.options.algorithm, run.options.pattern, run.base, run.options.end_of_word, fallback)
-        self.words = self.encoder.spans(self.window)  # (start, end, lead); the text between words makes no token
-        self.word_ids = {(a, b, lead): self.encoder.word_ids(self.window[a:b], lead) for a, b, lead in self.words}
+        # the run's encoder, and a superword run's stage two, which cuts the text after the transition
+        self.encoder, self.encoder_two = encoders(run.options, run.base, fallback)
+        self.transition = transition_of(run.options)
+        self._window_words: dict[int, tuple[list, dict]] = {}
+        self.words, self.word_ids = self.window_words(0)
         self._cache: OrderedDict[int, TokenizeResult] = OrderedDict()
         self._wordpiece: dict[int, object] = {}
         self._hints: dict[bytes, ByteHint | None] = {}
         self._corpus_bytes: CorpusBytes | None = None
         self._text_tokens: list[int] | None = None
+        self.pair_tables = PairTables(run)
+
+    def stage(self, k: int) -> int:
+        """Which stage's pre-tokenizer the run's tokenizer has after ``k`` merges: 1, or 2 past a superword run's
+        transition."""
+        return 2 if self.transition is not None and k > self.transition else 1
+
+    def encoder_at(self, k: int) -> Encoder:
+        """The encoder that cuts a text as the run's tokenizer does after ``k`` merges."""
+        return self.encoder_two if self.stage(k) == 2 else self.encoder
+
+    def window_words(self, k: int) -> tuple[list, dict]:
+        """The words of the corpus window after ``k`` merges, ``(start, end, lead)`` (the text between them makes no
+        token), and each one's base ids."""
+        stage = self.stage(k)
+        found = self._window_words.get(stage)
+        if found is None:
+            encoder = self.encoder_at(k)
+            words = encoder.spans(self.window)
+            found = self._window_words[stage] = (words, {w: encoder.word_ids(self.window[w[0]:w[1]], w[2]) for w in words})
+        return found
 
     def text_tokens(self, k: int) -> int:
         """The tokens of the whole corpus as the run's tokenizer cuts it after ``k`` merges: after the last, what
@@ -173,11 +202,12 @@ class RunReplay(ReplayView):
         encoded: dict[tuple, list[int]] = {}
         ids: list[int] = []
         tokens: list[Token] = []
-        for a, b, lead in self.words:
+        words, word_ids = self.window_words(k)
+        for a, b, lead in words:
             key = (self.window[a:b], lead)
             merged = encoded.get(key)
             if merged is None:
-                merged = encoded[key] = self.merges.apply(self.word_ids[(a, b, lead)], k)
+                merged = encoded[key] = self.merges.apply(word_ids[(a, b, lead)], k)
             ids += merged
             tokens += self._place(merged, a, lead)
         out = TokenizeResult(f"lab-{self.run.id}", self.window, ids, tokens)
@@ -196,11 +226,34 @@ class RunReplay(ReplayView):
         for n, tid in enumerate(ids):
             surface = self.surface[tid] if tid >= 0 else b""
             width = len(surface.decode("utf-8")) if tid >= 0 else 1  # an unknown character is one
-            if n == 0 and lead:  # SentencePiece's dummy-prefix ▁ stands for no character of the text
-                width -= 1
             out.append(Token(tid, surface, pos, pos + width, self.token_text(tid)))
             pos += width
         return out
+
+    @cached_property
+    def superwords(self) -> dict[int, int]:
+        """A superword run's superword tokens, id -> the step that made it: made past the transition, and cut in two
+        or more by stage one's pattern, or holding a space between two other characters (``of the``, ``it's``, a
+        sentence end and the next word)."""
+        if self.transition is None:
+            return {}
+        split = self.encoder.split
+        out = {}
+        for step in self.run.steps[self.transition :]:
+            text = self.vocab[step.new_id].decode("utf-8", errors="replace").replace(END_OF_WORD, "")
+            if _SPACE_INSIDE.search(text) is not None or len(split.pieces(text)) > 1:
+                out[step.new_id] = step.step
+        return out
+
+    def superword_list(self, k: int, limit: int = 200) -> tuple[list[dict], int]:
+        """The superword tokens made by merges 1..``k``, newest first (at most ``limit``), and how many there are."""
+        made = [(tid, step) for tid, step in self.superwords.items() if step <= k]
+        made.sort(key=lambda item: -item[1])
+        return [{"id": tid, "text": self.token_text(tid), "step": step} for tid, step in made[:limit]], len(made)
+
+    def pairs(self, k: int, offset: int = 0, limit: int = 100, q: str = "") -> dict:
+        """The whole pair table after ``k`` merges, a page of it (:mod:`.pair_tables`)."""
+        return self.pair_tables.page(k, self.pair_text, offset, limit, q)
 
     # -- one step ----------------------------------------------------------------------------------------
     def table(self, k: int) -> dict:
@@ -269,6 +322,11 @@ class RunReplay(ReplayView):
             "window_chars": len(self.window),
             "window_truncated": self.truncated,
             "tokens": tokens,
+            # superword runs: the transition, the stage whose pre-tokenizer cuts text after k merges, and the
+            # superword tokens made so far
+            "transition": self.transition,
+            "stage": self.stage(k),
+            "superwords": sum(1 for step in self.superwords.values() if step <= k),
         }
 
     # -- encode a new text -------------------------------------------------------------------------------
@@ -278,9 +336,10 @@ class RunReplay(ReplayView):
         grouping every word's merges by rank gives the stages. The text is cut as the run's tokenizer cuts it
         (:meth:`~.algorithms.Encoder.text_spans`): the text between words is words too, and a character the
         corpus lacks is its bytes, so after the last merge the ids are those ``/api/tokenize`` gives with it."""
-        spans = self.encoder.text_spans(text)
-        words = [self.encoder.text_ids(text[a:b], lead) for a, b, lead in spans]
-        missing = sum(1 for a, b, lead in spans for c in self.encoder.word_ids(text[a:b], bool(lead)) if c < 0)
+        encoder = self.encoder_at(k)
+        spans = encoder.text_spans(text)
+        words = [encoder.text_ids(text[a:b], lead) for a, b, lead in spans]
+        missing = sum(1 for a, b, lead in spans for c in encoder.word_ids(text[a:b], bool(lead)) if c < 0)
         merged: list[list[tuple]] = []
         for w in words:
             steps: list[tuple] = []
@@ -305,7 +364,8 @@ class RunReplay(ReplayView):
             new_id = self.merges.new_id[pair]
             stages.append(
                 {"step": rank + 1, "pair": self.pair_text(pair), "token": self.token_text(new_id), "words": snapshot(),
-                 "word_ids": [list(w) for w in words], "pair_ids": list(pair), "new_id": new_id}
+                 "word_ids": [list(w) for w in words], "pair_ids": list(pair), "new_id": new_id,
+                 "superword": new_id in self.superwords}
             )
         final = [t for w in words for t in w]
         out = {
@@ -382,6 +442,14 @@ class RunReplay(ReplayView):
         return out, total
 
 
+class SpmReplay(SentencePieceSteps, RunReplay):
+    """A finished SentencePiece BPE run: its merge records as :class:`RunReplay` shows them, its corpus window, counts,
+    encode traces and vocabulary from the step's own ``.model`` (:class:`~.spm_replay.SentencePieceSteps`). It has
+    no superword stage: sentencepiece's trainer cuts its own words."""
+
+    transition = None
+
+
 _VIEWS: OrderedDict[tuple[str, int], RunReplay] = OrderedDict()
 _VIEWS_LOCK = threading.Lock()
 
@@ -398,6 +466,8 @@ def replay_for(run: Run):
         from .unigram_replay import UnigramReplay
 
         v = UnigramReplay(run)
+    elif run.options.algorithm == "sentencepiece":
+        v = SpmReplay(run)
     else:
         v = RunReplay(run)
     with _VIEWS_LOCK:

@@ -1,18 +1,19 @@
 """Trained lab runs as playground tokenizers ("use in playground"), registered as ``lab-<run id>``.
 
 Byte-level runs become the BPE engine's own :class:`~app.engines.bpe.BPETokenizer` (tiktoken semantics);
-SentencePiece-style and unigram runs the SentencePiece engines running the run's trained ``.model``; WordPiece
+SentencePiece BPE and unigram runs the SentencePiece engines running the run's trained ``.model``; WordPiece
 runs the WordPiece engine running its ``tokenizer.json``. Character-level runs
 become a :class:`LabTokenizer`: the run's merges applied by rank
 to each word, with byte fallback for characters the corpus never had (ids after the vocabulary, one per byte),
 so any text tokenizes and the tokens' bytes join back to the text. ``</w>`` is shown in a token's text but
-stands for no bytes; ``▁`` stands for a space. A :class:`LabTokenizer` brings the explain view its own plan
+stands for no bytes. A :class:`LabTokenizer` brings the explain view its own plan
 (:class:`LabPlan`, below it), which retraces the run's merges.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from app.engines import registry
 from app.engines.base import Tokenizer
@@ -21,12 +22,12 @@ from app.features.explain.units import Plan, Unit
 from app.engines.merging import Ranking, pair
 from app.engines.registry import TokenizerSpec
 
-from .algorithms import END_OF_WORD, SP_SPACE, Encoder
+from .algorithms import END_OF_WORD, final_encoder
 from .runs import Run
 from .replay import Merges
+from .splits import findall_regex
 
 PREFIX = "lab-"
-WHITESPACE_REGEX = r"\S+|\s+"
 
 
 class LabTokenizer(Tokenizer):
@@ -36,16 +37,9 @@ class LabTokenizer(Tokenizer):
         self.n_trained = max(self.vocab) + 1 if self.vocab else 0
         self.merges = Merges(run.steps)
         opts = run.options
-        self.encoder = Encoder(opts.algorithm, opts.pattern, run.base, opts.end_of_word)
-        self.sp = opts.algorithm == "sentencepiece"
+        self.encoder = final_encoder(run.options, run.base, run.n_steps)
         eow = END_OF_WORD.encode()
-        self._bytes = {}
-        for i, b in self.vocab.items():
-            if opts.end_of_word:
-                b = b.replace(eow, b"")
-            if self.sp:
-                b = b.replace(SP_SPACE.encode(), b" ")
-            self._bytes[i] = b
+        self._bytes = {i: b.replace(eow, b"") if opts.end_of_word else b for i, b in self.vocab.items()}
 
     @property
     def n_vocab(self) -> int:
@@ -63,8 +57,7 @@ class LabTokenizer(Tokenizer):
         """Text between words: each character as its base token, or its bytes."""
         out: list[int] = []
         for ch in text:
-            key = SP_SPACE if (self.sp and ch == " ") else ch
-            i = self.encoder.char_ids.get(key)
+            i = self.encoder.char_ids.get(ch)
             out.extend([i] if i is not None else self._fallback(ch))
         return out
 
@@ -77,10 +70,7 @@ class LabTokenizer(Tokenizer):
             if a > pos:
                 out.append((pos, a, None))
             word = text[a:b]
-            ids = self.encoder.word_ids(word, lead)
-            if self.sp and not word.startswith(" "):
-                ids = ids[1:]  # no dummy-prefix space: the tokens must join back to the text
-            out.append((a, b, ids))
+            out.append((a, b, self.encoder.word_ids(word, lead)))
             pos = b
         if pos < len(text):
             out.append((pos, len(text), None))
@@ -111,16 +101,34 @@ class LabTokenizer(Tokenizer):
                     out.extend(ids)
         return out
 
+    # -- what the vocabulary views read (app.features.vocab.merges: ranks, parents, children, the ladder) -------------
+    def merge_order(self) -> tuple[list[int], list[tuple[int, int, int]]]:
+        """The base ids (characters, ``</w>``, ``▁``: what no merge makes) and the run's merges in order, each as
+        ``(left id, right id, new id)``."""
+        made = set(self.merges.new_id.values())
+        base = sorted(i for i in self.vocab if i not in made)
+        return base, [(a, b, new) for (a, b), new in self.merges.new_id.items()]
+
+    def count_with_merges(self, text: str, k: int) -> int:
+        """How many tokens ``text`` takes with only the run's first ``k`` merges (as :meth:`encode` with all)."""
+        n = 0
+        for a, b, base in self.words(text):
+            if base is None:
+                n += len(self.plain_ids(text[a:b]))
+            else:
+                n += sum(map(len, self.word_tokens(text[a:b], self.merges.apply(base, k))))
+        return n
+
     def explain_plan(self):
         """How the explain view retraces this tokenizer's merges (:class:`LabPlan`)."""
         return LabPlan(self)
 
 
 # -- the explain view's plan ---------------------------------------------------------------------------------------
-# A run's words (its pre-tokenizer's matches, or SentencePiece-style words with their ``▁``) start as base ids,
+# A run's words (its pre-tokenizer's matches) start as base ids,
 # characters and ``</w>`` when the run has one; the run's merges apply by rank, the rank of a merge being its place
 # in the run (0 for the first merge). Text between words is never merged; a character the run never saw falls back
-# to its bytes. Steps and trees show the run's own token text (``</w>`` and ``▁`` included). Byte-level and
+# to its bytes. Steps and trees show the run's own token text (``</w>`` included). Byte-level and
 # SentencePiece runs are explained by the engines' own plans; this one is for :class:`LabTokenizer` only.
 
 _UNSEEN = "\ufffd".encode()
@@ -136,7 +144,7 @@ class LabPlan(Plan):
         for (a, b), new_id in merges.new_id.items():  # in merge order: a merge's parts are older than it
             self.sizes[new_id] = self.sizes[a] + self.sizes[b]
         opts = tokenizer.run.options
-        self.source = "the run's SentencePiece-style words" if tokenizer.sp else f"the run's {opts.pattern} split"
+        self.source = f"the run's {opts.pattern} split"
 
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         tok = self.tokenizer
@@ -178,8 +186,12 @@ def _build(run: Run) -> Tokenizer:
     if opts.algorithm == "byte":
         from app.engines.bpe import BPETokenizer
 
-        pattern = WHITESPACE_REGEX if opts.pattern == "whitespace" else opts.pattern
-        return BPETokenizer([s.pair for s in run.steps], pattern, name=PREFIX + run.id)
+        split = final_encoder(run.options, run.base, run.n_steps)
+        pattern = findall_regex(split.pattern, split.pattern_regex)
+        tokenizer = BPETokenizer([s.pair for s in run.steps], pattern or "none", name=PREFIX + run.id)
+        if split.pattern == "custom":  # cut exactly as the lab cuts (empty matches too), within the time budget
+            tokenizer.encoder.split = partial(split.split.pieces, timeout=split.timeout)
+        return tokenizer
     if opts.algorithm in ("sentencepiece", "unigram") and run.model:
         from app.engines.sentencepiece.unigram import sentencepiece_tokenizer
 

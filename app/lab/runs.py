@@ -14,6 +14,7 @@ from app.engines.training.steps import MergeStep
 from app.engines.wordpiece.trainer import WordPieceStep
 
 from .options import ALGORITHM_LABELS, Options, Trained
+from .spm_runs import PackedSteps
 
 
 def new_id() -> str:
@@ -31,6 +32,7 @@ class Run:
     options: Options
     status: str = "queued"
     error: str | None = None
+    error_field: str | None = None  # the option the error is about ("vocab_size", "sentencepiece.byte_fallback"...)
     done_merges: int = 0
     target_merges: int = 0
     created: float = field(default_factory=time.time)
@@ -42,7 +44,7 @@ class Run:
     base_units: int = 0
     stop_reason: str = ""
     top0: list = field(default_factory=list)
-    model: bytes | None = None  # SentencePiece-style and unigram runs: the .model file; WordPiece: tokenizer.json
+    model: bytes | None = None  # SentencePiece BPE and unigram runs: the .model file; WordPiece: tokenizer.json
     extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores (see unigram_runs)
 
     # -- facts -----------------------------------------------------------------------------------------------
@@ -62,7 +64,9 @@ class Run:
     def vocab(self) -> dict[int, bytes]:
         """Every token of the run (a unigram run's base holds every piece it ever had)."""
         v = dict(self.base)
-        if not self.unigram:
+        if isinstance(self.steps, PackedSteps):
+            v |= self.steps.tokens()
+        elif not self.unigram:
             for s in self.steps:
                 v[s.new_id] = s.token
         return v
@@ -86,6 +90,8 @@ class Run:
         size = 200 + len(self.corpus) * 2 + sum(map(len, self.extra.get("scores", ())))
         if self.unigram:
             size += sum(100 + 80 * len(s.removed) for s in self.steps)
+        elif isinstance(self.steps, PackedSteps):
+            size += self.steps.nbytes + 64 * len(self.steps)
         else:
             size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
         return size + 64 * len(self.base) + len(self.model or b"")
@@ -115,6 +121,7 @@ class Run:
             "id": self.id,
             "status": self.status,
             "error": self.error,
+            "error_field": self.error_field,
             "parent": self.parent,
             "options": self.options.to_dict(),
             "progress": {"done": self.done_merges, "total": self.target_merges},
@@ -136,6 +143,7 @@ class Run:
             "id": self.id,
             "status": self.status,
             "error": self.error,
+            "error_field": self.error_field,
             "done_merges": self.done_merges,
             "target_merges": self.target_merges,
             "created": self.created,
@@ -151,7 +159,9 @@ class Run:
                 "stop_reason": self.stop_reason,
                 "top0": [[a, b, c] for (a, b), c in self.top0],
                 "n_ties": self.n_ties,
-                "steps": [s.to_dict() if self.unigram else _step_row(s) for s in self.steps],
+                "steps": [] if isinstance(self.steps, PackedSteps) else
+                         [s.to_dict() if self.unigram else _step_row(s) for s in self.steps],
+                **({"packed_steps": self.steps.to_json()} if isinstance(self.steps, PackedSteps) else {}),
                 "model": self.model.hex() if self.model else None,
                 "extra": self.extra,
             }
@@ -165,6 +175,7 @@ class Run:
             options=Options.from_dict(d["options"]),
             status=d["status"],
             error=d.get("error"),
+            error_field=d.get("error_field"),
             done_merges=d.get("done_merges", 0),
             target_merges=d.get("target_merges", 0),
             created=d.get("created", 0.0),
@@ -183,6 +194,9 @@ class Run:
                 from .unigram_runs import round_records
 
                 run.steps = round_records(d["steps"])
+                return run
+            if "packed_steps" in d:
+                run.steps = PackedSteps.from_json(d["packed_steps"], run.base)
                 return run
             vocab = dict(run.base)
             steps = []

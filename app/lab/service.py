@@ -5,7 +5,9 @@ from __future__ import annotations
 from app.engines.base import check_text
 from app.engines.errors import TokenplayError
 
+from .algorithms import check_on_corpus
 from .options import LabOptionsError, Options
+from .splits import CHECK_SECONDS
 from .jobs import Job
 from .runs import Run, new_id
 
@@ -33,12 +35,16 @@ class Lab:
     threads: :mod:`.workers`, :mod:`.jobs`), so several server processes can serve one lab."""
 
     def __init__(
-        self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192, quick_wait: float = 0.5
+        self, store, pool, *, max_corpus_chars: int = 2_000_000, max_merges: int = 8_192, quick_wait: float = 0.5,
+        pattern_seconds: float = CHECK_SECONDS,
     ):
         self.store = store
         self.pool = pool
         self.max_corpus_chars = max_corpus_chars
         self.max_merges = max_merges
+        #: Seconds a user's split regex may take on a corpus outside a request (in one, the request's budget:
+        #: ``user_code_seconds``, :mod:`app.engines.budget`).
+        self.pattern_seconds = pattern_seconds
         #: Seconds a request that starts a run waits for it to finish before answering with its progress.
         self.quick_wait = quick_wait
 
@@ -71,6 +77,7 @@ class Lab:
         """Queue a training run and return it (already done if it finished within ``wait`` seconds)."""
         self.check_corpus(corpus)
         options.check(self.max_merges)
+        check_on_corpus(corpus, options, self.max_merges, self.pattern_seconds)  # a slow pattern: 422, not a failed run
         run = Run(new_id(), corpus, options)
         self.pool.submit(Job(run, self.max_merges))
         if wait > 0:
@@ -82,7 +89,8 @@ class Lab:
         if not 0 <= k <= parent.n_steps:
             raise LabOptionsError(f"step {k} is out of range: this run has steps 0..{parent.n_steps}")
         target = max(parent.target_merges, k + 1)
-        options = Options.from_dict(parent.options.to_dict() | {"merges": target, "vocab_size": None})
+        # a typed merge list's merges are the kept steps; from the forced pair on the run trains by itself
+        options = Options.from_dict(parent.options.to_dict() | {"merges": target, "vocab_size": None, "merge_list": None})
         run = Run(new_id(), parent.corpus, options, parent=parent.id)
         job = Job(
             run,

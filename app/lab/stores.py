@@ -34,6 +34,8 @@ from pathlib import Path
 
 import orjson
 
+from app.engines.training import cycle_collector_paused
+
 from .runs import Run, valid_id
 from .sweeps import Sweeps, entries
 
@@ -127,8 +129,10 @@ class _SharedStore:
             self.save(run)
 
     def save(self, run: Run) -> None:
-        # orjson: ~10x the stdlib's speed; a running run is saved every second with its whole corpus
-        data = orjson.dumps(run.to_json(with_steps=run.finished))
+        # orjson: ~10x the stdlib's speed; a running run is saved every second with its whole corpus. The collector
+        # is paused while a finished run's thousands of step rows are built (each pass would walk them all)
+        with cycle_collector_paused():
+            data = orjson.dumps(run.to_json(with_steps=run.finished))
         self._write(run.id, data, finished=run.finished)  # with a heartbeat when unfinished, in one step
 
     def get(self, run_id: str) -> Run | None:
@@ -143,7 +147,7 @@ class _SharedStore:
             # it again, and call it dead only if it is still unfinished (not kept in memory: it may yet beat).
             run = self._load(run_id)
             if run is not None and not run.finished:
-                run.status, run.error = "error", STALE_MESSAGE
+                run.status, run.error = "error", getattr(self.record, "stale_message", STALE_MESSAGE)
                 return run
         if run is not None and run.finished:
             self.mem.put(run)
@@ -164,7 +168,8 @@ class _SharedStore:
         if data is None:
             return None
         try:
-            return self.record.from_json(orjson.loads(data))
+            with cycle_collector_paused():
+                return self.record.from_json(orjson.loads(data))
         except (ValueError, KeyError, TypeError):
             return None
 

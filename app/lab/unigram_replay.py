@@ -9,66 +9,45 @@ where the pages share it (chips, token texts, the vocabulary list, ``state``).
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
-from app.engines.result import TokenizeResult
 from app.engines.sentencepiece.proto import BYTE, NORMAL, USER_DEFINED
+from app.engines.sentencepiece.unigram_trainer import WHY
 from app.engines.sentencepiece.unigram import UnigramTokenizer
 
-from .algorithms import Encoder
 from .display import MAX_ENCODE_CHARS, WINDOW_CHARS, ReplayView
+from .model_steps import ModelSteps
 from .runs import Run
-from .text_counts import Word, difference, unigram_text_tokens
 from .unigram_runs import round_model
 
+__all__ = ["NBEST", "WHY", "WHY_SHORT", "UnigramReplay"]
+
 NBEST = 5
+#: Why a piece was removed, in a word or two (the pages' "Why" column; the full sentence is ``WHY``).
+WHY_SHORT = {"em": "EM: < ½ use", "free": "unused", "loss": "pruned", "unreachable": "unreachable",
+             "final": "final choice"}
 LATTICE_CHARS = 40  # "encoding a word": the lattice of the first this many characters
 
 
-class UnigramReplay(ReplayView):
+class UnigramReplay(ModelSteps, ReplayView):
     """A finished unigram run replayed from its records (built once per run)."""
 
     def __init__(self, run: Run, window_chars: int = WINDOW_CHARS):
         super().__init__(run, window_chars)
         self.algorithm = "unigram"
-        self.removed_at = {piece: r.round for r in run.steps for piece, _ in r.removed}
-        self._models: OrderedDict[int, UnigramTokenizer] = OrderedDict()
-        self._difference: dict[Word, int] | None = None
-        self._text_tokens: dict[int, int] = {}
+        self.removed_at = {piece: r.round for r in run.steps for piece, _, _ in r.removed}
 
-    def text_tokens(self, k: int) -> int:
-        """The tokens of the whole corpus as round ``k``'s model cuts it: after the last round, what
-        ``/api/tokenize`` counts with the run's tokenizer (:mod:`.text_counts`)."""
-        with self._lock:
-            found = self._text_tokens.get(k)
-        if found is None:
-            if self._difference is None:
-                self._difference = difference(Encoder("unigram", "none", {}), self.run.corpus)
-            found = unigram_text_tokens(self.run, self._difference, self.model(k), k)
-            with self._lock:
-                self._text_tokens[k] = found
-        return found
-
-    def model(self, k: int) -> UnigramTokenizer:
-        with self._lock:
-            found = self._models.get(k)
-        if found is None:
-            found = round_model(self.run, k)
-            with self._lock:
-                self._models[k] = found
-                while len(self._models) > 8:
-                    self._models.popitem(last=False)
-        return found
-
-    def corpus_at(self, k: int) -> TokenizeResult:
-        return self.model(k).tokenize(self.window)
+    def make_model(self, k: int) -> UnigramTokenizer:
+        return round_model(self.run, k)
 
     def removed(self, k: int) -> list[dict]:
-        """Round ``k``'s removed pieces with their loss, smallest loss first."""
+        """Round ``k``'s removed pieces in the order they went (by EM, free of cost, by loss smallest first, then
+        unreachable and at the final choice), each with its loss (``None`` unless pruned by loss) and why
+        (:data:`~app.engines.sentencepiece.unigram_trainer.WHY`)."""
         if k == 0:
             return []
         ids = {self.vocab[i].decode(): i for i in self.vocab}
-        return [{"piece": p, "loss": loss, "id": ids[p]} for p, loss in self.run.steps[k - 1].removed]
+        return [{"piece": p, "loss": None if math.isnan(loss) else loss, "why": why, "id": ids[p]}
+                for p, loss, why in self.run.steps[k - 1].removed]
 
     def state(self, k: int, *, max_tokens: int | None = None) -> dict:
         run = self.run
@@ -78,7 +57,9 @@ class UnigramReplay(ReplayView):
             "step": k,
             "steps": run.n_steps,
             "round": k,
-            "removed": [{"piece": r["piece"], "loss": r["loss"]} for r in self.removed(k)],
+            "removed": [{"piece": r["piece"], "loss": r["loss"], "why": r["why"]} for r in self.removed(k)],
+            "restored": list(rec.restored) if rec else [],
+            "em": [{"log_likelihood": ll, "vocab_size": size} for ll, size in rec.em] if rec else [],
             "vocab_size": run.vocab_size_at(k),
             "log_likelihood": rec.log_likelihood if rec else None,
             "corpus_tokens": run.tokens_at(k),

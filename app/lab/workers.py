@@ -27,13 +27,14 @@ import os
 import queue as queue_mod
 import threading
 import time
+from functools import partial
 from concurrent.futures import ThreadPoolExecutor
 
 from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled
 from .options import Options
-from .jobs import UNEXPECTED, BoundedJobs, Job, ProgressWrap, log
+from .jobs import BoundedJobs, Job, ProgressWrap, log, progressed, words_of
 
 #: Modules the forkserver imports once, so each forked trainer starts in milliseconds.
 PRELOAD = ["app.lab.algorithms"]
@@ -59,14 +60,19 @@ def _context():
         return _CTX
 
 
-def _train(
-    conn, corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force,
-    wrap_progress: ProgressWrap | None = None,
-) -> None:
-    """Train one job in a worker process: ``("progress", done, total)`` now and then, then one final message.
-    ``wrap_progress``: what wraps the progress callback for tests (:class:`~.jobs.BoundedJobs`), or ``None``."""
+def _training(corpus: str, options: dict, max_merges: int, prefix, prefix_n_ties, force, progress, should_stop):
+    """A training as a job's task (:func:`_task` runs it in a worker process)."""
     from .algorithms import train
 
+    return train(corpus, Options.from_dict(options), max_merges=max_merges, prefix=prefix, prefix_n_ties=prefix_n_ties,
+                 force=force, progress=progress, should_stop=should_stop)
+
+
+def _task(conn, task, wrap_progress: ProgressWrap | None = None) -> None:
+    """Run a job's ``task`` (a training, or the task of a :class:`~.jobs.Job`) in a worker process:
+    ``("progress", done, total)`` now and then (``wrap_progress``: what wraps the progress callback for tests), then
+    one final message, ``should_stop`` being anything sent down the pipe; running out of memory, or failing
+    unforeseen, is said in the parent, in the record's own words."""
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -78,26 +84,16 @@ def _train(
     if wrap_progress is not None:
         progress = wrap_progress(progress, conn.poll)
     try:
-        trained = train(
-            corpus,
-            Options.from_dict(options),
-            max_merges=max_merges,
-            prefix=prefix,
-            prefix_n_ties=prefix_n_ties,
-            force=force,
-            progress=progress,
-            should_stop=conn.poll,  # anything sent down the pipe while training means "stop"
-        )
-        conn.send(("done", trained))
+        conn.send(("done", task(progress, conn.poll)))
     except Cancelled:
         conn.send(("cancelled",))
     except TokenplayError as exc:
         conn.send(("error", str(exc)))
     except MemoryError:
-        conn.send(("error", "training ran out of memory; try a smaller corpus or fewer merges", "replace"))
+        conn.send(("out of memory",))
     except Exception:  # noqa: BLE001  # pragma: no cover - a bug: the exception to the log, words to the user
-        log.exception("lab training failed")
-        conn.send(("error", UNEXPECTED))
+        log.exception("a job failed in its worker process")
+        conn.send(("unexpected",))
 
 
 def _worker_main(conn, memory_limit_mb: int = 0) -> None:
@@ -120,8 +116,8 @@ def _worker_main(conn, memory_limit_mb: int = 0) -> None:
         conn.send(("ready",))
         while True:
             msg = conn.recv()
-            if msg[0] == "train":
-                _train(conn, *msg[1:])
+            if msg[0] == "task":
+                _task(conn, *msg[1:])
             elif msg[0] == "exit":
                 return
             # anything else (a late "stop" for a job that had already finished) is ignored
@@ -295,22 +291,21 @@ class ProcessJobPool(BoundedJobs):
             if worker is None or not worker.alive():
                 worker = self._spawn()
             if not worker.wait_ready():
-                run.status, run.error = "error", "the training process did not start; train again in a moment"
+                run.status, run.error = "error", words_of(run).no_start
                 return  # the worker is replaced below
             run.status = "running"
             self._save(job)
             worker.jobs += 1
-            worker.conn.send(
-                ("train", run.corpus, run.options.to_dict(), job.max_merges, job.prefix, job.prefix_n_ties, job.force,
-                 self.wrap_progress)
-            )
+            task = job.task or partial(_training, run.corpus, run.options.to_dict(), job.max_merges, job.prefix,
+                                       job.prefix_n_ties, job.force)
+            worker.conn.send(("task", task, self.wrap_progress))
             keep = self._follow(job, worker)
         except Cancelled:
-            run.status, run.error = "cancelled", "training was cancelled"
+            run.status, run.error = "cancelled", words_of(run).cancelled
             keep = True
         except Exception:  # noqa: BLE001  # pragma: no cover - a bug; keep the pool alive and say what happened
-            log.exception("lab run %s: supervising its training failed", run.id)
-            run.status, run.error = "error", UNEXPECTED
+            log.exception("job %s: supervising its work failed", run.id)
+            run.status, run.error = "error", words_of(run).unexpected
         finally:
             self._ended(job)
             try:
@@ -330,6 +325,7 @@ class ProcessJobPool(BoundedJobs):
     def _follow(self, job: Job, worker: _Worker) -> bool:
         """Relay progress until the job ends; ``True`` when the worker process can take another job."""
         run, conn, proc = job.run, worker.conn, worker.proc
+        words = words_of(run)
         started = time.monotonic()
         cancel_sent: float | None = None
         last_save = last_remote = started
@@ -344,15 +340,11 @@ class ProcessJobPool(BoundedJobs):
                     job.cancel.set()
                     continue
             if cancel_sent is not None and now - cancel_sent > self.cancel_grace:
-                run.status, run.error = "cancelled", "training was cancelled"
+                run.status, run.error = "cancelled", words.cancelled
                 return False
             if now - started > self.time_limit:
                 run.status = "error"
-                run.error = (
-                    f"training took longer than the lab's limit of {self.time_limit:g} "
-                    f"second{'' if self.time_limit == 1 else 's'} and was stopped; "
-                    "try a smaller corpus or fewer merges"
-                )
+                run.error = words.too_long.format(limit=self.time_limit, s="" if self.time_limit == 1 else "s")
                 return False
             try:
                 msg = conn.recv() if conn.poll(0.1) else None
@@ -364,7 +356,7 @@ class ProcessJobPool(BoundedJobs):
                 msg = ("died",)
             kind = msg[0]
             if kind == "progress":
-                run.done_merges, run.target_merges = msg[1], msg[2]
+                progressed(run, msg[1], msg[2])
                 if now - last_save > 1.0:  # other worker processes read progress from the store
                     last_save = now
                     self._save(job)
@@ -374,13 +366,17 @@ class ProcessJobPool(BoundedJobs):
                 run.status = "done"
                 return True
             if kind == "cancelled":
-                run.status, run.error = "cancelled", "training was cancelled"
+                run.status, run.error = "cancelled", words.cancelled
                 return True
             if kind == "died":
                 proc.join(1)
                 run.status = "error"
-                run.error = f"the training process stopped unexpectedly (exit code {proc.exitcode}); train again"
+                run.error = words.died.format(exit_code=proc.exitcode)
                 return False
+            if kind in ("out of memory", "unexpected"):  # a task's: said here, in its record's words
+                run.status = "error"
+                run.error = words.out_of_memory if kind == "out of memory" else words.unexpected
+                return kind == "unexpected"
             run.status, run.error = "error", msg[1]
             return len(msg) < 3  # ("error", message, "replace"): the process is not fit for another job
 

@@ -1,5 +1,6 @@
 """What the lab's pages and ``/api/train`` do with runs (:mod:`app.lab`): start one from a form, step, force a merge,
-trace a text, draw a token's merge tree, download; and the side by side of three algorithms on one corpus.
+trace a text, draw a token's merge tree, download; cut a text by a pre-tokenizer, page through every pair of a
+step, count a new text as runs' vocabularies grow; and the side by side of three algorithms on one corpus.
 
 Training runs in the lab's worker pool; everything here only reads stored step records (:mod:`app.lab.replay`), so
 stepping never trains again.
@@ -7,22 +8,39 @@ stepping never trains again.
 
 from __future__ import annotations
 
+import re
+
+from app.engines.sentencepiece.trainer_options import TrainerOptions
 from app.features.compare import boundaries
 from app.lab import export as lab_export
 from app.lab.display import MAX_ENCODE_CHARS
-from app.lab.examples import DEFAULT_FORM
+from app.lab.examples import DEFAULT_FORM, EXAMPLES
 from app.lab.options import LabOptionsError, Options
 from app.lab.replay import replay_for
 from app.lab.run_tokenizers import spec_for
 from app.lab.runs import Run
-from app.lab.service import Lab
+from app.lab import curves as lab_curves
+from app.lab import splits
+from app.lab.service import Lab, RunNotReady
 
 from .errors import NotFoundError, TooLargeError, export_format
 
+#: The setup form's fields for sentencepiece's trainer options: ``sp_<option>`` each (a list of symbols one a line),
+#: and ``sp_present``, which says the section was on the form (a checkbox it leaves out is then false).
+SPM_FIELDS = {f"sp_{name}": "" for name in TrainerOptions().to_dict()} | {"sp_present": ""}
 #: A posted form's fields that are missing take these (as /api/train's defaults); the page's form starts from
-#: :data:`app.lab.examples.DEFAULT_FORM`.
-POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10"}
-EXPORT_FORMATS = ("json", "tiktoken", "model", "tokenizer.json")
+#: :data:`app.lab.examples.DEFAULT_FORM`. ``lesson`` names the example whose lesson the run's page opens with.
+POSTED_DEFAULTS = DEFAULT_FORM | {"corpus": "", "pattern": "gpt2", "size": "10", "lesson": ""} | SPM_FIELDS
+#: The form's fields for byte- and character-level BPE's own options (issues 33-34), as a posted form that lacks them
+#: means them: the run's pattern's regex, min_count, superwords (a checkbox, the transition, stage two's pattern
+#: and regex), a typed merge list, and which button was pressed (``mode``: train, or replay the typed merges).
+LABBPE_FIELDS = {"pattern_regex": "", "min_count": "2", "superwords": "", "transition": "", "stage_two": "lines-digits-r2l",
+                 "stage_two_regex": "", "merge_list": "", "mode": "train"}
+POSTED_DEFAULTS = POSTED_DEFAULTS | LABBPE_FIELDS
+EXPORT_FORMATS = ("json", "tiktoken", "tiktoken.json", "model", "tokenizer.json")
+SENTENCEPIECE_ALGORITHMS = ("sentencepiece", "unigram")
+#: Characters of the corpus the pattern box's preview cuts (the step views show the first 2,000).
+PREVIEW_CHARS = 3_000
 
 
 def options_of(form: dict) -> Options:
@@ -33,14 +51,163 @@ def options_of(form: dict) -> Options:
         what = "tokens" if form["size_kind"] != "merges" else "learned pieces" if form["algorithm"] == "unigram" else "merges"
         raise LabOptionsError(f"the number of {what} must be a whole number") from None
     by_vocab = form["size_kind"] == "vocab_size"
-    return Options(
+    spm = form["algorithm"] in SENTENCEPIECE_ALGORITHMS
+    options = Options(
         form["algorithm"],
         form["pattern"],
         None if by_vocab else n,
         n if by_vocab else None,
-        "first" if form["algorithm"] == "unigram" else form["tie_break"],  # the form hides ties for Unigram
+        "first" if spm else form["tie_break"],  # the form hides ties for sentencepiece's trainers
         form["end_of_word"] and form["algorithm"] == "char",
+        sentencepiece=(spm_options_of(form) if form.get("sp_present") else form.get("sentencepiece")) if spm else None,
     )
+    return labbpe_options(form, options)
+
+
+def whole(value: str, what: str) -> int:
+    """``value`` as a whole number, or a refusal naming ``what``."""
+    try:
+        return int(value)
+    except ValueError:
+        raise LabOptionsError(f"{what} must be a whole number; got {value!r}") from None
+
+
+def labbpe_options(form: dict, options: Options) -> Options:
+    """``options`` with what the form says of byte- and character-level BPE's own options (:data:`LABBPE_FIELDS`):
+    the regex of pattern ``custom``, ``min_count``, superwords, and the typed merges when their button was pressed
+    (they replace the size)."""
+    if options.algorithm not in ("byte", "char"):
+        return options
+    options.min_count = whole(form["min_count"], "min_count")
+    if options.pattern == "custom":
+        options.pattern_regex = form["pattern_regex"]
+    if form["superwords"]:
+        superwords = {"transition": whole(form["transition"], "the superword transition (after merge ...)"),
+                      "pattern": form["stage_two"]}
+        if form["stage_two"] == "custom":
+            superwords["pattern_regex"] = form["stage_two_regex"]
+        options.superwords = superwords
+    if form["mode"] == "merges":
+        options.merge_list, options.merges, options.vocab_size = form["merge_list"], None, None
+    return options
+
+
+def labbpe_form(options: Options) -> dict:
+    """The setup form's fields of byte- and character-level BPE's own options for ``options`` ("New run")."""
+    superwords = options.superwords or {}
+    form = {
+        "pattern_regex": options.pattern_regex or "",
+        "min_count": options.min_count,
+        "superwords": options.superwords is not None,
+        "transition": superwords.get("transition", ""),
+        "stage_two": superwords.get("pattern") or "lines-digits-r2l",
+        "stage_two_regex": superwords.get("pattern_regex") or "",
+        "merge_list": options.merge_list or "",
+    }
+    if options.merge_list is not None:
+        form["size"] = len([line for line in options.merge_list.splitlines() if line.strip() and not line.startswith("#")])
+    return form
+
+
+# -- pre-tokenizers, every pair, curves (issues 33-34) ---------------------------------------------------------------
+
+
+def preview(text: str, pattern: str, pattern_regex: str | None) -> dict:
+    """The pattern box's preview: the start of ``text`` cut by the lab's pre-tokenizer ``pattern`` (its errors in
+    words: a bad regex, one that only matches empty strings, one over the request's time budget)."""
+    if pattern == "custom" and not pattern_regex:
+        raise LabOptionsError("type your regex in the box (the regex module's syntax), e.g. \\p{L}+|\\p{N}|[^\\p{L}\\p{N}]+")
+    head = text[:PREVIEW_CHARS]
+    cut = cut_text(head, pattern, pattern_regex)
+    return cut | {"pattern": pattern, "chars": len(head), "truncated": len(head) == PREVIEW_CHARS}
+
+
+def cut_text(text: str, pattern: str, pattern_regex: str | None) -> dict:
+    """``POST /api/pretokenize``: ``{"pieces", "count"}``."""
+    return splits.preview(text, pattern, pattern_regex)
+
+
+def pairs(run: Run, k: int, offset: int = 0, limit: int = 100, q: str = "") -> dict:
+    """Every pair after ``k`` merges (the table merge ``k + 1`` is chosen from), a page of them, filtered."""
+    return replay_for(run).pairs(check_step(run, k), offset, limit, q)
+
+
+_RUN_ID = re.compile(r"(?:^|/)([0-9a-f]{4,32})(?:[/?#]|$)")
+
+
+def finished_runs(lab: Lab, items: list[str]) -> list[Run]:
+    """The finished runs ``items`` name (ids, or links to their pages, separated by spaces), each once, in order."""
+    out: list[Run] = []
+    for item in " ".join(items).split():
+        m = _RUN_ID.search(item)
+        if m is None:
+            raise LabOptionsError(f"{item[:40]!r} is no run id or link; paste ids like 3f2a9c01d4 or /lab/runs/<id>")
+        run = lab.run(m.group(1))
+        if run.status != "done":
+            raise RunNotReady(run)
+        if run not in out:
+            out.append(run)
+    return out
+
+
+def curves(runs: list[Run], text: str, points: int) -> dict:
+    """``POST /api/train/curves``: each run's tokens of ``text`` at ``points`` steps (:mod:`app.lab.curves`)."""
+    return lab_curves.curves(runs, text, points)
+
+
+def curves_page(runs: list[Run], text: str, points: int) -> dict:
+    """What the page's curves fragment shows: the curves, their chart, and the request again (for the CSV)."""
+    result = curves(runs, text, points)
+    return {"result": result, "chart": lab_curves.chart(result), "text": text, "points": points}
+
+
+def curves_csv(runs: list[Run], text: str, points: int) -> str:
+    return lab_curves.csv_text(curves(runs, text, points))
+
+
+def lesson_form(key: str) -> dict | None:
+    """The setup form of the example ``key`` when it is a lesson (:data:`app.lab.examples.EXAMPLES`), as posted."""
+    example = EXAMPLES.get(key)
+    if example is None or "lesson" not in example:
+        return None
+    return POSTED_DEFAULTS | {k: str(v) if k != "sentencepiece" else v for k, v in example["form"].items()} | {
+        "lesson": key, "end_of_word": False}
+
+
+def spm_options_of(form: dict) -> dict:
+    """sentencepiece's options as the setup form's ``sp_*`` fields give them, those that differ from its defaults
+    (each read as its option's type; :class:`LabOptionsError` naming the option for one that is not)."""
+    out = {}
+    for name, default in TrainerOptions().to_dict().items():
+        raw = str(form.get(f"sp_{name}", "")).strip()
+        if isinstance(default, bool):
+            value = raw in ("1", "on", "true")
+        elif isinstance(default, list):
+            value = [line.strip() for line in raw.splitlines() if line.strip()]
+        elif isinstance(default, str):
+            value = raw or default
+        else:
+            try:
+                value = type(default)(raw) if raw else default
+            except ValueError:
+                kind = "a whole number" if isinstance(default, int) else "a number"
+                raise LabOptionsError(f"sentencepiece.{name} must be {kind}, got {raw!r}", f"sentencepiece.{name}") from None
+        if value != default:
+            out[name] = value
+    return out
+
+
+def spm_form_values(form: dict) -> dict:
+    """The values the setup form's sentencepiece section shows: the form's own (posted again after an error), an
+    example's or a run's ``sentencepiece`` options, else sentencepiece's defaults."""
+    if form.get("sp_present"):
+        try:
+            given = spm_options_of(form)
+        except LabOptionsError:
+            given = {}
+    else:
+        given = form.get("sentencepiece") or {}
+    return TrainerOptions().to_dict() | dict(given)
 
 
 def corpus_of_file(raw: bytes, filename: str | None, limit: int, lab: Lab) -> str:
@@ -56,7 +223,7 @@ def corpus_of_file(raw: bytes, filename: str | None, limit: int, lab: Lab) -> st
 def started(run: Run) -> Run:
     """``run`` as just started; a training that failed at once raises its message (a 422)."""
     if run.status == "error":
-        raise LabOptionsError(run.error or "training failed")
+        raise LabOptionsError(run.error or "training failed", run.error_field)
     return run
 
 
@@ -108,7 +275,7 @@ def merge_tree(run: Run, token_id: int):
 
 def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
     """A run's download: its body, media type and file name (``json``, ``tiktoken`` for byte-level runs, ``model``
-    for SentencePiece-style and unigram runs, ``tokenizer.json`` for WordPiece runs)."""
+    for SentencePiece BPE and unigram runs, ``tokenizer.json`` for WordPiece runs)."""
     body, media, ext = lab_export.export(run, export_format(fmt, EXPORT_FORMATS))
     return body, media, f"lab-{run.id}.{ext}"
 
@@ -130,7 +297,7 @@ def summary(run: Run) -> dict:
 
 def steps_of(run: Run) -> list[dict]:
     """Every step of a finished run: a merge with its pair's text, or a unigram round."""
-    if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss"}], "vocab_size", "log_likelihood"}
+    if run.unigram:  # rounds: {"round", "removed": [{"piece", "loss", "why"}], "vocab_size", "log_likelihood", ...}
         return [s.to_dict() for s in run.steps]
     replay = replay_for(run)
     return [s.to_dict() | {"pair_text": replay.pair_text(s.pair)} for s in run.steps]
@@ -146,8 +313,8 @@ MAX_SIDE_TEXT = 2_000
 
 
 def start_three(lab: Lab, corpus: str, vocab_size: int) -> dict[str, Run]:
-    """Queue the three runs of one comparison (each checked before any is queued): SentencePiece-style BPE, so
-    that BPE and Unigram share the same ``▁`` words and byte fallback, and WordPiece with BERT's words."""
+    """Queue the three runs of one comparison (each checked before any is queued): sentencepiece's BPE and unigram
+    trainers with its default options, so that the two read the corpus alike, and WordPiece with BERT's words."""
     options = {
         side: Options(algorithm, "none", None, vocab_size, "first").check(lab.max_merges)
         for side, algorithm in SIDES.items()

@@ -20,6 +20,7 @@ from app.engines import budget as budgets
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.service import Lab
 from app.services.errors import NotFoundError
+from app.services.measure import Measurements
 from app.services.uploads import Uploads
 from app.settings import Settings
 
@@ -28,10 +29,13 @@ from .api import chat as api_chat
 from .api import compare as api_compare
 from .api import explain as api_explain
 from .api import languages as api_languages
+from .api import measure as api_measure
 from .api import sessions as api_sessions
 from .api import tokenize as api_tokenize
+from .api import pretokenize as api_pretokenize
 from .api import train as api_train
 from .deps import lanes_of
+from .api import vocab as api_vocab
 from .pages import (
     add_tokenizer,
     chat,
@@ -39,17 +43,20 @@ from .pages import (
     follow,
     lab,
     languages,
+    measure,
     oddities,
     playground,
     share,
     side_by_side,
+    vocab,
 )
 from .render import make_environment, page_or_block
 
 #: The routers of the pages, in the order their routes are matched.
-PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, follow, share)
+PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, vocab, measure, follow, share)
 #: The routers of the JSON API under ``/api``, in the order of ``/docs``.
-API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_languages, api_sessions)
+API = (api_tokenize, api_explain, api_compare, api_chat, api_train, api_pretokenize, api_languages, api_vocab, api_measure,
+       api_sessions)
 
 #: The files of npm's swagger-ui-dist that /docs loads, and their media types.
 SWAGGER_FILES = {
@@ -137,7 +144,8 @@ def _settle_memory(settings: Settings) -> None:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI):
-    """Load the default tokenizer, and own the lab (run store + training pool) while the app serves.
+    """Load the default tokenizer, and own the lab (run store + training pool) and the measurements (their store and
+    pool) while the app serves.
 
     The lab is shared by every server running this app object (the tests run a TestClient and a live server on
     one app): the first to start creates it, the last to stop shuts it down.
@@ -147,6 +155,7 @@ async def _lifespan(app: FastAPI):
     with state.lab_lock:
         if state.lab_users == 0:
             state.lab = Lab.from_settings(state.settings)
+            state.measurements = Measurements.from_settings(state.settings)
         state.lab_users += 1
     try:
         yield
@@ -156,6 +165,7 @@ async def _lifespan(app: FastAPI):
             state.lab_users -= 1
             if state.lab_users == 0:
                 state.lab.shutdown()
+                state.measurements.shutdown()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -181,7 +191,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_chars * 12 + 1_000_000,
-        larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")},
+        larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")}
+        | {path: settings.measure_max_upload_bytes + 1_000_000 for path in ("/api/measure", "/measure")},
     )
     app.add_middleware(ServerTiming)
     app.add_middleware(Budgets, seconds=settings.user_code_seconds)

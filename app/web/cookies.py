@@ -3,7 +3,8 @@
 - ``tp_lab``: the lab runs this browser put in the playground ("use in playground"), their ids;
 - ``tp_tok``: the tokenizer files this browser brought ("Add a tokenizer…"), their ids;
 - ``tp_follower``: who this browser is in a class (who voted, who follows);
-- ``tp_teacher``: the code and teacher token of the class a teacher shares, scoped to that run's pages.
+- ``tp_teacher``: the code and teacher token of the class a teacher shares, scoped to that run's pages;
+- ``tp_measure``: the measurements this browser started on the measure page, their ids.
 
 A list cookie holds up to :data:`MAX_IDS` hex ids joined by ``.``, the most recent last.
 """
@@ -19,6 +20,7 @@ LAB_COOKIE = "tp_lab"
 UPLOAD_COOKIE = "tp_tok"
 FOLLOWER_COOKIE = "tp_follower"
 TEACHER_COOKIE = "tp_teacher"
+MEASURE_COOKIE = "tp_measure"
 MAX_IDS = 20
 #: How long a list cookie is kept (seconds).
 LIST_AGE = 30 * 86400
@@ -71,6 +73,15 @@ def remember_run(request: Request, response: Response, run_id: str) -> Response:
 def remember_upload(request: Request, response: Response, upload_id: str) -> Response:
     """Add an uploaded tokenizer to the ones this browser brought."""
     return _add_to_list(request, response, UPLOAD_COOKIE, upload_id)
+
+
+def measurement_ids(request: Request) -> list[str]:
+    return cookie_ids(request.cookies.get(MEASURE_COOKIE))
+
+
+def remember_measurement(request: Request, response: Response, measurement_id: str) -> Response:
+    """Add a measurement to the ones this browser started (the measure page lists them)."""
+    return _add_to_list(request, response, MEASURE_COOKIE, measurement_id)
 
 
 def follower_of(request: Request) -> tuple[str, bool]:

@@ -7,6 +7,8 @@ cannot (the error table of :mod:`app.web.errors` answers), so routes hold no loo
   (:class:`~app.services.uploads.Uploads`);
 - ``LabDep``: the lab (created and shut down in the app's lifespan); ``RunDep``: the run named by ``{run_id}``
   (404 when there is none); ``DoneRunDep``: the same, finished (409 while it trains);
+- ``MeasurementsDep``: the app's measurements of corpora (:class:`~app.services.measure.Measurements`, made and
+  shut down with the lab);
 - ``ClassroomDep``: the class sessions (:class:`~app.classroom.service.Classroom`);
 - ``FormDep``: a posted form read with the app's text limit (a text over it is a 413, not Starlette's 400),
   its text fields as the page's text areas hold them (:func:`text_area_value`); :func:`read_upload`, the form
@@ -38,6 +40,7 @@ from app.lab.service import Lab, RunNotReady
 from app.services.catalog import Tokenizers
 from app.services.errors import TooLargeError
 from app.services.uploads import MAX_CONFIG_BYTES, UploadError, Uploads
+from app.services.measure import Measurements
 from app.settings import Settings
 
 from .cookies import lab_run_ids, upload_ids
@@ -70,6 +73,13 @@ def _tokenizers(request: Request, lab: LabDep, uploads: UploadsDep, settings: Se
 
 
 TokenizersDep = Annotated[Tokenizers, Depends(_tokenizers)]
+
+
+def _measurements(request: Request) -> Measurements:
+    return request.app.state.measurements
+
+
+MeasurementsDep = Annotated[Measurements, Depends(_measurements)]
 
 
 def _run(run_id: str, lab: LabDep) -> Run:
@@ -218,6 +228,46 @@ async def read_upload(request: Request) -> UploadForm:
         return UploadForm(data, file.filename or "", fields, config_data)
     finally:
         await form.close()
+
+
+@dataclass
+class MeasureForm:
+    """A posted measurement (the measure page's form, or ``POST /api/measure`` as multipart): the uploaded files, the
+    corpus folder's files picked, the tokenizers, and the options as typed. ``close()`` lets the files go."""
+
+    files: list[tuple[str, Any]]
+    corpus: list[str]
+    tokenizers: list[str]
+    fields: dict[str, str]
+    form: Any = None
+
+    async def close(self) -> None:
+        if self.form is not None:
+            await self.form.close()
+
+
+#: Files one measurement may upload at once.
+MAX_MEASURE_FILES = 200
+
+
+async def read_measure_form(request: Request) -> MeasureForm:
+    """The multipart (or url-encoded) form of a measurement: ``file`` (repeated), ``corpus`` (repeated), ``t``
+    (repeated, or names separated by commas) and the options' fields. Starlette keeps uploaded files on disk past
+    1 MB; the app's body limit bounds them all."""
+    try:
+        form = await request.form(max_files=MAX_MEASURE_FILES, max_fields=MAX_MEASURE_FILES + 50,
+                                  max_part_size=1 << 20)
+    except (MultiPartException, HTTPException) as exc:
+        message = exc.message if isinstance(exc, MultiPartException) else str(exc.detail)
+        if not message.startswith(_OVER_LIMIT):
+            raise
+        raise TooLargeError(f"the form is over the measure page's limits ({message}); send up to "
+                            f"{MAX_MEASURE_FILES} files") from None
+    files = [(f.filename or "", f.file) for f in form.getlist("file") if not isinstance(f, str) and (f.filename or f.size)]
+    names = [n.strip() for v in form.getlist("t") if isinstance(v, str) for n in v.split(",") if n.strip()]
+    corpus = [v for v in form.getlist("corpus") if isinstance(v, str) and v.strip()]
+    fields = {k: v for k, v in form.items() if isinstance(v, str) and k not in ("file", "t", "corpus")}
+    return MeasureForm(files, corpus, names, fields, form)
 
 
 T = TypeVar("T")

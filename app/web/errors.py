@@ -17,9 +17,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from app.classroom.sessions import NotAuthenticated, NotTeacher, SessionNotFound, TooManyJoins, VoteRefused
 from app.engines.errors import DataFileError, TokenplayError, UnknownTokenizerError
 from app.engines.registry.loaders import FileTooLargeError
+from app.features.vocab.browser import TokenNotFoundError
+from app.features.vocab.characters import CharactersTooLongError
 from app.lab.jobs import QueueFull
 from app.lab.service import CorpusTooLarge, RunNotFound, RunNotReady
 from app.services.errors import NotFoundError, TooLargeError
+from app.services.measure import MeasurementFinished
 
 from .render import is_htmx
 
@@ -29,7 +32,10 @@ STATUS: dict[type[Exception], int] = {
     RunNotFound: 404,
     NotFoundError: 404,
     RunNotReady: 409,
+    MeasurementFinished: 409,
     TooLargeError: 413,
+    TokenNotFoundError: 404,
+    CharactersTooLongError: 413,
     CorpusTooLarge: 413,
     FileTooLargeError: 413,
     QueueFull: 429,
@@ -70,7 +76,10 @@ def answer(request: Request, status: int, message: str, extra: dict | None = Non
 
 
 def error_response(request: Request, exc: TokenplayError) -> Response:
-    extra = {"valid": exc.valid, "closest": exc.closest} if isinstance(exc, UnknownTokenizerError) else None
+    """The error's answer; JSON also says ``field``, the option to blame, when the error names one."""
+    extra = {"valid": exc.valid, "closest": exc.closest} if isinstance(exc, UnknownTokenizerError) else {}
+    if getattr(exc, "field", None):
+        extra["field"] = exc.field
     return answer(request, status_for(exc), str(exc), extra, headers_for(exc))
 
 

@@ -38,6 +38,8 @@ import random
 import signal
 import socket
 import tempfile
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +49,7 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
 from app.engines.errors import TokenplayError
+from app.settings import Settings
 
 logger = logging.getLogger("uvicorn.error")
 
@@ -76,6 +79,10 @@ def preload(echo: Callable[[str], None] = logger.info) -> dict:
         tok = registry.get(name)
         if isinstance(tok, TiktokenTokenizer):
             tok.drop_python_ranks()
+    if Settings().vocab_warm:  # every shipped vocabulary read once here: the workers share them (the vocabulary pages)
+        from app.services.vocab import read_vocabularies
+
+        read_vocabularies()
     release_parsed_ranks()
     release_freed_memory()
     warm_pages()
@@ -353,6 +360,20 @@ def check_port(host: str, port: int) -> None:
         )
 
 
+def _warm_vocabularies() -> subprocess.Popen | None:
+    """Compute the vocabulary pages' reports ahead, in a process of their own at low priority that ends with the
+    supervisor (:func:`app.services.vocab.warm`); None when the settings say not to."""
+    if not Settings().vocab_warm:
+        return None
+
+    def lowly() -> None:
+        os.nice(10)
+        _die_with_parent()
+
+    return subprocess.Popen([sys.executable, "-m", "app.services.vocab"], preexec_fn=lowly,
+                            stdout=subprocess.DEVNULL)
+
+
 def serve(app: str, *, host: str, port: int, workers: int, log_level: str, preload_tokenizers: bool = True,
           drain_seconds: float = 10.0, announce: Callable[[int], None] | None = None) -> int:
     """Bind, load the tokenizers (unless ``preload_tokenizers`` is false), fork ``workers`` workers and keep them until
@@ -374,6 +395,11 @@ def serve(app: str, *, host: str, port: int, workers: int, log_level: str, prelo
         threads = threading.active_count()
         if threads > 1:  # forking with other threads running could copy a lock they hold
             logger.warning("%d threads run in the supervisor before forking", threads)
-        return Supervisor(config, [sock], workers).run()
+        warming = _warm_vocabularies() if preload_tokenizers else None
+        try:
+            return Supervisor(config, [sock], workers).run()
+        finally:
+            if warming is not None and warming.poll() is None:
+                warming.terminate()
     finally:
         sock.close()

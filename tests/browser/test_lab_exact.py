@@ -66,7 +66,7 @@ def runs(api) -> dict[str, dict]:
     ja = realtext.excerpt("ja", 40_000, 4_000)
     return {
         "wordpiece": train(api, corpus=en, algorithm="wordpiece", merges=60),
-        "unigram": train(api, corpus=en, algorithm="unigram", vocab_size=400),
+        "unigram": train(api, corpus=en, algorithm="unigram", vocab_size=120),  # of at most 131 on 4,000 characters
         "ja-byte": train(api, corpus=ja, algorithm="byte", pattern="gpt2", merges=40),
         "en-byte": train(api, corpus=en, algorithm="byte", pattern="gpt2", merges=60),
     }
@@ -150,12 +150,13 @@ def test_each_algorithm_in_its_own_words(page: Page, live_server: str, api):
     expect(page.locator("#step")).not_to_contain_text("1 occurrences")
     expect(page.locator("#pairs-title")).to_have_text(f"Pair scores before merge {once}")
 
-    unigram = train(api, corpus=LOW, algorithm="unigram", merges=5)
+    unigram = train(api, corpus=LOW, algorithm="unigram", merges=3)
     open_at(page, f"{live_server}/lab/runs/{unigram['id']}?step=0", "1280")
-    expect(page.locator(".round-card")).to_contain_text("down to the 275 asked for")
+    expect(page.locator(".round-card")).to_contain_text("down to the 17 asked for")
     page.keyboard.press("End")
     expect(page.locator(".round-card h2")).to_have_text(f"Round {unigram['merges']} of {unigram['merges']}")
-    expect(page.locator(".lab-outcome")).to_contain_text("Unigram ended at 274 of the 275 pieces asked for")
+    expect(page.locator(".round-card")).to_contain_text("sentencepiece's final choice")
+    expect(page.locator(".lab-outcome")).to_have_count(0)  # sentencepiece's trainers reach the size or refuse it
 
 
 def test_byte_pairs_say_which_character_they_belong_to(page: Page, live_server: str, runs):
@@ -265,13 +266,16 @@ def test_side_by_side_reaches_the_size_or_says_why(page: Page, live_server: str,
     page.locator("#side-corpus").fill(LOW)
     page.locator("#side-form input[name=vocab_size]").fill("290")
     page.get_by_role("button", name="Side by side").click()
-    expect(page.locator(".side-summary")).to_contain_text("Not at the 290 tokens asked for", timeout=60_000)
+    expect(page.locator(".side-summary")).to_contain_text("Not at the 290 tokens asked for: BPE (refused), WordPiece (25), "
+                                                          "Unigram (refused)", timeout=60_000)
     ids = dict(re.findall(r"(bpe|wordpiece|unigram)=([0-9a-f]+)", page.url))
-    for side, word in (("bpe", "stopped at"), ("wordpiece", "stopped at"), ("unigram", "ended at")):
-        summary = api.get(f"/api/train/{ids[side]}").json()
-        section = page.locator(f"section[data-side={side}]")
-        expect(section.locator(".side-size")).to_have_text(str(summary["vocab_size"]))
-        expect(section.locator(".side-why")).to_contain_text(f"{word} {summary['vocab_size']} of the 290")
+    summary = api.get(f"/api/train/{ids['wordpiece']}").json()
+    expect(page.locator("section[data-side=wordpiece] .side-size")).to_have_text(str(summary["vocab_size"]))
+    expect(page.locator("section[data-side=wordpiece] .side-why")).to_contain_text(f"stopped at {summary['vocab_size']} of the 290")
+    for side in ("bpe", "unigram"):  # sentencepiece's trainers refuse the size, with the most it can be
+        error = api.get(f"/api/train/{ids[side]}").json()["error"]
+        expect(page.locator(f"section[data-side={side}] .error")).to_have_text(error)
+        assert "is more than this corpus can fill" in error and "choose a vocab_size of at most" in error
     expect(page.locator("section[data-side=wordpiece] .side-why")).to_contain_text("no pair left to merge, every word of the corpus is one piece")
     assert page.evaluate(OVERFLOWS) == []
     shot(page, "lab-side-by-side-short")

@@ -77,7 +77,8 @@ def test_trained_files_run_id_for_id_in_both_engines(model, normalizer, pre_toke
     ref = H.reference(data)
     ours = tokenizer_from_json(data, name="ours")
     library = tokenizer_from_json(data, name="library", engine="huggingface")
-    assert ours.n_vocab == library.n_vocab == max(ref.get_vocab(with_added_tokens=True).values()) + 1
+    assert ours.n_vocab == library.n_vocab == ref.get_vocab_size(with_added_tokens=True)
+    assert ours.id_bound == library.id_bound == max(ref.get_vocab(with_added_tokens=True).values()) + 1
     for text in texts:
         for allow in (False, True):
             want = H.reference_ids(ref, text, allow)
@@ -165,8 +166,11 @@ REFUSED = {
     "FixedLength(0)": (lambda: _wordlevel(pre_tokenizer=pre_tokenizers.FixedLength(0)), "FixedLength pre-tokenizer of length 0"),
     "subword prefix": (lambda: Tokenizer(models.BPE({"a": 0, "b": 1, "##b": 2, "ab": 3}, [("a", "##b")],
                                                     continuing_subword_prefix="##")).to_str(), "continuing_subword_prefix"),
-    "word suffix": (lambda: Tokenizer(models.BPE({"a": 0, "b</w>": 1, "ab</w>": 2}, [("a", "b</w>")],
-                                                 end_of_word_suffix="</w>")).to_str(), "end_of_word_suffix"),
+    "word suffix and byte fallback": (
+        lambda: Tokenizer(models.BPE({"a": 0, "b</w>": 1, "ab</w>": 2}, [("a", "b</w>")], end_of_word_suffix="</w>",
+                                     byte_fallback=True)).to_str(),
+        "both an end_of_word_suffix and byte_fallback",
+    ),
     "dropout": (lambda: Tokenizer(models.BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")], dropout=0.5)).to_str(), "dropout"),
     "merged unknown": (lambda: Tokenizer(models.BPE({"<unk>": 0, "a": 1, "<unk>a": 2}, [("<unk>", "a")],
                                                     unk_token="<unk>")).to_str(), "merge of the unknown token '<unk>'"),

@@ -38,7 +38,7 @@ class Clock:
 
 def trained_run(corpus: str = ENGLISH * 3, merges: int = 12, algorithm: str = "byte", pattern: str = "gpt2") -> Run:
     """A finished run trained in this process (no pool, no store)."""
-    opts = Options(algorithm, pattern, merges if algorithm != "unigram" else None, None if algorithm != "unigram" else 300)
+    opts = Options(algorithm, pattern, merges)  # a unigram run: ``merges`` learned pieces
     run = Run(new_id(), corpus, opts)
     run.apply(train(corpus, opts, max_merges=1000))
     run.status = "done"

@@ -223,8 +223,9 @@ def tiktoken_referee(ranks: dict[bytes, int], pattern: str | None) -> TiktokenRe
 
 
 class RunReferee:
-    """A character-level lab run, by its own merge records: a pair ranks as the first merge of those two parts'
-    bytes; a word starts as its characters and ``</w>``."""
+    """A character-level lab run with the ``whitespace`` pattern, by its own merge records: a pair ranks as the first
+    merge of those two parts' bytes; a word starts as its characters and ``</w>``, the whitespace between words
+    (a pre-token too) as its characters."""
 
     chars = False
 
@@ -234,7 +235,7 @@ class RunReferee:
             self.pairs.setdefault((step.left, step.right), rank)
 
     def symbols(self, text: str) -> list[bytes]:
-        return [c.encode("utf-8") for c in text] + [b"</w>"]
+        return [c.encode("utf-8") for c in text] + ([] if text.isspace() else [b"</w>"])
 
     def rank(self, left: bytes, right: bytes) -> int | None:
         return self.pairs.get((left, right))

@@ -96,7 +96,8 @@ DECODERS = {
     ),
 }
 
-MODELS = ("BPE", "WordPiece", "Unigram", "WordLevel")
+#: "BPE-word-end": a BPE whose words end with "</w>" (``end_of_word_suffix``, as openai-gpt and CharBPETokenizer write).
+MODELS = ("BPE", "BPE-word-end", "WordPiece", "Unigram", "WordLevel")
 
 
 @functools.cache
@@ -112,6 +113,10 @@ def _model_and_trainer(model: str, vocab_size: int, byte_alphabet: bool = False,
         alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_alphabet else []
         return models.BPE(unk_token="<unk>", **options), trainers.BpeTrainer(
             vocab_size=vocab_size, special_tokens=specials, show_progress=False, initial_alphabet=alphabet
+        )
+    if model == "BPE-word-end":
+        return models.BPE(unk_token="<unk>", end_of_word_suffix="</w>", **options), trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=specials, show_progress=False, end_of_word_suffix="</w>"
         )
     if model == "WordPiece":
         return models.WordPiece(unk_token="<unk>"), trainers.WordPieceTrainer(

@@ -1,4 +1,5 @@
-"""A training through the lab's JSON API, for the lab tests: :func:`train` and a tiny corpus (:data:`LOW`)."""
+"""A training for the lab tests: through the lab's JSON API (:func:`train`), or in this process into a finished
+:class:`~app.lab.runs.Run` (:func:`done_run`); and a tiny corpus (:data:`LOW`)."""
 
 from __future__ import annotations
 
@@ -17,3 +18,16 @@ def train(client, **body) -> dict:
         out = wait_done(client, out["id"], timeout=30)
     assert out["status"] == "done", out
     return out
+
+
+def done_run(corpus: str, **options):
+    """A finished run of ``corpus`` trained here with the lab's own training function (no pool, no store)."""
+    from app.lab.algorithms import train as train_run
+    from app.lab.options import Options
+    from app.lab.runs import Run, new_id
+
+    opts = Options(**options)
+    run = Run(new_id(), corpus, opts)
+    run.apply(train_run(corpus, opts, max_merges=10_000))
+    run.status = "done"
+    return run

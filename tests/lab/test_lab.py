@@ -10,8 +10,11 @@ import tiktoken
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import QUICK_WAIT, wait_done
 from helpers.lab_training import LOW, train
+from helpers.spm_trainer import processor, reference, reference_model
 
 from app.engines import registry
+from app.engines.sentencepiece.proto import ModelProto
+from app.lab.examples import SAMPLE_CORPUS
 from app.lab.run_tokenizers import user_tokenizers
 from app.web.cookies import cookie_ids
 from app.settings import Settings
@@ -57,8 +60,8 @@ def test_train_aaabdaaabac_finishes_at_once_with_three_merges(lab):
 def test_train_with_vocab_size_counts_the_base_vocabulary(lab):
     run = train(lab, corpus="aaabdaaabac", algorithm="byte", pattern="none", vocab_size=258)
     assert run["merges"] == 2
-    run = train(lab, corpus=LOW, algorithm="char", pattern="whitespace", vocab_size=14, end_of_word=True)
-    assert run["base_vocab_size"] == 11 and run["merges"] == 3  # d e i l n o r s t w </w>
+    run = train(lab, corpus=LOW, algorithm="char", pattern="whitespace", vocab_size=15, end_of_word=True)
+    assert run["base_vocab_size"] == 12 and run["merges"] == 3  # " " d e i l n o r s t w </w>: spaces are pre-tokens
 
 
 def test_train_lexical_tie_break_picks_the_smaller_pair(lab):
@@ -217,12 +220,23 @@ def test_step_char_level_with_end_of_word_marker(lab):
     assert s["tokens"][:2] == ["lo", "w"] and "est</w>" in s["tokens"]
 
 
-def test_step_sentencepiece_style_marks_spaces(lab):
-    run = train(lab, corpus="the cat the hat the bat", algorithm="sentencepiece", pattern="none", merges=3)
+def test_step_sentencepiece_shows_its_merges_in_its_order_with_their_frequency(lab, tmp_path):
+    """A SentencePiece BPE run makes sentencepiece's merges: its pieces are those sentencepiece's trainer writes, in
+    its order, each step its merge with the count the pair had; ties go sentencepiece's way (▁t before t+he, both
+    3: the shorter piece first); step 3's corpus is what sentencepiece cuts it into with three merges."""
+    corpus = "the cat the hat the bat"
+    run = train(lab, corpus=corpus, algorithm="sentencepiece", merges=3)
     merges = lab.get(f"/api/train/{run['id']}").json()["steps"]
-    assert [m["token"] for m in merges] == ["▁t", "▁th", "▁the"]
+    want = reference(tmp_path, corpus, run["vocab_size"], "bpe").pieces
+    assert [m["token"] for m in merges] == [p.piece for p in want[3:6]] == ["at", "he", "▁t"]
+    assert [m["count"] for m in merges] == [3, 3, 3]
+    assert [m["new_id"] for m in merges] == [3, 4, 5]  # the .model's ids: merged pieces right after the specials
     s = lab.get(f"/api/train/{run['id']}/steps/3").json()
-    assert s["tokens"][:3] == ["▁the", "▁", "c"]
+    assert s["tie_break"] == "sentencepiece" and s["n_ties"] == 1 and s["ties"] == [["t", "he"]]
+    assert s["tokens"] == processor(reference_model(tmp_path, corpus, run["vocab_size"], "bpe")).encode(corpus, out_type=str)
+    assert s["tokens"][:3] == ["▁t", "he", "▁"]
+    s0 = lab.get(f"/api/train/{run['id']}/steps/1").json()
+    assert s0["top_pairs"][0] == {"pair": ["a", "t"], "ids": [9, 6], "count": 3, "winner": True, "tie": True}
 
 
 # -- POST /api/train/{id}/encode ------------------------------------------------------------------------------
@@ -315,15 +329,22 @@ def test_export_json_lists_merges_and_vocab(lab):
     assert data["vocab"]["258"] == "aaab" and len(data["vocab"]) == 259
 
 
-def test_export_sentencepiece_model_loads_in_sentencepiece(lab, tmp_path):
-    spm = pytest.importorskip("sentencepiece")
-    run = train(lab, corpus="the cat the hat the bat", algorithm="sentencepiece", pattern="none", merges=3)
+@pytest.mark.parametrize("algorithm", ["sentencepiece", "unigram"])
+def test_export_model_is_the_model_sentencepiece_trains(lab, tmp_path, algorithm):
+    """The .model a SentencePiece BPE or unigram run exports is what sentencepiece's trainer writes for its corpus
+    at its size: the same pieces, types and scores, so the same ids on any text."""
+    corpus = SAMPLE_CORPUS + "École, 12 ans. ½ ﬁ Ⅸ"
+    run = train(lab, corpus=corpus, algorithm=algorithm, merges=60)
     r = lab.get(f"/lab/runs/{run['id']}/export.model")
-    assert r.status_code == 200
-    path = tmp_path / "lab.model"
-    path.write_bytes(r.content)
-    sp = spm.SentencePieceProcessor(model_file=str(path))
-    assert sp.encode("the cat", out_type=str) == ["▁the", "▁", "c", "a", "t"]
+    assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
+    model_type = "bpe" if algorithm == "sentencepiece" else "unigram"
+    want = reference(tmp_path, corpus, run["vocab_size"], model_type)
+    got = ModelProto.parse(r.content).pieces
+    assert [(p.piece, p.type) for p in got] == [(p.piece, p.type) for p in want.pieces]
+    assert max(abs(a.score - b.score) for a, b in zip(got, want.pieces)) <= 1e-4
+    ours, theirs = processor(r.content), processor(want.serialize())
+    for text in ("the cat", "lowest newer 日本 x", corpus):
+        assert ours.encode(text) == theirs.encode(text)
 
 
 def test_export_rejects_formats_the_algorithm_has_not(lab):
@@ -348,7 +369,12 @@ def test_use_in_playground_registers_the_tokenizer_for_this_user(lab, algorithm)
     assert cookie_ids("") == [] and cookie_ids("not-an-id") == [] and user_tokenizers([]) == []
     tok = registry.get(name)
     text = "lowest newer 日本 x"
-    assert tok.decode(tok.encode(text)) == text
+    if algorithm == "sentencepiece":  # the run's .model, run as sentencepiece runs it (no byte fallback: 日本 is <unk>)
+        sp = processor(lab.get(f"/api/train/{run['id']}/export", params={"format": "model"}).content)
+        assert tok.encode(text) == sp.encode(text) and tok.decode(tok.encode(text)) == sp.decode(sp.encode(text))
+        assert sp.unk_id() in tok.encode(text)
+    else:
+        assert tok.decode(tok.encode(text)) == text
     r = lab.post("/api/tokenize", json={"text": "lower", "tokenizer": name})
     assert r.status_code == 200 and r.json()["count"] >= 1
     registry.unregister(name)

@@ -4,6 +4,7 @@ libraries load and encode like the lab, manual mode, stores, and the side-by-sid
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import realtext
@@ -11,8 +12,11 @@ import sentencepiece as spm
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import QUICK_WAIT, wait_done
 from helpers.lab_training import LOW, train
+from helpers.spm_trainer import reference
 from tokenizers import Tokenizer
 
+from app.engines.sentencepiece.proto import ModelProto
+from app.lab.examples import SAMPLE_CORPUS
 from app.settings import Settings
 from app.web.app import create_app
 
@@ -27,17 +31,22 @@ def lab(tmp_path):
 
 
 def test_unigram_steps_carry_the_round_contract(lab):
-    run = train(lab, corpus=LOW * 3, algorithm="unigram", merges=5)
+    """Each round: its EM steps (log-likelihood, size after), the pieces it removed, each with why and, when pruned by
+    loss, the loss (smallest first), the size after it; the last round ends with sentencepiece's final choice."""
+    run = train(lab, corpus=SAMPLE_CORPUS * 3, algorithm="unigram", merges=60)
     full = lab.get(f"/api/train/{run['id']}").json()
     assert full["steps"], full
     for k, step in enumerate(full["steps"], 1):
-        assert set(step) == {"round", "removed", "vocab_size", "log_likelihood"}
-        assert step["round"] == k and all(set(r) == {"piece", "loss"} for r in step["removed"])
-    losses = [r["loss"] for r in full["steps"][0]["removed"]]
-    assert losses == sorted(losses)
+        assert set(step) == {"round", "removed", "vocab_size", "log_likelihood", "em", "restored"}
+        assert step["round"] == k and all(set(r) == {"piece", "loss", "why"} for r in step["removed"])
+        assert len(step["em"]) == 2 and step["em"][0]["log_likelihood"] == step["log_likelihood"]
+        losses = [r["loss"] for r in step["removed"] if r["why"] == "loss"]
+        assert losses == sorted(losses) and all(r["loss"] is None for r in step["removed"] if r["why"] != "loss")
+        assert {r["why"] for r in step["removed"]} <= {"em", "free", "loss", "unreachable", "final"}
     assert full["vocab_size"] == full["steps"][-1]["vocab_size"]
     state = lab.get(f"/api/train/{run['id']}/steps/1").json()
     assert state["removed"] == full["steps"][0]["removed"] and state["log_likelihood"] == full["steps"][0]["log_likelihood"]
+    assert state["em"] == full["steps"][0]["em"]
 
 
 def test_wordpiece_steps_carry_the_bpe_fields_and_the_score(lab):
@@ -51,7 +60,7 @@ def test_wordpiece_steps_carry_the_bpe_fields_and_the_score(lab):
     assert state["score"] == steps[0]["score"] and all("score" in row for row in state["top_pairs"])
 
 
-@pytest.mark.parametrize("algorithm", ["wordpiece", "unigram"])
+@pytest.mark.parametrize("algorithm", ["wordpiece", "unigram", "sentencepiece"])
 def test_exports_encode_like_the_lab_in_the_reference_library(lab, algorithm):
     realtext.require()
     corpus = "\n".join(realtext.slices("en", 30, 1200, seed=7) + realtext.slices("ja", 10, 600, seed=7))
@@ -115,7 +124,7 @@ def test_run_pages_and_tools_render(lab, algorithm):
 
 
 def test_side_by_side_trains_the_three_and_compares_their_cuts(lab):
-    r = lab.post("/api/train/side-by-side", json={"corpus": LOW * 2, "vocab_size": 285})
+    r = lab.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "vocab_size": 150})
     assert r.status_code == 202
     runs = r.json()["runs"]
     assert {side: s["options"]["algorithm"] for side, s in runs.items()} == {
@@ -128,42 +137,41 @@ def test_side_by_side_trains_the_three_and_compares_their_cuts(lab):
     assert lab.get("/lab/side-by-side", params=ids | {"text": "lowest newer"}).status_code == 200
 
 
-@pytest.mark.parametrize("algorithm", ["wordpiece", "unigram"])
+@pytest.mark.parametrize("algorithm", ["wordpiece", "unigram", "sentencepiece"])
 def test_runs_survive_their_json_form(lab, algorithm):
     from app.lab.runs import Run
 
-    run = train(lab, corpus=LOW * 2, algorithm=algorithm, merges=4)
+    run = train(lab, corpus=LOW * 2, algorithm=algorithm, merges=4 if algorithm != "unigram" else 3)
     stored = lab.app.state.lab.get(run["id"])
     again = Run.from_json(json.loads(json.dumps(stored.to_json())))
     assert [s.to_dict() for s in again.steps] == [s.to_dict() for s in stored.steps]
-    assert again.vocab() == stored.vocab() and again.extra == stored.extra
+    assert again.vocab() == stored.vocab() and again.extra == stored.extra and again.n_ties == stored.n_ties
 
 
-@pytest.mark.parametrize("corpus", ["low lower newest widest", LOW])
-def test_a_unigram_size_out_of_reach_ends_short_and_says_why(lab, corpus):
-    """Training drops the pieces a small corpus would hardly use, so it cannot reach every size (SentencePiece
-    refuses such sizes): the run ends at the size it reached, says so in words, and every id it has stays one
-    piece (280 on the four words answered 422 'KeyError: low': pieces dropped by the last EM pass were in no
-    round). The export is the size the run says, in sentencepiece too."""
-    import re
+def number_after(words: str, text: str) -> int:
+    return int(re.search(re.escape(words) + r" (\d[\d,]*\d|\d)", text).group(1).replace(",", ""))
 
-    reached = set()
-    for size in (270, 272, 273, 275, 280, 281, 300):
-        r = lab.post("/api/train", json={"corpus": corpus, "algorithm": "unigram", "vocab_size": size})
-        assert r.status_code == 200, r.text
-        run = r.json()
-        assert run["status"] == "done" and run["vocab_size"] <= size, run
-        full = lab.get(f"/api/train/{run['id']}").json()
-        seed = lab.get(f"/api/train/{run['id']}/steps/0").json()["vocab_size"]
-        assert seed - sum(len(s["removed"]) for s in full["steps"]) == run["vocab_size"] == full["steps"][-1]["vocab_size"]
-        model = lab.get(f"/api/train/{run['id']}/export", params={"format": "model"}).content
-        assert spm.SentencePieceProcessor(model_proto=model).get_piece_size() == run["vocab_size"]
-        if run["vocab_size"] < size:
-            assert run["stop_reason"].startswith(f"Unigram ended at {run['vocab_size']:,} of the {size:,} pieces asked for: ")
-            assert f"this corpus supports at most {run['vocab_size']:,} pieces" in run["stop_reason"]
-            assert run["reachable"]["vocab_size"]["max"] == run["vocab_size"]
-            assert not re.search(r"[A-Z]\w*Error|Traceback", run["stop_reason"])
-            reached.add(run["vocab_size"])
-        else:
-            assert run["stop_reason"] == "vocab_size reached"
-    assert len(reached) == 1, "every size out of reach ends at the same, largest size"
+
+@pytest.mark.parametrize("algorithm", ["sentencepiece", "unigram"])
+@pytest.mark.parametrize("corpus", ["low lower newest widest", LOW, "東京と京都\n東京の天気。京都の天気。"])
+def test_a_size_sentencepiece_cannot_fill_is_refused_with_its_limit(lab, tmp_path, corpus, algorithm):
+    """sentencepiece's trainers refuse a vocab_size the corpus cannot fill ("Vocabulary size too high"), and so does
+    the lab: 422, in words, naming the option and the most it can be; that most trains, to sentencepiece's model, and
+    one more is what sentencepiece refuses. Asked as merges (learned pieces), the refusal speaks of merges."""
+    model_type = "bpe" if algorithm == "sentencepiece" else "unigram"
+    r = lab.post("/api/train", json={"corpus": corpus, "algorithm": algorithm, "vocab_size": 1000})
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert detail.startswith("vocab_size 1,000 is more than this corpus can fill: sentencepiece's ")
+    assert not re.search(r"[A-Z]\w*Error|Traceback", detail)
+    most = number_after("choose a vocab_size of at most", detail)
+    with pytest.raises(RuntimeError, match="Vocabulary size"):
+        reference(tmp_path, corpus, most + 1, model_type)
+    run = train(lab, corpus=corpus, algorithm=algorithm, vocab_size=most)
+    model = lab.get(f"/api/train/{run['id']}/export", params={"format": "model"}).content
+    assert [p.piece for p in ModelProto.parse(model).pieces] == [p.piece for p in reference(tmp_path, corpus, most, model_type).pieces]
+    assert run["vocab_size"] == most and run["reachable"] is None and run["stop_reason"] == "vocab_size reached"
+    r = lab.post("/api/train", json={"corpus": corpus, "algorithm": algorithm, "merges": 500})
+    assert r.status_code == 422 and r.json()["detail"].startswith("merges 500 is more than this corpus allows")
+    learned = number_after("choose at most", r.json()["detail"])
+    assert train(lab, corpus=corpus, algorithm=algorithm, merges=learned)["vocab_size"] == most

@@ -15,6 +15,7 @@ import sentencepiece as spm
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 from helpers.lab_training import LOW, train
+from helpers.spm_trainer import reference
 from tokenizers import Tokenizer
 
 from app.lab.byte_hints import CorpusBytes, byte_hint
@@ -86,7 +87,7 @@ def test_side_by_side_defaults_reach_their_size_with_all_three(lab):
 @pytest.mark.parametrize(
     "body",
     [
-        {"corpus": LOW + "\n<b>&amp;</b>", "algorithm": "unigram", "merges": 7},
+        {"corpus": LOW + "\n<b>&amp;</b>", "algorithm": "unigram", "merges": 3},
         {"corpus": LOW, "algorithm": "char", "pattern": "whitespace", "vocab_size": 20, "tie_break": "lexical", "end_of_word": True},
     ],
 )
@@ -121,15 +122,21 @@ def test_new_run_of_an_unknown_run_says_so(lab):
 
 
 def test_unigram_form_and_rounds_speak_of_pieces_and_rounds(lab):
-    run = train(lab, corpus=LOW, algorithm="unigram", merges=5)
+    run = train(lab, corpus=LOW, algorithm="unigram", merges=3)
     page = lab.get(f"/lab?from={run['id']}").text
     option = re.search(r'<option value="merges"[^>]*>([^<]*)</option>', page)
     assert option.group(1) == "learned pieces" and 'data-byte="merges"' in option.group(0)
-    # 5 learned pieces: the smallest vocabulary (3 special, 256 bytes, the 11 characters of LOW) plus 5
+    # 3 learned pieces: the smallest vocabulary (3 special pieces, the 11 characters of LOW) plus 3
     step0 = lab.get(f"/lab/runs/{run['id']}?step=0").text
-    assert "down to the 275 asked for" in step0 and f"this run takes <strong>{run['merges']}</strong> round" in step0
+    assert "down to the 17 asked for" in step0 and f"this run takes <strong>{run['merges']}</strong> round" in step0
+    assert "with the 3 meta pieces" in step0
     last = lab.get(f"/lab/runs/{run['id']}?step={run['merges']}").text
-    assert f"Round {run['merges']} of {run['merges']}" in last and "merge" not in re.sub(r"<[^>]+>", "", last.split('id="step"')[1].split("Pieces removed")[0])
+    card = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", last.split('id="step"')[1].split("Pieces removed")[0]))
+    assert f"Round {run['merges']} of {run['merges']}" in card and "merge" not in card
+    assert "2 EM steps re-estimated every piece's probability" in card and "sentencepiece's final choice" in card
+    restored = lab.get(f"/api/train/{run['id']}").json()["steps"][-1]["restored"]
+    assert not restored or f"the {len(restored)} character" in card  # the characters the EM steps dropped come back
+    assert "<th scope=\"col\">Why</th>" in last
 
 
 def test_counts_are_in_the_singular_for_one_and_step_zero_has_no_merge_range(lab):
@@ -206,33 +213,40 @@ def test_byte_level_merge_card_and_pair_table_name_the_character(lab):
 # -- why a run is short of its size ---------------------------------------------------------------------------
 
 
-def test_side_by_side_says_why_each_algorithm_stopped_short(lab):
+def test_side_by_side_says_why_each_algorithm_stopped_short_or_was_refused(lab, tmp_path):
+    """At a size the corpus cannot give, sentencepiece's trainers refuse (as sentencepiece does, which the test
+    checks: one more than the most it names is what sentencepiece refuses), and the side says so in words with the
+    most it can be; WordPiece, the lab's own, stops short and says why."""
     runs = lab.post("/api/train/side-by-side", json={"corpus": LOW, "vocab_size": 290}).json()["runs"]
     done = {side: wait_done(lab, r["id"]) for side, r in runs.items()}
     ids = {side: r["id"] for side, r in done.items()}
-    words = len(LOW.split())
-    # the reference libraries load each export: its size, and each word of the corpus as one token
+    assert done["bpe"]["status"] == done["unigram"]["status"] == "error" and done["wordpiece"]["status"] == "done"
+    for side, model_type in (("bpe", "bpe"), ("unigram", "unigram")):
+        error = done[side]["error"]
+        assert error.startswith(f"vocab_size 290 is more than this corpus can fill: sentencepiece's {model_type.replace('bpe', 'BPE')} trainer")
+        most = int(re.search(r"choose a vocab_size of at most (\d+)", error).group(1))
+        with pytest.raises(RuntimeError, match="Vocabulary size"):
+            reference(tmp_path, LOW, most + 1, model_type)
+        assert len(reference(tmp_path, LOW, most, model_type).pieces) == most
     wp = Tokenizer.from_str(lab.get(f"/api/train/{ids['wordpiece']}/export", params={"format": "tokenizer.json"}).text)
-    bpe = spm.SentencePieceProcessor(model_proto=lab.get(f"/api/train/{ids['bpe']}/export", params={"format": "model"}).content)
-    uni = spm.SentencePieceProcessor(model_proto=lab.get(f"/api/train/{ids['unigram']}/export", params={"format": "model"}).content)
-    assert (wp.get_vocab_size(), bpe.get_piece_size(), uni.get_piece_size()) == (25, 285, 274)
-    assert len(wp.encode(LOW, add_special_tokens=False).ids) == words == len(bpe.encode(LOW))
-    seed = lab.get(f"/api/train/{ids['unigram']}/steps/0").json()["vocab_size"]
-    dropped = lab.get(f"/api/train/{ids['unigram']}").json()["steps"][-1]["removed"]
-    assert seed - len(dropped) == 274 and all(r["loss"] == 0 for r in dropped)
+    assert wp.get_vocab_size() == 25
+    assert len(wp.encode(LOW, add_special_tokens=False).ids) == len(LOW.split())
 
     view = re.sub(r"\s+", " ", html.unescape(lab.get("/lab/side-by-side", params=ids).text))
-    assert "Not at the 290 tokens asked for: BPE (285), WordPiece (25), Unigram (274)." in view
-    assert (f"BPE stopped at 285 of the 290 tokens asked for, after {done['bpe']['merges']} merges: every word of the "
-            "corpus is one token already") in view
+    assert "Not at the 290 tokens asked for: BPE (refused), WordPiece (25), Unigram (refused)." in view
+    assert done["bpe"]["error"] in view and done["unigram"]["error"] in view
     assert (f"WordPiece stopped at 25 of the 290 tokens asked for, after {done['wordpiece']['merges']} merges: no pair "
             "left to merge, every word of the corpus is one piece") in view
-    assert (f"Unigram ended at 274 of the 290 pieces asked for: round 1 started from {seed} and its EM step dropped "
-            f"{len(dropped)} pieces the corpus would use less than half a time") in view
-    assert "= 3 special + 256 byte pieces + 11 characters + 15 merges" in view
     assert "= 1 [UNK] + 3 characters + 8 ##characters + 13 merges" in view
     # each run's own page says it too
     assert "every word of the corpus is one piece" in html.unescape(lab.get(f"/lab/runs/{ids['wordpiece']}").text)
+
+
+def test_side_by_side_breaks_down_sentencepieces_vocabularies(lab):
+    runs = lab.post("/api/train/side-by-side", json={"corpus": LOW, "vocab_size": 17}).json()["runs"]
+    ids = {side: wait_done(lab, r["id"])["id"] for side, r in runs.items()}
+    view = re.sub(r"\s+", " ", html.unescape(lab.get("/lab/side-by-side", params=ids).text))
+    assert "= 3 special + 11 characters + 3 merges" in view and "= 3 special + 11 characters + 3 longer pieces" in view
 
 
 def test_a_bpe_run_short_of_its_merges_says_no_pair_repeats(lab):
@@ -248,10 +262,9 @@ def test_a_bpe_run_short_of_its_merges_says_no_pair_repeats(lab):
 OUT_OF_REACH = {
     "byte-level BPE": ({"algorithm": "byte", "pattern": "whitespace"}, "BPE"),
     "character-level BPE": ({"algorithm": "char", "pattern": "whitespace", "end_of_word": True}, "BPE"),
-    "SentencePiece-style BPE": ({"algorithm": "sentencepiece"}, "BPE"),
     "WordPiece": ({"algorithm": "wordpiece"}, "WordPiece"),
-    "Unigram": ({"algorithm": "unigram"}, "Unigram"),
 }
+# sentencepiece's trainers refuse a size out of reach instead: tests/lab/test_lab_algorithms.py
 
 
 @pytest.mark.parametrize("options, name", OUT_OF_REACH.values(), ids=OUT_OF_REACH.keys())
@@ -264,12 +277,9 @@ def test_a_size_out_of_reach_says_which_sizes_work_and_they_do(lab, options, nam
     least = run["reachable"]["vocab_size"]["min"]
     assert top == run["vocab_size"] < 400 and run["reachable"]["merges"]["min"] == 0
     assert run["stop_reason"].startswith(f"{name} ")
-    if name == "Unigram":
-        assert f"this corpus supports at most {top:,} pieces: a vocabulary of {least:,}" in run["stop_reason"]
-    else:
-        assert least == run["base_vocab_size"] and steps == run["merges"]
-        assert (f"with these settings this corpus supports at most {steps} merges: a vocabulary of {least:,} to "
-                f"{top:,} tokens") in run["stop_reason"]
+    assert least == run["base_vocab_size"] and steps == run["merges"]
+    assert (f"with these settings this corpus supports at most {steps} merges: a vocabulary of {least:,} to "
+            f"{top:,} tokens") in run["stop_reason"]
     page = html.unescape(lab.get(f"/lab/runs/{run['id']}").text)
     assert f'<p class="lab-outcome" role="note">{run["stop_reason"]}.</p>' in page
     assert not re.search(r"[A-Z]\w*Error|Traceback|vocab_size reached", run["stop_reason"])

@@ -80,7 +80,7 @@ def tokenize(client, run: dict, text: str) -> dict:
 
 @pytest.mark.parametrize("options", RUNS.values(), ids=RUNS.keys())
 def test_the_corpus_and_a_new_text_count_as_the_runs_tokenizer_and_its_reference(client, options):
-    size = {"vocab_size": 320} if options["algorithm"] == "unigram" else {"merges": 40}
+    size = {"vocab_size": 40} if options["algorithm"] == "unigram" else {"merges": 40}
     run = train(client, corpus=CORPUS, **options, **size)
     client.post(f"/lab/runs/{run['id']}/use")
     whole = tokenize(client, run, CORPUS)
@@ -97,6 +97,8 @@ def test_the_corpus_and_a_new_text_count_as_the_runs_tokenizer_and_its_reference
         assert library(NEW_TEXT) == new["ids"]
     if options["algorithm"] in ("sentencepiece", "char"):  # é, z, q and the emoji's four characters
         assert trace["unknown"] >= 7
+    if options["algorithm"] == "sentencepiece":  # no byte fallback by default: é, zq, the emoji: a <unk> a run
+        assert trace["ids"].count(0) == 3 and trace["tokens"].count("<unk>") == 3
     if options["algorithm"] == "sentencepiece":  # its byte pieces too (a character-level run shows </w> in tokens)
         assert trace["tokens"] == [t["text"] for t in new["tokens"]]
 
@@ -120,7 +122,7 @@ def test_every_step_counts_the_corpus_as_a_run_trained_to_that_step(client, opti
 
 def test_every_unigram_round_counts_the_corpus_as_that_rounds_model(client, app):
     corpus = CORPUS + SAMPLE_CORPUS  # enough pieces for rounds of pruning
-    run = train(client, corpus=corpus, algorithm="unigram", vocab_size=330)
+    run = train(client, corpus=corpus, algorithm="unigram", vocab_size=100)
     stored = app.state.lab.get(run["id"])
     assert stored.n_steps >= 2
     for k in range(stored.n_steps + 1):
@@ -129,8 +131,8 @@ def test_every_unigram_round_counts_the_corpus_as_that_rounds_model(client, app)
 
 
 def test_the_difference_is_the_words_the_two_readings_do_not_share(client, app):
-    """:func:`difference` (the short way, line by line) equals the words of ``text_spans`` less those of ``spans``."""
-    for algorithm in ("sentencepiece", "byte"):
+    """:func:`difference` (the short way) equals the words of ``text_spans`` less those of ``spans``."""
+    for algorithm in ("char", "byte"):
         run = app.state.lab.get(train(client, corpus=CORPUS, algorithm=algorithm, pattern="whitespace", merges=3)["id"])
         encoder = Encoder(algorithm, "whitespace", run.base)
         whole = Counter((CORPUS[a:b], lead) for a, b, lead in encoder.text_spans(CORPUS))
@@ -139,13 +141,18 @@ def test_the_difference_is_the_words_the_two_readings_do_not_share(client, app):
 
 
 def test_the_run_page_shows_the_tokenizers_count_and_says_what_training_counts(client):
-    run = train(client, corpus=CORPUS, algorithm="sentencepiece", merges=20)
+    """sentencepiece's trainer reads the corpus as its model does, normalized, except for the characters outside
+    character_coverage: one symbol ▅ each, where the model has one <unk> for a run of them (ꙮꙮ: two, then one)."""
+    corpus = SAMPLE_CORPUS * 6 + "ꙮꙮ and ꙮ.\n"  # ꙮ: 3 of 10,000 characters, outside 0.9995
+    run = train(client, corpus=corpus, algorithm="sentencepiece", merges=20)
     client.post(f"/lab/runs/{run['id']}/use")
-    whole = tokenize(client, run, CORPUS)["count"]
+    whole = tokenize(client, run, corpus)["count"]
+    assert whole == run["final_tokens"] - 1 == run["text_tokens"]
     html = client.get(f"/lab/runs/{run['id']}?step={run['merges']}").text
     assert f'id="stat-tokens">{whole:,}<' in html
     assert f'id="stat-trained-tokens">{run["final_tokens"]:,}<' in html
-    assert "a line at a time" in html and f"each of its {CORPUS.count(chr(10))} line breaks" in html
+    assert "a sentence a line, normalized, each character outside character_coverage one symbol ▅" in html
+    assert "a character the vocabulary lacks is &lt;unk&gt;, one for a run of them" in html
     same = train(client, corpus=CORPUS, algorithm="byte", pattern="gpt2", merges=20)
     html = client.get(f"/lab/runs/{same['id']}?step=20").text
     assert f'id="stat-tokens">{same["final_tokens"]:,}<' in html and "stat-trained-tokens" not in html

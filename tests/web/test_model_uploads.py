@@ -24,8 +24,9 @@ from helpers.serving import free_port
 from app.engines.datafiles import data_path
 from app.engines.errors import TokenplayError
 from app.engines.registry.loaders import load_tokenizer
-from app.engines.sentencepiece.trainer import train_sentencepiece
+from app.engines.sentencepiece.bpe_trainer import train_bpe
 from app.engines.sentencepiece.unigram_trainer import train_unigram
+from app.engines.sentencepiece.trainer_options import TrainerOptions
 from app.lab.examples import SAMPLE_CORPUS
 from app.settings import Settings
 from app.web.app import create_app
@@ -84,8 +85,8 @@ def broken(data: bytes, rng: random.Random) -> bytes:
 @pytest.fixture(scope="module")
 def models() -> dict[str, bytes]:
     return {
-        "bpe": train_sentencepiece(SAMPLE_CORPUS, 400)[0].serialize(),
-        "unigram": train_unigram(SAMPLE_CORPUS, 400).model,
+        "bpe": train_bpe(SAMPLE_CORPUS, 400, TrainerOptions(byte_fallback=True)).serialize(),
+        "unigram": train_unigram(SAMPLE_CORPUS, 400, TrainerOptions(byte_fallback=True)).model,
         "mistral-7b": data_path("sentencepiece/mistral-7b-v0.1.model").read_bytes(),
         "jurassic-2": data_path("sentencepiece/jurassic-2.model").read_bytes(),
     }

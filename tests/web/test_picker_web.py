@@ -87,8 +87,8 @@ class Picker(HTMLParser):
 
 def reference_vocab(name: str) -> int:
     """A model's vocabulary size as its reference library counts it (ids including special tokens)."""
-    if name in ENCODINGS:
-        return tiktoken_encoding(name).n_vocab
+    if name in ENCODINGS:  # tiktoken's own definition (o200k_base: 200,019; the chat markup Tokenplay adds is beyond it)
+        return tiktoken_reference(name).n_vocab
     if name in NPM_MODELS:
         return HFTokenizer.from_file(str(data_path(NPM_MODELS[name].tokenizer_file))).get_vocab_size(True)
     if name in ("mistral-7b", "jurassic-2"):

@@ -29,7 +29,7 @@ RESTARTS = ("died", "did not answer")
 class Served:
     """``python -m app.cli serve --workers N`` on a free loopback port, its log in a file."""
 
-    def __init__(self, tmp_path: Path, workers: int, env: dict[str, str] | None = None):
+    def __init__(self, tmp_path: Path, workers: int, warm: bool = False, env: dict[str, str] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / "serve.log"
@@ -37,13 +37,16 @@ class Served:
             "TOKENPLAY_LAB_RUNS_DIR": str(tmp_path / "runs"),
             "TOKENPLAY_UPLOADS_DIR": str(tmp_path / "uploads"),
             "TOKENPLAY_LAB_POOL": "thread",
+            "TOKENPLAY_VOCAB_CACHE_DIR": str(tmp_path / "vocab"),
+            "TOKENPLAY_VOCAB_WARM": "1" if warm else "0",
         } | (env or {})
         cmd = [sys.executable, "-m", "app.cli", "serve", "--workers", str(workers), "--port", str(self.port),
                "--log-level", "info"]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        self.wait_for(lambda: self.answers() and len(self.workers()) == workers, "the server to start", 600)
+        # its children: the workers, and the vocabulary warm-up process when it runs one
+        self.wait_for(lambda: self.answers() and len(self.workers()) == workers + warm, "the server to start", 600)
 
     def answers(self) -> bool:
         try:
@@ -160,6 +163,40 @@ def test_sigterm_stops_the_workers_then_the_supervisor(served):
     assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
                for pid in workers)
     assert "Stopping parent process" in served.text()
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The child processes of ``pid``, each with its command line."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found[int(entry.name)] = cmdline
+    return found
+
+
+def test_the_server_computes_the_vocabulary_reports_in_a_low_priority_process_that_ends_with_it(tmp_path):
+    server = Served(tmp_path, workers=1, warm=True)
+    try:
+        warming = [pid for pid, cmd in _children(server.proc.pid).items() if "-m app.services.vocab" in cmd]
+        assert len(warming) == 1
+        assert os.getpriority(os.PRIO_PROCESS, warming[0]) >= 10  # the workers come first
+        r = httpx.get(server.url + "/vocab?tokenizer=gemma-3", timeout=60)
+        assert r.status_code == 200 and "262,145" in r.text  # read before the fork: no load on a first visit
+        assert server.stop() == 0
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{warming[0]}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(f"/proc/{warming[0]}").exists()
+    finally:
+        if server.proc.poll() is None:
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait(30)
 
 
 HOSTILE_JSON = json.dumps({

@@ -5,7 +5,8 @@
 - :mod:`.trainer` — :func:`train` and the incremental :class:`BPETrainerState` (step records as data);
 - :mod:`.encoder` — rank-based encoding with tiktoken's semantics;
 - :mod:`.model` — :class:`BPETokenizer` (save/load/export to ``.tiktoken``) and the OpenAI ranks run natively;
-- :mod:`.json_model` — byte-level ``tokenizer.json`` files (Llama 3, Qwen3, DeepSeek V3) run by the same encoder.
+- :mod:`.json_model` — byte-level ``tokenizer.json`` files (Llama 3, Qwen3, DeepSeek V3) run by the same encoder;
+- :mod:`.word_end_model` — BPE ``tokenizer.json`` files whose words end with a suffix (openai-gpt's ``</w>``).
 
 It does not download anything, print, or depend on the web layer.
 """

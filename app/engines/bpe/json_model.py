@@ -90,7 +90,8 @@ class ByteLevelJSONTokenizer(VocabFacts, Tokenizer):
         self._transformed: dict[bytes, tuple[int, ...]] = {}  # pre-token bytes -> ids, when the pre-tokenizer rewrites
         # Added tokens whose decoded bytes are not their text's UTF-8: the byte-level alphabet maps them.
         self._remapped = {t.content for t in spec.added_tokens if byte_level_bytes(t.content) != t.content.encode()}
-        self._n_vocab = n_vocab
+        self._n_vocab = spec.reference_size  # as the library counts it
+        self._id_bound = n_vocab
         self._holes = None in self._bytes
 
     # -- the Tokenizer contract ------------------------------------------------------------------------------------

@@ -92,13 +92,16 @@ class RankTokenizer(VocabFacts, Tokenizer):
 
 
 class NativeOpenAITokenizer(RankTokenizer):
-    """An OpenAI encoding's hash-checked ranks run by our engine (the same ids as tiktoken)."""
+    """An OpenAI encoding's hash-checked ranks run by our engine (the same ids as tiktoken); ``n_vocab`` is tiktoken's
+    own figure, the chat markup Tokenplay adds not counted."""
 
     def __init__(self, encoding: str):
         if encoding not in ENCODINGS:
             raise BPEModelError(f"unknown OpenAI encoding {encoding!r}; choose one of: {', '.join(ENCODINGS)}")
         spec = ENCODINGS[encoding]
-        super().__init__(mergeable_ranks(encoding), spec.pattern, spec.special_tokens)
+        ranks = mergeable_ranks(encoding)
+        super().__init__(ranks, spec.pattern, spec.special_tokens)
+        self._id_bound, self._n_vocab = self._n_vocab, spec.reference_n_vocab(ranks)
         self.encoding_name = encoding
         self.name = f"native-{encoding}"
 
@@ -152,13 +155,16 @@ class BPETokenizer(RankTokenizer):
         tie_break: str = "first",
         *,
         name: str = "",
+        min_count: int = 2,
         **options: Unpack[RunOptions],
     ) -> tuple[BPETokenizer, TrainResult]:
-        """Train on ``text`` and return the model with the full step records (``options``: see RunOptions)."""
+        """Train on ``text`` and return the model with the full step records (``options``: see RunOptions); a pair
+        merges when it occurs ``min_count`` times or more."""
         specials = list(dict.fromkeys(special_tokens))
-        result = train(text, vocab_size, pattern, specials, tie_break, **options)
+        result = train(text, vocab_size, pattern, specials, tie_break, min_count, **options)
         training = {
             "tie_break": tie_break,
+            "min_count": min_count,
             "vocab_size": vocab_size,
             "stop_reason": result.stop_reason,
             "initial_tokens": result.initial_tokens,

@@ -1,4 +1,6 @@
-"""Pre-tokenizer choices for the BPE engine, by name: ``none``, ``gpt2``, ``gpt4`` (cl100k) and ``o200k``.
+"""Pre-tokenizer choices for the BPE engine, by name: ``none``, ``gpt2``, ``gpt4`` (cl100k), ``o200k``, and two
+variants of ``gpt4`` that cut numbers otherwise: ``digits`` (every digit alone) and ``digits-r2l`` (groups of
+three from the right, ``1234567`` -> ``1``, ``234``, ``567``).
 
 A pre-tokenizer cuts text into *pre-tokens*; BPE merges never cross a pre-token boundary. ``none`` keeps the
 text whole (raw bytes, as in the classic lecture code). The pattern strings are OpenAI's, shared with
@@ -23,12 +25,28 @@ from ..compiled import twin
 from ..openai import unicode as tiktoken_unicode
 from ..openai.encodings import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN
 
+_GPT4_NUMBERS = r"\p{N}{1,3}+"
+#: Digits in groups of three from the right: a group of one to three digits followed by whole groups of three up
+#: to the end of the number.
+DIGITS_R2L = r"\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))"
+assert CL100K_PATTERN.count(_GPT4_NUMBERS) == 1
+#: ``gpt4`` with every digit a pre-token of its own (as Llama's and DeepSeek's pre-tokenizers cut numbers).
+DIGITS_PATTERN = CL100K_PATTERN.replace(_GPT4_NUMBERS, r"\p{N}")
+#: ``gpt4`` with numbers cut in groups of three from the right.
+DIGITS_R2L_PATTERN = CL100K_PATTERN.replace(_GPT4_NUMBERS, DIGITS_R2L)
+#: Superword BPE's stage two (SuperBPE): each line whole, digits in groups of three from the right, nothing else
+#: cut. Not in :data:`PATTERNS`: its pieces hold letters followed by spaces, so it may not be cut where those
+#: patterns may (see "a faster exact split" below).
+LINES_DIGITS_R2L_PATTERN = DIGITS_R2L + r"|[\r\n]+|[^\p{N}\r\n]+"
+
 #: Pattern name -> split regex (``None``: no pre-tokenizer, the whole text is one pre-token).
 PATTERNS: dict[str, str | None] = {
     "none": None,
     "gpt2": GPT2_PATTERN,
     "gpt4": CL100K_PATTERN,
     "o200k": O200K_PATTERN,
+    "digits": DIGITS_PATTERN,
+    "digits-r2l": DIGITS_R2L_PATTERN,
 }
 
 #: Names accepted for the same patterns (the encoding each one comes from).

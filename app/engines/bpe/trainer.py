@@ -99,15 +99,22 @@ class BPETrainerState(MergeState):
         *,
         tie_break: str = "first",
         long_word: int = LONG_WORD,
+        min_count: int = 2,
     ):
-        super().__init__(words, base_vocab, tie_break=tie_break, long_word=long_word)
+        super().__init__(words, base_vocab, tie_break=tie_break, long_word=long_word, min_count=min_count)
 
     @classmethod
     def from_text(
-        cls, text: str, pattern: str = "gpt4", *, special_tokens: Iterable[str] = (), tie_break: str = "first"
+        cls,
+        text: str,
+        pattern: str = "gpt4",
+        *,
+        special_tokens: Iterable[str] = (),
+        tie_break: str = "first",
+        min_count: int = 2,
     ) -> BPETrainerState:
         """A byte-level run on ``text`` cut by the named pre-tokenizer (special-token text left out)."""
-        return cls(words_from_text(text, pattern, special_tokens), BYTE_VOCAB, tie_break=tie_break)
+        return cls(words_from_text(text, pattern, special_tokens), BYTE_VOCAB, tie_break=tie_break, min_count=min_count)
 
 
 class RunOptions(TypedDict, total=False):
@@ -148,14 +155,18 @@ def train(
     pattern: str = "gpt4",
     special_tokens: Iterable[str] = (),
     tie_break: str = "first",
+    min_count: int = 2,
     **options: Unpack[RunOptions],
 ) -> TrainResult:
     """Train byte-level BPE on ``text`` up to ``vocab_size`` (256 bytes + merges; special tokens come after).
 
     ``pattern`` is ``none``, ``gpt2``, ``gpt4`` or ``o200k``; special-token text is cut out of the corpus so
-    no merge learns it. ``options``: see :class:`RunOptions`.
+    no merge learns it. A pair merges when it occurs at least ``min_count`` times (1: pairs seen once too, as
+    tiktoken's ``_educational.bpe_train``). ``options``: see :class:`RunOptions`.
     """
-    start = partial(BPETrainerState.from_text, text, pattern, special_tokens=special_tokens, tie_break=tie_break)
+    start = partial(
+        BPETrainerState.from_text, text, pattern, special_tokens=special_tokens, tie_break=tie_break, min_count=min_count
+    )
     return _run(start, vocab_size, 256, **options)
 
 
@@ -164,8 +175,9 @@ def train_words(
     vocab_size: int,
     base_vocab: Mapping[int, bytes] = BYTE_VOCAB,
     tie_break: str = "first",
+    min_count: int = 2,
     **options: Unpack[RunOptions],
 ) -> TrainResult:
     """Train on words given as id sequences with counts over ``base_vocab`` (e.g. one id per character)."""
-    start = partial(BPETrainerState, words, base_vocab, tie_break=tie_break)
+    start = partial(BPETrainerState, words, base_vocab, tie_break=tie_break, min_count=min_count)
     return _run(start, vocab_size, len(base_vocab), **options)

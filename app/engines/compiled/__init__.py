@@ -1,8 +1,9 @@
 """Which compiled twins of hot loops this process runs: the C extensions setup.py builds next to their Python loops
 (:data:`TWINS`: ``app/engines/_merge.c``, ``bpe/_pieces.c``, ``sentencepiece/_lattice.c``, ``_chunks.c`` and
-``_unigram_train.c``, ``training/_train.c``), and what they share, here: ``twins.h`` (the header every one of them
-includes) and the frozen containers a table file's sections are read as (``_frozen.c``, their layout in
-``frozen.h``, which the merge loop reads too).
+``_spm_train.c``, ``_spm_unigram.c``, ``training/_train.c`` and ``_word_table.c``), and what they share, here:
+``twins.h`` (the header every one of them includes), ``piece_rules.h`` (the pieces sentencepiece's two trainers may
+make) and the frozen containers a table file's sections are read as (``_frozen.c``, their layout in ``frozen.h``,
+which the merge loop reads too).
 
 Each twin is optional: a machine without a C compiler installs without it, and ``TOKENPLAY_PURE_PYTHON=1`` turns
 them all off (the tests run both ways). This module only finds them; the modules that own the loops choose between
@@ -24,8 +25,10 @@ TWINS = {
     "_pieces": "app.engines.bpe._pieces",  # bpe/patterns.py and encoder.py
     "_lattice": "app.engines.sentencepiece._lattice",  # sentencepiece/unigram.py and normalizer.py
     "_chunks": "app.engines.sentencepiece._chunks",  # sentencepiece/model.py
-    "_unigram_train": "app.engines.sentencepiece._unigram_train",  # sentencepiece/unigram_trainer.py
+    "_spm_train": "app.engines.sentencepiece._spm_train",  # sentencepiece/bpe_trainer.py
+    "_spm_unigram": "app.engines.sentencepiece._spm_unigram",  # sentencepiece/unigram_trainer.py (no Python twin)
     "_train": "app.engines.training._train",  # training/words.py and pair_counts.py, wordpiece/trainer.py
+    "_word_table": "app.engines.training._word_table",  # training/word_table.py (the corpus measure's words)
 }
 
 

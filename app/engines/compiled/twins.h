@@ -1,5 +1,5 @@
 /* What every compiled twin of a hot loop shares (app/engines/_merge.c, bpe/_pieces.c, sentencepiece/_chunks.c,
- * _lattice.c and _unigram_train.c, training/_train.c): growable arrays, the errors they raise, and the boilerplate
+ * _lattice.c, _spm_train.c and _spm_unigram.c, training/_train.c): growable arrays, the errors they raise, and the boilerplate
  * of their types and modules.
  *
  * Each twin includes this header first (it brings Python.h). setup.py lists it in every extension's `depends` and

@@ -59,6 +59,8 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
                 "tokenizer.json files"
             )
         self._prefix = self.library.model.continuing_subword_prefix if kind == "WordPiece" else ""
+        # a BPE whose words end with a marker (openai-gpt's "</w>"): a token's bytes are its text without it
+        self._suffix = (self.library.model.end_of_word_suffix or "") if kind == "BPE" else ""
         self.library.no_truncation()
         self.library.no_padding()
         self.name = name
@@ -68,8 +70,9 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         self._special = {t.content: i for i, t in added.items() if t.special}
         self._added = {i: t.content for i, t in added.items()}
         ids = self.library.get_vocab(with_added_tokens=True).values()
-        self._n_vocab = max(ids) + 1
-        self._holes = len(ids) != self._n_vocab
+        self._n_vocab = self.library.get_vocab_size(with_added_tokens=True)  # the library's own figure
+        self._id_bound = max(ids) + 1
+        self._holes = len(ids) != self._id_bound
         post = self.library.post_processor
         self.added_specials = from_post_processor(None if post is None else json.loads(post.__getstate__()))
         self._lock = threading.Lock()
@@ -91,17 +94,30 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte
         piece's byte, an added token's text."""
-        if not isinstance(token_id, int) or not 0 <= token_id < self._n_vocab:
+        if not isinstance(token_id, int) or not 0 <= token_id < self._id_bound:
             raise KeyError(token_id)
         piece = self.library.id_to_token(token_id)
         if piece is None:
             raise KeyError(token_id)
+        return self.piece_bytes(token_id, piece)
+
+    def pieces_by_id(self) -> list[str | None]:
+        """Every id's token string as the library has it (None for an id with none), read in one call."""
+        pieces: list[str | None] = [None] * self._id_bound
+        for piece, tid in self.library.get_vocab(with_added_tokens=True).items():
+            pieces[tid] = self._added.get(tid, piece)
+        return pieces
+
+    def piece_bytes(self, token_id: int, piece: str) -> bytes:
+        """The bytes of id ``token_id`` whose token string is ``piece`` (what :meth:`token_bytes` answers)."""
         if token_id in self._added:
             return piece.encode("utf-8")
         if self.byte_level:
             return byte_level_bytes(piece)
         if self._prefix and piece.startswith(self._prefix) and piece != self._prefix:
             return piece[len(self._prefix) :].encode("utf-8")
+        if self._suffix and piece.endswith(self._suffix) and piece != self._suffix:
+            piece = piece[: -len(self._suffix)]
         b = piece_to_byte(piece)
         return bytes([b]) if b >= 0 else piece.replace(SPACE_SYMBOL, " ").encode("utf-8")
 

@@ -72,6 +72,15 @@ class EncodingSpec:
     pattern: str
     special_tokens: dict[str, int]
     description: str
+    #: Special tokens Tokenplay adds beyond tiktoken's own definition of the encoding (the ChatML markup of the chat
+    #: models): encoded and decoded like the others, but not part of the vocabulary tiktoken counts in ``n_vocab``.
+    markup: tuple[str, ...] = ()
+
+    def reference_n_vocab(self, ranks: dict[bytes, int]) -> int:
+        """tiktoken's ``n_vocab`` for this encoding as tiktoken defines it: one more than its largest rank or special
+        token id, the markup Tokenplay adds left out (o200k_base: 200,019, though ``<|im_sep|>`` is 200266)."""
+        ids = [i for s, i in self.special_tokens.items() if s not in self.markup]
+        return max([*ids, max(ranks.values())]) + 1
 
 
 ENCODINGS: dict[str, EncodingSpec] = {
@@ -103,6 +112,7 @@ ENCODINGS: dict[str, EncodingSpec] = {
                 ENDOFPROMPT: 100276,
             },
             "GPT-3.5-turbo, GPT-4 (with chat markup tokens)",
+            markup=(IM_START, IM_END, IM_SEP),
         ),
         EncodingSpec(
             "o200k_base",
@@ -110,6 +120,7 @@ ENCODINGS: dict[str, EncodingSpec] = {
             O200K_PATTERN,
             {ENDOFTEXT: 199999, IM_START: 200264, IM_END: 200265, IM_SEP: 200266, ENDOFPROMPT: 200018},
             "GPT-4o (with chat markup tokens)",
+            markup=(IM_START, IM_END, IM_SEP),
         ),
         EncodingSpec(
             "o200k_harmony",
@@ -156,6 +167,7 @@ class TiktokenTokenizer(Tokenizer):
         self._spec = spec
         ranks = mergeable_ranks(name)
         self._n_ranks = len(ranks)
+        self._n_vocab = spec.reference_n_vocab(ranks)
         self.encoding = tiktoken.Encoding(
             name=f"tokenplay-{name}",
             pat_str=spec.pattern,
@@ -165,6 +177,11 @@ class TiktokenTokenizer(Tokenizer):
 
     @property
     def n_vocab(self) -> int:
+        """tiktoken's own figure for the encoding (the chat markup Tokenplay adds beyond it is not counted)."""
+        return self._n_vocab
+
+    @property
+    def id_bound(self) -> int:
         return self.encoding.n_vocab
 
     @property

@@ -11,6 +11,21 @@ import struct
 from array import array
 from collections.abc import Iterator
 
+from ..errors import TokenplayError
+
+
+class CharsMapError(TokenplayError, ValueError):
+    """A precompiled character map that is broken (a damaged ``.model`` file or ``Precompiled`` normalizer);
+    ``what`` says how."""
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(f"this SentencePiece .model file is damaged: its normalization rules (the precompiled "
+                         f"character map) are broken: {what}")
+
+    def __reduce__(self):
+        return self.__class__, (self.what,)
+
 
 class CharsMap:
     """A precompiled character map: ``<uint32 trie size><Darts double-array trie><NUL-terminated outputs>``.
@@ -21,13 +36,17 @@ class CharsMap:
 
     def __init__(self, blob: bytes):
         if len(blob) <= 4:
-            raise ValueError("precompiled_charsmap is broken (too short); re-export the model")
+            raise CharsMapError("too short")
         (trie_size,) = struct.unpack_from("<I", blob, 0)
         if trie_size >= len(blob):
-            raise ValueError("precompiled_charsmap is broken (trie larger than the blob); re-export the model")
+            raise CharsMapError("its trie is larger than the map")
         self.units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
         self.native_units = array("I", self.units).tobytes()  # for the compiled twin: native-endian uint32s
         self.strings = blob[4 + trie_size :]
+        # every output a leaf points to starts inside the outputs and ends with a NUL (else a walk would read past)
+        leaves = [u & 0x7FFFFFFF for u in self.units if u >> 31]
+        if leaves and (max(leaves) >= len(self.strings) or not self.strings.endswith(b"\x00")):
+            raise CharsMapError("a rule's output lies outside the map")
         self._cache: dict[int, str] = {}
         self._starts: dict[str, bool] = {}
 

@@ -182,7 +182,7 @@ class _Charsmap:
         try:
             self.map = CharsMap(blob)
         except (ValueError, IndexError) as exc:
-            raise TokenizerFileError(f"the Precompiled normalizer's character map is broken: {exc}") from None
+            raise TokenizerFileError(f"the Precompiled normalizer's character map is broken: {getattr(exc, 'what', exc)}") from None
         self._found: dict[str, str | None] = {}
 
     def first(self, chunk: str) -> str | None:

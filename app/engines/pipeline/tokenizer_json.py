@@ -69,6 +69,7 @@ class TokenizerJSON:
     scores: list[float] | None = None  # Unigram: the score of each id's piece
     pieces: list[str] | None = None  # Unigram: each id's piece, in id order
     unk_id: int | None = None  # Unigram: the unknown piece's id (None: the model has none)
+    end_of_word_suffix: str = ""  # BPE: what marks a word's last piece ("</w>" in openai-gpt)
 
     @property
     def byte_level(self) -> bool:
@@ -81,6 +82,12 @@ class TokenizerJSON:
         if self.pieces is not None:
             ids.append(len(self.pieces) - 1)
         return max(ids) + 1 if ids else 0
+
+    @property
+    def reference_size(self) -> int:
+        """The vocabulary size as Hugging Face ``tokenizers`` gives it (``get_vocab_size(with_added_tokens=True)``): the
+        distinct token strings of the vocabulary and the added tokens. It is :attr:`n_vocab` unless ids leave gaps."""
+        return len(self.vocab.keys() | {t.content for t in self.added_tokens})
 
     def tokens_by_id(self) -> list[str | None]:
         """Each id's token below ``n_vocab``: the vocabulary's string, or the added token's content where one
@@ -264,11 +271,14 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
             "tokenizer.json files"
         )
     if kind == "BPE":
-        for option, article in (("continuing_subword_prefix", "a"), ("end_of_word_suffix", "an")):
-            if model.get(option):
-                raise UnsupportedTokenizerError(
-                    f"BPE models with {article} {option} ({model[option]!r}) are not supported yet"
-                )
+        if model.get("continuing_subword_prefix"):
+            raise UnsupportedTokenizerError(
+                f"BPE models with a continuing_subword_prefix ({model['continuing_subword_prefix']!r}) are not "
+                "supported yet"
+            )
+        suffix = model.get("end_of_word_suffix")
+        if suffix is not None and not isinstance(suffix, str):
+            raise TokenizerFileError(f"end_of_word_suffix must be a string or null, not {suffix!r}")
         if model.get("dropout"):
             raise UnsupportedTokenizerError("BPE dropout (random merges) is not supported; set dropout to null")
     scores = pieces = unk_id = None
@@ -313,6 +323,7 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
         scores=scores,
         pieces=pieces,
         unk_id=unk_id,
+        end_of_word_suffix=(model.get("end_of_word_suffix") or "") if kind == "BPE" else "",
     )
 
 

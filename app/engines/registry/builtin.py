@@ -22,7 +22,7 @@ OPENAI_N_VOCAB = {
     "p50k_base": 50_281,
     "p50k_edit": 50_284,
     "cl100k_base": 100_277,
-    "o200k_base": 200_267,
+    "o200k_base": 200_019,  # tiktoken's figure: the chat markup at 200264..200266 is not counted
     "o200k_harmony": 201_088,
 }
 

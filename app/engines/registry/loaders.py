@@ -96,6 +96,10 @@ def _native_json(spec, name: str) -> Tokenizer:
         from ..wordpiece.wordlevel import WordLevelTokenizer
 
         return WordLevelTokenizer(spec, name=name)
+    if spec.end_of_word_suffix:
+        from ..bpe.word_end_model import WordEndBPETokenizer
+
+        return WordEndBPETokenizer(spec, name=name)
     from ..bpe.json_model import ByteLevelJSONTokenizer, runs_byte_level
 
     if runs_byte_level(spec):

@@ -1,4 +1,5 @@
-"""SentencePiece-style tokenization, written for Tokenplay: run real ``.model`` files and train our own.
+"""SentencePiece tokenization, written for Tokenplay: run real ``.model`` files and train our own exactly as
+``sentencepiece`` trains them.
 
 - ``proto``: read and write the ``ModelProto`` protobuf by hand (no ``protobuf``/``sentencepiece`` at run time);
 - ``normalizer``: the model's text normalization, with offsets back to the input;
@@ -7,25 +8,13 @@
   not byte-level over all 256 bytes, in the same engine, identical to Hugging Face ``tokenizers``;
 - ``unigram``, ``unigram_json``: unigram ``.model`` files (identical to ``sentencepiece``) and Unigram
   ``tokenizer.json`` files (identical to ``tokenizers``, whose Viterbi pass is its own);
-- ``trainer``: a SentencePiece-style BPE trainer that records its merges as ``MergeStep`` data and saves a real
-  ``.model`` file.
+- ``trainer_options``, ``training_corpus``, ``bpe_trainer``, ``unigram_trainer``: sentencepiece's own trainers
+  (its options, its corpus loading, its BPE and unigram training) followed step for step: the same pieces, in the
+  same order, with the same scores; every merge or round recorded as data for the lab.
 
 The ``sentencepiece`` package is only the referee in tests and benchmarks; nothing here imports it.
 """
 
 from .model import ModelLoadError, SentencePieceTokenizer
-from .trainer import (
-    SentencePieceTrainerState,
-    SentencePieceTrainingError,
-    TrainedSentencePiece,
-    train_sentencepiece,
-)
 
-__all__ = [
-    "ModelLoadError",
-    "SentencePieceTokenizer",
-    "SentencePieceTrainerState",
-    "SentencePieceTrainingError",
-    "TrainedSentencePiece",
-    "train_sentencepiece",
-]
+__all__ = ["ModelLoadError", "SentencePieceTokenizer"]

@@ -31,7 +31,7 @@ from ..base import check_text
 from ..pipeline.decoders import decoder
 from ..pipeline.normalizers import TextNormalizer
 from ..pipeline.pretokenizers import PreTokenizer
-from ..result import Columns, Token, TokenizeResult
+from ..result import ByteInfo, Columns, Token, TokenizeResult
 from ..pipeline.tokenizer_json import (
     BYTE_OF_CHAR,
     TokenizerFileError,
@@ -181,9 +181,22 @@ class SentencePieceJSONTokenizer(SentencePieceTokenizer):
 
     def _place(self, text: str, merged: list[str] | None, offset: int, limit: int | None) -> list[Token]:
         if not self.drops_unknown:
-            return super()._place(text, merged, offset, limit)
-        placed = [t for t in super()._place(text, merged, 0, None) if t.id != self.unk_id]
-        return placed[offset:] if limit is None else placed[offset : offset + limit]
+            placed = super()._place(text, merged, offset, limit)
+        else:
+            placed = [t for t in super()._place(text, merged, 0, None) if t.id != self.unk_id]
+            placed = placed[offset:] if limit is None else placed[offset : offset + limit]
+        if self.byte_alphabet:  # a byte-level file's pieces are shown as the bytes they stand for, not as Ġ...
+            for token in placed:
+                if self.types[token.id] == NORMAL:
+                    info = ByteInfo(token.bytes)
+                    token.text, token.valid_utf8 = info.text, info.valid
+        return placed
+
+    def _column_info(self, token_id: int) -> tuple[bytes, str, bool, bool, bool]:
+        if not (self.byte_alphabet and self.types[token_id] == NORMAL):
+            return super()._column_info(token_id)
+        info = ByteInfo(self.token_bytes(token_id))
+        return info.data, info.text, False, info.valid, False
 
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
         """Tokens placed in the input: a piece covers the input characters it came from; the byte pieces of one

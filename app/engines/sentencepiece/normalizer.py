@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 
 from ..compiled import twin
-from ..pipeline.charsmap import CharsMap
+from ..pipeline.charsmap import CharsMap, CharsMapError
 from ..pipeline.pieces import SPACE_SYMBOL
 
 _SPACES = re.compile(" {2,}")
@@ -95,7 +95,10 @@ class Normalizer:
         if _compiled is not None and not self.simple:
             charsmap = self.charsmap
             trie, strings = (charsmap.native_units, charsmap.strings) if charsmap is not None else (b"", b"")
-            return _compiled(text, tuple(self.user_defined), trie, strings, self._flags)
+            try:
+                return _compiled(text, tuple(self.user_defined), trie, strings, self._flags)
+            except ValueError:  # a rule's output past the map: only a damaged map has one
+                raise CharsMapError("a rule's output lies outside the map") from None
         return self._normalize_python(text)
 
     def _normalize_python(self, text: str) -> tuple[str, list[int]]:

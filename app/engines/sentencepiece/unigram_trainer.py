@@ -1,466 +1,300 @@
-"""Train a SentencePiece *unigram* model, round by round, every round recorded as data.
+"""sentencepiece's unigram trainer, round by round: the pieces ``sentencepiece.SentencePieceTrainer.train(
+model_type="unigram", num_threads=1)`` writes for the same corpus and options, in its order, with its scores.
 
-What it does, as SentencePiece's unigram trainer does it:
+What it does (sentencepiece's ``unigram_model_trainer.cc``, followed here, not copied):
 
-1. The corpus is normalized as our saved models say (``identity``, the dummy prefix ``▁``, spaces as ``▁``) and
-   cut into words before each ``▁`` (:func:`.trainer.word_frequencies`).
-2. **Seed vocabulary**: every character, and the most frequent substrings of the words (at least twice, at most
-   ``max_piece_length`` characters), ranked by frequency times length, ``seed_size`` pieces in all; each starts
-   with the log of that rank score, normalized.
-3. **EM rounds**: the E-step computes, by forward-backward over each word's lattice, how often each piece is
-   expected to be used; the M-step re-estimates each piece's log-probability from those counts the Bayesian way
-   SentencePiece does (``digamma(count) - digamma(total)``), dropping pieces expected less than half a time.
-4. **Pruning**: with the words segmented by Viterbi, the *loss* of a piece is how much corpus likelihood goes
-   if it is removed and its uses fall to its best other segmentation (the share of words using it, times the
-   log-probability it loses); the pieces with the smallest losses go, keeping at most ``shrinking_factor`` of the
-   vocabulary per round, until ``vocab_size`` pieces are left. Characters always stay (they have no other
-   segmentation), so any text of the corpus can be segmented.
+1. The corpus is read as sentencepiece reads it (:func:`.training_corpus.load_sentences`).
+2. **Seed pieces**: every character, most frequent first, then the substrings a suffix array of the sentences finds
+   (each repeated substring that some two occurrences continue differently; whole characters, 2 to
+   ``max_sentencepiece_length`` of them, valid pieces), best first by count times length, at most a million; each
+   starts with the log of its count (times length), normalized.
+3. With ``split_by_whitespace`` the sentences become their distinct words with counts, most frequent first.
+4. **Rounds** until at most 1.1 x ``vocab_size`` pieces are left: ``num_sub_iterations`` EM steps (the E-step's
+   expected uses by forward-backward over each word's lattice; the M-step drops pieces expected less than half a
+   time and scores the others ``digamma(count) - digamma(total)``), then pruning: a piece its own Viterbi path
+   splits goes, and of the others, those whose removal would cost the corpus least likelihood (their uses given to
+   their second-best segmentation) go until ``shrinking_factor`` of the pieces are left.
+5. Pieces Viterbi can no longer reach go; the required characters are kept (those the model lost get scores just
+   above the lowest); the best-scored pieces fill ``vocab_size``, sorted by score.
 
-Each round (two EM iterations, then pruning) is a :class:`UnigramRound`: the pieces it removed with their loss,
-smallest first (the pruning order), the vocabulary size after it and the corpus log-likelihood before pruning.
-The result saves as a real unigram ``.model`` (byte fallback, ``identity`` normalizer) that the ``sentencepiece``
-library and :class:`.unigram.UnigramTokenizer` encode identically. Unlike SentencePiece, the last round prunes
-straight to ``vocab_size`` by loss (SentencePiece keeps 10% more, then cuts by score), and seeds come from word
-substrings rather than a suffix array. Nothing here prints.
-
-The seed's substring counts, the E-step, the Viterbi counts and the pruning losses run in the compiled twin
-app/engines/sentencepiece/_unigram_train.c where it is built (:func:`..compiled.twin`); the Python loops here give the
-same numbers, bit for bit.
+Every float is computed as sentencepiece computes it (float32 where it keeps float32), so scores are its own. The
+heavy passes run in the compiled module ``_spm_unigram.c``; it has no Python twin: where it is not built, this trainer
+refuses to run with a message that says so (:data:`NO_TWIN`). Each round is a :class:`UnigramRound` record: its EM
+steps, the pieces it removed and why (:data:`WHY`; the last round ends with the final choice), the size after it and
+the corpus log-likelihood; :class:`TrainedUnigram` keeps every round's scores so the lab can show the model of any
+round. Nothing here prints.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
+import struct
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ..base import check_text
 from ..compiled import twin
-from ..training import Cancelled, TrainingError
-from .model import byte_piece
-from .proto import BYTE, NORMAL, UNIGRAM, ModelProto, Piece
-from .trainer import META_PIECES, TrainedSentencePiece, word_frequencies
+from ..training import Cancelled
+from .bpe_trainer import model_pieces, normalizer_spec, trainer_spec
+from .proto import UNIGRAM, ModelProto, Piece
+from .trainer_options import TrainerOptions
+from .training_corpus import BOUNDARY_CHAR, UNK_CHAR, CorpusError, load_sized, out_of_reach, script_ranges, word_counts
 
-EXPECTED_MIN = 0.5  # the M-step drops pieces expected less often than this (SentencePiece's threshold)
-EM_ITERATIONS = 2  # per round (SentencePiece's num_sub_iterations)
+SEED_SIZE = 1_000_000  # sentencepiece's seed_sentencepiece_size
 NEG_INF = float("-inf")
-N_SPECIAL = len(META_PIECES) + 256  # special and byte pieces come first in every model trained here
+NO_TWIN = ("unigram training needs the compiled module app.engines.sentencepiece._spm_unigram, which is not built "
+           "here: build it with `make install-dev` (a C compiler is needed), or train a SentencePiece BPE run")
+
+
+def f32(x: float) -> float:
+    """``x`` rounded to float32, as a C ``float`` holds it."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+#: Why a piece left the vocabulary in a round (the third item of each of :attr:`UnigramRound.removed`).
+WHY = {
+    "em": "the EM step dropped it: the corpus would use it less than half a time",
+    "free": "pruning removed it at no cost: no best segmentation of the corpus uses it, or its own best "
+            "segmentation splits it",
+    "loss": "pruning removed it: of those left, the corpus loses least likelihood without it",
+    "unreachable": "no segmentation reaches it any more (another piece always wins on its text)",
+    "final": "the final choice: beyond the size asked for, the lowest scored",
+}
 
 
 @dataclass(slots=True)
 class UnigramRound:
-    """One EM + pruning round: what it removed (``(piece, loss)``, smallest loss first) and where it left the model."""
+    """One round (EM steps, then pruning): the pieces it removed (``(piece, loss, why)``: ``why`` a key of
+    :data:`WHY`, ``loss`` NaN unless pruned by loss), the vocabulary size after it (meta pieces included; the last
+    round's: the model's), the corpus log-likelihood before it pruned, each EM step's log-likelihood and size
+    (``em``), and, in the last round, the required characters the final choice brought back (``restored``)."""
 
     round: int
-    removed: list[tuple[str, float]]
-    vocab_size: int  # pieces after the round (special and byte pieces included)
-    log_likelihood: float  # of the corpus under the model before pruning
+    removed: list[tuple[str, float, str]]
+    vocab_size: int
+    log_likelihood: float
+    em: list[tuple[float, int]] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
             "round": self.round,
-            "removed": [{"piece": p, "loss": loss} for p, loss in self.removed],
+            "removed": [{"piece": p, "loss": None if math.isnan(loss) else loss, "why": why}
+                        for p, loss, why in self.removed],
             "vocab_size": self.vocab_size,
             "log_likelihood": self.log_likelihood,
+            "em": [{"log_likelihood": ll, "vocab_size": n} for ll, n in self.em],
+            "restored": list(self.restored),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> UnigramRound:
+        return cls(d["round"], [(x["piece"], math.nan if x["loss"] is None else x["loss"], x["why"]) for x in d["removed"]],
+                   d["vocab_size"], d["log_likelihood"], [(e["log_likelihood"], e["vocab_size"]) for e in d["em"]],
+                   list(d["restored"]))
 
 
 @dataclass
 class TrainedUnigram:
-    """A finished training: the seed pieces, the rounds, each round's log-probabilities and the ``.model`` file.
-
-    ``pieces[i]`` is piece ``i`` of the seed; ``scores[k][i]`` its log-probability after round ``k`` (``scores[0]``:
-    the seed; the last: the saved model's), NaN once removed; ``corpus_tokens[k]`` the corpus's Viterbi length then.
-    """
+    """A finished training: the seed pieces, the rounds, each round's scores by seed piece (``scores[0]``: the seed;
+    NaN once removed; the last: the finished model's before the final choice), the corpus tokens per round, the
+    final pieces (in id order) and the ``.model`` file."""
 
     pieces: list[str]
     rounds: list[UnigramRound]
     scores: list[array]
     corpus_tokens: list[int]
+    final: list[Piece]
     model: bytes
     stop_reason: str
+    n_meta: int
 
 
-def digamma(x: float) -> float:
-    """The digamma function (the derivative of log Γ), by recurrence and its asymptotic series.
+def _flags(options: TrainerOptions) -> int:
+    return (options.split_by_unicode_script | options.split_by_number << 1 | options.split_digits << 2
+            | options.split_by_whitespace << 3 | options.treat_whitespace_as_suffix << 4
+            | options.allow_whitespace_only_pieces << 5)
 
-    >>> round(digamma(1.0), 6)
-    -0.577216
+
+def seed_pieces(sentences: list[str], options: TrainerOptions) -> list[tuple[str, float]]:
+    """The seed: characters (count), then the suffix array's substrings (count x length), as float32 scores."""
+    chars: Counter = Counter("".join(sentences))
+    chars.pop(UNK_CHAR, None)
+    chars.pop(BOUNDARY_CHAR, None)
+    seed = [(c, f32(float(n))) for c, n in sorted(chars.items(), key=lambda kv: (-kv[1], kv[0]))]
+    seeds = twin("_spm_unigram", "seed_candidates")
+    if seeds is None:  # pragma: no cover - the twin is built wherever a C compiler is
+        raise CorpusError("algorithm", NO_TWIN)
+    corpus = b"".join(s.encode("utf-8") + b"\0" for s in sentences)
+    text, lengths, scores = seeds(corpus, script_ranges(), _flags(options), options.max_sentencepiece_length, SEED_SIZE)
+    lens, values = array("i"), array("f")
+    lens.frombytes(lengths)
+    values.frombytes(scores)
+    at = 0
+    for n, score in zip(lens, values):
+        seed.append((text[at : at + n].decode("utf-8"), score))
+        at += n
+    return seed
+
+
+def to_log_prob(seed: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    total = 0.0
+    for _, v in seed:
+        total += v
+    logsum = math.log(total)
+    return [(p, f32(math.log(v) - logsum)) for p, v in seed]
+
+
+def _codepoints(texts: list[str]) -> tuple[array, array]:
+    flat = array("i")
+    flat.frombytes("".join(texts).encode("utf-32-le"))
+    return flat, array("i", map(len, texts))
+
+
+def train_unigram(
+    text: str,
+    vocab_size: int | None = None,
+    options: TrainerOptions | None = None,
+    *,
+    learned: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TrainedUnigram:
+    """Train sentencepiece's unigram model on ``text`` (one sentence a line) to ``vocab_size`` pieces, or to the meta
+    pieces, the required characters and ``learned`` longer pieces.
+
+    ``progress(rounds done, rounds expected)`` after each round; ``should_stop()`` returning true raises
+    :class:`~app.engines.training.Cancelled`. Raises :class:`.training_corpus.CorpusError` for a ``vocab_size`` the
+    corpus cannot fill (sentencepiece's "Vocabulary size too high").
+
+    >>> run = train_unigram("the cat sat on the mat\\nthe cat ate the rat\\na hat and a bat\\nthat cat\\n" * 3, 20)
+    >>> [p.piece for p in run.final[3:8]], len(run.final)
+    (['▁', 'at', 'e', '▁th', '▁cat'], 20)
     """
-    result = 0.0
-    while x < 7:
-        result -= 1 / x
-        x += 1
-    x -= 0.5
-    inv2 = 1 / (x * x)
-    return result + math.log(x) + inv2 / 24 - 7 * inv2**2 / 960 + 31 * inv2**3 / 8064 - 127 * inv2**4 / 30720
+    check_text(text)
+    options = options or TrainerOptions()
+    Core = twin("_spm_unigram", "Core")
+    if Core is None:  # pragma: no cover
+        raise CorpusError("algorithm", NO_TWIN)
+    loaded, vocab_size = load_sized(text, options, vocab_size, learned)
+    seed = to_log_prob(seed_pieces(loaded.sentences, options))
+    if options.split_by_whitespace:
+        words = word_counts(loaded.sentences, options)
+    else:
+        words = [(s, 1) for s in loaded.sentences]
+    wcps, wlens = _codepoints([w for w, _ in words])
+    pieces = [p for p, _ in seed]
+    pcps, plens = _codepoints(pieces)
+    core = Core(wcps, wlens, array("q", (f for _, f in words)), pcps, plens)
+    n_meta = len(loaded.meta)
+    desired = int(vocab_size * 1.1)
+    order = array("i", range(len(seed)))
+    scores = array("f", (s for _, s in seed))
+    snapshots = [_snapshot(len(seed), order, scores)]
+    tokens = [core.tokens(order, scores)]
+    rounds: list[UnigramRound] = []
+    while True:
+        if should_stop is not None and should_stop():
+            raise Cancelled()
+        record = UnigramRound(len(rounds) + 1, [], 0, 0.0)
+        for _ in range(options.num_sub_iterations):
+            expected, ll = core.estep(order, scores)
+            kept_raw, new_scores = core.mstep(bytes(expected))
+            order = _keep(order, kept_raw, pieces, record.removed, "em")
+            scores = array("f")
+            scores.frombytes(bytes(new_scores))
+            record.em.append((ll, n_meta + len(order)))
+        record.log_likelihood = record.em[0][0]
+        new_raw, losses_raw, n_tokens = core.prune(order, scores, desired, options.shrinking_factor)
+        losses = array("f")
+        losses.frombytes(bytes(losses_raw))
+        gone: list[tuple[str, float, str]] = []
+        kept = _kept(new_raw)
+        alive = set(kept)
+        for i in range(len(order)):
+            if i not in alive:
+                gone.append((pieces[order[i]], losses[i], "free" if math.isnan(losses[i]) else "loss"))
+        gone.sort(key=lambda r: (r[2] == "loss", r[1] if r[2] == "loss" else 0.0))  # the free first, then by loss
+        record.removed += gone
+        scores = array("f", (scores[i] for i in kept))
+        order = array("i", (order[i] for i in kept))
+        record.vocab_size = n_meta + len(order)
+        rounds.append(record)
+        snapshots.append(_snapshot(len(seed), order, scores))
+        tokens.append(n_tokens)
+        if progress is not None:  # with the rounds still expected, were each to shrink by shrinking_factor
+            left = len(order) / desired
+            more = math.ceil(math.log(left) / -math.log(options.shrinking_factor)) if left > 1 else 0
+            progress(record.round, record.round + more)
+        if len(order) <= desired:
+            break
+    last = rounds[-1]
+    kept = _kept(core.unreachable(order, scores))
+    scores = array("f", (scores[i] for i in kept))
+    order = _keep(order, kept, pieces, last.removed, "unreachable")
+    final = finalize([(pieces[p], s) for p, s in zip(order, scores)], loaded.required, vocab_size - n_meta)
+    if len(final) < vocab_size - n_meta:
+        raise out_of_reach("unigram", vocab_size, loaded, len(final) + n_meta,
+                           f"{n_meta:,} meta pieces and {len(final):,} others: the rounds left no more")
+    # the final choice ends the last round: the pieces beyond the size go, the required characters come back
+    chosen = dict(final)
+    alive_now = {pieces[i] for i in order}
+    last.removed += [(pieces[i], math.nan, "final") for i in order if pieces[i] not in chosen]
+    last.restored = [p for p, _ in final if p not in alive_now]
+    last.vocab_size = vocab_size
+    seed_index = {p: i for i, p in enumerate(pieces)}
+    order = array("i", (seed_index[p] for p, _ in final))
+    scores = array("f", (s for _, s in final))
+    snapshots[-1] = _snapshot(len(seed), order, scores)
+    tokens[-1] = core.tokens(order, scores)
+    out = model_pieces(loaded, final, vocab_size)
+    proto = ModelProto(out, trainer_spec(options, vocab_size, UNIGRAM), normalizer_spec(options))
+    return TrainedUnigram(pieces, rounds, snapshots, tokens, out, proto.serialize(), "vocab_size reached", n_meta)
 
 
-def seed_pieces(words: Counter, max_len: int, size: int) -> dict[str, float]:
-    """Every character plus the frequent substrings of ``words`` (``size`` pieces in all), each with its
-    normalized log score ``log(frequency * length)``.
-
-    >>> sorted(seed_pieces(Counter({"▁ab": 2, "▁b": 1}), 3, 5))
-    ['a', 'ab', 'b', '▁', '▁ab']
-    """
-    chars: Counter = Counter()
-    for word, freq in words.items():
-        for c in word:
-            chars[c] += freq
-    kept = {c: float(f) for c, f in chars.items()}
-    counts = substring_counts(words, max_len)
-    best = heapq.nsmallest(max(0, size - len(kept)), ((-f * len(p), p) for p, f in counts if f >= 2))
-    for negative_score, piece in best:  # highest score first, ties by piece
-        kept[piece] = float(-negative_score)
-    total = math.log(sum(kept.values()))
-    return {p: math.log(s) - total for p, s in kept.items()}
+def _kept(raw) -> array:
+    kept = array("i")
+    kept.frombytes(bytes(raw))
+    return kept
 
 
-def substring_counts(words: Counter, max_len: int) -> Iterable[tuple[str, int]]:
-    """``(substring, frequency)`` of every substring of 2 to ``max_len`` characters of ``words`` (by the compiled
-    twin where it is built).
-
-    >>> sorted(substring_counts(Counter({"abc": 2, "bc": 1}), 2))
-    [('ab', 2), ('bc', 3)]
-    """
-    count = twin("_unigram_train", "count_substrings")
-    if count is not None:
-        found, totals = count(list(words), array("q", words.values()), max_len)
-        return zip(found, array("q", totals))
-    counts: Counter = Counter()
-    for word, freq in words.items():
-        n = len(word)
-        substrings = [word[i:j] for i in range(n) for j in range(i + 2, min(n, i + max_len) + 1)]
-        if freq == 1:  # most distinct words: Counter.update counts them in C
-            counts.update(substrings)
-        else:
-            for sub in substrings:
-                counts[sub] += freq
-    return counts.items()
+def _keep(order: array, kept_raw, pieces: list[str], removed: list, why: str) -> array:
+    """``order`` cut to the positions ``kept_raw`` lists; the others go to ``removed`` with ``why``."""
+    kept = _kept(kept_raw) if not isinstance(kept_raw, array) else kept_raw
+    alive = set(kept)
+    removed += [(pieces[order[i]], math.nan, why) for i in range(len(order)) if i not in alive]
+    return array("i", (order[i] for i in kept))
 
 
-class _Twin(NamedTuple):
-    """The compiled twin's loops (app/engines/sentencepiece/_unigram_train.c) over its flat lattices."""
-
-    build: Callable
-    estep: Callable
-    viterbi_counts: Callable
-    losses: Callable
-
-
-class _Lattices:
-    """Every distinct word's lattice over the current pieces: per start, the ``(end, piece index)`` of each piece."""
-
-    def __init__(self, words: list[str], index: dict[str, int], max_len: int):
-        self.nodes: list[list[list[tuple[int, int]]]] = []
-        for word in words:
-            n = len(word)
-            starts: list[list[tuple[int, int]]] = []
-            for i in range(n):
-                starts.append([(j, index[word[i:j]]) for j in range(i + 1, min(n, i + max_len) + 1) if word[i:j] in index])
-            self.nodes.append(starts)
-
-
-def _forward_backward(starts: list[list[tuple[int, int]]], logp: list[float], freq: int, expected: list[float]) -> float:
-    """Add ``freq`` times each piece's posterior use in one word to ``expected``; return the word's log-likelihood.
-
-    Log-probabilities are added pairwise (``log(e^a + e^b)``), one exponential per lattice node and direction.
-    """
-    n = len(starts)
-    exp, log1p = math.exp, math.log1p
-    alpha = [NEG_INF] * (n + 1)
-    alpha[0] = 0.0
-    for i in range(n):
-        a = alpha[i]
-        if a == NEG_INF:
-            continue
-        for j, p in starts[i]:
-            c = a + logp[p]
-            b = alpha[j]
-            if b == NEG_INF:
-                alpha[j] = c
-            elif c > b:
-                alpha[j] = c + log1p(exp(b - c))
-            elif c != NEG_INF:
-                alpha[j] = b + log1p(exp(c - b))
-    beta = [NEG_INF] * (n + 1)
-    beta[n] = 0.0
-    for i in range(n - 1, -1, -1):
-        acc = NEG_INF
-        for j, p in starts[i]:
-            c = logp[p] + beta[j]
-            if acc == NEG_INF:
-                acc = c
-            elif c > acc:
-                acc = c + log1p(exp(acc - c))
-            elif c != NEG_INF:
-                acc = acc + log1p(exp(c - acc))
-        beta[i] = acc
-    z = alpha[n]
-    for i in range(n):
-        a = alpha[i] - z
-        if a == NEG_INF:
-            continue
-        for j, p in starts[i]:
-            lp = logp[p]
-            if lp != NEG_INF and beta[j] != NEG_INF:
-                expected[p] += freq * exp(a + lp + beta[j])
-    return z
-
-
-def _viterbi(starts: list[list[tuple[int, int]]], logp: list[float], skip: int = -1) -> list[int]:
-    """The best segmentation of one word (piece indices), never using piece ``skip``; [] when there is none."""
-    n = len(starts)
-    best = [NEG_INF] * (n + 1)
-    back: list[tuple[int, int]] = [(-1, -1)] * (n + 1)
-    best[0] = 0.0
-    for i in range(n):
-        if best[i] == NEG_INF:
-            continue
-        for j, p in starts[i]:
-            score = best[i] + logp[p]
-            if p != skip and score > best[j]:
-                best[j], back[j] = score, (i, p)
-    if best[n] == NEG_INF:
-        return []
-    out: list[int] = []
-    end = n
-    while end > 0:
-        end, p = back[end]
-        out.append(p)
-    out.reverse()
+def _snapshot(n: int, order: array, scores: array) -> array:
+    out = array("f", [math.nan]) * n
+    for p, s in zip(order, scores):
+        out[p] = s
     return out
 
 
-class UnigramTrainer:
-    """A unigram training in progress: :meth:`round` runs one round (the lab reports each)."""
-
-    def __init__(
-        self,
-        corpus: str,
-        vocab_size: int,
-        *,
-        max_piece_length: int = 16,
-        seed_size: int | None = None,
-        shrinking_factor: float = 0.75,
-    ):
-        check_text(corpus)
-        self.words = word_frequencies(corpus)
-        if not self.words:
-            raise TrainingError("the corpus is empty: unigram training needs some text")
-        self.vocab_size = vocab_size
-        self.max_len = max_piece_length
-        self.shrinking_factor = shrinking_factor
-        self.n_special = N_SPECIAL
-        self.seed_size = seed_size or max(10 * vocab_size, 2_000)  # the most pieces the seed may have
-        seed = seed_pieces(self.words, max_piece_length, self.seed_size)
-        self.chars = {p for p in seed if len(p) == 1}
-        if vocab_size < self.n_special + len(self.chars):
-            raise TrainingError(
-                f"vocab_size {vocab_size:,} is below the {self.n_special + len(self.chars):,} pieces every unigram "
-                f"model of this corpus needs (3 special, 256 bytes, {len(self.chars):,} characters); choose at least that"
-            )
-        self.pieces = sorted(seed, key=lambda p: (-seed[p], p))
-        self.index = {p: i for i, p in enumerate(self.pieces)}
-        self.logp = [seed[p] for p in self.pieces]
-        self.alive = [True] * len(self.pieces)
-        self.word_list = list(self.words)
-        self.freqs = [self.words[w] for w in self.word_list]
-        self.rounds: list[UnigramRound] = []
-        twins = [twin("_unigram_train", name) for name in _Twin._fields]
-        self._twin = None if None in twins else _Twin(*twins)
-        if self._twin is not None:
-            build = self._twin.build
-            prefixes = {p[:k] for p in self.pieces for k in range(1, len(p))}  # where a longer piece may start
-            # flat lattices of every word and every seed piece, over the whole seed: the twin skips the dead
-            # pieces (log-probability -inf) as the Python arithmetic does, so they are never filtered
-            self._word_lattice = build(self.word_list, self.index, prefixes, self.max_len)
-            self._piece_lattice = build(self.pieces, self.index, prefixes, self.max_len)
-            self._freq_array = array("q", self.freqs)
-        # Every word's lattice over the whole seed, built once: a removed piece keeps its nodes but gets a log-
-        # probability of -inf, so no path uses it (each round filters the nodes down to the living pieces).
-        self._seed_nodes = [] if self._twin is not None else _Lattices(self.word_list, self.index, self.max_len).nodes
-        self._live_nodes = self._seed_nodes
-        self._stale = False  # pieces died since the living nodes were filtered
-        self._piece_nodes: dict[int, list[list[tuple[int, int]]]] = {}
-        self.scores: list[array] = [self._snapshot()]
-        self.corpus_tokens: list[int] = [self._corpus_tokens()]  # Viterbi tokens of the corpus after each round
-
-    # -- one round ------------------------------------------------------------------------------------------------
-    @property
-    def size(self) -> int:
-        """The vocabulary size now (special and byte pieces included)."""
-        return self.n_special + sum(self.alive)
-
-    @property
-    def done(self) -> bool:
-        return self.size <= self.vocab_size
-
-    def _lattices(self) -> list | tuple:
-        """Every word's lattice over the living pieces (filtered from the seed's, kept until pieces die); with the
-        compiled twin, its flat lattices over the whole seed."""
-        if self._twin is not None:
-            return self._word_lattice
-        if self._stale:
-            alive = self.alive
-            self._live_nodes = [[[(j, p) for j, p in nodes if alive[p]] for nodes in starts] for starts in self._seed_nodes]
-            self._stale = False
-        return self._live_nodes
-
-    def _lattice_of_piece(self, i: int) -> list[list[tuple[int, int]]]:
-        found = self._piece_nodes.get(i)
-        if found is None:
-            found = self._piece_nodes[i] = _Lattices([self.pieces[i]], self.index, self.max_len).nodes[0]
-        return found
-
-    def em_step(self, lattices: list | tuple) -> float:
-        """One EM iteration; returns the corpus log-likelihood under the model before it."""
-        expected: list[float] | array
-        if self._twin is not None:
-            expected = self._zeros(len(self.pieces))
-            likelihood = self._twin.estep(lattices, array("d", self.logp), self._freq_array, expected)
+def finalize(model: list[tuple[str, float]], required: list[tuple[str, int]], size: int) -> list[tuple[str, float]]:
+    """sentencepiece's last choice: the required characters (those the model lost just above its lowest score, a
+    little more for each rarer one), then the best-scored pieces up to ``size``, all sorted by score, then piece."""
+    scores = dict(model)
+    min_score = min(s for _, s in model) if model else 0.0
+    final: dict[str, float] = {}
+    penalty = 0.0
+    delta = f32(0.0001)
+    for c, _ in required:
+        if c in scores:
+            final[c] = scores[c]
         else:
-            expected = [0.0] * len(self.pieces)
-            likelihood = 0.0
-            for starts, freq in zip(lattices, self.freqs):
-                likelihood += freq * _forward_backward(starts, self.logp, freq, expected)
-        kept = [i for i, alive in enumerate(self.alive) if alive and (expected[i] >= EXPECTED_MIN or self.pieces[i] in self.chars)]
-        total = digamma(sum(max(expected[i], EXPECTED_MIN) for i in kept))
-        logp = [NEG_INF] * len(self.pieces)
-        for i in kept:
-            logp[i] = digamma(max(expected[i], EXPECTED_MIN)) - total
-        alive = [lp != NEG_INF for lp in logp]
-        self._stale = self._stale or alive != self.alive
-        self.alive, self.logp = alive, logp
-        return likelihood
-
-    def losses(self, lattices: list | tuple) -> list[tuple[float, int]]:
-        """``(loss, piece index)`` for every piece that may go (characters never do), smallest loss first."""
-        if self._twin is not None:
-            return self._compiled_losses(lattices)
-        uses = [0.0] * len(self.pieces)  # Viterbi uses, times word frequency
-        words_using = [0.0] * len(self.pieces)  # frequency of the words whose Viterbi path uses the piece
-        for starts, freq in zip(lattices, self.freqs):
-            path = _viterbi(starts, self.logp)
-            for p in path:
-                uses[p] += freq
-            for p in set(path):
-                words_using[p] += freq
-        total_uses = sum(uses)
-        total_words = sum(self.freqs)
-        log_total = math.log(total_uses)
-        out: list[tuple[float, int]] = []
-        for i, piece in enumerate(self.pieces):
-            if not self.alive[i] or piece in self.chars:
-                continue
-            if uses[i] == 0:
-                out.append((0.0, i))
-                continue
-            alternative = _viterbi(self._lattice_of_piece(i), self.logp, skip=i)
-            log_alt_total = math.log(total_uses + uses[i] * (len(alternative) - 1))
-            logprob_piece = math.log(uses[i]) - log_total
-            logprob_alt = 0.0
-            for a in alternative:  # added in path order, as the compiled twin does
-                logprob_alt += math.log(uses[a] + uses[i]) - log_alt_total
-            out.append((words_using[i] / total_words * (logprob_piece - logprob_alt), i))
-        out.sort()
-        return out
-
-    def _compiled_losses(self, lattices: tuple) -> list[tuple[float, int]]:
-        """:meth:`losses` by the compiled twin: the same numbers, bit for bit."""
-        logp = array("d", self.logp)
-        uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))
-        self._twin.viterbi_counts(lattices, logp, self._freq_array, uses, words_using)
-        candidates = array("i", (i for i, p in enumerate(self.pieces) if self.alive[i] and p not in self.chars))
-        found = self._zeros(len(candidates))
-        self._twin.losses(self._piece_lattice, logp, uses, words_using, candidates, sum(uses), sum(self.freqs), found)
-        return sorted(zip(found, candidates))
-
-    @staticmethod
-    def _zeros(n: int) -> array:
-        return array("d", bytes(8 * n))
-
-    def round(self) -> UnigramRound:
-        """Two EM iterations, then prune to ``max(vocab_size, shrinking_factor * size)``."""
-        before = list(self.alive)
-        for _ in range(EM_ITERATIONS):
-            likelihood = self.em_step(self._lattices())
-        # pieces the M-step dropped (expected less than half a use) go first, at no loss
-        removed = [(self.pieces[i], 0.0) for i, (was, now) in enumerate(zip(before, self.alive)) if was and not now]
-        lattices = self._lattices()
-        size = self.size  # counted once: a count per removed piece made pruning quadratic
-        target = max(self.vocab_size, int(self.shrinking_factor * size))
-        for loss, i in self.losses(lattices):
-            if size <= target:
-                break
-            size -= 1
-            self.alive[i] = False
-            self.logp[i] = NEG_INF  # no path uses it any more
-            self._stale = True
-            removed.append((self.pieces[i], loss))
-        record = UnigramRound(len(self.rounds) + 1, removed, self.size, likelihood)
-        self.rounds.append(record)
-        self.scores.append(self._snapshot())
-        self.corpus_tokens.append(self._corpus_tokens())
-        return record
-
-    def _corpus_tokens(self) -> int:
-        """How many pieces the corpus's words are cut into by Viterbi now."""
-        if self._twin is not None:
-            uses, words_using = self._zeros(len(self.pieces)), self._zeros(len(self.pieces))  # not needed here
-            return self._twin.viterbi_counts(self._word_lattice, array("d", self.logp), self._freq_array, uses, words_using)
-        return sum(freq * len(_viterbi(starts, self.logp)) for starts, freq in zip(self._lattices(), self.freqs))
-
-    def _snapshot(self) -> array:
-        return array("f", (lp if alive else math.nan for lp, alive in zip(self.logp, self.alive)))
-
-    # -- the result -----------------------------------------------------------------------------------------------
-    def model_proto(self) -> ModelProto:
-        """The trained model: special pieces, the 256 byte pieces, then the pieces by log-probability.
-
-        The last EM pass may drop more pieces the corpus would use less than half a time: the last round ends
-        with that pass, so they count among its removed pieces (at no loss, with the EM step's others)."""
-        before = list(self.alive)
-        self.em_step(self._lattices())  # the final probabilities, as SentencePiece's last EM pass
-        dropped = [(self.pieces[i], 0.0) for i, (was, now) in enumerate(zip(before, self.alive)) if was and not now]
-        if dropped and self.rounds:
-            last = self.rounds[-1]
-            last.removed[:0] = dropped
-            last.vocab_size = self.size
-        self.scores[-1] = self._snapshot()  # the last round ends with them
-        self.corpus_tokens[-1] = self._corpus_tokens()
-        pieces = [Piece(p, 0.0, t) for p, t in META_PIECES] + [Piece(byte_piece(b), 0.0, BYTE) for b in range(256)]
-        alive = sorted((i for i, a in enumerate(self.alive) if a), key=lambda i: (-self.logp[i], self.pieces[i]))
-        pieces += [Piece(self.pieces[i], self.logp[i], NORMAL) for i in alive]
-        proto = TrainedSentencePiece(pieces, max_piece_length=self.max_len).to_proto()
-        proto.trainer_spec.model_type = UNIGRAM
-        return proto
-
-    def train(self, progress: Callable[[int, UnigramRound], None] | None = None, should_stop: Callable[[], bool] | None = None) -> TrainedUnigram:
-        """Run rounds until ``vocab_size`` is reached (or a round removes nothing more); at least one, which the
-        final EM pass ends (so a seed already small enough gets its EM step too)."""
-        while not self.done or not self.rounds:
-            if should_stop is not None and should_stop():
-                raise Cancelled()
-            record = self.round()
-            if progress is not None:
-                progress(record.round, record)
-            if not record.removed:
-                break
-        reason = "vocab_size reached" if self.done else "no piece left to remove"
-        model = self.model_proto().serialize()
-        return TrainedUnigram(self.pieces, self.rounds, self.scores, self.corpus_tokens, model, reason)
-
-
-def train_unigram(corpus: str, vocab_size: int, **options) -> TrainedUnigram:
-    """Train a unigram model on ``corpus`` to ``vocab_size`` pieces (see :class:`UnigramTrainer` for options).
-
-    >>> trained = train_unigram("low lower newest widest\\n" * 5, 290)
-    >>> trained.rounds[0].removed[:2], trained.rounds[-1].vocab_size
-    ([('est', 0.0), ('low', 0.0)], 274)
-    """
-    return UnigramTrainer(corpus, vocab_size, **options).train()
+            final[c] = f32(min_score + penalty)
+            penalty = f32(penalty + delta)
+    if size <= 0:
+        return []
+    for piece, score in sorted(model, key=lambda ps: (-ps[1], ps[0])):
+        if piece in final:
+            continue
+        if len(final) == size:
+            break
+        final[piece] = score
+    return sorted(final.items(), key=lambda ps: (-ps[1], ps[0]))

@@ -6,11 +6,14 @@
   WordPiece's would plug in);
 - :mod:`.words` — the corpus's words in two layouts (short pre-tokens as strings, long words as a linked list);
 - :mod:`.driver` — :func:`run_merges`, the loop to a target used by the CLI, the trainers and the lab, with
-  the shared limits and stop reasons.
+  the shared limits and stop reasons;
+- :mod:`.word_table` — a corpus's words (the regex module's ``\\w+``) tallied by a table of known words, for
+  measuring a corpus (``app.features.measure``).
 
 The trainers themselves say what text becomes: :mod:`app.engines.bpe.trainer` (byte-level BPE),
-:mod:`app.engines.sentencepiece.trainer` (SentencePiece-style) and :mod:`app.lab.algorithms` (the lab's
-byte-, character- and SentencePiece-style runs). Nothing here reads text, prints or encodes.
+:mod:`app.engines.wordpiece.trainer` and :mod:`app.lab.algorithms` (the lab's byte- and character-level runs).
+sentencepiece's own trainers (:mod:`app.engines.sentencepiece.bpe_trainer`, ``unigram_trainer``) have loops of their
+own, as sentencepiece has. Nothing here reads text, prints or encodes.
 """
 
 from .driver import (
@@ -23,7 +26,7 @@ from .driver import (
     replay,
     run_merges,
 )
-from .merge_state import MergeRule, MergeState, TrainingError, check_tie_break
+from .merge_state import MergeRule, MergeState, TrainingError, check_min_count, check_tie_break, no_pair_reason
 
 __all__ = [
     "MAX_VOCAB_SIZE",
@@ -34,8 +37,10 @@ __all__ = [
     "MergeState",
     "ProgressFn",
     "TrainingError",
+    "check_min_count",
     "check_tie_break",
     "cycle_collector_paused",
+    "no_pair_reason",
     "replay",
     "run_merges",
 ]

@@ -25,7 +25,8 @@ MAX_VOCAB_SIZE = 100_000
 
 #: ``TrainResult.stop_reason`` when training reached its target.
 STOP_VOCAB_SIZE = "vocab_size reached"
-#: ``TrainResult.stop_reason`` (or its start) when the corpus ran out of pairs first.
+#: ``TrainResult.stop_reason`` (or its start) when the corpus ran out of pairs first (a state with another
+#: ``min_count`` says its own: ``MergeState.stop_reason``).
 STOP_NO_PAIR = "no pair occurs twice"
 
 #: Called after each merge with ``(merges done, target merges, the step's record)``.
@@ -93,7 +94,7 @@ def run_merges(
             if should_stop is not None and should_stop():
                 raise Cancelled()
             if state.done:
-                return STOP_NO_PAIR
+                return getattr(state, "stop_reason", STOP_NO_PAIR)
             record = state.step(top_k=top_k, max_ties=max_ties)
             if progress is not None:
                 progress(record.step, n_merges, record)

@@ -5,9 +5,9 @@ base vocabulary (id -> surface bytes) and merges the most frequent adjacent pair
 once per :meth:`~MergeState.step`. What differs between trainers is what they pass in:
 
 - the base vocabulary and how text becomes words (bytes for byte-level BPE, code points for character-level
-  BPE and SentencePiece-style training);
-- a :class:`MergeRule` saying which pairs may merge (SentencePiece: a piece-length limit, and a pair whose text
-  is already a piece never merges); without one, every pair may;
+  BPE);
+- a :class:`MergeRule` saying which pairs may merge (a trainer that limits pieces, say by length); without one,
+  every pair may;
 - the step record, built by :meth:`~MergeState.record` (a subclass may add to it).
 
 Ties (pairs with the same count) are broken by a rule the user picks, recorded in every step:
@@ -17,6 +17,10 @@ Ties (pairs with the same count) are broken by a rule the user picks, recorded i
   the first word in the corpus that holds it now, position of its first occurrence there).
 - ``lexical``: the smallest pair compared as byte strings, left then right (then ``first``, for two ids that
   spell the same bytes).
+
+A pair merges only when it occurs at least ``min_count`` times (2 by default: a pair seen once is left alone;
+1 merges it too, as tiktoken's ``_educational.bpe_train`` and minbpe do, so the last merges of a small text can
+have count 1). Forced merges (manual mode, a typed merge list) ignore it.
 
 Pairs are ``(left id, right id)`` tuples everywhere a caller sees them (records, :meth:`~MergeState.step`,
 :meth:`~MergeState.current_top_pairs`, :class:`MergeRule`); inside, the layouts and the counts key them as
@@ -36,7 +40,7 @@ from typing import Protocol
 
 from ..errors import TokenplayError
 from .steps import TIE_BREAKS, MergeStep, TrainResult
-from .driver import cycle_collector_paused
+from .driver import STOP_NO_PAIR, cycle_collector_paused
 from .pair_counts import PairCounts
 from .words import LONG_WORD, MAX_ID, LongWords, ShortWords, as_string, key_pair, pair_key
 
@@ -48,7 +52,7 @@ class TrainingError(TokenplayError):
 
 
 class MergeRule(Protocol):
-    """Which pairs may merge, for trainers that limit it (SentencePiece-style pieces)."""
+    """Which pairs may merge, for trainers that limit it (by piece length, say)."""
 
     def refused(self, pairs: Iterable[Pair]) -> list[Pair]:
         """The pairs among ``pairs`` that may never merge. Asked before a pair is ranked, listed or merged, and
@@ -84,6 +88,20 @@ def _lexical_key(vocab: dict[int, bytes], first: Callable[[str], tuple[int, int]
 def _refused(rule: MergeRule, pairs: _Pairs, keys: list[str]) -> list[str]:
     """``rule``'s answer for pair keys (see :class:`MergeRule`)."""
     return list(map(pair_key, rule.refused(map(pairs.__getitem__, keys))))
+
+
+def check_min_count(min_count: int, error: type[TokenplayError] = TrainingError) -> int:
+    """Return ``min_count`` if it is a whole number of at least 1, else raise: ``check_min_count(2) == 2``."""
+    if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
+        raise error(f"min_count must be a whole number of at least 1 (1 merges pairs seen once), got {min_count!r}")
+    return min_count
+
+
+def no_pair_reason(min_count: int) -> str:
+    """Why a run with ``min_count`` stops early: ``no_pair_reason(2) == "no pair occurs twice"``."""
+    if min_count == 2:
+        return STOP_NO_PAIR
+    return "no pair is left" if min_count == 1 else f"no pair occurs {min_count} times"
 
 
 def check_tie_break(tie_break: str, error: type[TokenplayError] = TrainingError) -> str:
@@ -130,8 +148,10 @@ class MergeState:
         tie_break: str = "first",
         rule: MergeRule | None = None,
         long_word: int = LONG_WORD,
+        min_count: int = 2,
     ):
         self.tie_break = check_tie_break(tie_break, self.error)
+        self.min_count = check_min_count(min_count, self.error)
         self.base_vocab = dict(base_vocab)
         self.vocab: dict[int, bytes] = dict(base_vocab)
         self.next_id = max(self.vocab) + 1 if self.vocab else 0
@@ -224,13 +244,13 @@ class MergeState:
 
     # -- queries -----------------------------------------------------------------------------------------------
     def best_pair(self) -> Pair | None:
-        """The pair the next automatic step merges, or ``None`` when no pair occurs twice."""
+        """The pair the next automatic step merges, or ``None`` when no pair occurs ``min_count`` times."""
         won = self._winner(0)
         return won[0] if won else None
 
     def _winner(self, max_ties: int | None = None) -> tuple[Pair, list[Pair]] | None:
-        """The automatic winner and the first ``max_ties`` pairs tied with it, or None when no pair occurs twice."""
-        if self.pairs.top_count() < 2:
+        """The automatic winner and the first ``max_ties`` pairs tied with it, or None when no pair may merge."""
+        if self.pairs.top_count() < self.min_count:
             return None
         ranked = self.pairs.ranked(self.pairs.top_count())
         tied = ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
@@ -238,25 +258,44 @@ class MergeState:
 
     @property
     def done(self) -> bool:
-        """True when no pair occurs twice (an automatic step has nothing to merge)."""
-        return self.pairs.top_count() < 2
+        """True when no pair occurs ``min_count`` times (an automatic step has nothing to merge)."""
+        return self.pairs.top_count() < self.min_count
+
+    @property
+    def stop_reason(self) -> str:
+        """Why a run that is :attr:`done` stopped, in words."""
+        return no_pair_reason(self.min_count)
+
+    def ranked_pairs(self) -> list[tuple[Pair, int]]:
+        """Every pair that may merge now, with its count, in the order the winner is chosen: the highest count
+        first, equal counts by the tie rule (pairs seen once too, whatever ``min_count``)."""
+        pairs = self.pairs
+        counts = pairs.counts
+        keys = pairs.allowed(list(counts))
+        tie_key = self.tie_key
+        keys.sort(key=lambda key: (-counts[key], tie_key(key)))
+        return [(self._pairs[key], counts[key]) for key in keys]
 
     def current_top_pairs(self, k: int) -> list[tuple[Pair, int]]:
         """The ``k`` most frequent pairs with their counts, in the order the winner is chosen."""
         return [(self._pairs[key], count) for key, count in self.pairs.top_pairs(k)]
 
     # -- one merge ---------------------------------------------------------------------------------------------
-    def step(self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None) -> MergeStep:
+    def step(
+        self, force_pair: Pair | None = None, *, top_k: int = 0, max_ties: int | None = None, absent_ok: bool = False
+    ) -> MergeStep:
         """Merge the winning pair (or ``force_pair``) everywhere and return the step's record.
 
         ``top_k`` > 0 records the k most frequent pairs before the merge; ``max_ties`` keeps only the first
-        ties (in tie-break order) in the record, which bounds memory on large corpora (default: all).
+        ties (in tie-break order) in the record, which bounds memory on large corpora (default: all). A forced
+        pair must occur in the corpus, unless ``absent_ok`` (a typed merge list: the pair of two tokens that exist
+        makes its token even where the corpus never holds it; the record's count is 0).
         """
         pairs = self.pairs
         if force_pair is None:
             count = pairs.top_count()
-            if count < 2:
-                raise self.error("no pair occurs twice; training is complete (pass force_pair to merge a pair anyway)")
+            if count < self.min_count:
+                raise self.error(f"{self.stop_reason}; training is complete (pass force_pair to merge a pair anyway)")
             ranked = pairs.ranked(count)
             key = ranked[0]
             tied = ranked[1:] if max_ties is None else ranked[1 : 1 + max_ties]
@@ -264,14 +303,16 @@ class MergeState:
         else:
             key = self._key(force_pair)
             count = pairs.get(key) if key is not None else 0
-            if count < 1:
+            if absent_ok and key is not None and count < 1 and all(i in self.vocab for i in force_pair):
+                count = 0
+            elif count < 1:
                 asked = (int(force_pair[0]), int(force_pair[1]))
                 raise self.error(
                     f"pair {asked} does not occur in the corpus now (or cannot be merged); "
                     "pick one from current_top_pairs()"
                 )
-            tied = pairs.first_ranked(count, max_ties, without=key) if max_ties != 0 else []
-            n_ties = len(pairs.bucket(count)) - 1 if max_ties != 0 else 0  # a replayed step's record has its own
+            tied = pairs.first_ranked(count, max_ties, without=key) if max_ties != 0 and count else []
+            n_ties = max(0, len(pairs.bucket(count)) - 1) if max_ties != 0 and count else 0  # a replay's record has its own
         top = self.current_top_pairs(top_k) if top_k > 0 else []
         new_id = self.next_id
         if new_id > MAX_ID:

@@ -1,8 +1,8 @@
 """Training steps as data: the records both trainers emit and the UI, CLI, ``save()`` and tests read.
 
 A trainer never prints. It returns a :class:`TrainResult` whose ``steps`` list holds one :class:`MergeStep`
-per merge, in order. Token surfaces are kept as bytes (UTF-8 for character-level and SentencePiece-style
-trainers, raw bytes for byte-level ones) so that one format serves every algorithm.
+per merge, in order. Token surfaces are kept as bytes (UTF-8 for character-level and SentencePiece trainers, raw
+bytes for byte-level ones) so that one format serves every algorithm.
 """
 
 from __future__ import annotations

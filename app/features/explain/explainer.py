@@ -36,6 +36,7 @@ from app.engines import registry
 from app.engines.base import Tokenizer, check_text
 from app.engines.bpe.json_model import ByteLevelJSONTokenizer
 from app.engines.bpe.model import NativeOpenAITokenizer, RankTokenizer
+from app.engines.bpe.word_end_model import WordEndBPETokenizer
 from app.engines.pipeline.added_tokens import trie_pattern
 from app.engines.huggingface.library import HuggingFaceTokenizer
 from app.engines.openai.encodings import ENCODINGS, TiktokenTokenizer
@@ -54,6 +55,7 @@ from .split_rules import Rule
 from .trace import Step, Tree, mark, retrace
 from .unigram_plans import UnigramPlan
 from .units import Detail, Plan, PlanFactory, Unit, window_around
+from .word_end_plans import WordEndPlan
 from .wordpiece_plans import WordPiecePlan
 
 #: Pre-tokens of more symbols than this are retraced in a window of whole tokens (see the module docstring).
@@ -170,6 +172,7 @@ _PLANS: list[tuple[type, PlanFactory]] = [
     (SentencePieceJSONTokenizer, SentencePieceJSONPlan),  # before its base class
     (SentencePieceTokenizer, SentencePiecePlan),
     (WordPieceTokenizer, WordPiecePlan),
+    (WordEndBPETokenizer, WordEndPlan),
 ]
 _BUILT: WeakKeyDictionary = WeakKeyDictionary()
 _NATIVE: WeakKeyDictionary = WeakKeyDictionary()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from app.engines.pipeline.pieces import byte_piece
+from app.engines.pipeline.tokenizer_json import byte_level_bytes
 from app.engines.sentencepiece.model import SentencePieceTokenizer
 
 from .errors import NotExplainableError
@@ -147,6 +148,25 @@ class SentencePieceJSONPlan(SentencePiecePlan):
     added tokens and the file's normalizer first, then each word merged as a ``.model`` merges it."""
 
     special_off = "special tokens were not allowed, so its text was encoded as ordinary text"
+
+    def rule(self, unit: Unit) -> Rule:
+        if not self.tokenizer.byte_alphabet:
+            return super().rule(unit)
+        # A byte-level file (its pieces written in GPT-2's byte alphabet) that lacks some of the 256 byte tokens: the
+        # pieces are merged as the file's characters, but they stand for bytes, and no SentencePiece is involved.
+        return Rule("a pre-token", None, "byte-level BPE: a word the pre-tokenizer cut, merged by the file's merges")
+
+    def data(self, symbol: str) -> bytes:
+        # a byte-level file's pieces stand for the bytes their characters name (Ġ is a space), as its tokens do
+        return byte_level_bytes(symbol) if self.tokenizer.byte_alphabet else symbol.encode("utf-8")
+
+    def notes(self, unit: Unit) -> list[str]:
+        if not self.tokenizer.byte_alphabet:
+            return super().notes(unit)
+        return [
+            "This byte-level file writes each byte as a character of GPT-2's byte alphabet (Ġ is a space); it lacks "
+            "some of the 256 byte tokens, so a byte with no token is the unknown token or is dropped, as the library does."
+        ]
 
     def units(self, text: str, allow_special: bool) -> Iterator[Unit]:
         return added_token_units(self.tokenizer.added, text, allow_special, self._words)

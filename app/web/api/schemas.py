@@ -1,11 +1,17 @@
-"""The response models that several areas of the API answer with: a token, and a text's tokens (what
-``POST /api/tokenize`` answers, ``POST /api/chat`` answers beside its prompt, and ``POST /api/explain`` answers for
-the explained token). They document the answers in ``/docs``; the answers themselves are written as ready JSON
-(:func:`app.engines.result.result_json`)."""
+"""The models that several areas of the API share: a token, and a text's tokens (what ``POST /api/tokenize``
+answers, ``POST /api/chat`` answers beside its prompt, and ``POST /api/explain`` answers for the explained token),
+which document the answers in ``/docs`` (the answers themselves are written as ready JSON:
+:func:`app.engines.result.result_json`); and the names of the lab's pre-tokenizers, which ``/api/train`` and
+``/api/pretokenize`` take."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
+
+#: The lab's pre-tokenizers (:data:`app.lab.splits.PATTERNS`), as a request names them.
+PatternName = Literal["none", "whitespace", "gpt2", "gpt4", "o200k", "digits", "digits-r2l", "lines-digits-r2l", "custom"]
 
 
 class TokenOut(BaseModel):

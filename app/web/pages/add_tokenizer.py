@@ -30,7 +30,7 @@ from ..cookies import remember_upload
 from ..deps import TokenizersDep, UploadForm, read_upload
 from ..errors import status_for
 from ..render import page_or_block
-from ..rendering.links import chat_url, compare_url, languages_url, playground_url
+from ..rendering.links import chat_url, compare_url, languages_url, playground_url, vocab_url
 
 router = APIRouter(include_in_schema=False)
 
@@ -58,6 +58,8 @@ def back_url(back: str, name: str, tokenizers: Tokenizers) -> str:
         return chat_url([name])
     if back == "languages":
         return languages_url([*languages.default_selection(tokenizers), name])
+    if back == "vocab":
+        return vocab_url(name)
     return playground_url(name, "", url_text_limit=0)
 
 

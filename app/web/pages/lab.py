@@ -9,7 +9,10 @@ calls too.
   ``/progress`` and ``/cancel`` while it trains;
 - ``POST /lab/runs/{id}/merge`` manual mode (a new run with the chosen pair as the next merge),
   ``/encode`` (a new text merge by merge; WordPiece's walk, a unigram lattice), ``GET /vocab``, ``/tree/{token id}``,
-  ``/export.{json,tiktoken,model,tokenizer.json}``, ``POST /use`` ("use in playground");
+  ``/export.{json,tiktoken,tiktoken.json,model,tokenizer.json}``, ``POST /use`` ("use in playground"),
+  ``GET /pairs?at=k&q=&offset=`` every pair after k merges, a page of them;
+- ``POST /lab/pretokenize`` the pattern box's preview (the corpus cut by a pre-tokenizer, a user's regex under the
+  request's budget); ``POST /lab/curves`` and ``/lab/curves.csv`` a new text's tokens as runs' vocabularies grow;
 - ``POST /lab/side-by-side`` trains BPE, WordPiece and Unigram on one corpus at one vocabulary size;
   ``GET /lab/side-by-side?bpe=&wordpiece=&unigram=&text=`` shows how each cuts a text (:mod:`.side_by_side`).
 
@@ -32,18 +35,30 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.engines.errors import TokenplayError
 from app.lab import export as lab_export
-from app.lab.examples import DEFAULT_FORM, EXAMPLES, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
+from app.engines.sentencepiece.trainer_options import NORMALIZATION_RULES, TrainerOptions
+from app.lab.examples import DEFAULT_FORM, EXAMPLES, PRESETS, SAMPLE_CORPUS, SIDE_VOCAB_SIZE
 from app.lab.options import ALGORITHM_LABELS, MAX_BASE_TOKENS, PATTERN_LABELS
 from app.lab.replay import replay_for
 from app.lab.run_tokenizers import PREFIX, register_run
 from app.lab.runs import Run
 from app.lab.service import Lab
 from app.lab.text_counts import how_training_counts
+from app.lab.unigram_replay import WHY, WHY_SHORT
 from app.classroom.sessions import bearer_token
 from app.services import lab as service
 
 from ..cookies import remember_run, teacher_of
-from ..deps import ClassroomDep, DoneRunDep, LabDep, RunDep, SettingsDep, text_area_value, typed_fields
+from ..deps import (
+    ClassroomDep,
+    DoneRunDep,
+    LabDep,
+    RunDep,
+    SettingsDep,
+    read_form,
+    run_cpu,
+    text_area_value,
+    typed_fields,
+)
 from ..errors import headers_for, status_for
 from ..render import download, is_htmx, page_or_block
 from ..rendering.lab_step import corpus_window
@@ -53,6 +68,9 @@ router = APIRouter(include_in_schema=False)
 
 #: Merges listed on the step view (the latest ones; the export has them all).
 MERGE_LIST = 100
+#: Tokens the vocabulary lists (those matching a search, first in its order); a SentencePiece run's more.
+VOCAB_LIST = 200
+VOCAB_LIST_SPM = 600
 
 
 def _context(request: Request, lab: Lab, **kw) -> dict:
@@ -63,6 +81,7 @@ def _context(request: Request, lab: Lab, **kw) -> dict:
         "max_corpus_chars": lab.max_corpus_chars,
         "max_merges": lab.max_merges,
         "max_vocab": MAX_BASE_TOKENS + lab.max_merges,
+        "preview_chars": service.PREVIEW_CHARS,
         "present": request.query_params.get("present") == "1",
     } | kw
 
@@ -72,7 +91,8 @@ def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, sta
     # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
     side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
     form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
-    context = _context(request, lab, form=form, error=error)
+    context = _context(request, lab, form=form, error=error, spm=service.spm_form_values(form), presets=PRESETS,
+                       spm_defaults=TrainerOptions().to_dict(), rules=NORMALIZATION_RULES)
     return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
 
 
@@ -88,8 +108,9 @@ def form_of(run: Run) -> dict:
         "size": o.vocab_size if by_vocab else o.merges,
         "tie_break": o.tie_break,
         "end_of_word": o.end_of_word,
+        "sentencepiece": o.sentencepiece,
         "from": run.id,
-    }
+    } | service.labbpe_form(o)
     if by_vocab:
         form["side_vocab"] = o.vocab_size
     return form
@@ -114,7 +135,7 @@ async def lab_train(request: Request, lab: LabDep):
     (Starlette's default stops form fields at 1 MB); training starts in the worker pool, off the event loop."""
     limit = lab.max_corpus_chars * 4 + 1024  # UTF-8 bytes of the largest accepted corpus
     try:
-        data = await request.form(max_files=1, max_fields=20, max_part_size=limit)
+        data = await request.form(max_files=1, max_fields=80, max_part_size=limit)
     except Exception as exc:  # noqa: BLE001 - Starlette's MultiPartException and friends
         message = f"the form could not be read ({exc}); the lab takes a corpus of at most {lab.max_corpus_chars:,} characters"
         return _setup(request, lab, {}, message, 413)
@@ -132,6 +153,9 @@ async def lab_train(request: Request, lab: LabDep):
 
 def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None, filename: str | None, limit: int):
     form = service.POSTED_DEFAULTS | fields | {"end_of_word": bool(fields.get("end_of_word"))}
+    lesson = service.lesson_form(form["lesson"]) if raw is None else None
+    if lesson is not None:  # a lesson's one click: its example's corpus and settings, whatever else was posted
+        form = lesson
     text = form["corpus"]
     try:
         if raw is not None:
@@ -140,11 +164,13 @@ def _start_from_form(request: Request, lab: Lab, fields: dict, raw: bytes | None
         run = service.started(lab.start(text, service.options_of(form), wait=lab.quick_wait))
     except TokenplayError as exc:
         return _setup(request, lab, form, str(exc), status_for(exc), headers_for(exc))
+    if lesson is not None:  # the lesson opens at the run's last step
+        return _to_run(request, lab, run, run.n_steps if run.status == "done" else None, form["lesson"])
     return _to_run(request, lab, run)
 
 
-def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Response:
-    url = run_url(run.id, step, request.query_params.get("present") == "1")
+def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None, lesson: str | None = None) -> Response:
+    url = run_url(run.id, step, request.query_params.get("present") == "1", lesson)
     if not is_htmx(request):
         return RedirectResponse(url, status_code=303)
     if run.finished:
@@ -155,7 +181,8 @@ def _to_run(request: Request, lab: Lab, run: Run, step: int | None = None) -> Re
 
 @router.get("/lab/runs/{run_id}")
 def lab_run(
-    request: Request, lab: LabDep, classroom: ClassroomDep, run_id: str, step: Annotated[int | None, Query()] = None
+    request: Request, lab: LabDep, classroom: ClassroomDep, run_id: str, step: Annotated[int | None, Query()] = None,
+    lesson: Annotated[str | None, Query(max_length=40)] = None,
 ):
     run = lab.get(run_id)
     if run is None:
@@ -167,12 +194,13 @@ def lab_run(
     teacher = teacher_of(request)
     if teacher is not None and step is not None:  # a teacher's step: the class follows it (the token rides along)
         classroom.teach(run, teacher[0], bearer_token(request.headers.get("authorization")), k)
-    return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k))
+    return page_or_block(request, "lab_run.html", "step", _step_context(request, lab, run, k, lesson))
 
 
-def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
+def _step_context(request: Request, lab: Lab, run: Run, k: int, lesson: str | None = None) -> dict:
     replay = replay_for(run)
     first = max(0, k - MERGE_LIST)
+    lesson_key = lesson if lesson in EXAMPLES and "lesson" in EXAMPLES[lesson] else None
     return _context(
         request,
         lab,
@@ -190,10 +218,15 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int) -> dict:
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
         merges_hidden=first,
-        url=lambda step: run_url(run.id, step),
+        superwords=replay.superword_list(k) if not run.unigram else ([], 0),
+        url=lambda step: run_url(run.id, step, lesson=lesson_key),
+        lesson=EXAMPLES[lesson_key]["lesson"] if lesson_key else None,
         chip_of=replay.chip,
         manual_after=max(k - 1, 0),
         is_playground=f"{PREFIX}{run.id}",
+        spm=run.options.spm_options() if run.options.algorithm in ("sentencepiece", "unigram") else None,
+        why=WHY,
+        why_short=WHY_SHORT,
     )
 
 
@@ -224,8 +257,9 @@ def lab_merge(
     return _to_run(request, lab, new, after + 1)
 
 
-def _part(request: Request, lab: Lab, run: Run, part: str, **context):
-    context = _context(request, lab, part=part, run=run, chip_of=replay_for(run).chip, **context)
+def _part(request: Request, lab: Lab, run: Run | None, part: str, **context):
+    chip_of = replay_for(run).chip if run is not None else None
+    context = _context(request, lab, part=part, run=run, chip_of=chip_of, **context)
     return page_or_block(request, "lab_parts.html", part, context)
 
 
@@ -242,10 +276,50 @@ def lab_encode(
     return _part(request, lab, run, "trace", trace=trace, k=k)
 
 
+@router.post("/lab/pretokenize")
+async def lab_pretokenize(request: Request, lab: LabDep, settings: SettingsDep):
+    """The pattern box's preview: the start of the corpus cut by the chosen pre-tokenizer (a user's regex under
+    the request's budget; its errors in words, as the error fragment)."""
+    form = await read_form(request, settings.max_chars)
+    pattern = str(form.get("pattern") or "gpt2")
+    regex_text = str(form.get("pattern_regex") or "") if pattern == "custom" else None
+    cut = await run_cpu(request, service.preview, str(form.get("corpus") or ""), pattern, regex_text)
+    return _part(request, lab, None, "preview", preview=cut)
+
+
+@router.get("/lab/runs/{run_id}/pairs")
+async def lab_pairs(request: Request, lab: LabDep, run: DoneRunDep, at: int = 0, offset: int = Query(0, ge=0),
+                    q: str = Query("", max_length=100)):
+    """Every pair after ``at`` merges (the table merge ``at + 1`` was chosen from), a page of them, filtered."""
+    table = await run_cpu(request, service.pairs, run, at, offset, 100, q)
+    return _part(request, lab, run, "pairs", table=table, at=at, q=q)
+
+
+async def _curves(request: Request, lab: Lab, settings, answer):
+    form = await read_form(request, settings.max_chars)
+    text = text_area_value(str(form.get("text") or ""))
+    points = service.whole(str(form.get("points") or "20"), "points")
+    runs = service.finished_runs(lab, [str(v) for v in form.getlist("runs")])
+    return await run_cpu(request, answer, runs, text, points)
+
+
+@router.post("/lab/curves")
+async def lab_curves(request: Request, lab: LabDep, settings: SettingsDep):
+    return _part(request, lab, None, "curves", **await _curves(request, lab, settings, service.curves_page))
+
+
+@router.post("/lab/curves.csv")
+async def lab_curves_csv(request: Request, lab: LabDep, settings: SettingsDep):
+    body = await _curves(request, lab, settings, service.curves_csv)
+    return download(body.encode(), "text/csv; charset=utf-8", "lab-curves.csv")
+
+
 @router.get("/lab/runs/{run_id}/vocab")
 def lab_vocab(request: Request, lab: LabDep, run: DoneRunDep, q: str = "", step: int | None = None):
     k = service.check_step(run, run.n_steps if step is None else step)
-    entries, total = replay_for(run).vocab_entries(k, q[:100])
+    # a SentencePiece run lists its .model's order: enough to reach past the 256 byte pieces to the merged ones
+    limit = VOCAB_LIST_SPM if run.options.algorithm == "sentencepiece" else VOCAB_LIST
+    entries, total = replay_for(run).vocab_entries(k, q[:100], limit)
     return _part(request, lab, run, "vocab", entries=entries, total=total, q=q, k=k)
 
 

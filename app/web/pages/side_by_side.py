@@ -2,12 +2,12 @@
 cuts a text the user types (``/lab/side-by-side``; the same in JSON is in :mod:`app.web.api.train`, both over
 :mod:`app.services.lab`).
 
-``POST /lab/side-by-side`` starts the three runs (SentencePiece-style BPE, so that BPE and Unigram share the same
-``▁`` words and byte fallback; WordPiece with BERT's words) and answers the comparison page, which follows their
-training and then cuts the text with each trained tokenizer. A cut that not all three make is marked on every
+``POST /lab/side-by-side`` starts the three runs (sentencepiece's BPE and unigram trainers with its default options,
+so that BPE and Unigram read the corpus alike; WordPiece with BERT's words) and answers the comparison page, which
+follows their training and then cuts the text with each trained tokenizer. A cut that not all three make is marked on every
 token that has it or misses it (the compare page's boundary marks). Each side says what its vocabulary is made of
-(the three count different bases) and, when it ended away from the size asked for, why
-(:mod:`app.lab.outcome`). Nothing here trains on the event loop.
+(the three count different bases) and, when it ended away from the size asked for, why (:mod:`app.lab.outcome`;
+sentencepiece refuses a size the corpus cannot fill, and the side says so). Nothing here trains on the event loop.
 """
 
 from __future__ import annotations

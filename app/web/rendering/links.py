@@ -71,17 +71,19 @@ def languages_url(
     return f"{path}?{urlencode(params)}"
 
 
-def run_url(run_id: str, step: int | None = None, present: bool = False) -> str:
-    """A lab run's page, at ``step``, in presentation mode.
+def run_url(run_id: str, step: int | None = None, present: bool = False, lesson: str | None = None) -> str:
+    """A lab run's page, at ``step``, in presentation mode, with an example's ``lesson``.
 
-    >>> run_url("ab12", 3)
-    '/lab/runs/ab12?step=3'
+    >>> run_url("ab12", 3), run_url("ab12", 3, lesson="byte-fallback")
+    ('/lab/runs/ab12?step=3', '/lab/runs/ab12?step=3&lesson=byte-fallback')
     """
-    q = {}
+    q: dict = {}
     if step is not None:
         q["step"] = step
     if present:
         q["present"] = 1
+    if lesson:
+        q["lesson"] = lesson
     return f"/lab/runs/{run_id}" + (f"?{urlencode(q)}" if q else "")
 
 
@@ -93,3 +95,8 @@ def follow_path(code: str) -> str:
 def follow_url(base: str, code: str) -> str:
     """The join link students open, on this server's public address ``base``."""
     return base + follow_path(code)
+
+
+def vocab_url(name: str) -> str:
+    """The vocabulary browser of tokenizer ``name``."""
+    return "/vocab?" + urlencode({"tokenizer": name})
