@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import functools
 from dataclasses import dataclass, field
 
 from app.engines.training.steps import MergeStep
@@ -82,8 +83,20 @@ class Run:
         return self.steps[k - 1].corpus_tokens if k > 0 else self.initial_tokens
 
     def compression_at(self, k: int) -> float:
+        """Training's compression after ``k`` steps: its base units (:func:`app.lab.algorithms.base_units`) per token
+        of its own count (``tokens_at``); the lab shows :meth:`bytes_per_token` instead."""
         t = self.tokens_at(k)
         return self.base_units / t if t else 0.0
+
+    @functools.cached_property
+    def corpus_bytes(self) -> int:
+        return len(self.corpus.encode("utf-8", "surrogatepass"))
+
+    def bytes_per_token(self, text_tokens: int) -> float:
+        """The lab's compression: the corpus's UTF-8 bytes per token as the run's tokenizer cuts the whole corpus
+        (``text_tokens``, what ``/api/tokenize`` counts with it): one basis for every algorithm, the count the page
+        shows beside it (issue 37)."""
+        return self.corpus_bytes / text_tokens if text_tokens else 0.0
 
     def estimated_bytes(self) -> int:
         """A rough size in memory: the corpus, the merge records, the model file."""

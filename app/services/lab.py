@@ -282,7 +282,9 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
 
 def summary(run: Run) -> dict:
     """The run's summary; once done, with ``text_tokens``: the corpus as the run's tokenizer cuts it (what
-    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count. A run that ended away from the
+    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count; ``compression`` is the corpus's
+    UTF-8 bytes (``corpus_bytes``) per token of ``text_tokens``, ``training_compression`` training's ``base_units``
+    per token of ``final_tokens``. A run that ended away from the
     size asked for says why in ``stop_reason``, in the words of its page, and ``reachable`` gives the sizes that
     work on its corpus (``{"vocab_size": {"min", "max"}, "merges": {"min", "max"}}``) when the lab knows them."""
     out = run.summary() | {"url": f"/lab/runs/{run.id}"}
@@ -290,6 +292,9 @@ def summary(run: Run) -> dict:
         replay = replay_for(run)
         outcome = replay.outcome.to_dict()
         out["text_tokens"] = replay.text_tokens(run.n_steps)
+        out["corpus_bytes"] = run.corpus_bytes
+        out["compression"] = round(run.bytes_per_token(out["text_tokens"]), 4)
+        out["training_compression"] = round(run.compression_at(run.n_steps), 4)
         out["stop_reason"] = outcome["reason"] or run.stop_reason
         out["reachable"] = outcome["reachable"]
     return out

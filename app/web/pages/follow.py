@@ -28,7 +28,6 @@ from app.classroom.sessions import Session, SessionError, SessionNotFound, TooMa
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
-from app.lab.text_counts import how_training_counts
 
 from ..cookies import follower_of, set_follower
 from ..deps import ClassroomDep, LabDep, find_session, run_cpu
@@ -75,9 +74,8 @@ def _step_html(request: Request, session: Session, run: Run, replay, k: int, *, 
         "table": None if run.unigram else replay.table(k),
         "removed": replay.removed(k) if run.unigram else [],
         "corpus": corpus_window(replay, k),
-        "compression": run.compression_at(k),
+        "compression": run.bytes_per_token(replay.text_tokens(k)),  # the lab's basis: bytes per token of the count
         "corpus_tokens": replay.text_tokens(k),  # the whole corpus as the run's tokenizer cuts it, as the lab shows
-        "counting": how_training_counts(run),
         "chip_of": replay.chip,
     }
     html = Markup(request.app.state.jinja.get_template("_follow_step.html").render(context))
