@@ -273,6 +273,27 @@ def merge_tree(run: Run, token_id: int):
     return replay.merge_tree(token_id)
 
 
+#: "Use in playground" opens the playground with about this many characters of the run's corpus.
+SAMPLE_CHARS = 240
+
+
+def playground_sample(run: Run) -> str:
+    """What "Use in playground" opens the playground with: the corpus's start, its first paragraph up to about
+    :data:`SAMPLE_CHARS` characters, cut after a whole word (the text the run learned from, so its merges show).
+
+    >>> from app.lab.options import Options
+    >>> playground_sample(Run("r", "\\n  The cat sat.\\n\\nThe dog ran.", Options()))
+    'The cat sat.'
+    """
+    text = run.corpus.lstrip()
+    paragraph = re.split(r"\n\s*\n", text, maxsplit=1)[0]
+    if len(paragraph) <= SAMPLE_CHARS:
+        return paragraph.rstrip()
+    cut = paragraph[:SAMPLE_CHARS]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    return (cut[:space] if space > SAMPLE_CHARS // 2 else cut).rstrip()
+
+
 def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
     """A run's download: its body, media type and file name (``json``, ``tiktoken`` for byte-level runs, ``model``
     for SentencePiece BPE and unigram runs, ``tokenizer.json`` for WordPiece runs)."""

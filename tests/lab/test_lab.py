@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import tiktoken
@@ -377,6 +379,24 @@ def test_use_in_playground_registers_the_tokenizer_for_this_user(lab, algorithm)
         assert tok.decode(tok.encode(text)) == text
     r = lab.post("/api/tokenize", json={"text": "lower", "tokenizer": name})
     assert r.status_code == 200 and r.json()["count"] >= 1
+    registry.unregister(name)
+
+
+def test_use_in_playground_opens_it_with_text_the_run_cuts(lab):
+    """"Use in playground" opens the playground with the start of the run's corpus, cut by the run (issue 37: it
+    opened empty); the page's link and the API's are one link, and the count is the run's tokenizer's."""
+    corpus = "The lowest newer low.\n\nA second paragraph the link leaves out."
+    run = train(lab, corpus=corpus * 4, algorithm="byte", pattern="gpt2", merges=8)
+    name = f"lab-{run['id']}"
+    link = lab.post(f"/api/train/{run['id']}/use").json()["playground"]
+    part = lab.post(f"/lab/runs/{run['id']}/use", headers={"HX-Request": "true"}).text
+    assert html.unescape(re.search(r'<a href="([^"]+)">Open the playground</a>', part).group(1)) == link
+    query = parse_qs(urlsplit(link).query)
+    assert query == {"tokenizer": [name], "text": ["The lowest newer low."]}
+    page = lab.get(link).text
+    assert ">\nThe lowest newer low.</textarea>" in page or ">The lowest newer low.</textarea>" in page
+    count = len(registry.get(name).encode("The lowest newer low."))
+    assert f'id="count-tokens">{count:,}<' in page and count < len("The lowest newer low.")
     registry.unregister(name)
 
 

@@ -24,6 +24,7 @@ from app.services import lab as service
 from ..cookies import remember_run
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep, run_cpu
 from ..render import download
+from ..rendering.links import playground_url
 from .schemas import PatternName
 
 router = APIRouter(prefix="/train", tags=["lab"])
@@ -230,9 +231,11 @@ def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "tiktoken.js
 @router.post(
     "/{run_id}/use",
     summary="Use the trained tokenizer in the playground (for this browser)",
-    description="Registers it as lab-<id> for this client (cookie tp_lab) and answers its name and playground link.",
+    description="Registers it as lab-<id> for this client (cookie tp_lab) and answers its name and playground link, "
+    "which opens the playground with the start of the run's corpus cut by it.",
 )
 def api_use(request: Request, run: DoneRunDep, settings: SettingsDep):
     spec = register_run(run, settings.lab_max_runs)
-    response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": f"/?tokenizer={spec.name}"})
+    link = playground_url(spec.name, service.playground_sample(run), url_text_limit=settings.url_text_limit)
+    response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": link})
     return remember_run(request, response, run.id)

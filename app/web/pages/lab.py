@@ -62,7 +62,7 @@ from ..deps import (
 from ..errors import headers_for, status_for
 from ..render import download, is_htmx, page_or_block
 from ..rendering.lab_step import corpus_window
-from ..rendering.links import run_url
+from ..rendering.links import playground_url, run_url
 
 router = APIRouter(include_in_schema=False)
 
@@ -335,5 +335,7 @@ def lab_export_file(run: DoneRunDep, fmt: str):
 
 @router.post("/lab/runs/{run_id}/use")
 def lab_use(request: Request, lab: LabDep, run: DoneRunDep, settings: SettingsDep):
-    response = _part(request, lab, run, "used", spec=register_run(run, settings.lab_max_runs))
+    spec = register_run(run, settings.lab_max_runs)
+    href = playground_url(spec.name, service.playground_sample(run), url_text_limit=settings.url_text_limit)
+    response = _part(request, lab, run, "used", spec=spec, href=href)
     return remember_run(request, response, run.id)
