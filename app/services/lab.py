@@ -338,15 +338,30 @@ SIDE_LABELS = {"bpe": "BPE", "wordpiece": "WordPiece", "unigram": "Unigram"}
 MAX_SIDE_TEXT = 2_000
 
 
-def start_three(lab: Lab, corpus: str, vocab_size: int) -> dict[str, Run]:
+#: What the three of a comparison have in common: the vocabulary size, or the number of merges (each learns that
+#: many pieces beyond its own base: BPE and WordPiece merges, Unigram's learned pieces).
+SIDE_MATCHES = {"vocab_size": "the same vocabulary size", "merges": "the same number of merges"}
+
+
+def start_three(lab: Lab, corpus: str, size: int, match: str = "vocab_size") -> dict[str, Run]:
     """Queue the three runs of one comparison (each checked before any is queued): sentencepiece's BPE and unigram
-    trainers with its default options, so that the two read the corpus alike, and WordPiece with BERT's words."""
+    trainers with its default options, so that the two read the corpus alike, and WordPiece with BERT's words; all
+    at one vocabulary size (``match="vocab_size"``) or with one number of merges (``match="merges"``: the bases
+    differ, so the sizes do too)."""
+    if match not in SIDE_MATCHES:
+        raise LabOptionsError(f"unknown match {match!r}; choose one of: {', '.join(SIDE_MATCHES)}", "match")
+    merges, vocab_size = (size, None) if match == "merges" else (None, size)
     options = {
-        side: Options(algorithm, "none", None, vocab_size, "first").check(lab.max_merges)
+        side: Options(algorithm, "none", merges, vocab_size, "first").check(lab.max_merges)
         for side, algorithm in SIDES.items()
     }
     lab.check_corpus(corpus)
     return {side: lab.start(corpus, opts, wait=0.3) for side, opts in options.items()}
+
+
+def side_match(runs: dict[str, Run]) -> str:
+    """What a comparison's three share (:data:`SIDE_MATCHES`), from its runs' options."""
+    return "merges" if next(iter(runs.values())).options.merges is not None else "vocab_size"
 
 
 def find_three(lab: Lab, ids: dict[str, str | None]) -> dict[str, Run]:

@@ -90,7 +90,7 @@ def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, sta
     form = DEFAULT_FORM | form
     # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
     side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
-    form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
+    form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE, "side_match": "vocab_size"} | form
     context = _context(request, lab, form=form, error=error, spm=service.spm_form_values(form), presets=PRESETS,
                        spm_defaults=TrainerOptions().to_dict(), rules=NORMALIZATION_RULES)
     return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
@@ -111,8 +111,7 @@ def form_of(run: Run) -> dict:
         "sentencepiece": o.sentencepiece,
         "from": run.id,
     } | service.labbpe_form(o)
-    if by_vocab:
-        form["side_vocab"] = o.vocab_size
+    form["side_vocab"], form["side_match"] = (o.vocab_size, "vocab_size") if by_vocab else (o.merges, "merges")
     return form
 
 
