@@ -369,4 +369,33 @@
         setTimeout(function () { button.textContent = label; }, 2000);
       });
   });
+
+  // "Download JSON" / "CSV": submit buttons of the playground's form (formaction: they work without JavaScript);
+  // here the form is posted with fetch instead, before htmx sees a submit, and the file saved under the server's name.
+  document.addEventListener("click", function (event) {
+    const link = event.target instanceof Element && event.target.closest("button[data-download]");
+    const form = document.getElementById("play");
+    if (!link || !form) return;
+    event.preventDefault();
+    const label = link.textContent;
+    fetch("/tokens." + link.dataset.download, { method: "POST", body: new FormData(form) })
+      .then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        const named = /filename="([^"]+)"/.exec(r.headers.get("Content-Disposition") || "");
+        return r.blob().then(function (blob) { return [blob, named ? named[1] : "tokens." + link.dataset.download]; });
+      })
+      .then(function ([blob, name]) {
+        const a = document.createElement("a");
+        a.href = URL.createObjectURL(blob);
+        a.download = name;
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(function () { URL.revokeObjectURL(a.href); }, 10000);
+      })
+      .catch(function () {
+        link.textContent = "Download failed";
+        setTimeout(function () { link.textContent = label; }, 2000);
+      });
+  });
 })();

@@ -7,8 +7,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from app.engines.result import result_json
-from app.services import model_counts
 from app.services import tokenize as service
 
 from ..cookies import remember_upload
@@ -117,11 +115,10 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep):
 )
 async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
     def work() -> Response:
-        cut = service.tokenize(tokenizers, body.tokenizer, body.text, settings, allow_special=body.allow_special)
-        extra = model_counts.added(cut.tokenizer, cut.result.count) | model_counts.facts(body.tokenizer, settings)
         # Returned as ready JSON, written without a dict per token: a 1 MB text can have a million tokens, and
         # building (or re-validating through the model) a dict for each would dominate the time.
-        return Response(result_json(cut.result, extra), media_type="application/json")
+        body_json = service.tokenize_json(tokenizers, body.tokenizer, body.text, settings, allow_special=body.allow_special)
+        return Response(body_json, media_type="application/json")
 
     return await run_cpu(request, work)
 

@@ -9,6 +9,10 @@
   Without JavaScript (the form's submit button) the whole page.
 - ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
 - ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
+- ``POST /tokens.json``, ``/tokens.csv`` (the playground's fields) and ``GET`` with them in the query: the tokens as
+  a file to save (:func:`app.services.tokenize.download`: the JSON of ``POST /api/tokenize``, or one CSV row a
+  token). The page's buttons submit the playground's form there (``formaction``: so without JavaScript too);
+  ``static/app.js`` posts it with ``fetch`` and saves the answer, so htmx never swaps a file into the page.
 - ``POST /explain`` block ``explain``: why token ``explain`` of the text is what it is (:mod:`app.features.explain`),
   asked for when a token is clicked (or focused and Enter pressed); the same block is part of ``result``, so the
   explanation follows the text while typing and survives a reload (the URL keeps ``explain``).
@@ -37,12 +41,13 @@ from app.services.catalog import Tokenizers
 from app.services.errors import check_ids_count, check_text_size
 from app.services.explain import explained
 from app.services.tokenize import decode as decode_ids
+from app.services.tokenize import download as download_tokens
 from app.services.tokenize import encode, parse_ids, tokenize
 from app.settings import Settings
 
 from ..deps import SettingsDep, TokenizersDep, checked, read_form, run_cpu, text_area_value
 from ..errors import status_for
-from ..render import is_htmx, page_or_block
+from ..render import download, is_htmx, page_or_block
 from ..rendering.links import playground_url
 from ..rendering.pickers import picker_groups
 from ..rendering.tokenview import TokenWindow, token_window, with_marks
@@ -232,3 +237,14 @@ async def all_ids(request: Request, settings: SettingsDep, tokenizers: Tokenizer
     choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
     ids = await run_cpu(request, encode, tokenizers, choice.tokenizer, choice.text, settings, allow_special=choice.special)
     return PlainTextResponse(", ".join(map(str, ids)))
+
+
+@router.api_route("/tokens.{fmt}", methods=["GET", "POST"])
+async def tokens_file(request: Request, fmt: str, settings: SettingsDep, tokenizers: TokenizersDep):
+    """The tokens of the playground's text as a file (``json`` or ``csv``): fields as the playground's form, in the
+    query (GET, the page's links) or the body (POST, what the page's script sends for any text)."""
+    fields = await read_form(request, settings.max_chars) if request.method == "POST" else request.query_params
+    choice = Choice.from_fields(fields, settings.default_tokenizer)
+    body, media, filename = await run_cpu(request, download_tokens, tokenizers, choice.model or choice.tokenizer,
+                                          choice.text, settings, fmt, allow_special=choice.special)
+    return download(body, media, filename)
