@@ -141,7 +141,7 @@ class Classroom:
 
     def set_quiz(self, session: Session, on: bool) -> dict:
         if on and not session.quiz_possible:
-            raise SessionError("quiz mode asks which pair merges next; a unigram run removes pieces instead, so there is nothing to predict")
+            raise SessionError(quiz.UNIGRAM_OFF)
         return self._act(session, {"quiz": bool(on)})
 
     def end(self, session: Session) -> dict:

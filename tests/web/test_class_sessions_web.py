@@ -219,6 +219,49 @@ def test_in_quiz_mode_students_choose_and_cannot_peek(app, client, run):
     other.close()
 
 
+def test_the_quiz_asks_each_algorithms_own_question(app, client):
+    """BPE: the most frequent pair; WordPiece: the best score, count(ab) / (count(a) · count(b)), written out in
+    numbers when the merge is revealed (students and teacher); Unigram: no quiz, and the panel says why."""
+    def trained(algorithm: str) -> dict:
+        r = client.post("/api/train", json=TRAIN | {"algorithm": algorithm, "merges": 8})
+        return client.get(f"/api/train/{wait_done(client, r.json()['id'])['id']}").json()
+
+    wordpiece = trained("wordpiece")
+    code, teacher = start(client, wordpiece)
+    client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
+    phone = student(app)
+    page = phone.get(f"/follow/{code}").text
+    assert "Which pair has the best score?" in page and "Which pair merges next?" not in page
+    assert "WordPiece merges the pair with the best score, count(ab) / (count(a) · count(b))" in page
+    first = wordpiece["steps"][0]
+    assert first["pair_text"] in choices_on_page(phone, code)
+    phone.post(f"/follow/{code}/vote", data={"left": first["pair_text"][0], "right": first["pair_text"][1], "step": "0"})
+    client.post(f"/api/sessions/{code}/step", json={"step": 1}, headers=teacher)  # the reveal
+    score = f"{first['count']:,} / ({first['left_count']:,} · {first['right_count']:,}) = <strong>{first['score']:.4g}</strong>"
+    assert abs(first["score"] - first["count"] / (first["left_count"] * first["right_count"])) < 1e-12
+    revealed = phone.get(f"/follow/{code}").text
+    assert "✓ Right!" in revealed and "score = count(ab) / (count(a) · count(b)) = " + score in revealed
+    teacher_page = TestClient(app)
+    panel = teacher_page.post(f"/lab/runs/{wordpiece['id']}/share", data={"step": "0"}, headers={"HX-Request": "true"}).text
+    bearer = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', panel).group(1)}
+    own = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
+    client.post(f"/api/sessions/{own}/quiz", json={"on": True}, headers=bearer)
+    student(app).post(f"/api/sessions/{own}/votes", json={"pair": first["pair_text"], "step": 0})
+    client.post(f"/api/sessions/{own}/step", json={"step": 1}, headers=bearer)
+    live = teacher_page.get(f"/lab/runs/{wordpiece['id']}/share/live", headers={"HX-Request": "true"}).text
+    assert "of 1 predicted it" in live and score in live
+
+    unigram = trained("unigram")
+    r = client.post(f"/lab/runs/{unigram['id']}/share", headers={"HX-Request": "true"})
+    assert 'id="share-quiz"' not in r.text
+    assert "Quiz mode is off for a Unigram run: it merges no pair" in r.text
+    code, teacher = start(client, unigram)
+    refused = client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
+    assert refused.status_code == 422 and "quiz mode is off for a Unigram run" in refused.json()["detail"]
+    phone.close()
+    teacher_page.close()
+
+
 def test_user_text_in_the_corpus_is_never_live_html(app, client):
     r = client.post("/api/train", json=TRAIN | {"corpus": 'x <script>alert(1)</script> <img src=x onerror=alert(2)> ' * 4})
     run = client.get(f"/api/train/{wait_done(client, r.json()['id'])['id']}").json()

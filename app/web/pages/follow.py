@@ -22,7 +22,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from app.classroom.quiz import quiz_choices
+from app.classroom.quiz import question, quiz_choices, score_reveal
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session, SessionError, SessionNotFound, TooManyJoins, normalize_code
 from app.lab.replay import replay_for
@@ -76,6 +76,7 @@ def _step_html(request: Request, session: Session, run: Run, replay, k: int, *, 
         "corpus": corpus_window(replay, k),
         "compression": run.bytes_per_token(replay.text_tokens(k)),  # the lab's basis: bytes per token of the count
         "corpus_tokens": replay.text_tokens(k),  # the whole corpus as the run's tokenizer cuts it, as the lab shows
+        "score": score_reveal(replay, k),  # WordPiece: the merge's score in numbers
         "chip_of": replay.chip,
     }
     html = Markup(request.app.state.jinja.get_template("_follow_step.html").render(context))
@@ -114,6 +115,7 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
         "seq": state.get("seq", 0),
         "rec": rec,
         "choices": choices,
+        "question": question(run),
         "mine": mine,
         "mine_ids": next((c["ids"] for c in choices if c["pair"] == mine), None),
         "predicted": before,

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from app.classroom.quiz import with_ids
+from app.classroom.quiz import UNIGRAM_OFF, question, score_reveal, with_ids
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session, SessionNotFound, bearer_token
 from app.lab.replay import replay_for
@@ -60,6 +60,8 @@ def _panel_context(
         "join_url": url.rsplit("/", 1)[0],
         "other_urls": [follow_url(base, session.code) for base in where.bases[1:]],
         "warning": where.warning,
+        "question": question(run),
+        "quiz_off": None if session.quiz_possible else UNIGRAM_OFF[0].upper() + UNIGRAM_OFF[1:] + ".",
         "qr": qr_svg(url),
     } | _live_context(classroom, run, session)
 
@@ -79,6 +81,7 @@ def _live_context(classroom: Classroom, run: Run, session: Session) -> dict:
         "k": k,
         "tally": with_ids(state["votes"], replay, k),
         "reveal": shown,
+        "score": score_reveal(replay, k) if shown is not None else None,
         "chip_of": replay.chip,
     }
 
