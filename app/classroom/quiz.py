@@ -99,3 +99,24 @@ def reveal(votes: dict[str, list[str]], replay, k: int) -> dict | None:
         "voters": len(votes),
         "votes": tally(votes),
     }
+
+
+def scoreboard(revealed: dict[int, dict[str, list[str]]], replay, names: dict[str, str]) -> dict:
+    """Who predicted which revealed merges: ``revealed`` the votes of each step whose merge the class has seen
+    (``{step k: {follower: pair}}``, the votes for merge k + 1), ``names`` the followers' nicknames. Rows of the
+    named students, most right first (then by name); the others counted together."""
+    right: dict[str, int] = {}
+    answered: dict[str, int] = {}
+    for k, votes in revealed.items():
+        if k >= replay.run.n_steps:
+            continue
+        pair = replay.pair_text(replay.run.steps[k].pair)
+        for follower, vote in votes.items():
+            answered[follower] = answered.get(follower, 0) + 1
+            right[follower] = right.get(follower, 0) + (vote == pair)
+    rows = sorted(({"name": names[f], "right": right[f], "answered": answered[f]} for f in answered if f in names),
+                  key=lambda row: (-row["right"], row["name"].casefold(), row["name"]))
+    others = [f for f in answered if f not in names]
+    unnamed = {"students": len(others), "right": sum(right[f] for f in others), "answered": sum(answered[f] for f in others)}
+    return {"rows": rows, "unnamed": unnamed, "revealed": len(revealed)}
+

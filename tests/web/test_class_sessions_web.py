@@ -262,6 +262,45 @@ def test_the_quiz_asks_each_algorithms_own_question(app, client):
     teacher_page.close()
 
 
+def test_nicknames_and_the_scoreboard_over_the_session(app, client, run):
+    """Students may give a nickname (optional, 1-24 characters, shown as text); the teacher's screen keeps the
+    quiz's scoreboard over the session: merges predicted of those revealed, students without a nickname together."""
+    teacher_page = TestClient(app)
+    hx = {"HX-Request": "true"}
+    panel = teacher_page.post(f"/lab/runs/{run['id']}/share", data={"step": "0"}, headers=hx).text
+    code = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
+    teacher = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', panel).group(1)}
+    alice, bob, carol = student(app), student(app), student(app)
+    assert alice.post(f"/api/sessions/{code}/nickname", json={"nickname": "  Ada   L.  "}).json() == {"nickname": "Ada L."}
+    named = bob.post(f"/follow/{code}/name", data={"nickname": "<b>Bob</b>"}, headers=hx)
+    assert named.status_code == 200 and "the scoreboard shows you as &lt;b&gt;Bob&lt;/b&gt;" in named.text
+    assert 'value="&lt;b&gt;Bob&lt;/b&gt;"' in bob.get(f"/follow/{code}").text  # the page keeps it, as text
+    too_long = carol.post(f"/follow/{code}/name", data={"nickname": "x" * 25}, headers=hx)
+    assert too_long.status_code == 422 and "at most 24 characters" in too_long.text
+    hidden = carol.post(f"/api/sessions/{code}/nickname", json={"nickname": "a\u0000b"})
+    assert hidden.status_code == 422 and "control" in hidden.json()["detail"]
+    carol.post(f"/api/sessions/{code}/nickname", json={"nickname": "Carol"})
+    assert carol.post(f"/api/sessions/{code}/nickname", json={"nickname": ""}).json() == {"nickname": None}  # forgotten
+    client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
+    merge = [s["pair_text"] for s in run["steps"]]
+    for k, votes in enumerate([[(alice, True), (bob, False), (carol, True)], [(alice, True), (bob, True)]]):
+        for who, right in votes:
+            pair = merge[k] if right else next(c for c in choices_on_page(who, code) if c != merge[k])
+            assert who.post(f"/api/sessions/{code}/votes", json={"pair": pair, "step": k}).status_code == 201
+        if k == 0:  # nothing revealed yet: no scoreboard
+            assert client.get(f"/api/sessions/{code}").json()["scoreboard"]["revealed"] == 0
+        client.post(f"/api/sessions/{code}/step", json={"step": k + 1}, headers=teacher)
+    board = client.get(f"/api/sessions/{code}").json()["scoreboard"]
+    assert board == {"rows": [{"name": "Ada L.", "right": 2, "answered": 2}, {"name": "<b>Bob</b>", "right": 1, "answered": 2}],
+                     "unnamed": {"students": 1, "right": 1, "answered": 1}, "revealed": 2}
+    live = teacher_page.get(f"/lab/runs/{run['id']}/share/live", headers=hx).text
+    names = re.findall(r'<span class="scoreboard-name">([^<]*)</span> <strong>(\d+)</strong>', live)
+    assert names == [("Ada L.", "2"), ("&lt;b&gt;Bob&lt;/b&gt;", "1")] and "<b>Bob" not in live
+    assert "1 student without a nickname: 1 right of 1 between them." in live
+    for c in (alice, bob, carol, teacher_page):
+        c.close()
+
+
 def test_user_text_in_the_corpus_is_never_live_html(app, client):
     r = client.post("/api/train", json=TRAIN | {"corpus": 'x <script>alert(1)</script> <img src=x onerror=alert(2)> ' * 4})
     run = client.get(f"/api/train/{wait_done(client, r.json()['id'])['id']}").json()

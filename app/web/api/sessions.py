@@ -12,7 +12,9 @@ which the pages (:mod:`app.web.pages.follow`, :mod:`app.web.pages.share`) call t
 - the teacher, with ``Authorization: Bearer <teacher_token>`` (401 without, 403 with another token):
   ``POST /api/sessions/{code}/step`` ``{"step": k}``, ``POST /api/sessions/{code}/quiz`` ``{"on": true}``,
   ``DELETE /api/sessions/{code}`` (ends it);
-- a student: ``POST /api/sessions/{code}/votes`` ``{"pair": ["t", "h"], "step": k}``, one vote per follower
+- a student: ``POST /api/sessions/{code}/nickname`` ``{"nickname": "Ada"}`` (optional, 1-24 characters: the
+  teacher's scoreboard, ``"scoreboard"`` in the session's state, lists it with how many merges it predicted);
+  ``POST /api/sessions/{code}/votes`` ``{"pair": ["t", "h"], "step": k}``, one vote per follower
   (cookie ``tp_follower``, set here when missing) per step; 409 when quiz mode is off, the class has moved on
   from ``step``, or the follower voted already.
 
@@ -52,6 +54,11 @@ class StepRequest(BaseModel):
 
 class QuizRequest(BaseModel):
     on: bool = Field(description="quiz mode: students predict the next merge before the teacher reveals it")
+
+
+class NicknameRequest(BaseModel):
+    nickname: str | None = Field(None, max_length=200, description="1-24 characters, shown as text on the teacher's "
+                                 "scoreboard; empty or null: no nickname")
 
 
 class VoteRequest(BaseModel):
@@ -151,6 +158,22 @@ def api_vote(request: Request, code: str, body: VoteRequest, classroom: Classroo
     follower, new = follower_of(request)
     out = classroom.predict(lab, session, follower, body.pair, body.step)
     response = JSONResponse(out, status_code=201)
+    if new:
+        set_follower(response, follower)
+    return response
+
+
+@router.post(
+    "/sessions/{code}/nickname",
+    summary="A student's nickname for the quiz scoreboard (optional)",
+    description="Kept for this student (cookie tp_follower, set here when missing) for the session; 1-24 characters "
+    "(spaces at the ends dropped), shown as text on the teacher's scoreboard; empty or null forgets it. 422 for a "
+    "longer one or one with control characters.",
+)
+def api_nickname(request: Request, code: str, body: NicknameRequest, classroom: ClassroomDep):
+    session = find_session(request, classroom, code)
+    follower, new = follower_of(request)
+    response = JSONResponse({"nickname": classroom.set_nickname(session, follower, body.nickname)})
     if new:
         set_follower(response, follower)
     return response

@@ -116,6 +116,7 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
         "rec": rec,
         "choices": choices,
         "question": question(run),
+        "nickname": classroom.nickname_of(session, follower),
         "mine": mine,
         "mine_ids": next((c["ids"] for c in choices if c["pair"] == mine), None),
         "predicted": before,
@@ -190,3 +191,29 @@ async def follow_vote(
 
     context = await run_cpu(request, vote_and_view)
     return _follow_answer(request, context, follower, new, 409 if context["vote_error"] else 200)
+
+
+@router.post("/follow/{code}/name")
+async def follow_name(
+    request: Request, code: str, lab: LabDep, classroom: ClassroomDep,
+    nickname: Annotated[str, Form(max_length=200)] = "",
+):
+    """A student's nickname (optional) for the teacher's scoreboard: block ``name`` again (a form sent without htmx:
+    the whole page), saying what was kept, or why not (422)."""
+    session = await run_cpu(request, find_session, request, classroom, code)
+    follower, new = follower_of(request)
+    error, status = None, 200
+    try:
+        await run_cpu(request, classroom.set_nickname, session, follower, nickname)
+    except SessionError as exc:
+        error, status = str(exc), status_for(exc)
+    said = {"nickname": classroom.nickname_of(session, follower) if error is None else nickname,
+            "name_error": error, "name_saved": error is None}
+    if is_htmx(request):
+        response = page_or_block(request, "follow.html", "name", {"session": session} | said, status_code=status)
+        if new:
+            set_follower(response, follower)
+        return response
+    context = await run_cpu(request, _view, request, lab, classroom, session, None, follower)
+    return _follow_answer(request, context | said, follower, new, status)
+

@@ -81,6 +81,7 @@ def _live_context(classroom: Classroom, run: Run, session: Session) -> dict:
         "k": k,
         "tally": with_ids(state["votes"], replay, k),
         "reveal": shown,
+        "scoreboard": classroom.scoreboard(run, session),
         "score": score_reveal(replay, k) if shown is not None else None,
         "chip_of": replay.chip,
     }
