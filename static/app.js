@@ -370,6 +370,11 @@
       });
   });
 
+  // A page's "Print" button (the lab's handout).
+  document.addEventListener("click", function (event) {
+    if (event.target instanceof Element && event.target.closest("[data-print]")) window.print();
+  });
+
   // "Download JSON" / "CSV": submit buttons of the playground's form (formaction: they work without JavaScript);
   // here the form is posted with fetch instead, before htmx sees a submit, and the file saved under the server's name.
   document.addEventListener("click", function (event) {

@@ -265,6 +265,39 @@ def encode_trace(run: Run, text: str, step: int | None) -> tuple[int, dict]:
     return k, replay_for(run).encode_trace(text, k)
 
 
+#: A handout lists at most this many merges and vocabulary entries (the newest; the export has them all).
+HANDOUT_ITEMS = 600
+
+
+def handout_word(run: Run) -> str:
+    """The word a handout encodes when none is asked for: the corpus's most frequent word of 5 letters or more (the
+    merges show in it), else its first word."""
+    words = re.findall(r"\w{5,}", run.corpus[:200_000])
+    if words:
+        counts: dict[str, int] = {}
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+        return max(counts, key=lambda w: (counts[w], -words.index(w)))
+    return (run.corpus.split() or [""])[0][:MAX_ENCODE_CHARS]
+
+
+def handout(run: Run, step: int | None, word: str | None) -> dict:
+    """A run at step ``k`` as a printed handout: its merges so far in order (a unigram run: its rounds), its
+    vocabulary at that step (the base summarized when it is 256 bytes) and one word encoded with that step's
+    tokenizer, the trace the run's page shows."""
+    k = check_step(run, run.n_steps if step is None else step)
+    word = (word or "").strip() or handout_word(run)
+    _, trace = encode_trace(run, word, k)
+    replay = replay_for(run)
+    entries, total = replay.vocab_entries(k, "", HANDOUT_ITEMS)
+    if run.options.algorithm == "byte":
+        entries = [e for e in entries if e.get("step")]  # the 256 bytes are said in words
+    merges = [] if run.unigram else list(enumerate(run.steps[max(0, k - HANDOUT_ITEMS):k], start=max(0, k - HANDOUT_ITEMS) + 1))
+    return {"k": k, "word": word, "trace": trace, "vocab": entries, "vocab_total": total, "merges": merges,
+            "merges_left_out": max(0, k - HANDOUT_ITEMS) if not run.unigram else 0,
+            "rounds": [s for s in run.steps[:k]] if run.unigram else []}
+
+
 def merge_tree(run: Run, token_id: int):
     """How the run built token ``token_id``, merge by merge."""
     replay = replay_for(run)

@@ -16,6 +16,7 @@ import pytest
 from helpers.lab_helpers import wait_done
 from playwright.sync_api import Page
 
+from app.lab.examples import SAMPLE_CORPUS, SIDE_VOCAB_SIZE
 from app.settings import Settings
 
 pytestmark = pytest.mark.browser
@@ -30,9 +31,10 @@ def runs(live_server: str) -> dict:
     """A finished BPE run, a finished unigram run, side by side's three runs and a class session on the BPE run."""
     with httpx.Client(base_url=live_server, timeout=120) as c:
         bpe = wait_done(c, c.post("/api/train", json={"corpus": CORPUS, "algorithm": "byte", "merges": 12}).json()["id"])
-        unigram = wait_done(c, c.post("/api/train", json={"corpus": CORPUS, "algorithm": "unigram",
-                                                          "vocab_size": 300}).json()["id"])
-        three = c.post("/api/train/side-by-side", json={"corpus": CORPUS, "vocab_size": 300}).json()["runs"]
+        # sentencepiece's trainers (unigram, side by side) refuse a size the corpus cannot fill: the lab's sample
+        unigram = wait_done(c, c.post("/api/train", json={"corpus": SAMPLE_CORPUS, "algorithm": "unigram",
+                                                          "vocab_size": SIDE_VOCAB_SIZE}).json()["id"])
+        three = c.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "vocab_size": SIDE_VOCAB_SIZE}).json()["runs"]
         for started in three.values():
             wait_done(c, started["id"])
         session = c.post(f"/api/train/{bpe['id']}/session").json()
@@ -44,6 +46,7 @@ PATHS = [
     "/", "/?text=strawberry&tokenizer=cl100k_base&explain=2", "/?text=as+well+as+the+rest&tokenizer=jurassic-2&explain=1",
     "/?text=unaffable&tokenizer=bert-base-uncased&explain=1", "/compare", "/chat", "/oddities", "/languages",
     "/languages/jpn", "/lab", "bpe-run", "unigram-run", "share", "side-by-side", "/follow", "follow-class", "/docs",
+    "handout",
 ]
 
 
@@ -54,6 +57,7 @@ def resolve(path: str, runs: dict) -> str:
         "share": f"/lab/runs/{runs['bpe']}/share",
         "side-by-side": f"/lab/side-by-side?{runs['side']}",
         "follow-class": f"/follow/{runs['code']}",
+        "handout": f"/lab/runs/{runs['bpe']}/handout?step=6",
     }.get(path, path)
 
 

@@ -322,6 +322,15 @@ def lab_vocab(request: Request, lab: LabDep, run: DoneRunDep, q: str = "", step:
     return _part(request, lab, run, "vocab", entries=entries, total=total, q=q, k=k)
 
 
+@router.get("/lab/runs/{run_id}/handout")
+def lab_handout(request: Request, lab: LabDep, run: DoneRunDep, step: int | None = None,
+                word: Annotated[str, Query(max_length=200)] = ""):
+    """A run at a step as a printed handout (its own print style): the merges so far, the vocabulary, one word
+    encoded (``word``; default: the corpus's most frequent long word)."""
+    out = service.handout(run, step, word)
+    return page_or_block(request, "lab_handout.html", "handout", _context(request, lab, run=run, chip_of=replay_for(run).chip, **out))
+
+
 @router.get("/lab/runs/{run_id}/tree/{token_id}")
 def lab_tree(request: Request, lab: LabDep, run: DoneRunDep, token_id: int, step: int | None = None):
     return _part(request, lab, run, "tree", tree=service.merge_tree(run, token_id), k=step)

@@ -120,6 +120,8 @@ def share_start(
 
 @router.get("/lab/runs/{run_id}/share")
 def share_panel(request: Request, run: DoneRunDep, classroom: ClassroomDep, settings: SettingsDep):
+    if not is_htmx(request):  # the panel alone is no page: the run's page, which loads it
+        return RedirectResponse(run_url(run.id), status_code=303)
     own = _own_session(request, classroom, run)
     session, token = own if own else (None, None)
     return _panel(request, _panel_context(request, settings, classroom, run, session, token))
