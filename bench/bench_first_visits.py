@@ -29,8 +29,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # helpers shared with the tests
 from bench_api import server_ms  # noqa: E402
 from helpers.serving import free_port  # noqa: E402
 
+from app.lab.examples import SAMPLE_CORPUS, SIDE_VOCAB_SIZE  # noqa: E402
+
 TARGET = 1.0
-PAGES = ["/", "/compare", "/chat", "/oddities", "/languages", "/languages/jpn", "/lab", "/follow", "/docs"]
+PAGES = ["/", "/compare", "/chat", "/oddities", "/languages", "/languages/jpn", "/lab", "/follow", "/docs", "/vocab",
+         "/numbers", "/measure"]
 CORPUS = "the cat sat on the mat with the hat; the bat ate the rat at the flat " * 20
 
 
@@ -60,16 +63,17 @@ def visit(client: httpx.Client, path: str) -> tuple[float, float | None, int]:
 
 
 def lab_pages(client: httpx.Client) -> list[str]:
-    """A trained run's page and its share page, and side by side (their runs trained, untimed)."""
+    """A trained run's page and its handout, and side by side (their runs trained, untimed: on the lab's sample at a
+    size all three reach; sentencepiece's trainers refuse one the corpus cannot fill)."""
     run = client.post("/api/train", json={"corpus": CORPUS, "algorithm": "byte", "merges": 12}).json()
     while client.get(f"/api/train/{run['id']}").json()["status"] in ("queued", "running"):
         time.sleep(0.1)
-    three = client.post("/api/train/side-by-side", json={"corpus": CORPUS, "vocab_size": 40}).json()["runs"]
+    three = client.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "vocab_size": SIDE_VOCAB_SIZE}).json()["runs"]
     for started in three.values():
         while client.get(f"/api/train/{started['id']}").json()["status"] in ("queued", "running"):
             time.sleep(0.1)
     side = "&".join(f"{side}={r['id']}" for side, r in three.items())
-    return [f"/lab/runs/{run['id']}", f"/lab/runs/{run['id']}/share", f"/lab/side-by-side?{side}"]
+    return [f"/lab/runs/{run['id']}", f"/lab/runs/{run['id']}/handout", f"/lab/side-by-side?{side}"]
 
 
 def main() -> int:
