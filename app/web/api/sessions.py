@@ -102,8 +102,8 @@ def api_start_session(request: Request, run: DoneRunDep, classroom: ClassroomDep
     "/sessions/{code}",
     summary="A class session: step, followers and the votes of this step",
     description="The class's step, quiz mode, how many students follow (an open event stream each), the votes "
-    "for the next merge and, after a reveal, how many predicted it. 404 for a code that does not exist, 429 after "
-    "too many wrong codes from one address.",
+    "for the next merge and, after a reveal, how many predicted it; the scoreboard of the session's quiz. 404 for a "
+    "code that does not exist, 429 after too many wrong codes from one address.",
 )
 def api_session(request: Request, code: str, classroom: ClassroomDep, lab: LabDep):
     return classroom.state_with_reveal(lab, find_session(request, classroom, code))
@@ -166,9 +166,8 @@ def api_vote(request: Request, code: str, body: VoteRequest, classroom: Classroo
 @router.post(
     "/sessions/{code}/nickname",
     summary="A student's nickname for the quiz scoreboard (optional)",
-    description="Kept for this student (cookie tp_follower, set here when missing) for the session; 1-24 characters "
-    "(spaces at the ends dropped), shown as text on the teacher's scoreboard; empty or null forgets it. 422 for a "
-    "longer one or one with control characters.",
+    description="Kept for this student (cookie tp_follower, set here when missing): 1-24 characters, shown as text "
+    "on the teacher's scoreboard; empty or null forgets it; 422 for a longer one or one with control characters.",
 )
 def api_nickname(request: Request, code: str, body: NicknameRequest, classroom: ClassroomDep):
     session = find_session(request, classroom, code)
