@@ -34,8 +34,8 @@ async def side_by_side_train(request: Request, lab: LabDep):
     form = await read_form(request, lab.max_corpus_chars)
     corpus = str(form.get("corpus", ""))  # read_form: as the text area holds it
     match = str(form.get("match", "vocab_size"))
-    try:  # the number field is "size"; a form of before "same number of merges" sends "vocab_size"
-        size = int(str(form.get("size") or form.get("vocab_size", "")))
+    try:  # the number field is "side_size"; a form of before "same number of merges" sends "vocab_size"
+        size = int(str(form.get("side_size") or form.get("vocab_size", "")))
     except ValueError:
         size = 0
     runs = start_three(lab, corpus, size, match)
