@@ -46,7 +46,7 @@ PATHS = [
     "/", "/?text=strawberry&tokenizer=cl100k_base&explain=2", "/?text=as+well+as+the+rest&tokenizer=jurassic-2&explain=1",
     "/?text=unaffable&tokenizer=bert-base-uncased&explain=1", "/compare", "/chat", "/oddities", "/languages",
     "/languages/jpn", "/lab", "bpe-run", "unigram-run", "share", "side-by-side", "/follow", "follow-class", "/docs",
-    "handout",
+    "handout", "/vocab", "/numbers", "/measure",
 ]
 
 
