@@ -198,7 +198,9 @@ def test_lab_byte_run_explanations_replay_by_tiktoken(pattern):
 
 
 def test_lab_sentencepiece_run_explanations_replay_by_sentencepiece():
-    run, tok = lab_tokenizer(LAB_CORPUS, algorithm="sentencepiece", pattern="none", merges=40)
+    # byte fallback on (sentencepiece's default is off): the characters the corpus lacks are explained as bytes
+    run, tok = lab_tokenizer(LAB_CORPUS, algorithm="sentencepiece", pattern="none", merges=40,
+                             sentencepiece={"byte_fallback": True})
     check_all(tok, SentencePieceReferee(run.model), ["the newest wider ꙮ 東京\nlowest  newer"])
 
 

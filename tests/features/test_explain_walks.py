@@ -277,7 +277,9 @@ def lab_unigram_model(corpus: str, vocab_size: int) -> bytes:
     from app.lab.algorithms import train
     from app.lab.options import Options
 
-    trained = train(corpus, Options(algorithm="unigram", vocab_size=vocab_size).check(10_000), max_merges=10_000)
+    # byte fallback on (sentencepiece's default is off): characters the corpus lacks become byte pieces
+    options = Options(algorithm="unigram", vocab_size=vocab_size, sentencepiece={"byte_fallback": True})
+    trained = train(corpus, options.check(10_000), max_merges=10_000)
     return trained.model
 
 

@@ -186,7 +186,9 @@ def test_explain_answers_200_or_a_worded_422_for_every_listed_tokenizer(tmp_path
             assert r.status_code == 201, (name, r.text)
         lab = {}
         for algorithm in ("byte", "char", "sentencepiece", "wordpiece", "unigram"):
-            r = c.post("/api/train", json={"corpus": corpus, "algorithm": algorithm, "merges": 4})
+            # sentencepiece's unigram trainer learns at most 3 pieces on this corpus and refuses more
+            merges = 3 if algorithm == "unigram" else 4
+            r = c.post("/api/train", json={"corpus": corpus, "algorithm": algorithm, "merges": merges})
             run = wait_done(c, r.json()["id"])
             assert run["status"] == "done", run
             lab[algorithm] = c.post(f"/api/train/{run['id']}/use").json()["tokenizer"]
