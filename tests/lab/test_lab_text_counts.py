@@ -174,13 +174,14 @@ def test_compression_is_the_corpus_bytes_per_token_of_the_count_beside_it(client
     assert run["training_compression"] == round(run["base_units"] / run["final_tokens"], 4)
     html = client.get(f"/lab/runs/{run['id']}?step=20").text
     assert f'id="stat-compression">{size / count:.2f}<' in html
-    assert f"bytes per token: the corpus's {size:,} bytes ÷ those tokens<" in html
+    assert f"bytes per token: {size:,} ÷ {count:,}<" in html
+    assert f"the corpus's {size:,} UTF-8 bytes ÷ its {count:,} tokens as the run's tokenizer cuts it" in html
     assert f'aria-label="compression {round(size / count, 3)} at step 20 of 20"' in html
     body = client.post(f"/api/train/{run['id']}/session").json()
     client.post(f"/api/sessions/{body['code']}/step", json={"step": 20},
                 headers={"Authorization": f"Bearer {body['teacher_token']}"})
     with TestClient(app) as phone:
-        assert f">{size / count:.2f}</span><span class=\"lbl\">bytes per token: the corpus's {size:,} bytes" in phone.get(body["follow_url"]).text
+        assert f">{size / count:.2f}</span><span class=\"lbl\">bytes per token: {size:,} ÷ {count:,}<" in phone.get(body["follow_url"]).text
 
 
 def test_a_class_following_the_run_sees_the_labs_count(client, app):
