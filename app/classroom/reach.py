@@ -55,12 +55,9 @@ def reach(listen_host: str | None, listen_port: int | None, public_url: str | No
         return Reach(public or asked, [], loopback_warning(listen_host))
     port = listen_port or urlsplit(asked).port or 80
     found = network.reachable_bases(listen_host, port, urlsplit(asked).scheme or "http")
-    base = public or (asked if not network.is_loopback(_host(asked)) else (found[0] if found else asked))
+    # the public address first, then the one the teacher used when a phone can use it too, then the machine's own
     bases = list(dict.fromkeys([b for b in (public, asked) if b and not network.is_loopback(_host(b))] + found))
-    if base in bases:
-        bases.remove(base)
-    bases.insert(0, base)
-    if not found and not public and network.is_loopback(_host(asked)):
-        return Reach(base, [], "This machine has no network address, so no phone can join: connect it to the "
-                     "class's Wi-Fi or network, then restart the server with " + FIX + ".")
-    return Reach(base, bases)
+    if not bases:
+        return Reach(asked, [], "This machine has no network address, so no phone can join: connect it to the "
+                     "class's Wi-Fi or network, then start the server again.")
+    return Reach(bases[0], bases)

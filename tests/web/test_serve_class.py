@@ -169,6 +169,12 @@ def test_reach_follows_where_the_server_listens(interfaces):
     assert reach(None, None, None, "http://10.1.2.3:8000/") == Reach("http://10.1.2.3:8000", ["http://10.1.2.3:8000"])
 
 
+def test_reach_without_a_network_address_says_so(monkeypatch):
+    monkeypatch.setattr(network, "network_addresses", lambda ipv6=False: [])
+    alone = reach("0.0.0.0", 8000, None, "http://127.0.0.1:8000")
+    assert alone.bases == [] and "no network address" in alone.warning
+
+
 @pytest.fixture()
 def trained(tmp_path):
     """An app told where it listens (as tokenplay serve tells its workers), with a finished run."""
