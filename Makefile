@@ -18,7 +18,7 @@ DEV_LOCK = requirements-dev.lock
 # What the lock files are resolved for (the Dockerfile's Python; the hashes cover every platform's wheels).
 LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 -q
 
-.PHONY: install install-dev system-deps run class test bench load lint lock clean
+.PHONY: install install-dev system-deps run class test bench load chaos lint lock clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,11 @@ bench: install-dev
 # both run, and the target fails if either does.
 load: install-dev
 	$(PY) bench/load.py; a=$$?; $(PY) bench/load_class.py; b=$$?; exit $$((a || b))
+
+# Issue 38's hostile cases at full size against a live server with Redis (bench/chaos.py): each case's answer, its
+# time, other users' worst latency meanwhile and the server's memory growth. Not part of `make test`.
+chaos: install-dev system-deps
+	$(PY) bench/chaos.py
 
 lint: install-dev
 	$(VENV)/bin/pip install -qq "ruff==0.17.5"

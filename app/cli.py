@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from app.engines import registry
@@ -111,8 +112,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
 
+    settings = Settings()
     return serve("app.main:app", host=host, port=args.port, workers=workers, log_level=args.log_level,
-                 preload_tokenizers=args.preload, drain_seconds=Settings().drain_seconds, announce=announce)
+                 preload_tokenizers=args.preload, drain_seconds=settings.drain_seconds, announce=announce,
+                 forwarded_allow_ips=settings.forwarded_allow_ips)
 
 
 def class_lines(host: str, port: int) -> list[str]:
@@ -550,7 +553,12 @@ def measure_html(report) -> str:
     settings = Settings()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(settings.templates_dir)), autoescape=True)
     css = (settings.static_dir / "measure.css").read_text(encoding="utf-8")  # our own stylesheet, inlined
-    return env.get_template("measure_report.html").render(report=report.to_dict(), css=css)
+    template = env.get_template("measure_report.html")
+    # the bars' widths and places are data attributes (the server's pages set them from static/app.js): here a rule
+    # per value drawn, in the page's own stylesheet
+    drawn = set(re.findall(r'data-(width|left)="([0-9.eE+-]+)"', template.render(report=report.to_dict(), css="")))
+    rules = "".join(f'[data-{prop}="{value}"] {{ {prop}: {value}%; }}\n' for prop, value in sorted(drawn))
+    return template.render(report=report.to_dict(), css=css + "\n" + rules)
 
 
 def _conformance(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ class Settings(BaseSettings):
     compare_pane_tokens: int = Field(250, gt=0, description="tokens coloured per pane of the compare page (a pane shows about 60 to 220 at once; each pane pages on to the rest, and counts and stats cover the whole text)")
     cpu_threads: int = Field(2, gt=0, description="threads per process that tokenize and render for the playground and API (more requests wait their turn)")
     untrusted_threads: int = Field(1, gt=0, description="threads per process that run uploaded tokenizers and chat templates (a lane of their own, so other users never wait behind them)")
+    heavy_threads: int = Field(1, gt=0, description="threads per process for heavy work (a paste of a million ids, a big upload, a finished run's document built the first time): a lane of their own, so typists never wait behind them")
     user_code_seconds: float = Field(3.0, gt=0, description="the time budget of one request's work on what a user brought (an uploaded tokenizer's regexes, a chat template): over it, 422")
     stuck_after_seconds: float = Field(60.0, gt=0, description="a worker whose CPU lane has held one request this long fails its health check and is replaced")
     drain_seconds: float = Field(10.0, ge=0, description="on SIGTERM, how long the workers finish the requests under way before they are stopped")
@@ -66,6 +67,9 @@ class Settings(BaseSettings):
     session_follower_ttl_seconds: float = Field(30.0, gt=0, description="a follower whose stream sent no heartbeat this long is no longer counted")
     session_join_failures: int = Field(20, gt=0, description="wrong class-session codes one address may try within session_join_window_seconds (then 429)")
     session_join_window_seconds: float = Field(600.0, gt=0, description="the window of session_join_failures")
+    forwarded_allow_ips: str | None = Field(None, description="the reverse proxies whose X-Forwarded-Proto and X-Forwarded-For are trusted (comma-separated addresses or networks, or *), so that a request that reached the proxy over HTTPS counts as HTTPS (cookies get Secure); unset: no proxy is trusted, the connection's own scheme counts")
+    session_votes_per_address: int = Field(100, gt=0, description="votes one address may cast within session_vote_window_seconds, over every session (then 429): a class behind one router still votes, one machine cannot stuff a ballot")
+    session_vote_window_seconds: float = Field(60.0, gt=0, description="the window of session_votes_per_address")
     # Measuring a corpus on the measure page and POST /api/measure (app/services/measure.py).
     measure_dir: Path = Field(REPO_ROOT / "var" / "measure", description="where measurements are kept: their records (jobs/) and, while they run, the files uploaded for them")
     corpus_dir: Path | None = Field(None, description="a folder of corpora the measure page offers to measure (tokenplay serve --corpus-dir); its files are read where they are, never uploaded")

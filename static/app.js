@@ -9,6 +9,7 @@
 // - arrow keys move focus between tokens (only the first token is in the Tab order);
 // - a short summary of each update goes to the #announce status region (screen readers);
 // - "Copy all ids" fetches every id (the page shows a window for very long texts) and copies them;
+// - a unigram lattice's grid places, from its data attributes (no style attribute: the Content-Security-Policy);
 // - explaining a token: a click on it (or Enter on it) inside a .tokens[data-explain] view fills in the form that
 //   data-explain names (the token's index, its character offset, the view's tokenizer) and submits it; htmx
 //   swaps the explanation in. The explained token is marked (class "explained").
@@ -280,6 +281,23 @@
       } else {
         build();
       }
+    }
+    // a unigram lattice's grid: its columns and each cell's place come as data attributes (templates/
+    // _explain_parts.html), set here as style properties: the Content-Security-Policy allows no style attribute
+    const grids = Array.from(root.querySelectorAll(".lattice[data-columns]"));
+    if (root.matches && root.matches(".lattice[data-columns]")) grids.push(root);
+    for (const grid of grids) {
+      grid.style.gridTemplateColumns = "repeat(" + Number(grid.dataset.columns) + ", minmax(min-content, auto))";
+      for (const cell of grid.querySelectorAll("[data-from]")) {
+        const from = Number(cell.dataset.from);
+        cell.style.gridColumn = cell.dataset.to ? from + " / " + Number(cell.dataset.to) : String(from);
+      }
+    }
+    // bars sized by the server (templates/_measure_results.html): their width and place in % come as data
+    // attributes, set here for the same reason
+    for (const bar of root.querySelectorAll("[data-width], [data-left]")) {
+      if (bar.dataset.width) bar.style.width = Number(bar.dataset.width) + "%";
+      if (bar.dataset.left) bar.style.left = Number(bar.dataset.left) + "%";
     }
     // a unigram lattice wider than its box scrolls so that the explained token's piece is in view (the lattice only)
     for (const node of root.querySelectorAll(".lattice > .lattice-node.this")) {

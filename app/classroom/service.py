@@ -22,12 +22,14 @@ from .quiz import pair_words, quiz_choices, tally
 from .stores import make_session_store
 from .sessions import (
     NotAuthenticated,
+    NotJoined,
     NotTeacher,
     Session,
     SessionEnded,
     SessionError,
     SessionNotFound,
     TooManyJoins,
+    TooManyVotes,
     VoteRefused,
     bearer_token,
     new_code,
@@ -52,6 +54,8 @@ class Classroom:
         heartbeat: float = 10.0,
         join_failures: int = 20,
         join_window: float = 600.0,
+        votes_per_address: int = 100,
+        vote_window: float = 60.0,
     ):
         self.store = store
         self.ttl = ttl
@@ -59,6 +63,8 @@ class Classroom:
         self.heartbeat = heartbeat
         self.join_failures = join_failures
         self.join_window = join_window
+        self.votes_per_address = votes_per_address
+        self.vote_window = vote_window
         self._hubs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     @classmethod
@@ -70,6 +76,8 @@ class Classroom:
             heartbeat=settings.session_heartbeat_seconds,
             join_failures=settings.session_join_failures,
             join_window=settings.session_join_window_seconds,
+            votes_per_address=settings.session_votes_per_address,
+            vote_window=settings.session_vote_window_seconds,
         )
 
     @property
@@ -221,17 +229,27 @@ class Classroom:
     def leave(self, session: Session, stream: str) -> None:
         self.store.leave(session.code, stream)
 
-    def predict(self, lab: Lab, session: Session, follower: str, pair: list[str], step: int | None = None) -> dict:
+    def join(self, session: Session, follower: str) -> None:
+        """``follower`` (the id the follow page or the event stream gave this browser) is one of the class: from now
+        on its votes count. Written once per follower (a view asks only)."""
+        if valid_follower(follower) and not self.store.is_member(session.code, follower):
+            self.store.add_member(session.code, follower, session.expires)
+
+    def predict(self, lab: Lab, session: Session, follower: str, pair: list[str], step: int | None = None,
+                client: str | None = None) -> dict:
         """A student's vote for the next merge, among the pairs that can merge next at the class's step
         (:meth:`vote`)."""
         replay = replay_for(self.run_of(lab, session))
         choices = quiz_choices(replay, self.last(session).get("step", 0))
-        return self.vote(session, follower, pair, [c["pair"] for c in choices], step)
+        return self.vote(session, follower, pair, [c["pair"] for c in choices], step, client)
 
-    def vote(self, session: Session, follower: str, pair: list[str], choices: list[list[str]], step: int | None = None) -> dict:
+    def vote(self, session: Session, follower: str, pair: list[str], choices: list[list[str]], step: int | None = None,
+             client: str | None = None) -> dict:
         """Count ``follower``'s prediction of the next merge at the class's step; ``choices`` are the pairs it may
         name (:func:`quiz_choices`). ``step``, when given, is the step the student saw: a vote sent as the
-        teacher revealed is refused instead of counting for the next merge."""
+        teacher revealed is refused instead of counting for the next merge. Only a follower who joined
+        (:meth:`join`) may vote (:class:`NotJoined`), and ``client``, the address it came from, at most
+        ``votes_per_address`` times within ``vote_window`` (:class:`TooManyVotes`)."""
         last = self.last(session)
         if last.get("ended"):
             raise SessionEnded()
@@ -245,9 +263,17 @@ class Classroom:
         if list(pair) not in choices:
             raise SessionError(f"{pair_words(pair)} is not one of the pairs that can merge next; choose one of: "
                                + ", ".join(pair_words(c) for c in choices))
+        if not valid_follower(follower) or not self.store.is_member(session.code, follower):
+            raise NotJoined(session.code)
+        if client is not None:
+            wait = self.store.recent_wait("votes", client, self.votes_per_address, self.vote_window)
+            if wait > 0:
+                raise TooManyVotes(wait)
         if not self.store.vote(session.code, k, follower, list(pair)):
             mine = self.store.votes(session.code, k).get(follower)
             raise VoteRefused(f"you already voted for {pair_words(mine or pair)} at this step: one vote per step")
+        if client is not None:
+            self.store.recent_add("votes", client, self.vote_window)
         return {"step": k, "pair": list(pair)}
 
     def my_vote(self, session: Session, step: int, follower: str | None) -> list[str] | None:

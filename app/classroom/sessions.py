@@ -8,7 +8,11 @@ them), so every follower sees every event in order, whichever worker process or 
 
 - **quiz mode**: at step k each student predicts merge k+1 by choosing one of the candidate pairs (the pairs the
   pair table would list before that merge: :mod:`.quiz`); one vote per follower per step, the first one counts.
-  Stepping on to k+1 is the reveal: the vote of step k is then right when it names merge k+1's pair;
+  Stepping on to k+1 is the reveal: the vote of step k is then right when it names merge k+1's pair. A vote counts
+  only from a follower who **joined**: the follow page and its event stream give each browser its id
+  (``tp_follower``) and record it as the session's; a vote with any other id is refused. Votes are also limited per
+  client address (``votes_per_address`` within ``vote_window``): one machine cannot stuff the ballot by asking for
+  many ids;
 - **followers**: a follower is a browser (its ``tp_follower`` id) with at least one open event stream whose
   heartbeat is younger than ``follower_ttl``; several tabs of one browser count once, a stream closed cleanly
   stops counting at once, one whose worker died stops counting when its heartbeat is too old;
@@ -74,6 +78,23 @@ class NotTeacher(SessionError):
 
 class VoteRefused(SessionError):
     """A vote that cannot count now (quiz mode off, the class moved on, already voted): 409."""
+
+
+class NotJoined(SessionError):
+    """A vote from a follower id this session never gave out (403): a vote counts only from a student who joined,
+    by opening the class's follow page or its event stream."""
+
+    def __init__(self, code: str):
+        super().__init__(f"this browser has not joined class {code}: open the class's page (/follow/{code}) first; "
+                         "a vote counts only from a student who follows the class")
+
+
+class TooManyVotes(SessionError):
+    """An address that cast too many votes lately (429); it may vote again after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: float):
+        self.retry_after = max(1, int(retry_after + 0.999))
+        super().__init__(f"too many votes from this address; try again in {self.retry_after} seconds")
 
 
 class SessionEnded(VoteRefused):

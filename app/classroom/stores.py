@@ -3,8 +3,9 @@ or Redis shared by every machine. The same choice as the run store (:func:`app.l
 
 Both keep, per session: its record (:class:`~app.classroom.sessions.Session`), its **event log** (every teacher action
 in order, numbered ``seq`` from 1; the last event is the state), the votes of each step (one per follower, the
-first one counts), and the heartbeats of followers' open streams. Per client address they keep the times of its
-failed joins. Time is ``clock()``, never the files' or Redis' own, so a test can move it.
+first one counts), the followers who joined (the ids the follow page or the event stream gave them: only they may
+vote), and the heartbeats of followers' open streams. Per client address they keep the times of its failed joins
+and of its counted votes. Time is ``clock()``, never the files' or Redis' own, so a test can move it.
 
 How followers' streams learn of a new event (:mod:`.hub`): the directory store appends a line to
 ``log/<code>.log``, which the kernel reports to every process watching that folder (inotify); the Redis store
@@ -21,7 +22,6 @@ import hashlib
 import os
 import secrets
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -29,10 +29,17 @@ from pathlib import Path
 
 import orjson
 
+from app.engines.errors import StorageFull
+from app.lab.files import append_line, full, touch, write_whole
 from app.lab.stores import connect_redis, redis_url
 from app.lab.sweeps import Sweeps, entries
 
 from .sessions import Session, valid_code
+
+
+#: What the stores count per address, and where (a folder of the directory store, a key of Redis').
+RECENT = {"joins": "joins", "votes": "votes-from"}
+RECENT_WORDS = {"joins": "wrong codes", "votes": "votes"}
 
 
 def _client_key(client: str) -> str:
@@ -56,7 +63,9 @@ class DirectorySessionStore:
         votes/<code>.<k>.jsonl the votes of step k, one line each
         names/<code>.jsonl     followers' nicknames, one line each (the last line of a follower counts)
         followers/<code>/<follower>.<stream>   one empty file per open stream; its mtime is the heartbeat
+        members/<code>/<follower>              one empty file per follower who joined (only they may vote)
         joins/<client hash>.json               a client's recent failed joins
+        votes-from/<client hash>.json          a client's recent counted votes
 
     Expired sessions are swept (at most once a minute, when a session is created).
     """
@@ -88,10 +97,8 @@ class DirectorySessionStore:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             yield
 
-    def _write_session(self, session: Session) -> None:
-        tmp = self.directory / f".{session.code}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(orjson.dumps(session.to_json()))
-        os.replace(tmp, self._path(session.code, "json"))
+    def _write_session(self, session: Session, what: str = "the class session") -> None:
+        write_whole(self._path(session.code, "json"), orjson.dumps(session.to_json()), what)
 
     def _read_session(self, code: str) -> Session | None:
         try:
@@ -100,12 +107,8 @@ class DirectorySessionStore:
             return None
 
     @staticmethod
-    def _append_line(path: Path, record: dict) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, orjson.dumps(record) + b"\n")  # one write of one short line: never interleaved
-        finally:
-            os.close(fd)
+    def _append_line(path: Path, record: dict, what: str) -> None:
+        append_line(path, orjson.dumps(record), what)  # one write of one short line (under the session's lock)
 
     # -- sessions and events -----------------------------------------------------------------------------------
     def create(self, session: Session, first_event: dict) -> bool:
@@ -116,10 +119,17 @@ class DirectorySessionStore:
             os.close(os.open(self._path(session.code, "lock"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except FileExistsError:
             return False
-        with self._locked(session.code):
-            self._write_session(session)
-            self._log(session.code).unlink(missing_ok=True)
-            self._append_line(self._log(session.code), first_event | {"seq": 1, "at": self.clock()})
+        except OSError as exc:
+            raise full(exc, "the class session") from None
+        try:
+            with self._locked(session.code):
+                self._log(session.code).unlink(missing_ok=True)
+                self._append_line(self._log(session.code), first_event | {"seq": 1, "at": self.clock()},
+                                  "the class session")
+                self._write_session(session)  # last: the session exists once its record does
+        except StorageFull:
+            self._remove(session.code)  # a full disk: no half-made session (and its code is free again)
+            raise
         return True
 
     def get(self, code: str) -> Session | None:
@@ -151,11 +161,13 @@ class DirectorySessionStore:
         with self._locked(code):
             last = self.last(code) or {"seq": 0}
             event = last | changes | {"seq": last["seq"] + 1, "at": self.clock()}
-            self._append_line(self._log(code), event)
+            # The session's new end first, the event last: on a full disk the action raises before the event is
+            # in the log, so an action that answered an error did not happen (a later end alone changes nothing).
             session = self._read_session(code)
             if session is not None:
                 session.expires = expires
-                self._write_session(session)
+                self._write_session(session, "the teacher's action")
+            self._append_line(self._log(code), event, "the teacher's action")
         return event
 
     def events(self, code: str, after: int, cursor: int | None = None) -> tuple[list[dict], int | None]:
@@ -187,7 +199,7 @@ class DirectorySessionStore:
         with self._locked(code):
             if follower in self.votes(code, step):
                 return False
-            self._append_line(path, {"f": follower, "pair": pair})
+            self._append_line(path, {"f": follower, "pair": pair}, "the vote")
         return True
 
     def votes(self, code: str, step: int) -> dict[str, list[str]]:
@@ -210,7 +222,7 @@ class DirectorySessionStore:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{follower}.{stream}"
         now = self.clock()
-        path.touch()
+        touch(path, "the follower's heartbeat")
         os.utime(path, (now, now))
 
     def leave(self, code: str, stream: str) -> None:
@@ -244,7 +256,7 @@ class DirectorySessionStore:
         """Keep ``follower``'s nickname (None: forget it)."""
         path = self._names(code)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._append_line(path, {"f": follower, "name": name})
+        self._append_line(path, {"f": follower, "name": name}, "the student's nickname")
 
     def names(self, code: str) -> dict[str, str]:
         try:
@@ -272,30 +284,48 @@ class DirectorySessionStore:
                 out[int(step)] = self.votes(code, int(step))
         return out
 
-    # -- failed joins ------------------------------------------------------------------------------------------
-    def _joins_path(self, client: str) -> Path:
-        return self.directory / "joins" / f"{_client_key(client)}.json"
+    # -- members ---------------------------------------------------------------------------------------------
+    def _member(self, code: str, follower: str) -> Path:
+        return self.directory / "members" / code / follower
 
-    def _join_times(self, path: Path) -> list[float]:
+    def is_member(self, code: str, follower: str) -> bool:
+        return self._member(code, follower).exists()
+
+    def add_member(self, code: str, follower: str, expires: float) -> None:
+        path = self._member(code, follower)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        touch(path, "the student's place in the class")
+
+    # -- what one address did lately (failed joins, votes) -------------------------------------------------------
+    def _recent_path(self, kind: str, client: str) -> Path:
+        return self.directory / RECENT[kind] / f"{_client_key(client)}.json"
+
+    def _recent_times(self, path: Path) -> list[float]:
         try:
             return orjson.loads(path.read_bytes())
         except (OSError, ValueError):
             return []
 
-    def join_wait(self, client: str, limit: int, window: float) -> float:
+    def recent_wait(self, kind: str, client: str, limit: int, window: float) -> float:
+        """Seconds until ``client`` has done ``kind`` fewer than ``limit`` times within ``window`` (0: not now)."""
         # No lock: the file is replaced whole (every request of every follower asks this)
-        return _wait_for(self._join_times(self._joins_path(client)), self.clock(), limit, window)
+        return _wait_for(self._recent_times(self._recent_path(kind, client)), self.clock(), limit, window)
 
-    def join_failed(self, client: str, window: float) -> None:
+    def recent_add(self, kind: str, client: str, window: float) -> None:
+        """Count one more ``kind`` (``"joins"``: a wrong code; ``"votes"``: a counted vote) of ``client``."""
         now = self.clock()
-        path = self._joins_path(client)
+        path = self._recent_path(kind, client)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.parent / ".lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # read, add, write back: one process at a time
-            times = [t for t in self._join_times(path) if now - t < window] + [now]
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(orjson.dumps(times))
-            os.replace(tmp, path)
+            times = [t for t in self._recent_times(path) if now - t < window] + [now]
+            write_whole(path, orjson.dumps(times), f"the count of {RECENT_WORDS[kind]}")
+
+    def join_wait(self, client: str, limit: int, window: float) -> float:
+        return self.recent_wait("joins", client, limit, window)
+
+    def join_failed(self, client: str, window: float) -> None:
+        self.recent_add("joins", client, window)
 
     # -- expiry ------------------------------------------------------------------------------------------------
     def sweep(self, *, force: bool = False) -> int:
@@ -315,20 +345,22 @@ class DirectorySessionStore:
                 if session is None or session.expires < now:
                     self._remove(code)
                     removed += 1
-        for entry in entries(self.directory / "joins") or []:
-            if entry.name.endswith(".json") and not entry.name.startswith("."):
-                try:
-                    times = orjson.loads(Path(entry.path).read_bytes())
-                except (OSError, ValueError):
-                    times = []
-                if not times or now - max(times) > 86400:
-                    Path(entry.path).unlink(missing_ok=True)
+        for folder in RECENT.values():
+            for entry in entries(self.directory / folder) or []:
+                if entry.name.endswith(".json") and not entry.name.startswith("."):
+                    try:
+                        times = orjson.loads(Path(entry.path).read_bytes())
+                    except (OSError, ValueError):
+                        times = []
+                    if not times or now - max(times) > 86400:
+                        Path(entry.path).unlink(missing_ok=True)
         return removed
 
     def _remove(self, code: str) -> None:
         for path in (self._path(code, "json"), self._log(code), self._path(code, "lock")):
             path.unlink(missing_ok=True)
         shutil.rmtree(self._followers(code), ignore_errors=True)
+        shutil.rmtree(self.directory / "members" / code, ignore_errors=True)
         for path in (self.directory / "votes").glob(f"{code}.*.jsonl"):
             path.unlink(missing_ok=True)
         self._names(code).unlink(missing_ok=True)
@@ -343,7 +375,9 @@ class RedisSessionStore:
         votes:<code>:<k>    hash follower -> pair (HSETNX: the first vote counts)
         followers:<code>    sorted set "<follower>.<stream>" -> heartbeat time
         names:<code>        hash follower -> nickname
+        members:<code>      set of the followers who joined (only they may vote)
         joins:<client hash> sorted set of failed-join times
+        votes-from:<client hash>  sorted set of counted votes' times
 
     Keys carry a TTL an hour past the session's end, so Redis forgets what nobody swept.
     """
@@ -475,18 +509,35 @@ class RedisSessionStore:
         steps = [key.decode()[len(prefix):] for key in self.redis.scan_iter(match=prefix + "*", count=500)]
         return {int(step): self.votes(code, int(step)) for step in steps if step.isdigit()}
 
-    def join_wait(self, client: str, limit: int, window: float) -> float:
-        times = [score for _, score in self.redis.zrange(self.key("joins", _client_key(client)), 0, -1, withscores=True)]
+    def is_member(self, code: str, follower: str) -> bool:
+        return bool(self.redis.sismember(self.key("members", code), follower))
+
+    def add_member(self, code: str, follower: str, expires: float) -> None:
+        key = self.key("members", code)
+        p = self.redis.pipeline()
+        p.sadd(key, follower)
+        p.expire(key, self._keep(expires))
+        p.execute()
+
+    def recent_wait(self, kind: str, client: str, limit: int, window: float) -> float:
+        key = self.key(RECENT[kind], _client_key(client))
+        times = [score for _, score in self.redis.zrange(key, 0, -1, withscores=True)]
         return _wait_for(times, self.clock(), limit, window)
 
-    def join_failed(self, client: str, window: float) -> None:
-        key = self.key("joins", _client_key(client))
+    def recent_add(self, kind: str, client: str, window: float) -> None:
+        key = self.key(RECENT[kind], _client_key(client))
         now = self.clock()
         p = self.redis.pipeline()
         p.zremrangebyscore(key, "-inf", now - window)
         p.zadd(key, {f"{now!r}:{secrets.token_hex(4)}": now})
         p.expire(key, max(60, int(window) + 60))
         p.execute()
+
+    def join_wait(self, client: str, limit: int, window: float) -> float:
+        return self.recent_wait("joins", client, limit, window)
+
+    def join_failed(self, client: str, window: float) -> None:
+        self.recent_add("joins", client, window)
 
     def sweep(self, *, force: bool = False) -> int:
         return 0  # Redis forgets by TTL

@@ -362,6 +362,19 @@ def run_isolated(fn: Callable[..., T], *args: Any, what: str, memory_bytes: int 
     raise TokenplayError(f"{what} failed: {message}")
 
 
+def clean_context(preload: tuple[str, ...] = ()):
+    """A ``multiprocessing`` context whose processes start clean: forked from the forkserver (a small process of
+    its own, never this server's threads and memory), else spawned. ``preload``: modules the forkserver imports once,
+    for every process it forks (set before it starts)."""
+    import multiprocessing
+
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    if preload and method == "forkserver":
+        context.set_forkserver_preload(list(preload))
+    return context
+
+
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)

@@ -34,3 +34,13 @@ class InvalidIdsError(TokenplayError):
 
 class DataFileError(TokenplayError):
     """A shipped data file is missing or its sha256 does not match the manifest."""
+
+
+class StorageFull(TokenplayError):
+    """A write that found the disk (or the store's memory) full: nothing of it was kept, and the action it was part
+    of did not happen (507). Made by :meth:`about`."""
+
+    @classmethod
+    def about(cls, what: str) -> StorageFull:
+        return cls(f"the server's storage is full: {what} was not saved, and nothing changed; try again in a while "
+                   "(whoever runs this server needs to free some space)")

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.engines.errors import TokenplayError
+from app.engines.errors import StorageFull, TokenplayError
 from app.engines.training.steps import MergeStep
 
 from .algorithms import Cancelled, train
@@ -56,8 +56,8 @@ def store_errors() -> tuple[type[BaseException], ...]:
     try:
         from redis.exceptions import RedisError
     except ImportError:  # pragma: no cover - redis is a dependency
-        return (OSError,)
-    return (OSError, RedisError)
+        return (OSError, StorageFull)
+    return (OSError, StorageFull, RedisError)
 
 
 def outage_message(seconds: float) -> str:

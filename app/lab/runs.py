@@ -10,6 +10,7 @@ import secrets
 import time
 import functools
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from app.engines.training.steps import MergeStep
 from app.engines.wordpiece.trainer import WordPieceStep
@@ -28,6 +29,9 @@ def valid_id(run_id: str) -> bool:
 
 @dataclass
 class Run:
+    #: What a store's message calls it (:mod:`app.lab.stores`).
+    STORED_AS: ClassVar[str] = "the lab run"
+
     id: str
     corpus: str
     options: Options
@@ -47,6 +51,8 @@ class Run:
     top0: list = field(default_factory=list)
     model: bytes | None = None  # SentencePiece BPE and unigram runs: the .model file; WordPiece: tokenizer.json
     extra: dict = field(default_factory=dict)  # unigram runs: per-round corpus tokens and scores (see unigram_runs)
+    #: What is computed once from a finished run and kept with it in memory (never stored): its API document.
+    kept: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- facts -----------------------------------------------------------------------------------------------
     @property
@@ -99,7 +105,8 @@ class Run:
         return self.corpus_bytes / text_tokens if text_tokens else 0.0
 
     def estimated_bytes(self) -> int:
-        """A rough size in memory: the corpus, the merge records, the model file."""
+        """A rough size in memory: the corpus, the merge records, the model file, and the API document a finished
+        run keeps once it is asked for (``kept``; about 520 bytes a step until it is built)."""
         size = 200 + len(self.corpus) * 2 + sum(map(len, self.extra.get("scores", ())))
         if self.unigram:
             size += sum(100 + 80 * len(s.removed) for s in self.steps)
@@ -107,6 +114,8 @@ class Run:
             size += self.steps.nbytes + 64 * len(self.steps)
         else:
             size += sum(200 + 40 * len(s.ties) + 48 * len(s.top_pairs) + len(s.left) + len(s.right) for s in self.steps)
+        if self.finished:
+            size += len(self.kept.get("document", b"")) or 520 * len(self.steps)
         return size + 64 * len(self.base) + len(self.model or b"")
 
     def label(self) -> str:

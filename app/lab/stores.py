@@ -36,6 +36,7 @@ import orjson
 
 from app.engines.training import cycle_collector_paused
 
+from .files import touch, write_whole
 from .runs import Run, valid_id
 from .sweeps import Sweeps, entries
 
@@ -117,6 +118,8 @@ class _SharedStore:
     """What both stores share: the memory LRU, ``put``/``get`` over ``_write``/``_read`` of the shared copy."""
 
     def __init__(self, max_runs: int, max_bytes: int, ttl: float, stale_after: float = STALE_AFTER, record=Run):
+        #: What a record is called in a message (a full disk's): "the lab run", "the tokenizer file".
+        self.what = getattr(record, "STORED_AS", "the record")
         self.ttl = ttl
         self.stale_after = stale_after
         self.record = record
@@ -160,7 +163,11 @@ class _SharedStore:
             busy = self._busy()
             if busy >= capacity:
                 return busy
-            self.put(run)
+            try:
+                self.put(run)
+            except BaseException:
+                self.mem.drop(run.id)  # not stored (a full disk): it was never admitted
+                raise
         return None
 
     def _load(self, run_id: str) -> Run | None:
@@ -231,9 +238,7 @@ class DirectoryStore(_SharedStore):
         self.directory.mkdir(parents=True, exist_ok=True)
         if not finished:  # the heartbeat first: a reader never sees a running run without one
             self.beat(run_id)
-        tmp = self.directory / f".{run_id}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, self._path(run_id))
+        write_whole(self._path(run_id), data, self.what)  # whole or not at all: no .tmp left on a full disk
         if finished:
             for ext in ("beat", "cancel"):
                 self._path(run_id, ext).unlink(missing_ok=True)
@@ -250,7 +255,7 @@ class DirectoryStore(_SharedStore):
 
     def beat(self, run_id: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._path(run_id, "beat").write_bytes(b"")  # its mtime is the heartbeat
+        touch(self._path(run_id, "beat"), self.what)  # its mtime is the heartbeat
 
     def _beat_age(self, run_id: str) -> float:
         try:
@@ -282,7 +287,7 @@ class DirectoryStore(_SharedStore):
     def request_cancel(self, run_id: str) -> None:
         if valid_id(run_id):
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._path(run_id, "cancel").write_bytes(b"")
+            touch(self._path(run_id, "cancel"), "the request to stop the training")
 
     def cancel_requested(self, run_id: str) -> bool:
         return self._path(run_id, "cancel").exists()
@@ -409,6 +414,7 @@ class RedisStore(_SharedStore):
             self.put(run)
         except BaseException:
             self.redis.zrem(self._key("active"), run.id)  # not stored: the place goes back
+            self.mem.drop(run.id)
             raise
         return None
 

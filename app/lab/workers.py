@@ -22,7 +22,6 @@ objects, so the lab can swap one for the other. Per job:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import queue as queue_mod
 import threading
@@ -30,6 +29,7 @@ import time
 from functools import partial
 from concurrent.futures import ThreadPoolExecutor
 
+from app.engines.budget import clean_context
 from app.engines.errors import TokenplayError
 
 from .algorithms import Cancelled
@@ -53,10 +53,7 @@ def _context():
     global _CTX
     with _CTX_LOCK:
         if _CTX is None:
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            _CTX = multiprocessing.get_context(method)
-            if method == "forkserver":
-                _CTX.set_forkserver_preload(PRELOAD)
+            _CTX = clean_context(tuple(PRELOAD))
         return _CTX
 
 

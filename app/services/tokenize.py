@@ -21,7 +21,7 @@ from app.settings import Settings
 
 from . import model_counts
 from .catalog import Tokenizers
-from .errors import check_ids_count, check_text_size, export_format
+from .errors import TooLargeError, check_ids_count, check_text_size, export_format
 
 
 @dataclass(slots=True)
@@ -93,22 +93,43 @@ def decode(tokenizers: Tokenizers, name: str, ids: list[int], settings: Settings
     return tokenizers.get(name).decode(ids)
 
 
-_ID_SEPARATORS = re.compile(r"[\s,;\[\]()]+")
+#: Commas a JSON body of ids may hold beyond one per id (between its other fields) before it is refused unread.
+_OTHER_COMMAS = 16
 
 
-def parse_ids(raw: str) -> list[int]:
-    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`.
+def check_ids_json(raw: bytes, settings: Settings) -> bytes:
+    """A JSON body of ids, or :class:`~app.services.errors.TooLargeError` when its commas alone say it holds more
+    than ``settings.max_ids`` values: counted before it is parsed (a count of one byte is a hundredth of the parse, and
+    parsing holds the GIL), so a body of millions of ids is refused without being read into a list. A body just
+    over the limit is parsed and then refused (:func:`~app.services.errors.check_ids_count`)."""
+    commas = raw.count(b",")
+    if commas >= settings.max_ids + _OTHER_COMMAS:
+        raise TooLargeError(f"more than {settings.max_ids:,} ids (the body holds {commas + 1:,} comma-separated values); "
+                            f"the limit is {settings.max_ids:,}")
+    return raw
+
+
+#: What a pasted id list holds between the ids: spaces, commas, semicolons, brackets.
+_ID_PARTS = re.compile(r"[^\s,;\[\]()]+")
+_ID = re.compile(r"\d{1,12}")
+
+
+def parse_ids(raw: str, limit: int | None = None) -> list[int]:
+    """Ids from ``1, 2 3``, ``[1,2,3]`` or one id a line; anything else raises :class:`InvalidIdsError`, and more
+    than ``limit`` ids :class:`~app.services.errors.TooLargeError` as soon as the one past it is read (a paste of
+    millions of ids is refused after reading the limit, not all of it).
 
     >>> parse_ids("[9906, 1917]")
     [9906, 1917]
     """
     ids = []
-    for part in _ID_SEPARATORS.split(raw):
-        if not part:
-            continue
-        if not re.fullmatch(r"\d{1,12}", part):
+    for found in _ID_PARTS.finditer(raw):
+        part = found.group()
+        if not _ID.fullmatch(part):
             shown = part if len(part) <= 20 else part[:20] + "…"
             raise InvalidIdsError(f"{shown!r} is not a token id; paste whole numbers separated by commas or spaces")
+        if limit is not None and len(ids) == limit:
+            raise TooLargeError(f"more than {limit:,} ids; the limit is {limit:,}")
         ids.append(int(part))
     return ids
 

@@ -26,10 +26,12 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
+from app.engines import budget as budgets
 from app.engines import registry
 from app.engines.base import Tokenizer
+from app.engines.budget import run_isolated
 from app.engines.errors import TokenplayError
 from app.engines.registry.loaders import detect_format, regex_warnings
 from app.engines.registry.table_files import load_bytes
@@ -67,6 +69,7 @@ class Upload:
     warnings: list[str] = field(default_factory=list, compare=False)
 
     finished = True  # what the stores ask of a record: an upload is complete when it is stored
+    STORED_AS = "the tokenizer file"  # what a store's message calls it (a full disk)
 
     @property
     def label(self) -> str:
@@ -252,7 +255,7 @@ class Uploads:
                 data, name=name, pattern=pattern, special_tokens=list(special_tokens), filename=filename
             )
         tok = built[name]
-        warnings = regex_warnings(data, kind, pattern, budget_seconds=self.budget_seconds)
+        warnings = _regex_warnings(data, kind, pattern, self.budget_seconds)
         upload = Upload(
             id=secrets.token_hex(6),
             name=name,
@@ -265,7 +268,11 @@ class Uploads:
             config=config,
             warnings=warnings,
         )
-        self.store.put(upload)
+        try:
+            self.store.put(upload)
+        except BaseException:
+            self.store.mem.drop(upload.id)  # not stored (a full disk): not kept here either
+            raise
         for built_name, built_tok in built.items():
             self._keep(upload, built_name, built_tok)
         return upload
@@ -302,6 +309,17 @@ class Uploads:
             while len(self._built) > BUILT_PER_PROCESS:
                 self._built.popitem(last=False)
         return tok
+
+
+def _regex_warnings(data: bytes, kind: str, pattern: str | None, budget_seconds: float | None) -> list[str]:
+    """:func:`~app.engines.registry.loaders.regex_warnings`, in a child process: finding a file's regexes parses it
+    (a 33 MB tokenizer.json holds the GIL for two seconds), which would stall every request this process serves.
+    It runs without the request's budget: the probes' own limits bound it."""
+    if kind != "tokenizer.json":  # a .tiktoken file's one pattern, or none: nothing to parse
+        return regex_warnings(data, kind, pattern, budget_seconds=budget_seconds)
+    with budgets.use(None):
+        return run_isolated(partial(regex_warnings, budget_seconds=budget_seconds), data, kind, pattern,
+                            what="checking the file's regexes", memory_bytes=4 << 30)
 
 
 def _is_registered(name: str) -> bool:

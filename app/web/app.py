@@ -51,6 +51,7 @@ from .pages import (
     vocab,
 )
 from .render import make_environment, page_or_block
+from .security import CrossSite, SecurityHeaders
 
 #: The routers of the pages, in the order their routes are matched.
 PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, vocab, measure, follow, share)
@@ -66,11 +67,20 @@ SWAGGER_FILES = {
 }
 
 
-class BodyLimit:
-    """Refuse request bodies far beyond any accepted text before reading them (413, not a slow parse).
+class BodyTooLarge(Exception):
+    """Raised to the app from its ``receive`` once a body passes its limit (:class:`BodyLimit`)."""
 
-    Pure ASGI middleware (like :class:`ServerTiming`): Starlette's ``BaseHTTPMiddleware`` streams every
-    response through an extra task and queue, which cost ~7% of a busy worker's time.
+
+class BodyLimit:
+    """Refuse request bodies far beyond any accepted text (413, not a slow parse), counting the bytes as they
+    arrive, whatever the headers say.
+
+    A ``Content-Length`` over the limit is answered before anything is read. A body sent without one (chunked) or
+    with a false one is counted as the app reads it: once more than the limit has arrived the app's next read
+    raises :class:`BodyTooLarge` (so it stops reading: at most the limit is ever held), and whatever the app then
+    answers is replaced by the 413. Pure ASGI middleware (like :class:`ServerTiming`): Starlette's
+    ``BaseHTTPMiddleware`` streams every response through an extra task and queue, which cost ~7% of a busy
+    worker's time.
     """
 
     def __init__(self, app, max_bytes: int, larger: dict[str, int] | None = None):
@@ -79,14 +89,50 @@ class BodyLimit:
         self.larger = larger or {}  # path -> its own limit
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            length = dict(scope["headers"]).get(b"content-length", b"")
-            limit = self.larger.get(scope["path"], self.max_bytes)
-            if length.isdigit() and int(length) > limit:
-                request = Request(scope)
-                message = f"request body is {int(length):,} bytes; the limit is {limit:,}"
-                return await errors.answer(request, 413, message)(scope, receive, send)
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = self.larger.get(scope["path"], self.max_bytes)
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        if length.isdigit() and int(length) > limit:
+            return await self._refuse(scope, receive, send, f"request body is {int(length):,} bytes; the limit is {limit:,}")
+        seen = 0
+        over = False
+        started = False
+
+        async def counted_receive():
+            nonlocal seen, over
+            if over:
+                raise BodyTooLarge()
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    over = True
+                    message["body"] = b""  # not handed on: the app never holds more than the limit
+                    raise BodyTooLarge()
+            return message
+
+        async def guarded_send(message):
+            nonlocal started
+            if over and not started:
+                return  # the app's answer to a body it could not finish reading: the 413 goes instead
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, guarded_send)
+        except BodyTooLarge:
+            pass
+        except Exception:
+            if not over:
+                raise
+        if over and not started:
+            await self._refuse(scope, receive, send, f"request body is more than {limit:,} bytes; the limit is {limit:,}")
+
+    @staticmethod
+    async def _refuse(scope, receive, send, message: str):
+        response = errors.answer(Request(scope), 413, message, headers={"Connection": "close"})
+        await response(scope, receive, send)
 
 
 class Budgets:
@@ -194,6 +240,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         larger={path: MAX_FILE_BYTES + 1_000_000 for path in ("/api/tokenizers", "/tokenizers")}
         | {path: settings.measure_max_upload_bytes + 1_000_000 for path in ("/api/measure", "/measure")},
     )
+    app.add_middleware(CrossSite, public_url=settings.public_url)
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(ServerTiming)
     app.add_middleware(Budgets, seconds=settings.user_code_seconds)
     errors.install(app)

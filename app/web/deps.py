@@ -34,6 +34,7 @@ from app.classroom.reach import Reach, reach
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session
 from app.engines import budget as budgets
+from app.engines.errors import TokenplayError
 from app.engines.registry.loaders import MAX_FILE_BYTES
 from app.lab.runs import Run
 from app.lab.service import Lab, RunNotReady
@@ -155,7 +156,11 @@ def checked(value: object) -> bool:
 
 
 # The messages of Starlette's form parsers when a limit is passed (any other parse error is a malformed form).
-_OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields", "Too many files")
+_OVER_LIMIT = ("Part exceeded maximum size", "Field exceeded maximum size", "Too many fields")
+
+
+class FormError(TokenplayError):
+    """A form that is not what the page takes (a file part where none belongs): 422."""
 
 
 async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> FormData:
@@ -171,6 +176,10 @@ async def read_form(request: Request, max_chars: int, *, max_files: int = 0) -> 
         form = await request.form(max_part_size=max_chars * 12 + 1024, max_fields=50, max_files=max_files)
     except (MultiPartException, HTTPException) as exc:
         message = exc.message if isinstance(exc, MultiPartException) else str(exc.detail)
+        if message.startswith("Too many files"):  # a file where none (or fewer) belong: not a size, a wrong form
+            if max_files == 0:
+                raise FormError("this form takes no file, and a file part was sent; send the text as a field") from None
+            raise FormError(f"this form takes at most {max_files} file{'s' if max_files > 1 else ''}; more were sent") from None
         if not message.startswith(_OVER_LIMIT):
             raise
         limit = f"a text may have up to {max_chars:,} characters"
@@ -282,18 +291,21 @@ def lanes_of(app) -> Lanes:
     lanes = getattr(app.state, "lanes", None)
     if lanes is None:
         settings = app.state.settings
-        lanes = app.state.lanes = Lanes(settings.cpu_threads, settings.untrusted_threads, settings.user_code_seconds)
+        lanes = app.state.lanes = Lanes(settings.cpu_threads, settings.untrusted_threads, settings.user_code_seconds,
+                                        heavy_threads=settings.heavy_threads)
     return lanes
 
 
-async def run_cpu(request: Request, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def run_cpu(request: Request, fn: Callable[..., T], *args: Any, heavy: bool = False, **kwargs: Any) -> T:
     """Run CPU-bound work (tokenizing, rendering) in the app's CPU lane (:mod:`.lanes`): at most
     ``settings.cpu_threads`` at a time per process, first come first served, and work on what a user brought in
-    a lane of its own, under the request's time budget. Lab requests that only wait (for a training to start)
-    keep using the default pool, so they never hold up the lane."""
+    a lane of its own, under the request's time budget; ``heavy`` work (a big paste to parse, a big upload, a
+    finished run's document built the first time) in the heavy lane, so that it never holds up the common one.
+    Lab requests that only wait (for a training to start) keep using the default pool, so they never hold up a
+    lane."""
     lanes = lanes_of(request.app)
     limiter = getattr(request.app.state, "lane_threads", None)
     if limiter is None:  # created on first use: a limiter belongs to the running event loop
         limiter = request.app.state.lane_threads = anyio.CapacityLimiter(LANE_THREADS)
-    work = partial(lanes.run, budgets.current(), partial(fn, *args, **kwargs))
+    work = partial(lanes.run, budgets.current(), partial(fn, *args, **kwargs), heavy=heavy)
     return await anyio.to_thread.run_sync(work, limiter=limiter)

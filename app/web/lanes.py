@@ -1,4 +1,5 @@
-"""The lanes CPU-heavy work runs in, per server process: one for our own tokenizers, one for what users brought.
+"""The lanes CPU-heavy work runs in, per server process: one for our own tokenizers, one for what users brought,
+and one for heavy work (a big paste to parse, a big upload, a finished run's document built the first time).
 
 Tokenizing and rendering run in threads, at most ``cpu_threads`` at a time, first come first served: with
 FastAPI's default pool (40 threads) every waiting request would hold a thread and share the GIL with the others,
@@ -6,6 +7,14 @@ so under load all of them would finish late together. Work on something a user b
 or chat template) may take its whole time budget (:mod:`app.engines.budget`): the moment a request first uses such
 a thing it leaves the common lane for a lane of its own (``untrusted_threads`` at a time), so other users' requests
 never queue behind it. Its wait for that lane counts against its budget.
+
+Work a route knows to be heavy before it starts (:func:`app.web.deps.run_cpu` with ``heavy=True``) goes to the
+heavy lane (``heavy_threads`` at a time): it would hold a slot of the common lane for a second or more, and the
+typists behind it would wait. What it cannot leave is the GIL: pure-Python work in a thread still shares the
+process's CPU with the other lanes (each gets its turn every few milliseconds), while a single long call into C
+that holds the GIL (reading a 33 MB JSON file, Hugging Face ``tokenizers`` reading a tokenizer.json) stalls the
+whole process; such calls run in other processes (:mod:`app.engines.huggingface.host`, :func:`~app.engines.budget.
+run_isolated`).
 
 Each lane is a :class:`Gate`: slots handed out in arrival order. :meth:`Lanes.oldest` says how long the oldest work
 in a lane has been running, which the health check reads to tell a stuck worker from a busy one.
@@ -72,15 +81,17 @@ class Lanes:
     """The common lane and the lane of users' files, with the budget every request's work runs under."""
 
     def __init__(self, cpu_threads: int, untrusted_threads: int, budget_seconds: float,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, heavy_threads: int = 1):
         self.common = Gate(cpu_threads, clock)
         self.untrusted = Gate(untrusted_threads, clock)
+        self.heavy = Gate(heavy_threads, clock)
         self.budget_seconds = budget_seconds
         self.clock = clock
 
-    def run(self, budget: budgets.Budget | None, fn: Callable[..., T], *args, **kwargs) -> T:
-        """``fn(*args, **kwargs)`` in a lane, under ``budget`` (a request's; None: a new one of ``budget_seconds``).
-        Called in a worker thread; blocks while the lane is full."""
+    def run(self, budget: budgets.Budget | None, fn: Callable[..., T], *args, heavy: bool = False, **kwargs) -> T:
+        """``fn(*args, **kwargs)`` in a lane, under ``budget`` (a request's; None: a new one of ``budget_seconds``):
+        the heavy lane when ``heavy``, else the common one (the lane of users' files once it uses one). Called in a
+        worker thread; blocks while the lane is full."""
         budget = budget or budgets.Budget(self.budget_seconds, clock=self.clock)
         held: list[tuple[Gate, object]] = []
 
@@ -92,7 +103,7 @@ class Lanes:
                 raise budget.over("waiting for other uploaded tokenizers' work to finish")
             held.append((self.untrusted, ticket))
 
-        gate = self.untrusted if budget.untrusted else self.common
+        gate = self.untrusted if budget.untrusted else self.heavy if heavy else self.common
         ticket = gate.acquire(budget.remaining() if budget.untrusted else None)
         if ticket is None:
             raise budget.over("waiting for other uploaded tokenizers' work to finish")
@@ -107,5 +118,5 @@ class Lanes:
                 gate.release(ticket)
 
     def oldest(self) -> float:
-        """Seconds the longest-running work in either lane has been running."""
-        return max(self.common.oldest(), self.untrusted.oldest())
+        """Seconds the longest-running work in any lane has been running."""
+        return max(self.common.oldest(), self.untrusted.oldest(), self.heavy.oldest())

@@ -375,14 +375,17 @@ def _warm_vocabularies() -> subprocess.Popen | None:
 
 
 def serve(app: str, *, host: str, port: int, workers: int, log_level: str, preload_tokenizers: bool = True,
-          drain_seconds: float = 10.0, announce: Callable[[int], None] | None = None) -> int:
+          drain_seconds: float = 10.0, announce: Callable[[int], None] | None = None,
+          forwarded_allow_ips: str | None = None) -> int:
     """Bind, load the tokenizers (unless ``preload_tokenizers`` is false), fork ``workers`` workers and keep them until
     SIGINT or SIGTERM (each worker finishes its requests for at most ``drain_seconds``); the exit status. A port in
     use raises :class:`PortInUseError` before anything starts; ``announce`` is called with the port once it is
-    bound (what ``tokenplay serve --class`` prints)."""
+    bound (what ``tokenplay serve --class`` prints). ``forwarded_allow_ips``: the reverse proxies whose
+    ``X-Forwarded-Proto`` / ``-For`` uvicorn trusts (None: none, whatever uvicorn's own default)."""
     check_port(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=workers,
-                            timeout_graceful_shutdown=drain_seconds)
+                            timeout_graceful_shutdown=drain_seconds, proxy_headers=bool(forwarded_allow_ips),
+                            forwarded_allow_ips=forwarded_allow_ips or "127.0.0.1")
     sock = config.bind_socket()
     if announce is not None:
         announce(sock.getsockname()[1])

@@ -34,6 +34,13 @@ def test_upload_measure_and_read_the_results(page: Page, live_server: str, corpu
     row = page.locator(".measure-table").first.locator("tbody tr", has_text="cl100k_base")
     expect(row.locator("td").first).to_have_text(f"{tokens:,}")
     expect(page.get_by_text("Premium per group")).to_be_visible()
+    # the bars' widths come as data attributes set by static/app.js (the Content-Security-Policy allows no style
+    # attribute): each bar is as wide as its figure says
+    bars = page.locator(".measure-bar[data-width]")
+    assert bars.count() > 0
+    for k in range(bars.count()):
+        want = float(bars.nth(k).get_attribute("data-width"))
+        assert bars.nth(k).evaluate("b => b.style.width") == f"{want:g}%"
     expect(page.get_by_role("link", name="Download CSV")).to_be_visible()
     # nothing wider than the screen but the tables' own scrolling boxes
     assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -25,12 +25,14 @@ from app.classroom.sessions import (
     ALPHABET,
     CODE_LENGTH,
     NotAuthenticated,
+    NotJoined,
     NotTeacher,
     Session,
     SessionEnded,
     SessionError,
     SessionNotFound,
     TooManyJoins,
+    TooManyVotes,
     VoteRefused,
     new_code,
     token_hash,
@@ -222,6 +224,30 @@ def test_the_store_follows_the_run_store(tmp_path, redis_url):
     assert isinstance(make_session_store(Settings(lab_runs_dir=tmp_path, redis_url=redis_url)), RedisSessionStore)
 
 
+def test_members_are_kept_per_session_and_go_with_it(make_store, clock):
+    store = make_store()
+    session, other = a_session(clock), a_session(clock)
+    for s in (session, other):
+        store.create(s, {"step": 0})
+    assert not store.is_member(session.code, "follower-aaaaaaaaaa")
+    store.add_member(session.code, "follower-aaaaaaaaaa", session.expires)
+    assert make_store().is_member(session.code, "follower-aaaaaaaaaa")  # every process sees it
+    assert not make_store().is_member(other.code, "follower-aaaaaaaaaa")  # a member of one class only
+
+
+def test_what_one_address_did_is_counted_in_its_window(make_store, clock):
+    store = make_store()
+    for _ in range(3):
+        store.recent_add("votes", "10.0.0.7", 60)
+    assert make_store().recent_wait("votes", "10.0.0.7", 3, 60) == 60
+    assert make_store().recent_wait("votes", "10.0.0.7", 4, 60) == 0
+    assert store.recent_wait("votes", "10.0.0.8", 1, 60) == 0 and store.recent_wait("joins", "10.0.0.7", 1, 60) == 0
+    clock.advance(45)
+    assert store.recent_wait("votes", "10.0.0.7", 3, 60) == 15
+    clock.advance(15)
+    assert store.recent_wait("votes", "10.0.0.7", 3, 60) == 0
+
+
 # -- the classroom ----------------------------------------------------------------------------------------------
 @pytest.fixture()
 def classroom(tmp_path, clock) -> Classroom:
@@ -301,6 +327,8 @@ def test_quiz_votes_follow_the_rules(classroom, run):
     with pytest.raises(VoteRefused, match="quiz mode is off"):
         classroom.vote(session, "browser-a-aaaaaaaaa", merge_1, choices)
     classroom.set_quiz(session, True)
+    for follower in ("browser-a-aaaaaaaaa", "browser-b-bbbbbbbbb", "browser-c-ccccccccc", "browser-d-ddddddddd"):
+        classroom.join(session, follower)  # what the follow page does: only a follower who joined may vote
     assert classroom.vote(session, "browser-a-aaaaaaaaa", merge_1, choices, step=0) == {"step": 0, "pair": merge_1}
     with pytest.raises(VoteRefused, match="already voted"):
         classroom.vote(session, "browser-a-aaaaaaaaa", choices[0], choices)
@@ -317,6 +345,32 @@ def test_quiz_votes_follow_the_rules(classroom, run):
     classroom.set_step(session, run.n_steps)
     with pytest.raises(VoteRefused, match="last step"):
         classroom.vote(session, "browser-a-aaaaaaaaa", merge_1, choices)
+
+
+def test_a_vote_counts_only_from_a_follower_who_joined_and_so_many_per_address(tmp_path, clock, run):
+    classroom = Classroom(DirectorySessionStore(tmp_path, clock=clock), votes_per_address=2, vote_window=60)
+    session, _ = classroom.start(run)
+    classroom.set_quiz(session, True)
+    choices = [c["pair"] for c in quiz_choices(replay_for(run), 0)]
+    with pytest.raises(NotJoined, match="has not joined"):
+        classroom.vote(session, "never-joined-aaaaaaaa", choices[0], choices, client="10.0.0.7")
+    with pytest.raises(NotJoined):
+        classroom.vote(session, "", choices[0], choices, client="10.0.0.7")
+    for follower in ("browser-a-aaaaaaaaa", "browser-b-bbbbbbbbb", "browser-c-ccccccccc"):
+        classroom.join(session, follower)
+    classroom.vote(session, "browser-a-aaaaaaaaa", choices[0], choices, client="10.0.0.7")
+    with pytest.raises(VoteRefused, match="already voted"):  # refused: not counted against the address
+        classroom.vote(session, "browser-a-aaaaaaaaa", choices[0], choices, client="10.0.0.7")
+    classroom.vote(session, "browser-b-bbbbbbbbb", choices[0], choices, client="10.0.0.7")
+    with pytest.raises(TooManyVotes) as exc:
+        classroom.vote(session, "browser-c-ccccccccc", choices[0], choices, client="10.0.0.7")
+    assert exc.value.retry_after == 60
+    assert classroom.vote(session, "browser-c-ccccccccc", choices[1], choices, client="10.0.0.8")  # another address
+    assert classroom.state(session)["voters"] == 3
+    classroom.set_step(session, 1)
+    clock.advance(60)
+    classroom.vote(session, "browser-c-ccccccccc", quiz_choices(replay_for(run), 1)[0]["pair"],
+                   [c["pair"] for c in quiz_choices(replay_for(run), 1)], client="10.0.0.7")
 
 
 def test_quiz_choices_hold_the_next_merge_in_an_order_that_gives_nothing_away(run):

@@ -116,3 +116,31 @@ def test_registered_vocabulary_sizes_are_tiktokens_own(reference):
         assert tok.id_bound == max(ref.max_token_value, *tok.special_tokens.values()) + 1
         assert all(tok.has_id(i) for i in tok.special_tokens.values())
         assert not tok.has_id(tok.id_bound)
+
+
+def test_a_long_decode_is_tiktokens_bytes_and_still_checks_every_id(reference):
+    """Decoding runs in tiktoken's core once the ids are checked (issue 38: a million ids must not hold a worker):
+    the bytes are tiktoken's, token by token, cut characters included; an unknown id is still refused in words."""
+    import random
+
+    from app.engines.errors import InvalidIdsError
+
+    name, ref = reference
+    rng = random.Random(38)
+    ids = [rng.randrange(ref.max_token_value + 1) for _ in range(20_000)]
+    ids = [i for i in ids if i < ref.n_vocab and _decodes(ref, i)] + sorted(set(ref._special_tokens.values()))
+    want = b"".join(ref.decode_single_token_bytes(i) for i in ids)
+    for tok_name in _ours(name):
+        tok = registry.get(tok_name)
+        assert tok.decode_bytes(ids) == want, tok_name
+        assert tok.decode(ids) == want.decode("utf-8", errors="replace"), tok_name
+        with pytest.raises(InvalidIdsError, match="no token with id"):
+            tok.decode_bytes([*ids[:5], tok.id_bound + 7])
+
+
+def _decodes(ref: tiktoken.Encoding, token_id: int) -> bool:
+    try:
+        ref.decode_single_token_bytes(token_id)
+    except KeyError:
+        return False
+    return True

@@ -36,6 +36,18 @@ class Clock:
         self.now += seconds
 
 
+def class_app(tmp, clock: Clock, **settings):
+    """The app with its runs and uploads under ``tmp`` (trainings in threads), and its classroom on ``clock``."""
+    from app.classroom.service import Classroom
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    config = Settings(lab_runs_dir=tmp / "runs", uploads_dir=tmp / "uploads", lab_pool="thread", **settings)
+    app = create_app(config)
+    app.state.classroom = Classroom.from_settings(config, clock=clock)
+    return app
+
+
 def trained_run(corpus: str = ENGLISH * 3, merges: int = 12, algorithm: str = "byte", pattern: str = "gpt2") -> Run:
     """A finished run trained in this process (no pool, no store)."""
     opts = Options(algorithm, pattern, merges)  # a unigram run: ``merges`` learned pieces

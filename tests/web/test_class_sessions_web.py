@@ -11,11 +11,10 @@ import re
 
 import httpx
 import pytest
-from helpers.class_helpers import ENGLISH, Clock, EventStream, serving
+from helpers.class_helpers import ENGLISH, Clock, EventStream, class_app, serving
 from fastapi.testclient import TestClient
 from helpers.lab_helpers import wait_done
 
-from app.classroom.service import Classroom
 from app.classroom.sessions import ALPHABET
 from app.settings import Settings
 from app.web.app import create_app
@@ -30,14 +29,8 @@ def clock() -> Clock:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, clock):
-    tmp = tmp_path_factory.mktemp("class")
-    settings = Settings(
-        lab_runs_dir=tmp / "runs", uploads_dir=tmp / "uploads", lab_pool="thread",
-        session_join_failures=4, session_join_window_seconds=600, session_ttl_seconds=3600,
-    )
-    app = create_app(settings)
-    app.state.classroom = Classroom.from_settings(settings, clock=clock)
-    return app
+    return class_app(tmp_path_factory.mktemp("class"), clock, session_join_failures=4, session_join_window_seconds=600,
+                     session_ttl_seconds=3600)
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +101,7 @@ def test_predict_then_reveal(app, client, run):
     merge = [s["pair_text"] for s in run["steps"]]
     client.post(f"/api/sessions/{code}/step", json={"step": 1}, headers=teacher)
     alice, bob, carol = student(app), student(app), student(app)
+    assert alice.get(f"/follow/{code}").status_code == 200  # joining gives the id its votes count by
     r = alice.post(f"/api/sessions/{code}/votes", json={"pair": merge[1]})
     assert r.status_code == 409 and "quiz mode is off" in r.json()["detail"]
     client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
@@ -349,7 +343,8 @@ def test_the_teachers_share_panel(app, client, run):
     assert r.status_code == 200 and "Quiz mode: on" in r.text and "Reveal the next merge" in r.text
     phone = student(app)
     right = run["steps"][4]["pair_text"]
-    phone.post(f"/api/sessions/{code}/votes", json={"pair": right})
+    phone.get(f"/follow/{code}")  # joins the class
+    assert phone.post(f"/api/sessions/{code}/votes", json={"pair": right}).status_code == 201
     live = teacher.get(f"/lab/runs/{run['id']}/share/live", headers=hx).text
     assert "Predictions for merge 5" in live and '<meter min="0" max="1" value="1">' in live
     client.post(f"/api/sessions/{code}/step", json={"step": 5}, headers={"Authorization": f"Bearer {token}"})

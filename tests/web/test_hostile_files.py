@@ -10,23 +10,12 @@ import json
 
 import pytest
 from fastapi.testclient import TestClient
+from helpers.hostile import split_tokenizer
 
 from app.settings import Settings
 from app.web.app import create_app
 
 HOSTILE_TEXT = "a" * 5000 + "!"
-
-
-def split_tokenizer(pattern: str) -> bytes:
-    vocab = {c: i for i, c in enumerate("ab!xy c")}
-    return json.dumps({
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
-        "post_processor": None, "decoder": None,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
-                  "merges": []},
-    }).encode()
 
 
 def make_client(tmp_path, seconds: float):

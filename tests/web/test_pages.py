@@ -398,15 +398,18 @@ def test_render_multipart_answers_what_url_encoded_answers(client):
 
 @pytest.mark.parametrize("path", ["/render", "/ids", "/decode", "/compare/results", "/chat/result"])
 def test_forms_over_a_size_limit_answer_413_multipart_or_not(small_client, path):
-    """Past the limit of a field (the text's limit, UTF-8- and percent-encoded), of the number of fields or of
-    files, a form is a 413 with the message, never Starlette's 400; a malformed form stays a 400."""
+    """Past the limit of a field (the text's limit, UTF-8- and percent-encoded) or of the number of fields, a form
+    is a 413 with the message, never Starlette's 400; a file part where none belongs is a 422 that says so (issue
+    38: it was a 413 "Too many files"); a malformed form stays a 400."""
     big = "x" * (50 * 12 + 2000)
     for body in (multipart({"text": big, "tokenizer": "gpt2"}), {"data": {"text": big, "tokenizer": "gpt2"}},
-                 multipart({f"f{i}": "x" for i in range(60)}),
-                 {"files": {"text": ("a.txt", b"hello", "text/plain")}}):
+                 multipart({f"f{i}": "x" for i in range(60)})):
         r = small_client.post(path, headers=HX, **body)
         assert r.status_code == 413, (path, r.text)
         assert "limits" in Page(r.text).errors[0]
+    r = small_client.post(path, headers=HX, files={"text": ("a.txt", b"hello", "text/plain")})
+    assert r.status_code == 422, (path, r.text)
+    assert "takes no file" in Page(r.text).errors[0]
     r = small_client.post(path, headers=HX | {"Content-Type": "multipart/form-data"}, content=b"no boundary")
     assert r.status_code == 400
 

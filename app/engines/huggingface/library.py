@@ -12,6 +12,11 @@
 - tokens are placed like any byte-level tokenizer's when their bytes join up to the text, otherwise from the
   library's character offsets (normalized text, SentencePiece-style pieces).
 
+A file a user brought (``untrusted``) runs in a process of its own, its host (:mod:`.host`): the library reads a
+big file holding the GIL for seconds and matches regexes where nothing can stop them, so in the server's process
+either would stall everyone; the host answers under each request's budget, and what this process keeps of the file
+is a few facts and the pieces it has needed.
+
 The library reads and checks the file itself (nothing is parsed twice: Gemma's file is 33 MB); a file it refuses,
 or a model other than BPE, WordPiece, Unigram or WordLevel, raises :class:`~.tokenizer_json.TokenizerFileError`
 saying so. Text the library fails to encode (a character a model without an unknown token has no piece for) raises
@@ -24,6 +29,7 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from collections.abc import Iterator, Sequence
@@ -31,7 +37,7 @@ from collections.abc import Iterator, Sequence
 import tokenizers
 
 from ..base import Tokenizer, VocabFacts, check_text
-from ..budget import run_isolated
+from .host import LibraryHost
 from ..errors import InvalidTextError
 from ..pipeline.decoders import DecodeError
 from ..pipeline.post_processor import from_post_processor
@@ -46,67 +52,73 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def __init__(self, data: bytes | str, *, name: str = "", untrusted: bool = False):
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
-            self.library = tokenizers.Tokenizer.from_str(text)
         except UnicodeDecodeError:
             raise TokenizerFileError("this is not a tokenizer.json file: it is not UTF-8 text") from None
-        except Exception as exc:  # the library raises a plain Exception for files it refuses
-            load_json(text)  # JSON that is not valid: say where, in words
-            raise TokenizerFileError(f"Hugging Face tokenizers cannot read this tokenizer.json file: {exc}") from None
-        kind = type(self.library.model).__name__
-        if kind not in MODEL_TYPES:
-            raise UnsupportedTokenizerError(
-                f"{kind} tokenizers are not supported yet; Tokenplay runs BPE, WordPiece, Unigram and WordLevel "
-                "tokenizer.json files"
-            )
-        self._prefix = self.library.model.continuing_subword_prefix if kind == "WordPiece" else ""
-        # a BPE whose words end with a marker (openai-gpt's "</w>"): a token's bytes are its text without it
-        self._suffix = (self.library.model.end_of_word_suffix or "") if kind == "BPE" else ""
-        self.library.no_truncation()
-        self.library.no_padding()
         self.name = name
-        pre = self.library.pre_tokenizer
-        self.byte_level = pre is not None and '"ByteLevel"' in pre.__getstate__().decode()
-        added = self.library.get_added_tokens_decoder()
-        self._special = {t.content: i for i, t in added.items() if t.special}
-        self._added = {i: t.content for i, t in added.items()}
-        ids = self.library.get_vocab(with_added_tokens=True).values()
-        self._n_vocab = self.library.get_vocab_size(with_added_tokens=True)  # the library's own figure
-        self._id_bound = max(ids) + 1
-        self._holes = len(ids) != self._id_bound
-        post = self.library.post_processor
-        self.added_specials = from_post_processor(None if post is None else json.loads(post.__getstate__()))
         self._lock = threading.Lock()
-        #: A file a user brought whose pipeline holds a regex: the library matches it in Rust, where nothing can
-        #: stop it, so every call that encodes or decodes runs in a child process under the request's budget.
-        self.isolated = untrusted and '"Regex"' in text
+        if untrusted:
+            #: A file a user brought: read and run by the library in its host process (:mod:`.host`).
+            what = _REGEX_WORK if '"Regex"' in text else _LIBRARY_WORK
+            self.host: LibraryHost | None = LibraryHost(text, what=what, read=read_library, serve=host_call)
+            self.library = None
+            facts = self.host.facts
+        else:
+            self.host = None
+            self.library, facts = read_library(text)
+        self._prefix = facts.prefix
+        self._suffix = facts.suffix
+        self.byte_level = facts.byte_level
+        self._special = facts.special
+        self._added = facts.added
+        self._n_vocab = facts.n_vocab
+        self._id_bound = facts.id_bound
+        self._holes = facts.holes
+        self.added_specials = from_post_processor(facts.post_processor)  # what the model's default encode adds
+        self._pieces: dict[int, str | None] = {}  # a hosted file's pieces this process has needed
 
-    def _new_lock(self) -> None:  # in a forked child: the parent's lock was held by the thread that forked
-        self._lock = threading.Lock()
+    @property
+    def isolated(self) -> bool:
+        """Whether the library runs in a process of its own (a file a user brought)."""
+        return self.host is not None
 
-    def _isolated(self, fn, *args):
-        # the lock is held while the child is forked, so that no other thread is inside the library then
-        return run_isolated(fn, *args, what=_REGEX_WORK, hold=self._lock, reset=self._new_lock)
+    def _piece(self, token_id: int) -> str | None:
+        """The library's token string of an id (None for an id that stands for no token). A hosted file's pieces
+        come a block of :data:`PIECES_BLOCK` ids at a time (a walk through the vocabulary asks once per block)."""
+        if self.host is None:
+            return self.library.id_to_token(token_id)
+        if token_id not in self._pieces:
+            start = token_id - token_id % PIECES_BLOCK
+            self._fetch_pieces(range(start, min(start + PIECES_BLOCK, self._id_bound)))
+        return self._pieces[token_id]
 
-    def _plain_encoding(self, text: str, allow_special: bool) -> _PlainEncoding:
-        encoding = self._library_encoding(text, allow_special)
-        return _PlainEncoding(encoding.ids, encoding.offsets, encoding.tokens)
+    def _fetch_pieces(self, ids) -> None:
+        """Ask the host, in one call, for the pieces of the ``ids`` this process has not seen yet."""
+        missing = sorted({i for i in ids if i not in self._pieces})
+        if missing:
+            self._pieces.update(zip(missing, self.host.call("pieces", missing)))
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token stands for: a byte-level string's bytes, a piece with ``▁`` as a space, a byte
         piece's byte, an added token's text."""
         if not isinstance(token_id, int) or not 0 <= token_id < self._id_bound:
             raise KeyError(token_id)
-        piece = self.library.id_to_token(token_id)
+        piece = self._piece(token_id)
         if piece is None:
             raise KeyError(token_id)
         return self.piece_bytes(token_id, piece)
 
     def pieces_by_id(self) -> list[str | None]:
         """Every id's token string as the library has it (None for an id with none), read in one call."""
-        pieces: list[str | None] = [None] * self._id_bound
-        for piece, tid in self.library.get_vocab(with_added_tokens=True).items():
-            pieces[tid] = self._added.get(tid, piece)
-        return pieces
+        if self.host is not None:
+            return self.host.call("pieces_by_id")
+        return library_pieces(self.library)
+
+    def pretoken_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """How many pieces the file's normalizer and pre-tokenizer cut each of ``texts`` into (an added token's
+        text: one), or None when it has no pre-tokenizer."""
+        if self.host is not None:
+            return self.host.call("pretoken_counts", list(texts))
+        return library_pretoken_counts(self.library, texts)
 
     def piece_bytes(self, token_id: int, piece: str) -> bytes:
         """The bytes of id ``token_id`` whose token string is ``piece`` (what :meth:`token_bytes` answers)."""
@@ -123,14 +135,10 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
 
     def _encoding(self, text: str, allow_special: bool):
         check_text(text)
-        if self.isolated:
-            return self._isolated(self._plain_encoding, text, allow_special)
-        return self._library_encoding(text, allow_special)
-
-    def _library_encoding(self, text: str, allow_special: bool):
-        with self._lock, _encoding_errors():
-            self.library.encode_special_tokens = not allow_special
-            return self.library.encode(text, add_special_tokens=False)
+        if self.host is not None:
+            return self.host.call("encoding", text, allow_special)
+        with self._lock:
+            return library_encoding(self.library, text, allow_special)
 
     def encode(self, text: str, *, allow_special: bool = False) -> list[int]:
         return self._encoding(text, allow_special).ids
@@ -141,11 +149,10 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def encode_batch(self, texts: Sequence[str], *, allow_special: bool = False) -> list[list[int]]:
         """The library's batch encoder without offsets (``encode_batch_fast``): the texts spread over every core
         outside the GIL, the same ids as :meth:`encode`."""
-        if self.isolated:
-            return self._isolated(self._batch_ids, texts, allow_special)
-        return self._batch_ids(texts, allow_special)
-
-    def _batch_ids(self, texts: Sequence[str], allow_special: bool) -> list[list[int]]:
+        for text in texts:
+            check_text(text)
+        if self.host is not None:
+            return self.host.call("batch_ids", list(texts), allow_special)
         return [encoding.ids for encoding in self._batch_encodings(texts, allow_special)]
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
@@ -153,8 +160,10 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         (a whole corpus is millions of ids). The texts go to the library longest first, so that each batch's
         threads finish together (the last texts of a batch are its shortest) rather than one core waiting on a
         long text while the other is idle."""
-        if self.isolated:
-            return list(map(len, self.encode_batch(texts)))
+        if self.host is not None:
+            for text in texts:
+                check_text(text)
+            return self.host.call("counts", list(texts))
         order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
         out = [0] * len(texts)
         for k, encoding in zip(order, self._batch_encodings([texts[k] for k in order], False)):
@@ -167,25 +176,16 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         for text in texts:
             check_text(text)
         for start in range(0, len(texts), self.BATCH):
-            with self._lock, _encoding_errors():
-                self.library.encode_special_tokens = not allow_special
-                chunk = self.library.encode_batch_fast(list(texts[start : start + self.BATCH]), add_special_tokens=False)
+            with self._lock:
+                chunk = list(library_batch(self.library, texts[start : start + self.BATCH], allow_special))
             yield from chunk
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text for ``ids`` exactly as the library's ``decode(ids, skip_special_tokens=False)``."""
         ids = self.check_ids(ids)
-        if self.isolated:
-            return self._isolated(self._library_decode, ids)
-        return self._library_decode(ids)
-
-    def _library_decode(self, ids: list[int]) -> str:
-        try:
-            return self.library.decode(ids, skip_special_tokens=False)
-        except BaseException as exc:  # noqa: BLE001 - the library's errors and panics, in words; nothing else
-            if not _library_error(exc):
-                raise
-            raise DecodeError("this tokenizer's decoder cannot decode these ids (Hugging Face tokenizers fails on them)") from None
+        if self.host is not None:
+            return self.host.call("decode", ids)
+        return library_decode(self.library, ids)
 
     def tokenize(self, text: str, *, allow_special: bool = False) -> TokenizeResult:
         table = byte_table(self)
@@ -193,13 +193,13 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         # the ids alone, without the library's offsets and token strings (they cost as much again on long inputs);
         # when the tokens' bytes join up to the text (no prefix space, no normalizer change) they place the tokens
         encodings: dict[str, object] = {}
-        if self.isolated:  # one child answers the ids and the offsets
+        if self.host is not None:  # one call answers the ids and the offsets, and the pieces come with them
             encodings["all"] = self._encoding(text, allow_special)
             ids = encodings["all"].ids
+            self._fetch_pieces(ids)
         else:
-            with self._lock, _encoding_errors():
-                self.library.encode_special_tokens = not allow_special
-                ids = self.library.encode_batch_fast([text], add_special_tokens=False)[0].ids
+            with self._lock:
+                ids = next(library_batch(self.library, [text], allow_special)).ids
         if b"".join(map(_DATA, map(table.__getitem__, ids))) == text.encode("utf-8"):
             if self.byte_level:
                 return byte_level_result(self.name, text, ids, table)
@@ -233,7 +233,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
                 offsets, pieces = encoding.offsets, encoding.tokens
             else:  # a window: ask for its tokens only (the lists cost a tenth of a second per 300,000 tokens)
                 offsets = {k: encoding.token_to_chars(k) for k in range(offset, stop)}
-                pieces = {k: self.library.id_to_token(ids[k]) for k in range(offset, stop)}
+                pieces = {k: self._piece(ids[k]) for k in range(offset, stop)}
             out = []
             for k in range(offset, stop):
                 tid = ids[k]
@@ -253,7 +253,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
             first = {tid: offsets[ids.index(tid)] for tid in self._added.keys() & set(ids)}
 
             def info(tid: int) -> tuple[bytes, str, bool, bool, bool]:
-                piece = self.library.id_to_token(tid)
+                piece = self._piece(tid)
                 fallback = not self.byte_level and piece_to_byte(piece) >= 0
                 if tid in first:  # an added token: its text as written where it first occurs
                     shown = text[first[tid][0] : first[tid][1]]
@@ -272,7 +272,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         special = token_id in table.special_ids
         if token_id in self._added:
             return entry.data, entry.text, special, entry.valid, False
-        piece = self.library.id_to_token(token_id)
+        piece = self._piece(token_id)
         return entry.data, piece, special, entry.valid, piece_to_byte(piece) >= 0
 
     def _place_pieces(self, ids: list[int], table, offset: int, limit: int | None) -> list[Token]:
@@ -281,7 +281,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         tokens = place_byte_tokens(ids, table, offset, limit)
         for token in tokens:
             if token.id not in self._added:
-                token.text = self.library.id_to_token(token.id)
+                token.text = self._piece(token.id)
                 token.byte_fallback = piece_to_byte(token.text) >= 0
         return tokens
 
@@ -301,8 +301,137 @@ class _PlainEncoding:
         return self.offsets[k]
 
 
-#: What an isolated call is named in the message of a budget it goes over.
+#: What a hosted call is named in the message of a budget it goes over: a file with a regex, and any other.
 _REGEX_WORK = "this tokenizer's regex (run by Hugging Face tokenizers)"
+_LIBRARY_WORK = "this tokenizer (run by Hugging Face tokenizers)"
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """What the server keeps of a file the library read (in its host, for a file a user brought)."""
+
+    prefix: str  # WordPiece's continuing-subword prefix ("##"), else ""
+    suffix: str  # a BPE whose words end with a marker (openai-gpt's "</w>"): a token's bytes are its text without it
+    byte_level: bool
+    special: dict[str, int]  # special tokens' texts -> ids
+    added: dict[int, str]  # added tokens' ids -> texts
+    n_vocab: int  # the library's own figure
+    id_bound: int  # the largest id + 1
+    holes: bool
+    post_processor: dict | None = None  # the file's post-processor as JSON (the tokens its default encode adds)
+
+
+#: A hosted file's pieces are fetched this many ids at a time (:meth:`HuggingFaceTokenizer._piece`).
+PIECES_BLOCK = 4096
+
+
+def read_library(text: str) -> tuple[tokenizers.Tokenizer, LibraryFacts]:
+    """The library's tokenizer of a ``tokenizer.json``'s text, with truncation and padding off, and its facts;
+    the library's refusal of the file in words (:class:`~.tokenizer_json.TokenizerFileError`)."""
+    try:
+        library = tokenizers.Tokenizer.from_str(text)
+    except Exception as exc:  # the library raises a plain Exception for files it refuses
+        load_json(text)  # JSON that is not valid: say where, in words
+        raise TokenizerFileError(f"Hugging Face tokenizers cannot read this tokenizer.json file: {exc}") from None
+    kind = type(library.model).__name__
+    if kind not in MODEL_TYPES:
+        raise UnsupportedTokenizerError(
+            f"{kind} tokenizers are not supported yet; Tokenplay runs BPE, WordPiece, Unigram and WordLevel "
+            "tokenizer.json files"
+        )
+    library.no_truncation()
+    library.no_padding()
+    pre = library.pre_tokenizer
+    added = library.get_added_tokens_decoder()
+    ids = library.get_vocab(with_added_tokens=True).values()
+    id_bound = max(ids) + 1
+    facts = LibraryFacts(
+        prefix=library.model.continuing_subword_prefix if kind == "WordPiece" else "",
+        suffix=(library.model.end_of_word_suffix or "") if kind == "BPE" else "",
+        byte_level=pre is not None and '"ByteLevel"' in pre.__getstate__().decode(),
+        special={t.content: i for i, t in added.items() if t.special},
+        added={i: t.content for i, t in added.items()},
+        n_vocab=library.get_vocab_size(with_added_tokens=True),
+        id_bound=id_bound,
+        holes=len(ids) != id_bound,
+        post_processor=None if library.post_processor is None else json.loads(library.post_processor.__getstate__()),
+    )
+    return library, facts
+
+
+def library_pieces(library: tokenizers.Tokenizer) -> list[str | None]:
+    """Every id's token string (an added token's content; None for an id with none), from one ``get_vocab``."""
+    vocab = library.get_vocab(with_added_tokens=True)
+    added = {i: t.content for i, t in library.get_added_tokens_decoder().items()}
+    pieces: list[str | None] = [None] * (max(vocab.values()) + 1)
+    for piece, tid in vocab.items():
+        pieces[tid] = added.get(tid, piece)
+    return pieces
+
+
+def library_pretoken_counts(library: tokenizers.Tokenizer, texts: Sequence[str]) -> list[int] | None:
+    """:meth:`HuggingFaceTokenizer.pretoken_counts` with the library at hand."""
+    pre, norm = library.pre_tokenizer, library.normalizer
+    if pre is None:
+        return None
+    added = {t.content for t in library.get_added_tokens_decoder().values()}  # matched whole, before the pre-tokenizer
+    return [1 if text in added else len(pre.pre_tokenize_str(norm.normalize_str(text) if norm is not None else text))
+            for text in texts]
+
+
+def library_encoding(library: tokenizers.Tokenizer, text: str, allow_special: bool):
+    """The library's encoding of ``text`` (its ids, offsets and token strings); the caller holds the library's lock
+    (its ``encode_special_tokens`` flag is the object's)."""
+    with _encoding_errors():
+        library.encode_special_tokens = not allow_special
+        return library.encode(text, add_special_tokens=False)
+
+
+def library_batch(library: tokenizers.Tokenizer, texts: Sequence[str], allow_special: bool) -> Iterator:
+    """The library's encodings of ``texts`` without offsets (``encode_batch_fast``), as :func:`library_encoding`."""
+    with _encoding_errors():
+        library.encode_special_tokens = not allow_special
+        encodings = library.encode_batch_fast(list(texts), add_special_tokens=False)
+    return iter(encodings)
+
+
+def library_decode(library: tokenizers.Tokenizer, ids: list[int]) -> str:
+    try:
+        return library.decode(ids, skip_special_tokens=False)
+    except BaseException as exc:  # noqa: BLE001 - the library's errors and panics, in words; nothing else
+        if not _library_error(exc):
+            raise
+        raise DecodeError("this tokenizer's decoder cannot decode these ids (Hugging Face tokenizers fails on them)") from None
+
+
+def _host_encoding(library, text: str, allow_special: bool) -> _PlainEncoding:
+    encoding = library_encoding(library, text, allow_special)
+    return _PlainEncoding(encoding.ids, encoding.offsets, encoding.tokens)
+
+
+def _host_counts(library, texts: list[str]) -> list[int]:
+    order = sorted(range(len(texts)), key=lambda k: -len(texts[k]))
+    out = [0] * len(texts)
+    for k, encoding in zip(order, library_batch(library, [texts[k] for k in order], False)):
+        out[k] = len(encoding)
+    return out
+
+
+#: What a host process (:mod:`.host`) runs for the server: name -> fn(library, *args).
+HOST_CALLS = {
+    "encoding": _host_encoding,
+    "batch_ids": lambda library, texts, allow_special: [e.ids for e in library_batch(library, texts, allow_special)],
+    "counts": _host_counts,
+    "decode": library_decode,
+    "pieces": lambda library, ids: [library.id_to_token(i) for i in ids],
+    "pieces_by_id": library_pieces,
+    "pretoken_counts": library_pretoken_counts,
+}
+
+
+def host_call(library: tokenizers.Tokenizer, method: str, args: tuple):
+    """What a host process runs for the server: :data:`HOST_CALLS`' ``method`` on the library."""
+    return HOST_CALLS[method](library, *args)
 
 _DATA = attrgetter("data")
 #: A window's tokens are placed from a prefix of the text when the prefix's ids agree this far past the window.

@@ -215,3 +215,8 @@ class TiktokenTokenizer(Tokenizer):
 
     def token_bytes(self, token_id: int) -> bytes:
         return self.encoding.decode_single_token_bytes(token_id)
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """tiktoken's own decode, once every id is checked: a million ids in a few hundredths of a second, where
+        joining them a token at a time holds a worker for a second."""
+        return self.encoding.decode_bytes(self.check_ids(ids))

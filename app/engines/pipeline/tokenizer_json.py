@@ -256,6 +256,9 @@ def load_json(data: bytes | str, subject: str = "this tokenizer.json file"):
         raise TokenizerFileError(json_error(exc, subject)) from None
     except ValueError as exc:  # a number too large for a 64-bit float
         raise TokenizerFileError(f"{subject} has a number the library cannot read: {exc}") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{subject} nests too deeply (thousands of levels of lists or objects) to be "
+                                 "read; a tokenizer file nests a few levels") from None
 
 
 def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:

@@ -7,6 +7,7 @@ above both (``tables`` imports no registry).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from .. import datafiles
 from ..datafiles import expected_sha256
-from ..errors import TokenplayError
+from ..errors import StorageFull, TokenplayError
 from . import get, names as registered_names, spec
 from .table_files import TableError, build_bytes, enabled, load_registered, write_table
 
@@ -84,9 +85,17 @@ def _main(argv: list[str]) -> int:
     try:
         if args.tokenizer:
             done = build_registered(args.tokenizer, args.out)
-        else:
+        else:  # a file a user brought, built while the server serves: the server's requests come first
+            try:
+                os.nice(10)
+            except OSError:
+                pass
             done = build_bytes(sys.stdin.buffer.read(), json.loads(args.options), args.out)
-    except TokenplayError as exc:
+    except (TokenplayError, OSError) as exc:
+        if isinstance(exc, OSError):
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            exc = StorageFull.about("the tokenizer's table file")  # the table's temporary file is gone already
         print(json.dumps({"module": type(exc).__module__, "name": type(exc).__qualname__, "message": str(exc)}))
         return 3
     print(json.dumps(done))

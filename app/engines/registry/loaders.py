@@ -254,6 +254,9 @@ def refuse_unknown(data: bytes, kind: str, filename: str = "") -> None:
             raise LoaderError("this file is named .json but is not UTF-8 text, as JSON is") from None
         except json.JSONDecodeError as exc:
             raise LoaderError(json_error(exc, "this file (named .json)")) from None
+        except RecursionError:
+            raise LoaderError("this file (named .json) nests too deeply (thousands of levels of lists or objects) "
+                              "to be read; a tokenizer file nests a few levels") from None
     raise LoaderError(f"this is not a tokenizer file; Tokenplay reads {ACCEPTED}")
 
 

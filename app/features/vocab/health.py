@@ -149,19 +149,6 @@ def _pretoken_counter(tok: Tokenizer):
             return 1 if m is not None and m.end() == len(text) else 2
 
         return first_piece
-    if isinstance(tok, HuggingFaceTokenizer):
-        lib = tok.library
-        if lib.pre_tokenizer is None:
-            return None
-        pre, norm = lib.pre_tokenizer, lib.normalizer
-        added = set(tok._added.values())  # added tokens are matched whole before the pre-tokenizer runs
-
-        def count(text: str) -> int:
-            if text in added:
-                return 1
-            return len(pre.pre_tokenize_str(norm.normalize_str(text) if norm is not None else text))
-
-        return count
     if isinstance(tok, (ByteLevelJSONTokenizer, SentencePieceJSONTokenizer, WordEndBPETokenizer)) or hasattr(tok, "pre"):
         pre = getattr(tok, "pre", None)
         added = getattr(tok, "added", None)
@@ -184,15 +171,19 @@ def _pretoken_counter(tok: Tokenizer):
 
 
 def unreachable_pretokenizer(vocab: Vocabulary, tok: Tokenizer) -> Figure:
-    count = _pretoken_counter(tok)
-    if count is None:
-        return Figure(None, [], "this tokenizer has no pre-tokenizer: nothing cuts a token's text before the model")
-    bad: list[int] = []
     skip = vocab.special | vocab.fallback
-    for tid, text, valid in zip(vocab.ids, vocab.texts, vocab.valid):
-        if valid and text and tid not in skip and count(text) > 1:
-            bad.append(tid)
-    return _figure(vocab, bad)
+    candidates = [(tid, text) for tid, text, valid in zip(vocab.ids, vocab.texts, vocab.valid)
+                  if valid and text and tid not in skip]
+    if isinstance(tok, HuggingFaceTokenizer):
+        # the library's own normalizer and pre-tokenizer (added tokens are matched whole before it), in one call:
+        # an uploaded file's run in its host process (app.engines.huggingface.host)
+        counts = tok.pretoken_counts([text for _, text in candidates])
+    else:
+        count = _pretoken_counter(tok)
+        counts = None if count is None else [count(text) for _, text in candidates]
+    if counts is None:
+        return Figure(None, [], "this tokenizer has no pre-tokenizer: nothing cuts a token's text before the model")
+    return _figure(vocab, [tid for (tid, _), n in zip(candidates, counts) if n > 1])
 
 
 def partial_utf8(vocab: Vocabulary) -> Figure:

@@ -14,9 +14,10 @@ which the pages (:mod:`app.web.pages.follow`, :mod:`app.web.pages.share`) call t
   ``DELETE /api/sessions/{code}`` (ends it);
 - a student: ``POST /api/sessions/{code}/nickname`` ``{"nickname": "Ada"}`` (optional, 1-24 characters: the
   teacher's scoreboard, ``"scoreboard"`` in the session's state, lists it with how many merges it predicted);
-  ``POST /api/sessions/{code}/votes`` ``{"pair": ["t", "h"], "step": k}``, one vote per follower
-  (cookie ``tp_follower``, set here when missing) per step; 409 when quiz mode is off, the class has moved on
-  from ``step``, or the follower voted already.
+- a student: ``POST /api/sessions/{code}/votes`` ``{"pair": ["t", "h"], "step": k}``, one vote per follower
+  (cookie ``tp_follower``, which the event stream or the follow page gave it when it joined) per step; 403 without
+  such an id, 409 when quiz mode is off, the class has moved on from ``step``, or the follower voted already, 429
+  (``Retry-After``) when one address voted too often lately.
 
 A code that does not exist is a 404 and counts as a failed join of the client's address; too many of them and
 every code is a 429 with ``Retry-After`` for a while.
@@ -149,18 +150,16 @@ def api_end(request: Request, code: str, classroom: ClassroomDep, lab: LabDep, a
     "/sessions/{code}/votes",
     status_code=201,
     summary="Predict the next merge (one vote per student per step)",
-    description="A student's vote (cookie tp_follower, set here when missing) for one of the pairs that can merge "
-    "next; 409 when quiz mode is off, the class has moved on from `step`, or this student voted already; 422 for a "
-    "pair that is not a choice.",
+    description="A student's vote (cookie tp_follower, as the follow page or the event stream gave it) for one of "
+    "the pairs that can merge next; 403 from a browser that never joined (no such id, or one this session did not "
+    "give out), 409 when quiz mode is off, the class has moved on from `step`, or this student voted already; 422 "
+    "for a pair that is not a choice; 429 when one address voted too often lately.",
 )
 def api_vote(request: Request, code: str, body: VoteRequest, classroom: ClassroomDep, lab: LabDep):
     session = find_session(request, classroom, code)
-    follower, new = follower_of(request)
-    out = classroom.predict(lab, session, follower, body.pair, body.step)
-    response = JSONResponse(out, status_code=201)
-    if new:
-        set_follower(response, follower)
-    return response
+    follower, _ = follower_of(request)  # a new id was never given out: the vote is refused (403)
+    return JSONResponse(classroom.predict(lab, session, follower, body.pair, body.step, client_of(request)),
+                        status_code=201)
 
 
 @router.post(
@@ -194,6 +193,7 @@ def _last_event_id(request: Request) -> int | None:
 async def api_events(request: Request, code: str, classroom: ClassroomDep):
     session = await anyio.to_thread.run_sync(find_session, request, classroom, code)
     follower, new = follower_of(request)
+    await anyio.to_thread.run_sync(classroom.join, session, follower)  # its votes count from now on
     after = _last_event_id(request)
     stream = secrets.token_hex(6)
     hub = classroom.hub()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import orjson
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from app.services import tokenize as service
 
@@ -128,7 +130,26 @@ async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: Tok
     response_model=DecodeResponse,
     tags=["tokens"],
     summary="Turn token ids back into text",
-    description="Bytes that are not valid UTF-8 on their own come back as U+FFFD; an id the tokenizer lacks is a 422.",
+    description="Bytes that are not valid UTF-8 on their own come back as U+FFFD; an id the tokenizer lacks is a 422; more than `TOKENPLAY_MAX_IDS` ids (1,000,000 by default) a 413.",
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": DecodeRequest.model_json_schema()}}}},
 )
-def decode(body: DecodeRequest, settings: SettingsDep, tokenizers: TokenizersDep) -> dict:
-    return {"text": service.decode(tokenizers, body.tokenizer, body.ids, settings)}
+async def decode(request: Request, settings: SettingsDep, tokenizers: TokenizersDep) -> Response:
+    raw = await request.body()
+
+    def work() -> Response:
+        # read here, not on the event loop: a million ids is a second of parsing (pydantic, as FastAPI would);
+        # more than max_ids is refused before
+        try:
+            body = DecodeRequest.model_validate_json(service.check_ids_json(raw, settings) or b"null")
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_context=False)
+            raise RequestValidationError([e | {"loc": ("body", *e["loc"])} for e in errors]) from None
+        text = service.decode(tokenizers, body.tokenizer, body.ids, settings)
+        return Response(orjson.dumps({"text": text}), media_type="application/json")
+
+    return await run_cpu(request, work, heavy=len(raw) > HEAVY_BODY)
+
+
+#: A body longer than this (bytes) is read and decoded in the heavy lane (:mod:`app.web.lanes`).
+HEAVY_BODY = 200_000

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, model_validator
 
 from app.engines.bpe.pretokens import MAX_PATTERN_CHARS
@@ -169,11 +169,12 @@ def api_side_cuts(
     summary="A run's summary and its merge records",
     description="Status, progress and numbers; once done, every step too (a merge, or a unigram round).",
 )
-def api_run(run: RunDep):
-    out = service.summary(run)
-    if run.status == "done":
-        out["steps"] = service.steps_of(run)
-    return out
+async def api_run(request: Request, run: RunDep) -> Response:
+    # a finished run's document is built once (in the heavy lane: most of a second for 4,096 merges), then kept
+    data = service.kept_document(run)
+    if data is None:
+        data = await run_cpu(request, service.document, run, heavy=run.status == "done")
+    return Response(data, media_type="application/json")
 
 
 @router.get(

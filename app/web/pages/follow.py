@@ -6,7 +6,8 @@
   block ``view`` for htmx. It sets the browser's ``tp_follower`` cookie (who voted, who follows);
   ``static/follow.js`` listens to ``/api/sessions/{code}/events`` and asks for the view again when the teacher
   moves (``GET /follow/{code}/class``: the class's step, whatever it is by then);
-- ``POST /follow/{code}/vote`` a prediction (form ``left``, ``right``, ``step``), answered with the view.
+- ``POST /follow/{code}/vote`` a prediction (form ``left``, ``right``, ``step``), answered with the view; it counts
+  only from a browser these pages gave its id to, and only so many per address (:mod:`app.classroom.sessions`).
 
 Every page and the session API (:mod:`app.web.api.sessions`) call the same
 :class:`~app.classroom.service.Classroom`.
@@ -30,7 +31,7 @@ from app.lab.runs import Run
 from app.lab.service import Lab
 
 from ..cookies import follower_of, set_follower
-from ..deps import ClassroomDep, LabDep, find_session, run_cpu
+from ..deps import ClassroomDep, LabDep, client_of, find_session, run_cpu
 from ..errors import headers_for, status_for
 from ..render import is_htmx, page_or_block
 from ..rendering.lab_step import corpus_window
@@ -128,6 +129,13 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
     }
 
 
+def _joined_view(request: Request, lab: Lab, classroom: Classroom, session: Session, step: int | None,
+                 follower: str) -> dict:
+    """:func:`_view`, once ``follower`` is one of the class (the id this page gives the browser: its votes count)."""
+    classroom.join(session, follower)
+    return _view(request, lab, classroom, session, step, follower)
+
+
 def _follow_answer(request: Request, context: dict, follower: str, new: bool, status_code: int = 200) -> HTMLResponse:
     response = page_or_block(request, "follow.html", "view", context, status_code=status_code)
     if new:
@@ -155,7 +163,7 @@ async def follow_page(request: Request, code: str, lab: LabDep, classroom: Class
     if session.code != code:  # typed in lower case, or with a space: the address shows the code as it is
         return RedirectResponse(follow_path(session.code), status_code=303)
     follower, new = follower_of(request)
-    context = await run_cpu(request, _view, request, lab, classroom, session, step, follower)
+    context = await run_cpu(request, _joined_view, request, lab, classroom, session, step, follower)
     return _follow_answer(request, context, follower, new)
 
 
@@ -164,7 +172,7 @@ async def follow_class(request: Request, code: str, lab: LabDep, classroom: Clas
     """The view at the class's step as it is now (what follow.js asks for when the teacher moves)."""
     session = await run_cpu(request, find_session, request, classroom, code)
     follower, new = follower_of(request)
-    context = await run_cpu(request, _view, request, lab, classroom, session, None, follower)
+    context = await run_cpu(request, _joined_view, request, lab, classroom, session, None, follower)
     return _follow_answer(request, context, follower, new)
 
 
@@ -182,15 +190,17 @@ async def follow_vote(
     follower, new = follower_of(request)
 
     def vote_and_view():
-        error = None
+        error, status, headers = None, 200, {}
         try:
-            classroom.predict(lab, session, follower, [left, right], step)
+            classroom.predict(lab, session, follower, [left, right], step, client_of(request))
         except SessionError as exc:
-            error = str(exc)
-        return _view(request, lab, classroom, session, None, follower) | {"vote_error": error}
+            error, status, headers = str(exc), status_for(exc), headers_for(exc)
+        return _view(request, lab, classroom, session, None, follower) | {"vote_error": error}, status, headers
 
-    context = await run_cpu(request, vote_and_view)
-    return _follow_answer(request, context, follower, new, 409 if context["vote_error"] else 200)
+    context, status, headers = await run_cpu(request, vote_and_view)
+    response = _follow_answer(request, context, follower, new, status)
+    response.headers.update(headers)
+    return response
 
 
 @router.post("/follow/{code}/name")

@@ -38,7 +38,7 @@ from app.features.explain import Explainer
 from app.features.explain.normalization import merged
 from app.services import model_counts
 from app.services.catalog import Tokenizers
-from app.services.errors import check_ids_count, check_text_size
+from app.services.errors import check_text_size
 from app.services.explain import explained
 from app.services.tokenize import decode as decode_ids
 from app.services.tokenize import download as download_tokens
@@ -216,14 +216,23 @@ async def render(request: Request, settings: SettingsDep, tokenizers: Tokenizers
     return await run_cpu(request, _page, request, tokenizers, settings, choice)
 
 
+#: A paste of ids longer than this (characters) is decoded in the heavy lane (:mod:`app.web.lanes`).
+HEAVY_PASTE = 200_000
+
+
 @router.post("/decode")
 async def decode(request: Request, settings: SettingsDep, tokenizers: TokenizersDep):
     """Fields: ``ids`` (as typed or pasted) and ``tokenizer``."""
     fields = await read_form(request, settings.max_chars)
     raw = fields.get("ids") or ""
-    ids = check_ids_count(parse_ids(raw), settings)
     choice = Choice.from_fields({"tokenizer": fields.get("tokenizer")}, settings.default_tokenizer)
-    decoded = await run_cpu(request, decode_ids, tokenizers, choice.tokenizer, ids, settings)
+
+    def parse_and_decode() -> tuple[list[int], str]:
+        ids = parse_ids(raw, settings.max_ids)  # past the limit it stops reading: a 413
+        return ids, decode_ids(tokenizers, choice.tokenizer, ids, settings)
+
+    # a paste of a million ids takes a second to read: never on the event loop, nor in the common lane
+    ids, decoded = await run_cpu(request, parse_and_decode, heavy=len(raw) > HEAVY_PASTE)
     decoded = decoded if ids else None
     if is_htmx(request):
         context = {"decoded": decoded, "decoded_count": len(ids)}
