@@ -240,7 +240,9 @@ def test_the_quiz_asks_each_algorithms_own_question(app, client):
     bearer = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', panel).group(1)}
     own = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
     client.post(f"/api/sessions/{own}/quiz", json={"on": True}, headers=bearer)
-    student(app).post(f"/api/sessions/{own}/votes", json={"pair": first["pair_text"], "step": 0})
+    voter = student(app)
+    voter.get(f"/follow/{own}")  # joins
+    assert voter.post(f"/api/sessions/{own}/votes", json={"pair": first["pair_text"], "step": 0}).status_code == 201
     client.post(f"/api/sessions/{own}/step", json={"step": 1}, headers=bearer)
     live = teacher_page.get(f"/lab/runs/{wordpiece['id']}/share/live", headers={"HX-Request": "true"}).text
     assert "of 1 predicted it" in live and score in live
@@ -265,6 +267,8 @@ def test_nicknames_and_the_scoreboard_over_the_session(app, client, run):
     code = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
     teacher = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', panel).group(1)}
     alice, bob, carol = student(app), student(app), student(app)
+    for who in (alice, bob, carol):  # joining gives the id its votes count by
+        assert who.get(f"/follow/{code}").status_code == 200
     assert alice.post(f"/api/sessions/{code}/nickname", json={"nickname": "  Ada   L.  "}).json() == {"nickname": "Ada L."}
     named = bob.post(f"/follow/{code}/name", data={"nickname": "<b>Bob</b>"}, headers=hx)
     assert named.status_code == 200 and "the scoreboard shows you as &lt;b&gt;Bob&lt;/b&gt;" in named.text
