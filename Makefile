@@ -18,7 +18,7 @@ DEV_LOCK = requirements-dev.lock
 # What the lock files are resolved for (the Dockerfile's Python; the hashes cover every platform's wheels).
 LOCK_FLAGS = --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 -q
 
-.PHONY: install install-dev system-deps run test bench load chaos lint lock clean
+.PHONY: install install-dev system-deps run class test bench load chaos lint lock clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,18 +48,26 @@ $(NPM_STAMP): package.json package-lock.json scripts/fetch_npm.py
 	$(PYTHON) scripts/fetch_npm.py
 
 # Every shipped tokenizer our engines run, built once into the table files every server process maps (var/tables;
-# app/engines/registry/table_files.py): a table already built for this code and these files is only checked.
+# app/engines/registry/table_files.py): a table already built for this code and these files is only checked. Then
+# what pages compute on a first visit (the UDHR texts, the languages page's default counts: var/precomputed).
 install: $(VENV)/.installed $(NPM_STAMP)
 	$(VENV)/bin/tokenplay tables build
+	$(VENV)/bin/tokenplay precompute
 
 install-dev: $(VENV)/.installed-dev $(NPM_STAMP)
 	$(VENV)/bin/tokenplay tables build
+	$(VENV)/bin/tokenplay precompute
 
 system-deps:
 	@bash scripts/install-system-deps.sh
 
 run: install
 	$(VENV)/bin/tokenplay serve --host $(HOST) --port $(PORT)
+
+# A class in the room: every network interface, two workers per CPU, and the students' join link printed with this
+# machine's network address (the lab's QR codes use it too).
+class: install
+	$(VENV)/bin/tokenplay serve --class --port $(PORT)
 
 test: install-dev system-deps
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

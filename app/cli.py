@@ -9,7 +9,8 @@ file (``--pattern``, ``--special``), a SentencePiece ``.model`` or a model saved
 loads every tokenizer before forking its workers (:mod:`app.web.server`), and ``tokenplay tables build`` builds the
 table files of the shipped tokenizers ahead (:mod:`app.engines.registry.builder`).
 ``tokenplay languages -t gpt2 -t qwen3 [--lang jpn ...] [--csv]`` prints the token tax of every language (the
-numbers of ``/languages``).
+numbers of ``/languages``); ``tokenplay count -t NAME TEXT`` prints just the number of tokens. ``tokenplay serve
+--class`` serves a class in the room: every network interface, and the students' join link printed.
 """
 
 from __future__ import annotations
@@ -81,9 +82,19 @@ def worker_count(value: str) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Load every tokenizer here, then fork the workers (app/web/server.py): they share what was loaded."""
-    from app.web.server import serve
+    """Load every tokenizer here, then fork the workers (app/web/server.py): they share what was loaded.
 
+    ``--class``: listen on every network interface (unless ``--host`` says otherwise), two workers per CPU (unless
+    ``--workers`` says otherwise), and print the link students join at, with this machine's network address; the
+    join links and QR codes the lab makes use that address too (``TOKENPLAY_PUBLIC_URL``, unless already set). The
+    workers learn where the server listens (``TOKENPLAY_LISTEN_HOST``/``_PORT``): on a loopback address the share
+    panel says that no phone can join, and how to fix it."""
+    from app.web.server import check_port, serve
+
+    host = args.host or ("0.0.0.0" if args.classroom else "127.0.0.1")
+    workers = args.workers if args.workers is not None else worker_count(
+        "auto" if args.classroom else os.environ.get("TOKENPLAY_WORKERS", "1"))
+    check_port(host, args.port)  # before the tokenizers load: said at once, in words
     if args.tokenizer:
         _share_tokenizer_files(args.tokenizer)
     if args.corpus_dir:
@@ -94,10 +105,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["TOKENPLAY_CORPUS_DIR"] = str(Path(args.corpus_dir).resolve())  # read by every worker's settings
     from app.settings import Settings
 
+    def announce(port: int) -> None:
+        os.environ["TOKENPLAY_LISTEN_HOST"], os.environ["TOKENPLAY_LISTEN_PORT"] = host, str(port)
+        if args.classroom:
+            lines = class_lines(host, port)
+            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.flush()
+
     settings = Settings()
-    return serve("app.main:app", host=args.host, port=args.port, workers=args.workers, log_level=args.log_level,
-                 preload_tokenizers=args.preload, drain_seconds=settings.drain_seconds,
+    return serve("app.main:app", host=host, port=args.port, workers=workers, log_level=args.log_level,
+                 preload_tokenizers=args.preload, drain_seconds=settings.drain_seconds, announce=announce,
                  forwarded_allow_ips=settings.forwarded_allow_ips)
+
+
+def class_lines(host: str, port: int) -> list[str]:
+    """What ``tokenplay serve --class`` prints once it listens: where students join, where the teacher starts; and
+    sets the address the lab's join links and QR codes use (the first network address), unless one is set."""
+    from app.network import is_loopback, reachable_bases
+
+    bases = reachable_bases(host, port)
+    if not bases:
+        reason = ("it listens on a loopback address" if is_loopback(host)
+                  else "this machine has no network address (connect it to the class's Wi-Fi or cable)")
+        return [f"Tokenplay serves at http://{host}:{port}, but no phone can join: {reason}.",
+                "Listen on every network interface instead: tokenplay serve --class (or make class)."]
+    os.environ.setdefault("TOKENPLAY_PUBLIC_URL", bases[0])
+    lines = [
+        f"Tokenplay serves the class on port {port}. Students join at (same Wi-Fi or network as this machine):",
+        f"  {bases[0]}/follow",
+        *(f"  or {base}/follow" for base in bases[1:]),
+        f"Teacher: open {bases[0]}/lab, train a run, then \"Share with the class\" (its QR code uses this address).",
+    ]
+    return lines
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
@@ -110,6 +149,16 @@ def cmd_tables(args: argparse.Namespace) -> int:
             print(f"{name}: {path}" + (f" ({path.stat().st_size / 2**20:.1f} MB)" if path.exists() else " (not built)"))
         return 0
     return builder.build_all(args.names or None, jobs=args.jobs)
+
+
+def cmd_precompute(args: argparse.Namespace) -> int:
+    """Compute ahead what pages would compute on their first visit (make install runs it): the UDHR corpus and the
+    languages page's default counts, as files in var/precomputed (app/features/precomputed.py)."""
+    from app.features import languages, precomputed, udhr
+
+    for name in [udhr.precompute(), *languages.precompute()]:
+        print(f"{precomputed.directory() / name}")
+    return 0
 
 
 def _share_tokenizer_files(paths: list[str]) -> None:
@@ -139,10 +188,25 @@ def _read_text(args: argparse.Namespace) -> str:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
+    from app.services import model_counts
+    from app.settings import Settings
+
     tok = _tokenizer(args)
     result = tok.tokenize(_read_text(args), allow_special=args.allow_special)
-    json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=args.indent)
+    named = args.tokenizer if args.file is None else args.file  # a model name brings its window and price
+    extra = model_counts.added(tok, result.count) | model_counts.facts(named, Settings())
+    out = result.to_dict()
+    json.dump({k: out[k] for k in ("tokenizer", "count", "chars", "bytes")} | extra | {"ids": out["ids"], "tokens": out["tokens"]},
+              sys.stdout, ensure_ascii=False, indent=args.indent)
     sys.stdout.write("\n")
+    return 0
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    """Just the number of tokens (``--with-specials``: with the tokens the model's own default encoding adds)."""
+    tok = _tokenizer(args)
+    ids = tok.encode(_read_text(args), allow_special=args.allow_special)
+    print(len(ids) + (len(tok.added_specials) if args.with_specials else 0))
     return 0
 
 
@@ -537,13 +601,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web app")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default=None,
+                   help="the address to listen on (default 127.0.0.1: this machine only; with --class 0.0.0.0)")
+    p.add_argument("--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    p.add_argument(
+        "--class",
+        dest="classroom",
+        action="store_true",
+        help="serve a class in the room: listen on every network interface, two workers per CPU, and print the "
+        "link students join at with this machine's network address",
+    )
     p.add_argument(
         "--workers",
         type=worker_count,
-        default=os.environ.get("TOKENPLAY_WORKERS", "1"),
-        help="worker processes: a number, or 'auto' (two per CPU; for a class). Default: $TOKENPLAY_WORKERS or 1",
+        default=None,
+        help="worker processes: a number, or 'auto' (two per CPU; for a class). Default: $TOKENPLAY_WORKERS or 1 "
+        "(with --class: auto)",
     )
     p.add_argument("--log-level", default="info")
     p.add_argument(
@@ -570,10 +643,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="builders at a time")
     p.set_defaults(func=cmd_tables)
 
+    p = sub.add_parser("precompute", help="compute ahead what pages compute on a first visit (make install does)")
+    p.set_defaults(func=cmd_precompute)
+
     p = sub.add_parser("encode", help="tokenize TEXT (or stdin) and print the same JSON as POST /api/tokenize")
     _tokenizer_arguments(p)
     _text_arguments(p)
     p.set_defaults(func=cmd_encode)
+
+    p = sub.add_parser("count", help="how many tokens TEXT (or stdin) is: just the number")
+    _tokenizer_arguments(p)
+    p.add_argument("--allow-special", action="store_true", help="parse <|endoftext|> etc. as special tokens")
+    p.add_argument("--with-specials", action="store_true",
+                   help="add the tokens the model's own default encoding adds (a beginning-of-text token, [CLS]/[SEP])")
+    p.add_argument("text", nargs="?", default=None)
+    p.set_defaults(func=cmd_count)
 
     p = sub.add_parser("explain", help="why token INDEX of TEXT is what it is: the same JSON as POST /api/explain")
     _tokenizer_arguments(p)

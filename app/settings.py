@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     measure_progress_wrap: Callable | None = Field(None, exclude=True, description="for tests only, passed in code (no variable): wraps every measurement's progress callback as lab_progress_wrap does a training's")
     measure_dask: str | None = Field(None, description="measure on this Dask cluster (a scheduler's address, or local:N) instead of in the worker process")
     public_url: str | None = Field(None, description="the address students open, for join links and QR codes (e.g. http://192.168.1.20:8000); default: the address the teacher's browser used")
+    listen_host: str | None = Field(None, description="the address the server listens on (tokenplay serve sets it): on a loopback address the share panel says that no other machine can join; None: not known (another server)")
+    listen_port: int | None = Field(None, ge=0, le=65535, description="the port the server listens on (tokenplay serve sets it)")
+    model_facts_file: Path | None = Field(None, description="a file of context windows and prices to use instead of the shipped tokenizers/model-facts.json (read as it is: a missing or malformed file leaves prices out with a note)")
 
     @field_validator("public_url")
     @classmethod

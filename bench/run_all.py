@@ -42,6 +42,8 @@ SCRIPTS = [
      [], ["--requests", "5", "--keystrokes", "5"]),
     ("The token tax of every language: one tokenizer over 532 UDHR translations, first and again (issue 26)",
      "bench_languages.py", [], ["--repeat", "1", "--tokenizers", "gpt2,o200k_base,mistral-7b"]),
+    ("First visits: every page of a freshly started server, once, under 1 s (issue 37)", "bench_first_visits.py", [],
+     []),
     ("Know a vocabulary: a page of a 262k vocabulary, the health report of o200k_base cold and again, a ladder of 10 "
      "sizes on 10 KB, the pages' server time (issue 35)", "bench_vocab.py", ["--pages"], ["--quick", "--pages"]),
     ("Measuring a corpus: 100 MB of mixed text with cl100k_base beside tiktoken, workers, Dask, memory, MB/s of every "

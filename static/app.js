@@ -345,6 +345,25 @@
     if (status && source) status.textContent = source.dataset.announce;
   });
 
+  // The decode box decodes its ids again when the model changes, unless what was typed was itself refused (not
+  // numbers, an empty box): a stale invalid entry is not posted again on every model change. Typing again decides
+  // anew; ids refused only by the new model (no such id there) still try the next model.
+  document.addEventListener("input", function (event) {
+    if (event.target instanceof Element && event.target.id === "ids-input") event.target.form.dataset.typed = "1";
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.detail && event.detail.elt;
+    if (!(form instanceof HTMLFormElement) || form.id !== "decode" || !form.dataset.typed) return;
+    delete form.dataset.typed;
+    form.dataset.refused = event.detail.successful ? "" : "1";
+  });
+  document.addEventListener("change", function (event) {
+    if (!(event.target instanceof Element) || event.target.id !== "tokenizer") return;
+    const form = document.getElementById("decode");
+    const ids = document.getElementById("ids-input");
+    if (form && ids && ids.value.trim() && form.dataset.refused !== "1" && window.htmx) htmx.trigger(form, "redecode");
+  });
+
   document.addEventListener("click", function (event) {
     const button = event.target instanceof Element && event.target.closest("[data-copy-ids]");
     const form = document.getElementById("play");
@@ -366,6 +385,40 @@
       })
       .finally(function () {
         setTimeout(function () { button.textContent = label; }, 2000);
+      });
+  });
+
+  // A page's "Print" button (the lab's handout).
+  document.addEventListener("click", function (event) {
+    if (event.target instanceof Element && event.target.closest("[data-print]")) window.print();
+  });
+
+  // "Download JSON" / "CSV": submit buttons of the playground's form (formaction: they work without JavaScript);
+  // here the form is posted with fetch instead, before htmx sees a submit, and the file saved under the server's name.
+  document.addEventListener("click", function (event) {
+    const link = event.target instanceof Element && event.target.closest("button[data-download]");
+    const form = document.getElementById("play");
+    if (!link || !form) return;
+    event.preventDefault();
+    const label = link.textContent;
+    fetch("/tokens." + link.dataset.download, { method: "POST", body: new FormData(form) })
+      .then(function (r) {
+        if (!r.ok) throw new Error("HTTP " + r.status);
+        const named = /filename="([^"]+)"/.exec(r.headers.get("Content-Disposition") || "");
+        return r.blob().then(function (blob) { return [blob, named ? named[1] : "tokens." + link.dataset.download]; });
+      })
+      .then(function ([blob, name]) {
+        const a = document.createElement("a");
+        a.href = URL.createObjectURL(blob);
+        a.download = name;
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(function () { URL.revokeObjectURL(a.href); }, 10000);
+      })
+      .catch(function () {
+        link.textContent = "Download failed";
+        setTimeout(function () { link.textContent = label; }, 2000);
       });
   });
 })();

@@ -239,6 +239,8 @@
     function setTyped(on) {
       typed = on;
       combo.classList.toggle("picker-typing", on);
+      // what is typed is a search, not the chosen model: its vocabulary size would belong to neither
+      vocab.hidden = on;
     }
 
     function showChosen() {
@@ -307,7 +309,7 @@
           const node = optionNode(entry, chosen, match);
           // Start on the chosen entry, or on the one the typed model name resolves to.
           if ((entry === chosen && !typed) || (match && match.exact)) start = items.length;
-          items.push({ node: node, entry: entry });
+          items.push({ node: node, entry: entry, named: match && match.exact ? input.value.trim() : "" });
           box.append(node);
         }
         if (box.childElementCount > 1) list.append(box);
@@ -359,9 +361,17 @@
         openAdd();
         return;
       }
+      // A model name typed whole (gpt-4o, Qwen/Qwen3-8B) goes with the choice, where the form keeps one (the
+      // playground's "model" field): the page then says that model's context window and price.
+      const field = select.form && select.form.elements.namedItem("model");
+      const modelField = field instanceof HTMLInputElement ? field : null;
+      const before = modelField ? modelField.value : "";
+      if (modelField) modelField.value = item.named || "";
       // The engine the user chose last where the new model has it; else its reference library (listed first).
       const engines = item.entry.engines;
-      choose((engines.find(function (e) { return e.engine === engine.get(); }) || engines[0]).name);
+      const name = (engines.find(function (e) { return e.engine === engine.get(); }) || engines[0]).name;
+      if (modelField && modelField.value !== before && select.value === name) fire(select); // same tokenizer, new model
+      choose(name);
       input.select(); // typing again starts a new search
     }
 
@@ -476,6 +486,15 @@
     quiet(filter);
     const engine = engineMemory(root.id);
     let viaTitle = false; // the checkbox being ticked was reached through its model's title
+    // Folded (data-fold="chosen", the compare page): only the rows of the chosen models show, so that the text and
+    // the results come first; a filter still searches every row, and "Show all" unfolds. A row ticked while
+    // folded (found by the filter) stays shown; a row unticked stays too, until the picker is folded again.
+    const foldable = root.dataset.fold === "chosen";
+    let folded = false;
+    const foldToggle = el("button", "picker-fold-toggle btn btn-small");
+    foldToggle.type = "button";
+    foldToggle.setAttribute("aria-controls", root.id);
+    if (foldable) filter.after(foldToggle);
 
     function rows() {
       return Array.from(root.querySelectorAll(".picker-row"));
@@ -519,7 +538,8 @@
           note.classList.toggle("picker-match-exact", Boolean(match && match.exact));
           note.hidden = !match;
         }
-        row.hidden = !match && !matches(row.dataset.search || "", ws);
+        const folds = folded && !ws.length && !row.classList.contains("picker-kept");
+        row.hidden = folds || (!match && !matches(row.dataset.search || "", ws));
         row.classList.toggle("picker-named", Boolean(match && match.exact));
       });
       for (const group of root.querySelectorAll(".picker-group")) {
@@ -530,6 +550,21 @@
     // The row Enter ticks from the filter: the one the typed model name resolves to, else the first shown.
     function firstRow() {
       return root.querySelector(".picker-row.picker-named:not([hidden])") || root.querySelector(".picker-row:not([hidden])");
+    }
+
+    function setFolded(on) {
+      folded = on;
+      for (const row of rows()) {
+        row.classList.toggle("picker-kept", rowBoxes(row).some(function (b) { return b.checked; }));
+      }
+      root.classList.toggle("picker-folded", on);
+      foldToggle.textContent = on ? "Show all " + rows().length + " tokenizers" : "Show only the chosen ones";
+      foldToggle.setAttribute("aria-expanded", String(!on));
+      applyFilter();
+    }
+    if (foldable) {
+      foldToggle.addEventListener("click", function () { setFolded(!folded); });
+      setFolded(rows().some(function (row) { return rowBoxes(row).some(function (b) { return b.checked; }); }));
     }
 
     filter.addEventListener("input", applyFilter);
@@ -562,7 +597,9 @@
     }, true);
     root.addEventListener("change", function (event) {
       const box = event.target;
-      if (!(box instanceof HTMLInputElement) || box.type !== "checkbox" || !box.checked || viaTitle) return;
+      if (!(box instanceof HTMLInputElement) || box.type !== "checkbox" || !box.checked) return;
+      if (box.closest(".picker-row")) box.closest(".picker-row").classList.add("picker-kept");
+      if (viaTitle) return;
       const row = box.closest(".picker-row");
       if (row && rowBoxes(row).length > 1) {
         engine.set(box.dataset.engine || "");

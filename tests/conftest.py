@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from playwright.sync_api import expect
 from helpers.lab_helpers import QUICK_WAIT
 from helpers.lab_hold import Hold
+from helpers.unique_ids import pytest_collection_modifyitems  # noqa: F401  (a hook: two tests may not share an id)
 from helpers.serving import free_port
 
 from app.settings import Settings

@@ -7,6 +7,42 @@ from __future__ import annotations
 #: Candidate pairs a student chooses from in quiz mode (the pair table's rows before the next merge).
 QUIZ_CHOICES = 10
 
+#: Why a unigram run has no quiz: what its rounds do cannot be predicted by looking at the corpus.
+UNIGRAM_OFF = ("quiz mode is off for a Unigram run: it merges no pair; each round keeps the pieces that explain the "
+               "corpus best and removes those whose loss is smallest, which nobody can read off the corpus")
+
+#: WordPiece's rule, as the quiz and its reveal write it.
+SCORE_RULE = "count(ab) / (count(a) · count(b))"
+
+
+def question(run) -> dict | None:
+    """The quiz's question for the run's algorithm, ``{"title", "hint"}``: each algorithm's own (BPE: the most
+    frequent pair; WordPiece: the best score); None for a unigram run (:data:`UNIGRAM_OFF` says why)."""
+    if run.unigram:
+        return None
+    if run.options.algorithm == "wordpiece":
+        return {"title": "Which pair has the best score?",
+                "hint": f"WordPiece merges the pair with the best score, {SCORE_RULE}: not the most frequent pair, "
+                        "but two tokens seen together often and apart seldom."}
+    return {"title": "Which pair merges next?",
+            "hint": "Look at the corpus below: which two neighbouring tokens come together most often?"}
+
+
+def score_reveal(replay, k: int) -> dict | None:
+    """WordPiece at step ``k``: merge ``k``'s score in numbers (``count``, ``left``, ``right``, ``score``) and, when
+    another of that step's candidates was seen together more often, that pair (``busiest``: its text, count and
+    score); None for a run that does not merge by score."""
+    if k < 1 or replay.run.unigram or replay.run.options.algorithm != "wordpiece":
+        return None
+    rec = replay.run.steps[k - 1]
+    out = {"count": rec.count, "left": rec.left_count, "right": rec.right_count, "score": rec.score, "busiest": None}
+    rows = [row for row in replay.table(k)["rows"] if "score" in row]
+    busiest = max(rows, key=lambda row: row["count"], default=None)
+    if busiest is not None and not busiest["winner"] and busiest["count"] > rec.count:
+        out["busiest"] = {"pair": busiest["text"], "ids": busiest["pair"], "count": busiest["count"],
+                          "score": busiest["score"]}
+    return out
+
 
 def pair_words(pair) -> str:
     """A pair for a message, each token quoted (tokens are often a space and a letter).
@@ -63,3 +99,24 @@ def reveal(votes: dict[str, list[str]], replay, k: int) -> dict | None:
         "voters": len(votes),
         "votes": tally(votes),
     }
+
+
+def scoreboard(revealed: dict[int, dict[str, list[str]]], replay, names: dict[str, str]) -> dict:
+    """Who predicted which revealed merges: ``revealed`` the votes of each step whose merge the class has seen
+    (``{step k: {follower: pair}}``, the votes for merge k + 1), ``names`` the followers' nicknames. Rows of the
+    named students, most right first (then by name); the others counted together."""
+    right: dict[str, int] = {}
+    answered: dict[str, int] = {}
+    for k, votes in revealed.items():
+        if k >= replay.run.n_steps:
+            continue
+        pair = replay.pair_text(replay.run.steps[k].pair)
+        for follower, vote in votes.items():
+            answered[follower] = answered.get(follower, 0) + 1
+            right[follower] = right.get(follower, 0) + (vote == pair)
+    rows = sorted(({"name": names[f], "right": right[f], "answered": answered[f]} for f in answered if f in names),
+                  key=lambda row: (-row["right"], row["name"].casefold(), row["name"]))
+    others = [f for f in answered if f not in names]
+    unnamed = {"students": len(others), "right": sum(right[f] for f in others), "answered": sum(answered[f] for f in others)}
+    return {"rows": rows, "unnamed": unnamed, "revealed": len(revealed)}
+

@@ -33,6 +33,7 @@ from .sessions import (
     VoteRefused,
     bearer_token,
     new_code,
+    nickname,
     normalize_code,
     token_hash,
     valid_code,
@@ -149,7 +150,7 @@ class Classroom:
 
     def set_quiz(self, session: Session, on: bool) -> dict:
         if on and not session.quiz_possible:
-            raise SessionError("quiz mode asks which pair merges next; a unigram run removes pieces instead, so there is nothing to predict")
+            raise SessionError(quiz.UNIGRAM_OFF)
         return self._act(session, {"quiz": bool(on)})
 
     def end(self, session: Session) -> dict:
@@ -190,9 +191,12 @@ class Classroom:
         return quiz.reveal(self.votes(session, k - 1), replay, k)
 
     def state_with_reveal(self, lab: Lab, session: Session) -> dict:
-        """:meth:`state`, and the reveal of its step (``GET /api/sessions/{code}`` and every teacher's action)."""
+        """:meth:`state`, the reveal of its step and the quiz's :meth:`scoreboard` (``GET /api/sessions/{code}`` and
+        every teacher's action)."""
         state = self.state(session)
-        return state | {"reveal": self.reveal(session, replay_for(self.run_of(lab, session)), state["step"])}
+        run = self.run_of(lab, session)
+        return state | {"reveal": self.reveal(session, replay_for(run), state["step"]),
+                        "scoreboard": self.scoreboard(run, session)}
 
     def state(self, session: Session) -> dict:
         """``{"step", "followers", "votes", ...}``: the class's step, how many follow, the votes of this step."""
@@ -279,3 +283,26 @@ class Classroom:
 
     def votes(self, session: Session, step: int) -> dict[str, list[str]]:
         return self.store.votes(session.code, step)
+
+    # -- nicknames and the scoreboard ---------------------------------------------------------------------------
+    def set_nickname(self, session: Session, follower: str, text: str | None) -> str | None:
+        """Keep a student's nickname (:func:`.sessions.nickname`: optional, 1-24 characters; empty forgets it)."""
+        if self.last(session).get("ended"):
+            raise SessionEnded()
+        name = nickname(text)
+        self.store.set_name(session.code, follower, name)
+        return name
+
+    def nickname_of(self, session: Session, follower: str | None) -> str | None:
+        return self.store.names(session.code).get(follower) if valid_follower(follower) else None
+
+    def scoreboard(self, run: Run, session: Session) -> dict:
+        """The quiz over the session so far: per student, how many of the revealed merges they predicted
+        (``{"rows": [{"name", "right", "answered"}], "unnamed": {"students", "right", "answered"}, "revealed"}``;
+        rows by most right, then name; students without a nickname counted together)."""
+        k = self.last(session).get("step", 0)
+        revealed = {step: votes for step, votes in self.store.all_votes(session.code).items() if step < k and votes}
+        if not revealed:
+            return {"rows": [], "unnamed": {"students": 0, "right": 0, "answered": 0}, "revealed": 0}
+        return quiz.scoreboard(revealed, replay_for(run), self.store.names(session.code))
+

@@ -33,6 +33,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import unicodedata
 from dataclasses import asdict, dataclass
 
 from app.engines.errors import TokenplayError
@@ -99,6 +100,28 @@ class TooManyVotes(SessionError):
 class SessionEnded(VoteRefused):
     def __init__(self):
         super().__init__("the teacher has ended this session")
+
+
+#: A student's nickname: optional, 1 to this many characters (shown as text, never as markup).
+NICKNAME_MAX = 24
+
+
+def nickname(text: str | None) -> str | None:
+    """A nickname as typed, as it is kept: spaces at the ends dropped and runs of them made one; None for an empty
+    one (no nickname). :class:`SessionError` (422) for one longer than :data:`NICKNAME_MAX` characters or with
+    control characters.
+
+    >>> nickname("  Ada   L. "), nickname("   "), nickname(None)
+    ('Ada L.', None, None)
+    """
+    name = " ".join((text or "").split())
+    if not name:
+        return None
+    if len(name) > NICKNAME_MAX:
+        raise SessionError(f"a nickname has at most {NICKNAME_MAX} characters; this one has {len(name)}")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Co", "Cs") and c != "\u200d" for c in name):  # ZWJ: emoji
+        raise SessionError("a nickname cannot hold control or invisible characters; type letters, digits, marks")
+    return name
 
 
 def new_code() -> str:

@@ -61,6 +61,7 @@ class DirectorySessionStore:
         <code>.lock            created exclusively when the code is taken; flock'd while an event or vote is added
         log/<code>.log         the events, one JSON line each, appended (what followers' streams watch)
         votes/<code>.<k>.jsonl the votes of step k, one line each
+        names/<code>.jsonl     followers' nicknames, one line each (the last line of a follower counts)
         followers/<code>/<follower>.<stream>   one empty file per open stream; its mtime is the heartbeat
         members/<code>/<follower>              one empty file per follower who joined (only they may vote)
         joins/<client hash>.json               a client's recent failed joins
@@ -247,6 +248,42 @@ class DirectorySessionStore:
                 Path(entry.path).unlink(missing_ok=True)
         return len(alive)
 
+    # -- nicknames and every step's votes (the scoreboard) --------------------------------------------------------
+    def _names(self, code: str) -> Path:
+        return self.directory / "names" / f"{code}.jsonl"
+
+    def set_name(self, code: str, follower: str, name: str | None) -> None:
+        """Keep ``follower``'s nickname (None: forget it)."""
+        path = self._names(code)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._append_line(path, {"f": follower, "name": name}, "the student's nickname")
+
+    def names(self, code: str) -> dict[str, str]:
+        try:
+            data = self._names(code).read_bytes()
+        except OSError:
+            return {}
+        out: dict[str, str] = {}
+        for line in data.splitlines():
+            try:
+                record = orjson.loads(line)
+            except ValueError:
+                continue
+            if record.get("name"):
+                out[record["f"]] = record["name"]
+            else:
+                out.pop(record.get("f"), None)
+        return out
+
+    def all_votes(self, code: str) -> dict[int, dict[str, list[str]]]:
+        """The votes of every step that has some: ``{step: {follower: pair}}``."""
+        out = {}
+        for path in (self.directory / "votes").glob(f"{code}.*.jsonl"):
+            step = path.name[len(code) + 1 : -len(".jsonl")]
+            if step.isdigit():
+                out[int(step)] = self.votes(code, int(step))
+        return out
+
     # -- members ---------------------------------------------------------------------------------------------
     def _member(self, code: str, follower: str) -> Path:
         return self.directory / "members" / code / follower
@@ -326,6 +363,7 @@ class DirectorySessionStore:
         shutil.rmtree(self.directory / "members" / code, ignore_errors=True)
         for path in (self.directory / "votes").glob(f"{code}.*.jsonl"):
             path.unlink(missing_ok=True)
+        self._names(code).unlink(missing_ok=True)
 
 
 class RedisSessionStore:
@@ -336,6 +374,7 @@ class RedisSessionStore:
         events:<code>       pub/sub channel: each event as it is appended (same transaction as the append)
         votes:<code>:<k>    hash follower -> pair (HSETNX: the first vote counts)
         followers:<code>    sorted set "<follower>.<stream>" -> heartbeat time
+        names:<code>        hash follower -> nickname
         members:<code>      set of the followers who joined (only they may vote)
         joins:<client hash> sorted set of failed-join times
         votes-from:<client hash>  sorted set of counted votes' times
@@ -451,6 +490,24 @@ class RedisSessionStore:
         p.zrangebyscore(key, now - ttl, "+inf")
         _, members = p.execute()
         return len({m.decode().rsplit(".", 1)[0] for m in members})
+
+    def set_name(self, code: str, follower: str, name: str | None) -> None:
+        key = self.key("names", code)
+        p = self.redis.pipeline()
+        if name:
+            p.hset(key, follower, name)
+        else:
+            p.hdel(key, follower)
+        p.expire(key, 86400)
+        p.execute()
+
+    def names(self, code: str) -> dict[str, str]:
+        return {f.decode(): v.decode() for f, v in self.redis.hgetall(self.key("names", code)).items()}
+
+    def all_votes(self, code: str) -> dict[int, dict[str, list[str]]]:
+        prefix = self.key("votes", f"{code}:")
+        steps = [key.decode()[len(prefix):] for key in self.redis.scan_iter(match=prefix + "*", count=500)]
+        return {int(step): self.votes(code, int(step)) for step in steps if step.isdigit()}
 
     def is_member(self, code: str, follower: str) -> bool:
         return bool(self.redis.sismember(self.key("members", code), follower))

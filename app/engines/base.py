@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 
 from .errors import InvalidIdsError, InvalidTextError
 from .result import TokenizeResult, byte_level_result, byte_table
+from .pipeline.post_processor import NOTHING, AddedSpecials
 
 
 def check_text(text: str) -> bytes:
@@ -34,6 +35,9 @@ class Tokenizer(ABC):
     """One tokenizer. ``name`` is its registry name (set by the registry when it builds the tokenizer)."""
 
     name: str = ""
+    #: The tokens the model's own default encoding adds around a text (BOS, ``[CLS]``/``[SEP]``): ``encode`` never
+    #: adds them; a loader sets them from the file (:mod:`.pipeline.post_processor`), tiktoken's encodings add none.
+    added_specials: AddedSpecials = NOTHING
 
     # -- what subclasses provide -------------------------------------------------------------------------
     @abstractmethod

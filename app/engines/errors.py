@@ -11,10 +11,17 @@ class TokenplayError(ValueError):
 
 
 class UnknownTokenizerError(TokenplayError, LookupError):
-    def __init__(self, name: str, valid: list[str]):
+    """A name that is no tokenizer: ``valid`` lists the names there are, ``closest`` the few nearest to it (names,
+    aliases or repository ids; computed from ``valid`` when not given), said first."""
+
+    def __init__(self, name: str, valid: list[str], closest: list[str] | None = None):
+        import difflib
+
         self.name = name
         self.valid = valid
-        super().__init__(f"unknown tokenizer {name!r}; valid names are: {', '.join(valid)}")
+        self.closest = closest if closest is not None else difflib.get_close_matches(name, valid, n=5, cutoff=0.6)
+        nearest = f"; the closest are: {', '.join(self.closest)}" if self.closest else ""
+        super().__init__(f"unknown tokenizer {name!r}{nearest}; valid names are: {', '.join(valid)}")
 
 
 class InvalidTextError(TokenplayError):

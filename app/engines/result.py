@@ -296,8 +296,9 @@ def tokens_after(ids: Iterable[int], chars: int, table: ByteTable) -> list[Token
 # It deliberately does not stream: the answer has a ``Content-Length``, and the time is in building it.
 
 
-def result_json(result: TokenizeResult) -> bytes:
-    """``orjson.dumps(result.to_dict())``, byte for byte, built column-wise.
+def result_json(result: TokenizeResult, extra: dict | None = None) -> bytes:
+    """``orjson.dumps(result.to_dict())``, byte for byte, built column-wise; ``extra`` members (what a caller adds
+    about the text: the tokens the model adds, its context window) come after ``bytes``, before the ids.
 
     >>> from app.engines.result import Token, TokenizeResult
     >>> result = TokenizeResult("demo", "ab", [1, 2], [Token(1, b"a", 0, 1, "a"), Token(2, b"b", 1, 2, "b")])
@@ -305,8 +306,8 @@ def result_json(result: TokenizeResult) -> bytes:
     True
     """
     head = orjson.dumps(
-        {"tokenizer": result.tokenizer, "count": result.count, "chars": result.chars, "bytes": result.n_bytes,
-         "ids": result.ids}
+        {"tokenizer": result.tokenizer, "count": result.count, "chars": result.chars, "bytes": result.n_bytes}
+        | (extra or {}) | {"ids": result.ids}
     )
     if not result.ids:
         return head[:-1] + b',"tokens":[]}'

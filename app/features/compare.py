@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import regex
 
 from app.engines.errors import TokenplayError
+from app.engines.pipeline.post_processor import NOTHING, AddedSpecials
 from app.engines.result import TokenizeResult
 
 MIN_TOKENIZERS = 2
@@ -299,6 +300,16 @@ class Comparison:
     reference: str | None
     diffs: dict[str, BoundaryDiff]
     reference_boundaries: set[int] = field(default_factory=set)  # boundaries(the reference's result)
+    #: per tokenizer, the tokens its model's own default encoding adds around the text (none when not given)
+    added: dict[str, AddedSpecials] = field(default_factory=dict)
+
+    def added_of(self, name: str) -> AddedSpecials:
+        return self.added.get(name, NOTHING)
+
+    def counted(self, result: TokenizeResult) -> dict:
+        """``added_specials`` and ``count_with_specials`` of one result (as ``POST /api/tokenize`` writes them)."""
+        specials = self.added_of(result.tokenizer)
+        return {"added_specials": specials.to_list(), "count_with_specials": result.count + len(specials)}
 
     @property
     def words(self) -> int:
@@ -311,7 +322,9 @@ class Comparison:
             "words": self.words,
             "reference": self.reference,
             "columns": list(COLUMNS),
-            "results": [r.to_dict() | {"stats": self.stats[r.tokenizer].to_dict()} for r in self.results],
+            "results": [
+                r.to_dict() | self.counted(r) | {"stats": self.stats[r.tokenizer].to_dict()} for r in self.results
+            ],
             "best": self.best,
             "boundary_diff": {name: d.offsets for name, d in self.diffs.items()},
             "boundary_detail": {name: d.to_dict() for name, d in self.diffs.items()},
@@ -341,6 +354,7 @@ def compare(
     *,
     unk_ids: dict[str, int | None] | None = None,
     reference: str | None = None,
+    added: dict[str, AddedSpecials] | None = None,
 ) -> Comparison:
     """Stats, best values and boundary differences for results of several tokenizers on the same ``text``.
 
@@ -362,4 +376,4 @@ def compare(
             )
         ref_bounds = boundaries(by_name[reference])  # found once, for every result
         diffs = {r.tokenizer: BoundaryDiff() if r.tokenizer == reference else boundary_diff(r, ref_bounds) for r in results}
-    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs, ref_bounds)
+    return Comparison(text, list(results), stats, best_per_column(stats), reference, diffs, ref_bounds, added or {})

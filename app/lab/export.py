@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 
 import regex
 
@@ -178,14 +179,16 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
 W, H, PAD = 600, 180, 36
 
 
-def chart(run: Run, k: int) -> dict:
-    """An SVG line chart of compression (base units per token) against merges, with step ``k`` marked."""
+def chart(run: Run, k: int, text_tokens: Callable[[int], int]) -> dict:
+    """An SVG line chart of compression against merges or rounds, with step ``k`` marked: the corpus's bytes per
+    token as step ``i``'s tokenizer cuts it (``text_tokens(i)``, :meth:`~app.lab.runs.Run.bytes_per_token`)."""
     n = run.n_steps
     t = transition_of(run.options) if not run.unigram else None
     points = list(range(0, n + 1, max(1, n // 300)))
     if points[-1] != n:
         points.append(n)
-    ys = [run.compression_at(i) for i in points]
+    ys = [run.bytes_per_token(text_tokens(i)) for i in points]
+    at_k = run.bytes_per_token(text_tokens(k))
     y_max = max(ys + [1.0])
     y_min = min(ys + [1.0]) if ys else 0.0
     y_min = min(y_min, 1.0)
@@ -203,12 +206,12 @@ def chart(run: Run, k: int) -> dict:
         "pad": PAD,
         "points": " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in zip(points, ys)),
         "mx": round(x(k), 1),
-        "my": round(y(run.compression_at(k)), 1),
-        "value": round(run.compression_at(k), 3),
+        "my": round(y(at_k), 1),
+        "value": round(at_k, 3),
         "y_max": round(y_max, 2),
         "y_min": round(y_min, 2),
         "n": n,
         "tx": None if t is None or not 0 < t < n else round(x(t), 1),  # a superword run's transition
-        "unit": "bytes" if run.options.algorithm == "byte" else "characters",
+        "unit": "bytes",
         "steps": "rounds" if run.unigram else "merges",
     }

@@ -316,7 +316,8 @@ class RunReplay(ReplayView):
             "corpus_tokens": run.tokens_at(k),
             "text_tokens": self.text_tokens(k),
             "base_units": run.base_units,
-            "compression": round(run.compression_at(k), 4),
+            "compression": round(run.bytes_per_token(self.text_tokens(k)), 4),  # bytes per token of text_tokens
+            "training_compression": round(run.compression_at(k), 4),  # base_units per token of corpus_tokens
             "vocab_size": len(run.base) + k,
             **({"score": rec.score, "left_count": rec.left_count, "right_count": rec.right_count} if hasattr(rec, "score") else {}),
             "window_chars": len(self.window),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -88,8 +89,20 @@ class Run:
         return self.steps[k - 1].corpus_tokens if k > 0 else self.initial_tokens
 
     def compression_at(self, k: int) -> float:
+        """Training's compression after ``k`` steps: its base units (:func:`app.lab.algorithms.base_units`) per token
+        of its own count (``tokens_at``); the lab shows :meth:`bytes_per_token` instead."""
         t = self.tokens_at(k)
         return self.base_units / t if t else 0.0
+
+    @functools.cached_property
+    def corpus_bytes(self) -> int:
+        return len(self.corpus.encode("utf-8", "surrogatepass"))
+
+    def bytes_per_token(self, text_tokens: int) -> float:
+        """The lab's compression: the corpus's UTF-8 bytes per token as the run's tokenizer cuts the whole corpus
+        (``text_tokens``, what ``/api/tokenize`` counts with it): one basis for every algorithm, the count the page
+        shows beside it (issue 37)."""
+        return self.corpus_bytes / text_tokens if text_tokens else 0.0
 
     def estimated_bytes(self) -> int:
         """A rough size in memory: the corpus, the merge records, the model file, and the API document a finished
@@ -106,8 +119,10 @@ class Run:
         return size + 64 * len(self.base) + len(self.model or b"")
 
     def label(self) -> str:
-        what = "rounds" if self.unigram else "merges"
-        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps} {what})"
+        """What a picker shows: ``lab run 3f2a (Unigram, 1 round)``."""
+        what = "round" if self.unigram else "merge"
+        plural = "" if self.n_steps == 1 else "s"
+        return f"lab run {self.id} ({ALGORITHM_LABELS[self.options.algorithm]}, {self.n_steps:,} {what}{plural})"
 
     def apply(self, trained: Trained) -> None:
         self.base = trained.base

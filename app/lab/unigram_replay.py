@@ -65,7 +65,8 @@ class UnigramReplay(ModelSteps, ReplayView):
             "corpus_tokens": run.tokens_at(k),
             "text_tokens": self.text_tokens(k),
             "base_units": run.base_units,
-            "compression": round(run.compression_at(k), 4),
+            "compression": round(run.bytes_per_token(self.text_tokens(k)), 4),  # bytes per token of text_tokens
+            "training_compression": round(run.compression_at(k), 4),  # base_units per token of corpus_tokens
             "window_chars": len(self.window),
             "window_truncated": self.truncated,
             "tokens": tokens if max_tokens is None else tokens[:max_tokens],

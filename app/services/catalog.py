@@ -71,7 +71,8 @@ class Tokenizers:
         try:
             return registry.resolve(name)
         except UnknownTokenizerError:
-            raise UnknownTokenizerError(name, [s.name for s in self.listed()]) from None
+            valid = [s.name for s in self.listed()]
+            raise UnknownTokenizerError(name, valid, registry.closest_names(name, valid)) from None
 
     def get(self, name: str) -> Tokenizer:
         name = self.resolve(name)

@@ -51,7 +51,8 @@ def run_compare(
         reference = tokenizers.resolve(reference)
     chosen = [tokenizers.get(n) for n in names]
     results = [t.tokenize(text, allow_special=allow_special) for t in chosen]
-    return compare(text, results, unk_ids={t.name: unk_id_of(t) for t in chosen}, reference=reference)
+    return compare(text, results, unk_ids={t.name: unk_id_of(t) for t in chosen}, reference=reference,
+                   added={t.name: t.added_specials for t in chosen})
 
 
 def reference_of(chosen: list[str], reference: str | None) -> str:
@@ -82,6 +83,7 @@ def pane_result(
 CSV_FIELDS = [
     "tokenizer",
     "tokens",
+    "count_with_specials",
     "chars",
     "bytes",
     "words",
@@ -109,6 +111,7 @@ def export_dict(comparison: Comparison, allow_special: bool) -> dict:
             {
                 "tokenizer": r.tokenizer,
                 "count": r.count,
+                **comparison.counted(r),
                 "ids": r.ids,
                 "stats": comparison.stats[r.tokenizer].to_dict(),
                 "boundary_diff": comparison.diffs[r.tokenizer].offsets if comparison.diffs else [],
@@ -127,6 +130,7 @@ def export_csv(comparison: Comparison) -> str:
         stats = comparison.stats[r.tokenizer].to_dict()
         row = {k: ("" if stats.get(k) is None else stats.get(k)) for k in CSV_FIELDS if k in stats}
         row["tokenizer"] = r.tokenizer
+        row["count_with_specials"] = comparison.counted(r)["count_with_specials"]
         row["boundary_diffs"] = len(comparison.diffs[r.tokenizer].offsets) if comparison.diffs else 0
         row["ids"] = " ".join(str(i) for i in r.ids)
         writer.writerow(row)

@@ -267,12 +267,66 @@ def encode_trace(run: Run, text: str, step: int | None) -> tuple[int, dict]:
     return k, replay_for(run).encode_trace(text, k)
 
 
+#: A handout lists at most this many merges and vocabulary entries (the newest; the export has them all).
+HANDOUT_ITEMS = 600
+
+
+def handout_word(run: Run) -> str:
+    """The word a handout encodes when none is asked for: the corpus's most frequent word of 5 letters or more (the
+    merges show in it), else its first word."""
+    words = re.findall(r"\w{5,}", run.corpus[:200_000])
+    if words:
+        counts: dict[str, int] = {}
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+        return max(counts, key=lambda w: (counts[w], -words.index(w)))
+    return (run.corpus.split() or [""])[0][:MAX_ENCODE_CHARS]
+
+
+def handout(run: Run, step: int | None, word: str | None) -> dict:
+    """A run at step ``k`` as a printed handout: its merges so far in order (a unigram run: its rounds), its
+    vocabulary at that step (the base summarized when it is 256 bytes) and one word encoded with that step's
+    tokenizer, the trace the run's page shows."""
+    k = check_step(run, run.n_steps if step is None else step)
+    word = (word or "").strip() or handout_word(run)
+    _, trace = encode_trace(run, word, k)
+    replay = replay_for(run)
+    entries, total = replay.vocab_entries(k, "", HANDOUT_ITEMS)
+    if run.options.algorithm == "byte":
+        entries = [e for e in entries if e.get("step")]  # the 256 bytes are said in words
+    merges = [] if run.unigram else list(enumerate(run.steps[max(0, k - HANDOUT_ITEMS):k], start=max(0, k - HANDOUT_ITEMS) + 1))
+    return {"k": k, "word": word, "trace": trace, "vocab": entries, "vocab_total": total, "merges": merges,
+            "merges_left_out": max(0, k - HANDOUT_ITEMS) if not run.unigram else 0,
+            "rounds": [s for s in run.steps[:k]] if run.unigram else []}
+
+
 def merge_tree(run: Run, token_id: int):
     """How the run built token ``token_id``, merge by merge."""
     replay = replay_for(run)
     if token_id not in replay.text:
         raise NotFoundError(f"run {run.id} has no token with id {token_id}")
     return replay.merge_tree(token_id)
+
+
+#: "Use in playground" opens the playground with about this many characters of the run's corpus.
+SAMPLE_CHARS = 240
+
+
+def playground_sample(run: Run) -> str:
+    """What "Use in playground" opens the playground with: the corpus's start, its first paragraph up to about
+    :data:`SAMPLE_CHARS` characters, cut after a whole word (the text the run learned from, so its merges show).
+
+    >>> from app.lab.options import Options
+    >>> playground_sample(Run("r", "\\n  The cat sat.\\n\\nThe dog ran.", Options()))
+    'The cat sat.'
+    """
+    text = run.corpus.lstrip()
+    paragraph = re.split(r"\n\s*\n", text, maxsplit=1)[0]
+    if len(paragraph) <= SAMPLE_CHARS:
+        return paragraph.rstrip()
+    cut = paragraph[:SAMPLE_CHARS]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    return (cut[:space] if space > SAMPLE_CHARS // 2 else cut).rstrip()
 
 
 def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
@@ -284,7 +338,9 @@ def export(run: Run, fmt: str) -> tuple[bytes, str, str]:
 
 def summary(run: Run) -> dict:
     """The run's summary; once done, with ``text_tokens``: the corpus as the run's tokenizer cuts it (what
-    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count. A run that ended away from the
+    ``/api/tokenize`` counts with it), beside ``final_tokens``, training's count; ``compression`` is the corpus's
+    UTF-8 bytes (``corpus_bytes``) per token of ``text_tokens``, ``training_compression`` training's ``base_units``
+    per token of ``final_tokens``. A run that ended away from the
     size asked for says why in ``stop_reason``, in the words of its page, and ``reachable`` gives the sizes that
     work on its corpus (``{"vocab_size": {"min", "max"}, "merges": {"min", "max"}}``) when the lab knows them."""
     out = run.summary() | {"url": f"/lab/runs/{run.id}"}
@@ -292,6 +348,9 @@ def summary(run: Run) -> dict:
         replay = replay_for(run)
         outcome = replay.outcome.to_dict()
         out["text_tokens"] = replay.text_tokens(run.n_steps)
+        out["corpus_bytes"] = run.corpus_bytes
+        out["compression"] = round(run.bytes_per_token(out["text_tokens"]), 4)
+        out["training_compression"] = round(run.compression_at(run.n_steps), 4)
         out["stop_reason"] = outcome["reason"] or run.stop_reason
         out["reachable"] = outcome["reachable"]
     return out
@@ -336,15 +395,30 @@ SIDE_LABELS = {"bpe": "BPE", "wordpiece": "WordPiece", "unigram": "Unigram"}
 MAX_SIDE_TEXT = 2_000
 
 
-def start_three(lab: Lab, corpus: str, vocab_size: int) -> dict[str, Run]:
+#: What the three of a comparison have in common: the vocabulary size, or the number of merges (each learns that
+#: many pieces beyond its own base: BPE and WordPiece merges, Unigram's learned pieces).
+SIDE_MATCHES = {"vocab_size": "the same vocabulary size", "merges": "the same number of merges"}
+
+
+def start_three(lab: Lab, corpus: str, size: int, match: str = "vocab_size") -> dict[str, Run]:
     """Queue the three runs of one comparison (each checked before any is queued): sentencepiece's BPE and unigram
-    trainers with its default options, so that the two read the corpus alike, and WordPiece with BERT's words."""
+    trainers with its default options, so that the two read the corpus alike, and WordPiece with BERT's words; all
+    at one vocabulary size (``match="vocab_size"``) or with one number of merges (``match="merges"``: the bases
+    differ, so the sizes do too)."""
+    if match not in SIDE_MATCHES:
+        raise LabOptionsError(f"unknown match {match!r}; choose one of: {', '.join(SIDE_MATCHES)}", "match")
+    merges, vocab_size = (size, None) if match == "merges" else (None, size)
     options = {
-        side: Options(algorithm, "none", None, vocab_size, "first").check(lab.max_merges)
+        side: Options(algorithm, "none", merges, vocab_size, "first").check(lab.max_merges)
         for side, algorithm in SIDES.items()
     }
     lab.check_corpus(corpus)
     return {side: lab.start(corpus, opts, wait=0.3) for side, opts in options.items()}
+
+
+def side_match(runs: dict[str, Run]) -> str:
+    """What a comparison's three share (:data:`SIDE_MATCHES`), from its runs' options."""
+    return "merges" if next(iter(runs.values())).options.merges is not None else "vocab_size"
 
 
 def find_three(lab: Lab, ids: dict[str, str | None]) -> dict[str, Run]:

@@ -66,10 +66,12 @@ def count_table(tokenizers: Tokenizers, names: list[str], codes: list[str] | Non
         selected = [d.code for d in feature.select(corpus(), codes)] if codes is not None else None
     except feature.UnknownLanguageError as exc:
         raise NotFoundError(str(exc)) from None
-    counts = {}
+    counts, added = {}, {}
     for name in chosen_names(tokenizers, names):
-        counts[name] = feature.token_counts(tokenizers.get(name), identity(tokenizers, name))
-    return feature.language_table(counts, selected)
+        tok = tokenizers.get(name)
+        counts[name] = feature.token_counts(tok, identity(tokenizers, name))
+        added[name] = tok.added_specials
+    return feature.language_table(counts, selected, added=added)
 
 
 def language(code: str) -> Declaration:

@@ -6,17 +6,22 @@ app's :class:`~app.settings.Settings` (its limits), and returns data: the pages 
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from dataclasses import dataclass
+
+import orjson
 
 from app.engines import registry
 from app.engines.base import Tokenizer
 from app.engines.errors import InvalidIdsError
-from app.engines.result import TokenizeResult
+from app.engines.result import TokenizeResult, result_json
 from app.settings import Settings
 
+from . import model_counts
 from .catalog import Tokenizers
-from .errors import TooLargeError, check_ids_count, check_text_size
+from .errors import TooLargeError, check_ids_count, check_text_size, export_format
 
 
 @dataclass(slots=True)
@@ -39,6 +44,41 @@ def tokenize(tokenizers: Tokenizers, name: str, text: str, settings: Settings, *
     check_text_size(text, settings)
     tok = tokenizers.get(name)
     return Tokenized(tok, tok.tokenize(text, allow_special=allow_special))
+
+
+def tokenize_json(tokenizers: Tokenizers, name: str, text: str, settings: Settings, *, allow_special: bool = False) -> bytes:
+    """``POST /api/tokenize``'s answer: the ids, each token (bytes, place, flags), the tokens the model adds and,
+    for a model name, its context window and price."""
+    return _as_json(tokenize(tokenizers, name, text, settings, allow_special=allow_special), name, settings)
+
+
+def _as_json(cut: Tokenized, name: str, settings: Settings) -> bytes:
+    extra = model_counts.added(cut.tokenizer, cut.result.count) | model_counts.facts(name, settings)
+    return result_json(cut.result, extra)
+
+
+#: The playground's downloads of its tokens, and the columns of the CSV (one row a token, in order).
+DOWNLOAD_FORMATS = ("json", "csv")
+CSV_COLUMNS = ("index", "id", "text", "bytes", "start", "end", "special", "valid_utf8", "byte_fallback")
+
+
+def download(tokenizers: Tokenizers, name: str, text: str, settings: Settings, fmt: str, *,
+             allow_special: bool = False) -> tuple[bytes, str, str]:
+    """The playground's tokens as a file: its body, media type and file name. ``json``: the same JSON as
+    ``POST /api/tokenize``; ``csv``: a header row of :data:`CSV_COLUMNS`, then one row a token (``bytes`` in hex,
+    ``start``/``end`` character offsets in the text, flags as true/false)."""
+    fmt = export_format(fmt, DOWNLOAD_FORMATS)
+    cut = tokenize(tokenizers, name, text, settings, allow_special=allow_special)
+    body = _as_json(cut, name, settings)
+    stem = "tokens-" + re.sub(r"[^A-Za-z0-9._-]+", "_", cut.tokenizer.name)
+    if fmt == "json":
+        return body, "application/json", f"{stem}.json"
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    for i, token in enumerate(orjson.loads(body)["tokens"]):
+        writer.writerow([i, *(str(v).lower() if isinstance(v, bool) else v for v in (token[c] for c in CSV_COLUMNS[1:]))])
+    return out.getvalue().encode("utf-8"), "text/csv; charset=utf-8", f"{stem}.csv"
 
 
 def encode(tokenizers: Tokenizers, name: str, text: str, settings: Settings, *, allow_special: bool = False) -> list[int]:
@@ -101,4 +141,5 @@ def listing(tokenizers: Tokenizers) -> dict:
         "tokenizers": [s.to_dict() for s in tokenizers.listed()],
         "aliases": {alias: target for alias, target in registry.ALIASES.items() if target in valid},
         "prefixes": {prefix: target for prefix, target in registry.ALIAS_PREFIXES.items() if target in valid},
+        "repositories": {repo: target for repo, target in registry.REPO_IDS.items() if target in valid},
     }

@@ -11,7 +11,6 @@ import time
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -51,8 +50,8 @@ from .pages import (
     side_by_side,
     vocab,
 )
-from .render import make_environment
-from .security import CrossSite, SecurityHeaders, policy_with_inline_scripts
+from .render import make_environment, page_or_block
+from .security import CrossSite, SecurityHeaders
 
 #: The routers of the pages, in the order their routes are matched.
 PAGES = (playground, compare, oddities, chat, lab, side_by_side, add_tokenizer, languages, vocab, measure, follow, share)
@@ -259,19 +258,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     swagger_dir = settings.npm_dir / "swagger-ui-dist"
 
     @app.get("/docs", include_in_schema=False)
-    def api_docs():
-        page = get_swagger_ui_html(
-            openapi_url=app.openapi_url,
-            title="Tokenplay API",
-            swagger_js_url="/vendor/swagger-ui/swagger-ui-bundle.js",
-            swagger_css_url="/vendor/swagger-ui/swagger-ui.css",
-            swagger_favicon_url="/vendor/swagger-ui/favicon-32x32.png",
-            # no validator badge: it would send the schema's address to validator.swagger.io
-            swagger_ui_parameters={"validatorUrl": None},
-        )
-        # Swagger UI starts from one inline script: allowed by its hash, nothing else inline
-        page.headers["Content-Security-Policy"] = policy_with_inline_scripts(page.body.decode())
-        return page
+    def api_docs(request: Request):
+        """Swagger UI in the site's page (its header, its theme): templates/docs.html, started by static/docs.js."""
+        return page_or_block(request, "docs.html", "content", {"openapi_url": app.openapi_url, "active_nav": "docs"})
 
     @app.get("/redoc", include_in_schema=False)
     def redoc():  # ReDoc is not shipped (its npm package pulls in dozens more): the one API page is /docs

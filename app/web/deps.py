@@ -30,6 +30,7 @@ from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
+from app.classroom.reach import Reach, reach
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session
 from app.engines import budget as budgets
@@ -116,9 +117,11 @@ def find_session(request: Request, classroom: Classroom, code: str) -> Session:
     return classroom.find(code, client_of(request), request.headers.get("authorization"))
 
 
-def public_base(request: Request, settings: Settings) -> str:
-    """Where students reach this server: ``TOKENPLAY_PUBLIC_URL`` when set, else the address the teacher used."""
-    return settings.public_url or str(request.base_url).rstrip("/")
+def class_reach(request: Request, settings: Settings) -> Reach:
+    """Where students reach this server (:func:`app.classroom.reach.reach`): ``TOKENPLAY_PUBLIC_URL`` when set, else
+    the address the teacher used (or, when that is this machine's loopback, its network address); every link a
+    phone may open; and a warning in words when none can (the server listens on loopback only)."""
+    return reach(settings.listen_host, settings.listen_port, settings.public_url, str(request.base_url))
 
 
 def text_area_value(text: str) -> str:

@@ -155,7 +155,7 @@ def answer(request: Request, status: int, message: str, extra: dict | None = Non
 
 def error_response(request: Request, exc: TokenplayError) -> Response:
     """The error's answer; JSON also says ``field``, the option to blame, when the error names one."""
-    extra = {"valid": exc.valid} if isinstance(exc, UnknownTokenizerError) else {}
+    extra = {"valid": exc.valid, "closest": exc.closest} if isinstance(exc, UnknownTokenizerError) else {}
     if getattr(exc, "field", None):
         extra["field"] = exc.field
     return answer(request, status_for(exc), str(exc), extra, headers_for(exc))

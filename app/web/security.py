@@ -8,8 +8,8 @@ another site. Two pure ASGI middlewares (like :class:`app.web.app.ServerTiming`)
   'none'`` (no other site may frame a page: clickjacking). The app serves its own scripts (``static/*.js``,
   htmx); the pages hold no inline script, no ``on*=`` attribute and no ``style=`` attribute (a lattice's grid
   places come as ``data-*`` attributes that ``static/app.js`` applies; tests/web/test_security.py reads every
-  template). A route that needs more sets its own header, which is kept (``/docs``: its one inline script, by
-  hash);
+  template). A route that needs more may set its own header, which is kept (none does: ``/docs`` starts Swagger UI
+  from ``static/docs.js``);
 - ``X-Content-Type-Options: nosniff`` (a file is what its type says, never sniffed into a script);
 - ``Referrer-Policy: same-origin``: the playground's address holds the typed text; it never leaves in a
   ``Referer`` to another site;
@@ -31,9 +31,6 @@ refused; nor is a request whose ``Origin`` is this server's address as ``TOKENPL
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import re
 from urllib.parse import urlsplit
 
 from fastapi import Request
@@ -62,16 +59,6 @@ _HEADERS = [
 
 #: Methods that change something; GET, HEAD and OPTIONS never do here.
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-def policy_with_inline_scripts(html: str) -> str:
-    """:data:`POLICY` that also allows exactly the inline scripts ``html`` holds (each by its SHA-256), for a page
-    the app does not write itself (Swagger UI's ``/docs``)."""
-    hashes = [
-        "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
-        for body in re.findall(r"<script>(.*?)</script>", html, flags=re.S)
-    ]
-    return POLICY.replace("script-src 'self'", " ".join(["script-src 'self'", *hashes]))
 
 
 class SecurityHeaders:

@@ -48,6 +48,7 @@ from multiprocessing.connection import Connection, Pipe
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from app.engines.errors import TokenplayError
 from app.settings import Settings
 
 logger = logging.getLogger("uvicorn.error")
@@ -84,11 +85,25 @@ def preload(echo: Callable[[str], None] = logger.info) -> dict:
         read_vocabularies()
     release_parsed_ranks()
     release_freed_memory()
+    warm_pages()
     gc.collect()
     gc.freeze()
     took = time.perf_counter() - start
     echo(f"Loaded {len(names)} tokenizers in {took:.1f} s, to share between the workers")
     return {"seconds": took, "tokenizers": len(names)}
+
+
+def warm_pages() -> None:
+    """Before the workers fork, what the pages' first visits would otherwise compute, so that every worker starts
+    with it: the UDHR texts and the languages page's default counts (read from the files ``tokenplay precompute``
+    wrote at install, or computed), and the oddities' explanations (what a model builds on its first explanation
+    lives in the process: Jurassic-2's takes seconds)."""
+    from app.engines import registry
+    from app.features import languages, oddities
+
+    for name in languages.PRECOMPUTED:
+        languages.token_counts(registry.get(name), languages.SHIPPED + name)
+    oddities.warm()
 
 
 def _die_with_parent() -> None:
@@ -327,6 +342,24 @@ def _health(path: str, timeout: float) -> bool | str:
         conn.close()
 
 
+class PortInUseError(TokenplayError):
+    """The address and port a server was asked to listen on are taken (its message says how to choose another)."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`PortInUseError`, in words and with a free port to use instead, when ``host``:``port`` is taken."""
+    from app.network import free_port_after, port_is_free
+
+    if port and not port_is_free(host, port):
+        other = free_port_after(host, port)
+        instead = f"--port {other}" if other else "--port with another number"
+        make = f" (make run: PORT={other} make run)" if other else ""
+        raise PortInUseError(
+            f"port {port} on {host} is already in use: another Tokenplay, or another program, is listening there. "
+            f"Stop it, or choose another port: tokenplay serve {instead}{make}"
+        )
+
+
 def _warm_vocabularies() -> subprocess.Popen | None:
     """Compute the vocabulary pages' reports ahead, in a process of their own at low priority that ends with the
     supervisor (:func:`app.services.vocab.warm`); None when the settings say not to."""
@@ -342,15 +375,20 @@ def _warm_vocabularies() -> subprocess.Popen | None:
 
 
 def serve(app: str, *, host: str, port: int, workers: int, log_level: str, preload_tokenizers: bool = True,
-          drain_seconds: float = 10.0, forwarded_allow_ips: str | None = None) -> int:
+          drain_seconds: float = 10.0, announce: Callable[[int], None] | None = None,
+          forwarded_allow_ips: str | None = None) -> int:
     """Bind, load the tokenizers (unless ``preload_tokenizers`` is false), fork ``workers`` workers and keep them until
-    SIGINT or SIGTERM (each worker finishes its requests for at most ``drain_seconds``); the exit status.
-    ``forwarded_allow_ips``: the reverse proxies whose ``X-Forwarded-Proto`` / ``-For`` uvicorn trusts (None: none,
-    whatever uvicorn's own default)."""
+    SIGINT or SIGTERM (each worker finishes its requests for at most ``drain_seconds``); the exit status. A port in
+    use raises :class:`PortInUseError` before anything starts; ``announce`` is called with the port once it is
+    bound (what ``tokenplay serve --class`` prints). ``forwarded_allow_ips``: the reverse proxies whose
+    ``X-Forwarded-Proto`` / ``-For`` uvicorn trusts (None: none, whatever uvicorn's own default)."""
+    check_port(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, workers=workers,
                             timeout_graceful_shutdown=drain_seconds, proxy_headers=bool(forwarded_allow_ips),
                             forwarded_allow_ips=forwarded_allow_ips or "127.0.0.1")
     sock = config.bind_socket()
+    if announce is not None:
+        announce(sock.getsockname()[1])
     try:
         if preload_tokenizers:
             preload()

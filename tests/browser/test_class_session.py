@@ -78,6 +78,11 @@ def test_a_class_follows_predicts_and_sees_the_reveal(page: Page, phones: list[P
         expect(phone.locator(".merge-card")).to_contain_text("Merge 2 of 12")
         expect(phone.locator(".merge-line .chip").nth(2)).to_contain_text(merge2["token"].strip())
 
+    # a nickname (optional) for the scoreboard: typed on the phone, kept while the class moves
+    alice.locator("#nickname-input").fill("Ada <i>L</i>")
+    alice.locator("#follow-name").get_by_role("button", name="Save").tap()
+    expect(alice.locator("#follow-name [role=status]")).to_have_text("Saved: the scoreboard shows you as Ada <i>L</i>.")
+
     # quiz: one right prediction, one wrong
     page.locator("#share-quiz").click()
     expect(page.locator("#share-quiz")).to_have_attribute("aria-pressed", "true")
@@ -99,6 +104,9 @@ def test_a_class_follows_predicts_and_sees_the_reveal(page: Page, phones: list[P
     expect(page.locator("#share-right")).to_have_text("1")
     expect(page.locator(".share-reveal li.right")).to_contain_text("✓ right")
     assert wrong != right
+    expect(page.locator("#share-scoreboard .scoreboard li")).to_have_text(re.compile(r"^Ada <i>L</i>\s+1\s+of 1$"))
+    expect(page.locator("#share-scoreboard")).to_contain_text("1 student without a nickname: 0 right of 1 between them.")
+    expect(alice.locator("#nickname-input")).to_have_value("Ada <i>L</i>")  # the form outlives the class's steps
 
     # a student browses back on their own; the class goes on without them, then they return
     bob.locator("[data-own-nav]").first.tap()

@@ -30,7 +30,14 @@ def _settled(page: Page, target: str) -> None:
     expect(page.locator(f"{target}.htmx-settling, {target} .htmx-added")).to_have_count(0)
 
 
+def unfold(page: Page) -> None:
+    """Open the folded tokenizer picker: every model's row, not only the chosen ones'."""
+    page.get_by_role("button", name=re.compile(r"^Show all \d+ tokenizers$")).click()
+    expect(page.locator("#compare-picker .picker-row[hidden]")).to_have_count(0)
+
+
 def _select_only(page: Page, names: list[str]) -> None:
+    unfold(page)
     for box in page.locator('#compare-options input[name="t"]').all():
         want = box.get_attribute("value") in names
         if box.is_checked() != want:
@@ -106,6 +113,7 @@ def test_compare_one_tokenizer_shows_its_pane_and_asks_for_two(page: Page, live_
     page.locator('#compare-options input[name="t"][value="o200k_base"]').uncheck()
     expect(page.locator("#compare-results .notice")).to_contain_text("Tick a second tokenizer")
     expect(page.locator('.pane[data-tokenizer="gpt2"] .tokens > span')).to_have_count(1)
+    unfold(page)
     page.locator('#compare-options input[name="t"][value="cl100k_base"]').check()
     expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
     expect(page.locator("#compare-results .notice")).to_have_count(0)
@@ -159,6 +167,7 @@ def test_the_reference_marker_follows_the_reference_the_table_uses(page: Page, l
     expect(page.locator("#compare-stats tbody tr")).to_have_count(2)
     agree("gpt2")
     assert page.locator('#compare-options input[name="ref"]:checked').count() == 1
+    unfold(page)
     radio("qwen3").check()  # not ticked: ticking it makes it compared, and the reference
     expect(box("qwen3")).to_be_checked()
     expect(page.locator("#compare-stats tbody tr")).to_have_count(3)

@@ -90,7 +90,7 @@ def test_side_by_side(page: Page, live_server: str):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{live_server}/lab")
     page.locator("#side-corpus").fill(LOW)
-    page.locator("#side-form input[name=vocab_size]").fill("17")
+    page.locator("#side-form input[name=side_size]").fill("17")
     page.get_by_role("button", name="Side by side").click()
     for side in ("bpe", "wordpiece", "unigram"):
         expect(page.locator(f"section[data-side={side}] .tokens")).to_be_visible()

@@ -264,7 +264,7 @@ def test_side_by_side_reaches_the_size_or_says_why(page: Page, live_server: str,
 
     page.goto(f"{live_server}/lab")
     page.locator("#side-corpus").fill(LOW)
-    page.locator("#side-form input[name=vocab_size]").fill("290")
+    page.locator("#side-form input[name=side_size]").fill("290")
     page.get_by_role("button", name="Side by side").click()
     expect(page.locator(".side-summary")).to_contain_text("Not at the 290 tokens asked for: BPE (refused), WordPiece (25), "
                                                           "Unigram (refused)", timeout=60_000)
@@ -283,4 +283,4 @@ def test_side_by_side_reaches_the_size_or_says_why(page: Page, live_server: str,
     assert page.evaluate(OVERFLOWS) == []
     page.get_by_role("link", name="New comparison").click()
     expect(page.locator("#side-corpus")).to_have_value(LOW)
-    expect(page.locator("#side-form input[name=vocab_size]")).to_have_value("290")
+    expect(page.locator("#side-form input[name=side_size]")).to_have_value("290")

@@ -50,6 +50,21 @@ def test_page_fits_a_phone(page: Page, live_server: str, path: str):
     _fits(page)
 
 
+def test_presenter_mode_of_a_wordpiece_run_fits_a_phone(page: Page, live_server: str):
+    import httpx
+
+    from app.lab.examples import SAMPLE_CORPUS
+
+    with httpx.Client(base_url=live_server) as c:
+        body = {"corpus": SAMPLE_CORPUS, "algorithm": "wordpiece", "vocab_size": 200}
+        run = wait_done(c, c.post("/api/train", json=body).json()["id"])
+    page.set_viewport_size(PHONE)
+    for step in (0, 3, run["merges"]):  # the scored table (count, parts, score, note) is the widest
+        page.goto(f"{live_server}/lab/runs/{run['id']}?step={step}&present=1")
+        expect(page.locator(".pair-table.scored")).to_be_visible()
+        _fits(page)
+
+
 def test_lab_steps_fit_a_phone(page: Page, live_server: str, trained_run: dict):
     page.set_viewport_size(PHONE)
     for step in (0, 1, trained_run["merges"]):

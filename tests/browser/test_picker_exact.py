@@ -174,6 +174,7 @@ def test_chat_keeps_the_engine_chosen_last(page: Page, live_server: str):
 def test_compare_titles_tick_the_engine_chosen_last(page: Page, live_server: str):
     page.goto(f"{live_server}/compare?t=gpt2&t=cl100k_base&text={quote(TEXT)}")
     picker = page.locator("#compare-picker")
+    page.get_by_role("button", name=re.compile(r"^Show all")).click()  # folded to the chosen two: unfold
     with page.expect_response(lambda r: "/compare/results" in r.url):
         picker.locator(".picker-title", has_text=re.compile(r"^Llama 3$")).click()  # no engine yet: the reference
     expect(picker.locator('input[name=t][value="llama-3"]')).to_be_checked()
@@ -245,6 +246,7 @@ def test_no_name_is_cut_in_any_picker(page: Page, live_server: str, width: int):
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.keyboard.press("Escape")
     page.goto(f"{live_server}/compare?t=gpt2&t={LONG}&text=hi")
+    page.get_by_role("button", name=re.compile(r"^Show all")).click()  # every row, not only the chosen two
     assert page.evaluate(ROWS_UNCUT, width) == []
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.goto(f"{live_server}/chat?tokenizer=o200k_harmony&compare=bert-base-uncased")

@@ -65,7 +65,10 @@ def test_keyboard_only_filter_arrows_enter_escape(play: Page, live_server: str):
         play.keyboard.press("Shift+Tab")
     expect(combo).to_be_focused()
 
+    vocab = play.locator("#tokenizer-picker .picker-chosen-vocab")
+    expect(vocab).to_have_text("100,277")
     play.keyboard.type("qwen3")
+    expect(vocab).to_be_hidden()  # a search shows no size: not the old model's, not a model's yet
     listbox = play.get_by_role("listbox", name="Tokenizer")
     expect(listbox).to_be_visible()
     expect(combo).to_have_attribute("aria-expanded", "true")
@@ -81,6 +84,7 @@ def test_keyboard_only_filter_arrows_enter_escape(play: Page, live_server: str):
     expect(combo).to_have_attribute("aria-expanded", "false")
     expect(combo).to_have_value("Qwen3")
     expect(combo).to_be_focused()
+    expect(vocab).to_have_text("151,669")
     expect(play.locator("#tokenizer")).to_have_value("qwen3")
     expect(play).to_have_url(re.compile(r"tokenizer=qwen3&"))
     expect_ids(play, hf_ids("qwen3", TEXT))
@@ -182,9 +186,18 @@ def test_compare_filter_ticks_an_engine_by_keyboard_and_sets_the_reference(page:
     page.locator('#compare-options input[name="ref"][value="native-llama-3"]').check()
     expect(page.locator('.pane.reference[data-tokenizer="native-llama-3"]')).to_be_visible()
     expect(page).to_have_url(re.compile(r"t=gpt2&t=cl100k_base&t=native-llama-3&ref=native-llama-3"))
+    # the filter emptied, the picker folds back to the chosen models (the one ticked through the filter with them)
     page.get_by_label("Filter the tokenizers").fill("")
+    expect(page.locator("#compare-picker .picker-row:visible .picker-title")).to_have_text(
+        ["gpt2", "cl100k_base", "Llama 3"]
+    )
+    toggle = page.get_by_role("button", name=f"Show all {len(picker_entries(live_server))} tokenizers")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
     expect(page.locator("#compare-picker .picker-row[hidden]")).to_have_count(0)
     expect(page.locator("#compare-picker .picker-row:visible")).to_have_count(len(picker_entries(live_server)))
+    page.get_by_role("button", name="Show only the chosen ones").click()
+    expect(page.locator("#compare-picker .picker-row:visible")).to_have_count(3)
 
 
 def open_add_form(page: Page) -> None:
@@ -309,6 +322,7 @@ def test_long_names_fit_phones_and_desktops(page: Page, live_server: str, width:
     page.get_by_role("option", name="Add a tokenizer…").click()
     _fits(page, width, "#tokenizer-add")
     page.goto(f"{live_server}/compare?t=gpt2&t={LONG}&text=hi")
+    page.get_by_role("button", name=re.compile(r"^Show all")).click()
     page.get_by_text("Add a tokenizer…").click()
     _fits(page, width, "#compare-picker .picker-row", "#compare-picker-add")
 

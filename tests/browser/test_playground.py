@@ -289,6 +289,20 @@ def test_decode_box_decodes_ids_and_reports_bad_ones(play: Page):
     play.locator("#ids-input").fill("9906, banana")
     expect(play.locator("#decoded .error")).to_contain_text("banana")
     assert play.locator("#text").input_value() == ""
+    # That refused entry is not posted again on every model change: the page changes model, the box stays quiet.
+    decodes: list[str] = []
+    play.on("request", lambda r: decodes.append(r.url) if r.url.endswith("/decode") else None)
+    with play.expect_response(lambda r: r.url.endswith("/render")):
+        play.select_option("#tokenizer", "cl100k_base")
+    with play.expect_response(lambda r: r.url.endswith("/render")):
+        play.select_option("#tokenizer", "gpt2")
+    assert decodes == []
+    # Typing a valid entry again: decoded, and decoded again with the next model.
+    play.locator("#ids-input").fill("31373, 995")
+    expect(play.locator("#decoded .decoded-text")).to_have_text("hello world")
+    with play.expect_response(lambda r: r.url.endswith("/decode")):
+        play.select_option("#tokenizer", "cl100k_base")
+    expect(play.locator("#decoded .decoded-text")).to_have_text(enc("cl100k_base").decode([31373, 995]))
 
 
 def test_long_text_counts_stay_exact_with_a_window_and_show_more(play: Page, settings):
@@ -365,3 +379,41 @@ def test_stat_cards_hold_seven_digit_counts_and_stay_in_one_row(play: Page, live
         num = play.locator("#count-tokens").bounding_box()
         card = play.locator(".stats .stat").first.bounding_box()
         assert num["x"] + num["width"] <= card["x"] + card["width"] + 0.5, width
+
+
+def test_the_tokens_download_as_json_and_csv_for_a_text_longer_than_a_url(play: Page, tmp_path):
+    """Download JSON / CSV (issue 37, part 7): the file holds the text as typed, even one too long for the links'
+    URL (the script posts the form), cut as tiktoken cuts it; without JavaScript the buttons submit the form there."""
+    import csv
+    import json
+
+    text = "Tokens to save, line after line: 12345 ünïcödé 🙂\n" * 60  # 3,000 characters: past the URL's limit
+    set_text(play, text)
+    ids = enc("cl100k_base").encode(text)
+    expect_count(play, len(ids))
+    with play.expect_download() as got:
+        play.locator("#download-json").click()
+    saved = got.value
+    assert saved.suggested_filename == "tokens-cl100k_base.json"
+    assert json.loads(Path(saved.path()).read_text())["ids"] == ids
+    with play.expect_download() as got:
+        play.locator("#download-csv").click()
+    rows = list(csv.DictReader(Path(got.value.path()).read_text(encoding="utf-8").splitlines()))
+    assert [int(r["id"]) for r in rows] == ids
+    set_text(play, "still live after a download")  # htmx still renders the text (no download swapped in)
+    expect_count(play, len(enc("cl100k_base").encode("still live after a download")))
+    for width in (1280, 390):  # the panel's buttons wrap on a phone; nothing is wider than the page
+        play.set_viewport_size({"width": width, "height": 844})
+        assert play.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_the_tokens_download_without_javascript(browser, live_server: str):
+    context = browser.new_context(java_script_enabled=False, accept_downloads=True)
+    page = context.new_page()
+    page.goto(f"{live_server}/?tokenizer=cl100k_base&text=Hello%20world")
+    with page.expect_download() as got:
+        page.locator("#download-csv").click()
+    assert got.value.suggested_filename == "tokens-cl100k_base.csv"
+    assert Path(got.value.path()).read_text(encoding="utf-8").splitlines()[1:] == [
+        "0,9906,Hello,48656c6c6f,0,5,false,true,false", "1,1917, world,20776f726c64,5,11,false,true,false"]
+    context.close()

@@ -155,6 +155,22 @@ def test_one_vote_per_follower_per_step(make_store, clock):
     assert store.votes(session.code, 5) == {}
 
 
+def test_nicknames_and_every_steps_votes_are_shared_by_the_workers(make_store, clock):
+    store, other = make_store(), make_store()
+    session = a_session(clock)
+    store.create(session, {"step": 0})
+    store.set_name(session.code, "f" * 16, "Ada")
+    other.set_name(session.code, "g" * 16, "Grace")
+    store.set_name(session.code, "g" * 16, "Grace H.")  # the last one counts
+    other.set_name(session.code, "h" * 16, "Hedy")
+    store.set_name(session.code, "h" * 16, None)  # forgotten
+    assert other.names(session.code) == {"f" * 16: "Ada", "g" * 16: "Grace H."}
+    store.vote(session.code, 0, "f" * 16, ["t", "h"])
+    other.vote(session.code, 2, "g" * 16, ["h", "e"])
+    assert store.all_votes(session.code) == {0: {"f" * 16: ["t", "h"]}, 2: {"g" * 16: ["h", "e"]}}
+    assert other.all_votes(a_session(clock).code) == {} and other.names("NOPE22") == {}
+
+
 def test_followers_are_distinct_browsers_with_a_fresh_heartbeat(make_store, clock):
     store, other = make_store(), make_store()
     code = a_session(clock).code
@@ -372,7 +388,7 @@ def test_quiz_choices_hold_the_next_merge_in_an_order_that_gives_nothing_away(ru
 def test_unigram_runs_can_be_followed_but_not_quizzed(classroom):
     session, _ = classroom.start(trained_run(algorithm="unigram", pattern="whitespace"))
     classroom.set_step(session, 1)
-    with pytest.raises(SessionError, match="nothing to predict"):
+    with pytest.raises(SessionError, match="quiz mode is off for a Unigram run: it merges no pair"):
         classroom.set_quiz(session, True)
 
 

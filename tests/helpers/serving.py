@@ -65,11 +65,17 @@ class UvicornProcess:
 
     def stop(self, grace: float = 15) -> None:
         """SIGTERM the process group, SIGKILL it if it has not ended after ``grace`` seconds."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(5)
-        except ProcessLookupError:
-            pass
+        stop_group(self.proc, grace)
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 30) -> None:
+    """SIGTERM the process group ``proc`` leads (started with ``start_new_session``), SIGKILL it if it has not ended
+    after ``grace`` seconds."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    except ProcessLookupError:
+        pass

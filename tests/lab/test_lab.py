@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import html
+import json
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import tiktoken
@@ -378,6 +381,48 @@ def test_use_in_playground_registers_the_tokenizer_for_this_user(lab, algorithm)
     r = lab.post("/api/tokenize", json={"text": "lower", "tokenizer": name})
     assert r.status_code == 200 and r.json()["count"] >= 1
     registry.unregister(name)
+
+
+def test_use_in_playground_opens_it_with_text_the_run_cuts(lab):
+    """"Use in playground" opens the playground with the start of the run's corpus, cut by the run (issue 37: it
+    opened empty); the page's link and the API's are one link, and the count is the run's tokenizer's."""
+    corpus = "The lowest newer low.\n\nA second paragraph the link leaves out."
+    run = train(lab, corpus=corpus * 4, algorithm="byte", pattern="gpt2", merges=8)
+    name = f"lab-{run['id']}"
+    link = lab.post(f"/api/train/{run['id']}/use").json()["playground"]
+    part = lab.post(f"/lab/runs/{run['id']}/use", headers={"HX-Request": "true"}).text
+    assert html.unescape(re.search(r'<a href="([^"]+)">Open the playground</a>', part).group(1)) == link
+    query = parse_qs(urlsplit(link).query)
+    assert query == {"tokenizer": [name], "text": ["The lowest newer low."]}
+    page = lab.get(link).text
+    assert ">\nThe lowest newer low.</textarea>" in page or ">The lowest newer low.</textarea>" in page
+    count = len(registry.get(name).encode("The lowest newer low."))
+    assert f'id="count-tokens">{count:,}<' in page and count < len("The lowest newer low.")
+    registry.unregister(name)
+
+
+def test_a_handout_prints_the_merges_the_vocabulary_and_a_word(lab):
+    """A run at a step as a handout (issue 37): its merges so far in order, its vocabulary at that step and one word
+    encoded as tiktoken encodes it with the run's tiktoken.json export (the referee); its own print style."""
+    run = train(lab, corpus=LOW * 6, algorithm="byte", pattern="gpt2", merges=12)
+    page = lab.get(f"/lab/runs/{run['id']}/handout", params={"step": 9, "word": "lowest"}).text
+    merges = re.findall(r'<li value="(\d+)">', page)
+    assert merges == [str(i) for i in range(1, 10)]
+    assert "Merges so far (9)" in page and "The vocabulary at step 9 (265 tokens)" in page
+    made = re.search(r'<ul class="handout-vocab">(.*?)</ul>', page, re.S).group(1)
+    assert made.count("<li>") == 9  # the 256 bytes said in words, the 9 merged tokens listed
+    d = json.loads(lab.get(f"/api/train/{run['id']}/export", params={"format": "tiktoken.json"}).content)
+    ranks = {base64.b64decode(t): r for t, r in d["mergeable_ranks"].items() if r < 256 + 9}  # the first 9 merges
+    referee = tiktoken.Encoding("h", pat_str=d["pat_str"], mergeable_ranks=ranks, special_tokens={})
+    n = len(referee.encode("lowest"))
+    assert "One word encoded: “lowest”" in page and f'id="trace-count">{n} token{"" if n == 1 else "s"}.' in page
+    shown = [int(t) for t in re.findall(r"merge (\d+):</span>", page)]
+    assert shown == sorted(shown) and shown and max(shown) <= 9  # the trace uses the merges up to step 9 only
+    assert "@media print" in lab.get("/static/lab.css").text and "data-print" in page
+    assert re.search(rf'href="/lab/runs/{run["id"]}/handout\?step=\d+"', lab.get(f"/lab/runs/{run['id']}").text)
+    default = lab.get(f"/lab/runs/{run['id']}/handout").text  # the last step, the corpus's most frequent long word
+    assert "Merges so far (12)" in default and "One word encoded: “newest”" in default
+    assert lab.get(f"/lab/runs/{run['id']}/handout", params={"step": 99}).status_code == 404  # as the run page
 
 
 def test_user_tokenizers_loads_a_run_another_process_trained(tmp_path):

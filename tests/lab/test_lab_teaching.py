@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from helpers import realtext
@@ -68,7 +69,7 @@ def test_fresh_lab_holds_a_sample_corpus_that_trains_pieces_of_words(lab):
 def test_side_by_side_defaults_reach_their_size_with_all_three(lab):
     page = lab.get("/lab").text
     assert textarea(page, "side-corpus") == SAMPLE_CORPUS
-    assert f'name="vocab_size" value="{SIDE_VOCAB_SIZE}"' in page
+    assert f'name="side_size" value="{SIDE_VOCAB_SIZE}"' in page
     runs = lab.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "vocab_size": SIDE_VOCAB_SIZE}).json()["runs"]
     ids = {side: wait_done(lab, r["id"])["id"] for side, r in runs.items()}
     wp = Tokenizer.from_str(lab.get(f"/api/train/{ids['wordpiece']}/export", params={"format": "tokenizer.json"}).text)
@@ -79,6 +80,31 @@ def test_side_by_side_defaults_reach_their_size_with_all_three(lab):
     view = lab.get("/lab/side-by-side", params=ids).text
     assert f"All three have the {SIDE_VOCAB_SIZE} tokens asked for." in view
     assert "side-why" not in view
+
+
+def test_side_by_side_with_the_same_number_of_merges(lab):
+    """"Same number of merges" (issue 37): each of the three learns that many pieces beyond its own base, as the
+    reference libraries read the exports (sentencepiece's pieces longer than a character; WordPiece's vocabulary
+    beyond [UNK], the characters and ##characters), and the page says what the three share."""
+    r = lab.post("/lab/side-by-side", data={"corpus": SAMPLE_CORPUS, "side_size": "40", "match": "merges"}, follow_redirects=False)
+    assert r.status_code == 303
+    ids = dict(parse_qsl(urlsplit(r.headers["location"]).query))
+    for run_id in ids.values():
+        wait_done(lab, run_id)
+    for side in ("bpe", "unigram"):
+        model = spm.SentencePieceProcessor(model_proto=lab.get(f"/api/train/{ids[side]}/export", params={"format": "model"}).content)
+        pieces = [model.id_to_piece(i) for i in range(model.get_piece_size()) if not model.is_control(i) and not model.is_unknown(i)]
+        assert sum(len(p) > 1 for p in pieces) == 40, side
+    wp = Tokenizer.from_str(lab.get(f"/api/train/{ids['wordpiece']}/export", params={"format": "tokenizer.json"}).text)
+    assert sum(len(t.removeprefix("##")) > 1 for t in wp.get_vocab() if t != "[UNK]") == 40
+    view = lab.get("/lab/side-by-side", params=ids).text
+    assert "The same corpus, the same number of merges, three algorithms." in view
+    assert "each learned 40 pieces beyond its own base" in view
+    again = lab.get("/lab", params={"from": ids["bpe"]}).text  # "New comparison" keeps the choice
+    assert '<option value="merges" selected>' in again and 'name="side_size" value="40"' in again
+    assert lab.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "vocab_size": 99, "merges": 9}).status_code == 422
+    api = lab.post("/api/train/side-by-side", json={"corpus": SAMPLE_CORPUS, "merges": 12}).json()["runs"]
+    assert {side: run["options"]["merges"] for side, run in api.items()} == {"bpe": 12, "wordpiece": 12, "unigram": 12}
 
 
 # -- "New run" ------------------------------------------------------------------------------------------------

@@ -158,18 +158,30 @@ def test_the_run_page_shows_the_tokenizers_count_and_says_what_training_counts(c
     assert f'id="stat-tokens">{same["final_tokens"]:,}<' in html and "stat-trained-tokens" not in html
 
 
-def test_wordpiece_compression_says_it_leaves_the_whitespace_out(client, app):
-    """WordPiece's tokens hold no whitespace (BERT's pre-tokenizer drops it), so its characters per token are the
-    corpus's other characters per token: the page and the phones of a class say so beside the number."""
-    run = train(client, corpus=CORPUS, algorithm="wordpiece", merges=20)
-    characters = sum(not c.isspace() for c in CORPUS)
-    assert run["base_units"] == characters and run["compression"] == round(characters / run["text_tokens"], 4)
+@pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece", "byte"])
+def test_compression_is_the_corpus_bytes_per_token_of_the_count_beside_it(client, app, algorithm):
+    """The run summary's ``compression`` is the corpus's UTF-8 bytes per token as the run's tokenizer cuts it: the
+    same basis as ``text_tokens``, which the playground counts with the run (issue 37: "282 tokens in the corpus"
+    stood beside training's own 1.26 bytes per token). The page, its chart and the phones of a class show that
+    number and say what it divides."""
+    corpus = CORPUS + " naïve café ☕\n"
+    run = train(client, corpus=corpus, algorithm=algorithm, merges=20)
+    client.post(f"/lab/runs/{run['id']}/use")
+    count = tokenize(client, run, corpus)["count"]
+    size = len(corpus.encode("utf-8"))
+    assert run["text_tokens"] == count and run["corpus_bytes"] == size
+    assert run["compression"] == round(size / count, 4)
+    assert run["training_compression"] == round(run["base_units"] / run["final_tokens"], 4)
     html = client.get(f"/lab/runs/{run['id']}?step=20").text
-    assert f'id="stat-compression">{characters / run["text_tokens"]:.2f}<' in html
-    assert "characters per token, whitespace aside<" in html
+    assert f'id="stat-compression">{size / count:.2f}<' in html
+    assert f"bytes per token: {size:,} ÷ {count:,}<" in html
+    assert f"the corpus's {size:,} UTF-8 bytes ÷ its {count:,} tokens as the run's tokenizer cuts it" in html
+    assert f'aria-label="compression {round(size / count, 3)} at step 20 of 20"' in html
     body = client.post(f"/api/train/{run['id']}/session").json()
+    client.post(f"/api/sessions/{body['code']}/step", json={"step": 20},
+                headers={"Authorization": f"Bearer {body['teacher_token']}"})
     with TestClient(app) as phone:
-        assert "characters per token, whitespace aside<" in phone.get(body["follow_url"]).text
+        assert f">{size / count:.2f}</span><span class=\"lbl\">bytes per token: {size:,} ÷ {count:,}<" in phone.get(body["follow_url"]).text
 
 
 def test_a_class_following_the_run_sees_the_labs_count(client, app):

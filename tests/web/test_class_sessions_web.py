@@ -213,6 +213,92 @@ def test_in_quiz_mode_students_choose_and_cannot_peek(app, client, run):
     other.close()
 
 
+def test_the_quiz_asks_each_algorithms_own_question(app, client):
+    """BPE: the most frequent pair; WordPiece: the best score, count(ab) / (count(a) · count(b)), written out in
+    numbers when the merge is revealed (students and teacher); Unigram: no quiz, and the panel says why."""
+    def trained(algorithm: str) -> dict:
+        r = client.post("/api/train", json=TRAIN | {"algorithm": algorithm, "merges": 8})
+        return client.get(f"/api/train/{wait_done(client, r.json()['id'])['id']}").json()
+
+    wordpiece = trained("wordpiece")
+    code, teacher = start(client, wordpiece)
+    client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
+    phone = student(app)
+    page = phone.get(f"/follow/{code}").text
+    assert "Which pair has the best score?" in page and "Which pair merges next?" not in page
+    assert "WordPiece merges the pair with the best score, count(ab) / (count(a) · count(b))" in page
+    first = wordpiece["steps"][0]
+    assert first["pair_text"] in choices_on_page(phone, code)
+    phone.post(f"/follow/{code}/vote", data={"left": first["pair_text"][0], "right": first["pair_text"][1], "step": "0"})
+    client.post(f"/api/sessions/{code}/step", json={"step": 1}, headers=teacher)  # the reveal
+    score = f"{first['count']:,} / ({first['left_count']:,} · {first['right_count']:,}) = <strong>{first['score']:.4g}</strong>"
+    assert abs(first["score"] - first["count"] / (first["left_count"] * first["right_count"])) < 1e-12
+    revealed = phone.get(f"/follow/{code}").text
+    assert "✓ Right!" in revealed and "score = count(ab) / (count(a) · count(b)) = " + score in revealed
+    teacher_page = TestClient(app)
+    panel = teacher_page.post(f"/lab/runs/{wordpiece['id']}/share", data={"step": "0"}, headers={"HX-Request": "true"}).text
+    bearer = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', panel).group(1)}
+    own = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
+    client.post(f"/api/sessions/{own}/quiz", json={"on": True}, headers=bearer)
+    voter = student(app)
+    voter.get(f"/follow/{own}")  # joins
+    assert voter.post(f"/api/sessions/{own}/votes", json={"pair": first["pair_text"], "step": 0}).status_code == 201
+    client.post(f"/api/sessions/{own}/step", json={"step": 1}, headers=bearer)
+    live = teacher_page.get(f"/lab/runs/{wordpiece['id']}/share/live", headers={"HX-Request": "true"}).text
+    assert "of 1 predicted it" in live and score in live
+
+    unigram = trained("unigram")
+    r = client.post(f"/lab/runs/{unigram['id']}/share", headers={"HX-Request": "true"})
+    assert 'id="share-quiz"' not in r.text
+    assert "Quiz mode is off for a Unigram run: it merges no pair" in r.text
+    code, teacher = start(client, unigram)
+    refused = client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
+    assert refused.status_code == 422 and "quiz mode is off for a Unigram run" in refused.json()["detail"]
+    phone.close()
+    teacher_page.close()
+
+
+def test_nicknames_and_the_scoreboard_over_the_session(app, client, run):
+    """Students may give a nickname (optional, 1-24 characters, shown as text); the teacher's screen keeps the
+    quiz's scoreboard over the session: merges predicted of those revealed, students without a nickname together."""
+    teacher_page = TestClient(app)
+    hx = {"HX-Request": "true"}
+    panel = teacher_page.post(f"/lab/runs/{run['id']}/share", data={"step": "0"}, headers=hx).text
+    code = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
+    teacher = {"Authorization": "Bearer " + re.search(r'data-token="([^"]+)"', panel).group(1)}
+    alice, bob, carol = student(app), student(app), student(app)
+    for who in (alice, bob, carol):  # joining gives the id its votes count by
+        assert who.get(f"/follow/{code}").status_code == 200
+    assert alice.post(f"/api/sessions/{code}/nickname", json={"nickname": "  Ada   L.  "}).json() == {"nickname": "Ada L."}
+    named = bob.post(f"/follow/{code}/name", data={"nickname": "<b>Bob</b>"}, headers=hx)
+    assert named.status_code == 200 and "the scoreboard shows you as &lt;b&gt;Bob&lt;/b&gt;" in named.text
+    assert 'value="&lt;b&gt;Bob&lt;/b&gt;"' in bob.get(f"/follow/{code}").text  # the page keeps it, as text
+    too_long = carol.post(f"/follow/{code}/name", data={"nickname": "x" * 25}, headers=hx)
+    assert too_long.status_code == 422 and "at most 24 characters" in too_long.text
+    hidden = carol.post(f"/api/sessions/{code}/nickname", json={"nickname": "a\u0000b"})
+    assert hidden.status_code == 422 and "control" in hidden.json()["detail"]
+    carol.post(f"/api/sessions/{code}/nickname", json={"nickname": "Carol"})
+    assert carol.post(f"/api/sessions/{code}/nickname", json={"nickname": ""}).json() == {"nickname": None}  # forgotten
+    client.post(f"/api/sessions/{code}/quiz", json={"on": True}, headers=teacher)
+    merge = [s["pair_text"] for s in run["steps"]]
+    for k, votes in enumerate([[(alice, True), (bob, False), (carol, True)], [(alice, True), (bob, True)]]):
+        for who, right in votes:
+            pair = merge[k] if right else next(c for c in choices_on_page(who, code) if c != merge[k])
+            assert who.post(f"/api/sessions/{code}/votes", json={"pair": pair, "step": k}).status_code == 201
+        if k == 0:  # nothing revealed yet: no scoreboard
+            assert client.get(f"/api/sessions/{code}").json()["scoreboard"]["revealed"] == 0
+        client.post(f"/api/sessions/{code}/step", json={"step": k + 1}, headers=teacher)
+    board = client.get(f"/api/sessions/{code}").json()["scoreboard"]
+    assert board == {"rows": [{"name": "Ada L.", "right": 2, "answered": 2}, {"name": "<b>Bob</b>", "right": 1, "answered": 2}],
+                     "unnamed": {"students": 1, "right": 1, "answered": 1}, "revealed": 2}
+    live = teacher_page.get(f"/lab/runs/{run['id']}/share/live", headers=hx).text
+    names = re.findall(r'<span class="scoreboard-name">([^<]*)</span> <strong>(\d+)</strong>', live)
+    assert names == [("Ada L.", "2"), ("&lt;b&gt;Bob&lt;/b&gt;", "1")] and "<b>Bob" not in live
+    assert "1 student without a nickname: 1 right of 1 between them." in live
+    for c in (alice, bob, carol, teacher_page):
+        c.close()
+
+
 def test_user_text_in_the_corpus_is_never_live_html(app, client):
     r = client.post("/api/train", json=TRAIN | {"corpus": 'x <script>alert(1)</script> <img src=x onerror=alert(2)> ' * 4})
     run = client.get(f"/api/train/{wait_done(client, r.json()['id'])['id']}").json()

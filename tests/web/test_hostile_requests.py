@@ -222,15 +222,13 @@ def test_every_answer_carries_the_security_headers(client):
     assert "unsafe" not in POLICY
 
 
-def test_the_api_docs_allow_exactly_their_one_inline_script(client):
+def test_the_api_docs_need_no_inline_script(client):
+    """/docs is the site's own page (issue 37: in the nav, the site's theme): Swagger UI starts from static/docs.js,
+    so the page keeps the strict policy of every page."""
     r = client.get("/docs")
-    policy = r.headers["content-security-policy"]
-    (script,) = re.findall(r"<script>(.*?)</script>", r.text, flags=re.S)
-    import base64
-    import hashlib
-
-    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    assert f"script-src 'self' 'sha256-{digest}';" in policy and "unsafe" not in policy
+    assert r.status_code == 200 and "swagger-ui-bundle.js" in r.text and "/static/docs.js" in r.text
+    assert not re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", r.text)
+    assert r.headers["content-security-policy"] == POLICY
 
 
 #: Pages written to a file by the CLI, never served (`tokenplay measure --format html`: a page of its own, with its

@@ -94,7 +94,9 @@ def test_every_language_and_the_answer_shape(client):
     assert {k: jpn[k] for k in ("code", "name", "bcp47", "direction")} == {
         "code": "jpn", "name": "Japanese", "bcp47": "ja", "direction": "ltr"
     }
-    assert set(jpn["results"]["gpt2"]) == {"tokens", "chars", "bytes", "premium"}
+    assert set(jpn["results"]["gpt2"]) == {"tokens", "count_with_specials", "chars", "bytes", "premium"}
+    assert jpn["results"]["gpt2"]["count_with_specials"] == jpn["results"]["gpt2"]["tokens"]  # tiktoken adds none
+    assert answer["added_specials"] == {"o200k_base": [], "gpt2": []}
     assert _by_code(answer)["arb"]["direction"] == "rtl"
     for row in answer["languages"]:
         for name in ("gpt2", "o200k_base"):

@@ -148,7 +148,8 @@ def test_the_pickers_carry_each_entrys_model_names(client):
     assert re.search(r'data-prefixes="[^"]*\bgpt-4o-[^"]*"', option)
     compare = client.get("/compare").text
     row = re.search(r'<li class="picker-row" data-entry="o200k_harmony"[^>]*>', compare).group(0)
-    assert 'data-models="gpt-oss"' in row and 'data-prefixes="gpt-oss-"' in row
+    # the model's name, then the Hugging Face repositories of its models (issue 37: a search for a repository id)
+    assert 'data-models="gpt-oss openai/gpt-oss-20b openai/gpt-oss-120b"' in row and 'data-prefixes="gpt-oss-"' in row
 
 
 def test_a_model_name_is_not_a_name_for_an_upload(client):

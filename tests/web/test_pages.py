@@ -191,8 +191,12 @@ def test_render_replaces_url_with_tokenizer_and_short_text(client, settings):
 
 
 def test_render_alias_resolves_to_tokenizer_name(client):
-    r = render(client, "hi", tokenizer="gpt-4o")
-    assert "tokenizer=o200k_base" in r.headers["HX-Replace-Url"]
+    """A model name cuts with its encoding; the address keeps the name typed (issue 37: a model typed whole is kept,
+    so its window and price stay on the page). A plain encoding's name is the address's own."""
+    r = render(client, "hi there", tokenizer="gpt-4o")
+    assert "tokenizer=gpt-4o&" in r.headers["HX-Replace-Url"]
+    assert [i for t in Page(r.text).tokens for i in t["ids"]] == enc("o200k_base").encode("hi there")
+    assert "tokenizer=o200k_base&" in render(client, "hi", tokenizer="o200k_base").headers["HX-Replace-Url"]
 
 
 # -- the coloured view --------------------------------------------------------------------------------------

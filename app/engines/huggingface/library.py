@@ -26,6 +26,7 @@ never the library's own exception (a Rust panic among them).
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from ..base import Tokenizer, VocabFacts, check_text
 from .host import LibraryHost
 from ..errors import InvalidTextError
 from ..pipeline.decoders import DecodeError
+from ..pipeline.post_processor import from_post_processor
 from ..result import Columns, Token, TokenizeResult, byte_level_result, byte_spans, byte_table, place_byte_tokens
 from ..pipeline.pieces import SPACE_SYMBOL, piece_to_byte
 from ..pipeline.tokenizer_json import MODEL_TYPES, TokenizerFileError, UnsupportedTokenizerError, byte_level_bytes, load_json
@@ -71,6 +73,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         self._n_vocab = facts.n_vocab
         self._id_bound = facts.id_bound
         self._holes = facts.holes
+        self.added_specials = from_post_processor(facts.post_processor)  # what the model's default encode adds
         self._pieces: dict[int, str | None] = {}  # a hosted file's pieces this process has needed
 
     @property
@@ -315,6 +318,7 @@ class LibraryFacts:
     n_vocab: int  # the library's own figure
     id_bound: int  # the largest id + 1
     holes: bool
+    post_processor: dict | None = None  # the file's post-processor as JSON (the tokens its default encode adds)
 
 
 #: A hosted file's pieces are fetched this many ids at a time (:meth:`HuggingFaceTokenizer._piece`).
@@ -350,6 +354,7 @@ def read_library(text: str) -> tuple[tokenizers.Tokenizer, LibraryFacts]:
         n_vocab=library.get_vocab_size(with_added_tokens=True),
         id_bound=id_bound,
         holes=len(ids) != id_bound,
+        post_processor=None if library.post_processor is None else json.loads(library.post_processor.__getstate__()),
     )
     return library, facts
 

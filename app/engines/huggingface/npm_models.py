@@ -17,6 +17,7 @@ class NpmModel:
     n_vocab: int
     description: str
     pieces: bool = False  # a SentencePiece-style file (▁ for a space, <0xNN> byte pieces), not byte-level BPE
+    caveat: str = ""  # said beside its counts on every page
 
     @property
     def tokenizer_file(self) -> str:
@@ -135,6 +136,8 @@ NPM_MODELS: dict[str, NpmModel] = {
             "The vocabulary Anthropic published for its early Claude models: byte-level BPE after NFKC, 65,000 "
             "tokens. Today's Claude models use another tokenizer Anthropic has not published, so counts for them "
             "are estimates",
+            caveat="Counts for today's Claude models are estimates: this is the vocabulary of Claude's early models, "
+            "and Anthropic has not published the tokenizer its current models use.",
         ),
     ]
 }

@@ -12,6 +12,8 @@ family's pipeline): byte-level BPE (:mod:`app.engines.bpe.json_model`), BPE over
   :mod:`.step_tables`: character tables asked of the library; :mod:`.onig_regex`, :mod:`.onig_matches`: a file's
   regex as Oniguruma reads it and finds its matches);
 - :mod:`.decoders` — the file's decoder, ids back to text as the library decodes them;
+- :mod:`.post_processor` — the tokens the model's default encoding adds around a text (BOS, ``[CLS]``/``[SEP]``), as
+  the file's post-processor adds them; what every tokenizer's ``added_specials`` holds;
 - :mod:`.unicode` — characters as ``tokenizers`` sees them (its Unicode tables, older than Python's);
 - :mod:`.bert_text` — characters as BERT's normalizer and pre-tokenizer see them, and that normalizer;
 - :mod:`.charsmap`, :mod:`.pieces` — what SentencePiece's own engines share with these files: the precompiled

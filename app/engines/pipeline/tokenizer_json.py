@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from operator import add
 
 from ..errors import TokenplayError
+from .post_processor import PostProcessorError, from_post_processor
 
 
 MODEL_TYPES = ("BPE", "WordPiece", "Unigram", "WordLevel")
@@ -57,6 +58,7 @@ class TokenizerJSON:
     normalizer: dict | None = None
     pre_tokenizer: dict | None = None
     decoder: dict | None = None
+    post_processor: dict | None = None  # what the model's default encoding adds around a text (.post_processor)
     unk_token: str | None = None
     byte_fallback: bool = False
     fuse_unk: bool = False
@@ -299,9 +301,13 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
     max_chars = model.get("max_input_chars_per_word", 100)
     if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 0:
         raise TokenizerFileError(f"max_input_chars_per_word must be a whole number, not {max_chars!r}")
-    for part in ("normalizer", "pre_tokenizer", "decoder"):
+    for part in ("normalizer", "pre_tokenizer", "decoder", "post_processor"):
         if obj.get(part) is not None and not isinstance(obj[part], dict):
             raise TokenizerFileError(f'"{part}" must be an object or null')
+    try:
+        from_post_processor(obj.get("post_processor"))
+    except PostProcessorError as exc:
+        raise TokenizerFileError(f"this tokenizer.json's post-processor cannot be read: {exc}") from None
     return TokenizerJSON(
         vocab=vocab,
         merges=merges,
@@ -309,6 +315,7 @@ def parse_tokenizer_json(data: bytes | str) -> TokenizerJSON:
         normalizer=obj.get("normalizer"),
         pre_tokenizer=obj.get("pre_tokenizer"),
         decoder=obj.get("decoder"),
+        post_processor=obj.get("post_processor"),
         unk_token=unk,
         byte_fallback=bool(model.get("byte_fallback")),
         fuse_unk=bool(model.get("fuse_unk")) or kind == "Unigram",  # Unigram always fuses unknown runs

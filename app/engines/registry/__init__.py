@@ -5,6 +5,7 @@ the shipped entries are registered the first time anything is looked up, and the
 with :func:`register`.
 
 - :mod:`.specs` — the table itself: :class:`TokenizerSpec`, :func:`register`, the aliases (OpenAI's model names);
+- :mod:`.repo_ids` — Hugging Face repository ids of the shipped models (``meta-llama/Llama-3.1-8B-Instruct``);
 - :mod:`.builtin` — the shipped entries (one per model and engine), registered on first use;
 - :mod:`.files` — tokenizer files on disk used by name (``tokenplay serve --tokenizer``);
 - :mod:`.loaders` — a tokenizer from the bytes of any file format (uploads, files, the lab's exports);
@@ -28,19 +29,24 @@ from .specs import (
     register,
     unregister,
 )
+from .repo_ids import REPO_IDS, looks_like_repo_id, repo_entry
 from ..base import Tokenizer
 
 __all__ = [
     "ALIAS_PREFIXES",
     "ALIASES",
     "ENCODING_ENTRIES",
+    "REPO_IDS",
     "TokenizerSpec",
     "alias_target",
     "aliases_of",
+    "closest_names",
     "entries",
     "get",
+    "looks_like_repo_id",
     "names",
     "register",
+    "repo_entry",
     "resolve",
     "spec",
     "specs",
@@ -62,6 +68,12 @@ def resolve(name: str) -> str:
     """The registered name for ``name`` or an alias of it."""
     _ensure_builtins()
     return _specs.resolve(name)
+
+
+def closest_names(name: str, valid: list[str] | None = None) -> list[str]:
+    """The names (``valid``, default every registered one), aliases and repository ids nearest to ``name``."""
+    _ensure_builtins()
+    return _specs.closest_names(name, valid)
 
 
 def spec(name: str) -> TokenizerSpec:

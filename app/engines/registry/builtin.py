@@ -69,8 +69,13 @@ def _jurassic():
 
 def _mistral():
     from ..sentencepiece.model import SentencePieceTokenizer
+    from ..pipeline.post_processor import bos
 
-    return SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+    tok = SentencePieceTokenizer.from_data_file("sentencepiece/mistral-7b-v0.1.model")
+    # The .model file does not say it; the model's Hugging Face tokenizer_config.json (mistralai/Mistral-7B-v0.1)
+    # does: add_bos_token true, add_eos_token false, as Mistral's own mistral-common encodes a request (bos=True).
+    tok.added_specials = bos(tok.special_tokens["<s>"], "<s>", "Mistral 7B v0.1's configuration (add_bos_token: true)")
+    return tok
 
 
 for _name, _enc in ENCODINGS.items():
@@ -171,6 +176,7 @@ for _model in NPM_MODELS.values():
             n_vocab=_model.n_vocab,
             engine="huggingface",
             title=_model.title,
+            caveat=_model.caveat,
         )
     )
     register(
@@ -185,6 +191,7 @@ for _model in NPM_MODELS.values():
             model=_model.name,
             engine="tokenplay",
             title=_model.title,
+            caveat=_model.caveat,
         )
     )
 # Files given to `tokenplay serve --tokenizer` join the shipped tokenizers in every worker process.

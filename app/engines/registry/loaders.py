@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from ..base import Tokenizer
 from ..errors import TokenplayError
+from ..pipeline.post_processor import from_post_processor
 from .memory import release_freed_memory
 from ..pipeline.tokenizer_json import TokenizerFileError, json_error, load_json, parse_tokenizer_json
 
@@ -77,6 +78,12 @@ def _build_from_json(data: bytes | str, name: str, engine: str, untrusted: bool 
 
         return HuggingFaceTokenizer(data, name=name, untrusted=untrusted)
     spec = parse_tokenizer_json(data)
+    tok = _native_json(spec, name)
+    tok.added_specials = from_post_processor(spec.post_processor)
+    return tok
+
+
+def _native_json(spec, name: str) -> Tokenizer:
     if spec.model_type == "WordPiece":
         from ..wordpiece.model import WordPieceTokenizer
 

@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 from ..base import Tokenizer
 from ..errors import UnknownTokenizerError
 from ..openai.model_names import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING
+from .repo_ids import closest, repo_entry
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class TokenizerSpec:
     engine: str = ""  # which engine runs it, as a picker names it: "tiktoken", "tokenplay", ...
     title: str = ""  # the model as its picker entry names it, without the engine ("Llama 3"); default: the label
     stored: bool = False  # built once into a table file that every process maps (.tables), not by each process
+    caveat: str = ""  # what a page must say beside its counts, in words (counts for other models are estimates)
 
     @property
     def entry(self) -> str:
@@ -89,14 +91,19 @@ ALIAS_PREFIXES: dict[str, str] = {prefix: _entry_of(encoding) for prefix, encodi
 
 
 def alias_target(name: str) -> str | None:
-    """The tokenizer an alias or an OpenAI model name stands for, or None (registered names are not looked at).
+    """The tokenizer an alias, an OpenAI model name or a Hugging Face repository id stands for, or None (registered
+    names are not looked at).
 
     >>> alias_target("gpt-4o"), alias_target("gpt-4o-2024-05-13"), alias_target("gpt-oss-120b"), alias_target("x")
     ('o200k_base', 'o200k_base', 'o200k_harmony', None)
+    >>> alias_target("meta-llama/Llama-3.1-8B-Instruct"), alias_target("deepseek-ai/DeepSeek-V3")
+    ('llama-3.1', 'deepseek-v3')
     """
     target = ALIASES.get(name)
     if target is None:
         target = next((entry for prefix, entry in ALIAS_PREFIXES.items() if name.startswith(prefix)), None)
+    if target is None and "/" in name:
+        target = repo_entry(name)
     return target
 
 
@@ -155,7 +162,13 @@ def resolve(name: str) -> str:
     target = alias_target(name)
     if target is not None and target in _SPECS:
         return target
-    raise UnknownTokenizerError(name, names())
+    raise UnknownTokenizerError(name, names(), closest_names(name))
+
+
+def closest_names(name: str, valid: list[str] | None = None) -> list[str]:
+    """The names, aliases and repository ids nearest to an unknown ``name`` (what a 404 suggests)."""
+    known = [*(names() if valid is None else valid), *ALIASES]
+    return closest(name, known)
 
 
 def spec(name: str) -> TokenizerSpec:

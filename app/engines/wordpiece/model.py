@@ -38,6 +38,7 @@ from ..pipeline.bert_text import InputOffsets, bert_normalizer, bert_words
 from ..pipeline.normalizers import TextNormalizer
 from ..pipeline.pretokenizers import PreTokenizer
 from ..result import Columns, Token, TokenizeResult
+from ..pipeline.post_processor import from_post_processor
 from ..pipeline.tokenizer_json import (
     AddedToken,
     TokenizerFileError,
@@ -140,9 +141,22 @@ def bert_spec(tokens: Sequence[str], *, lowercase: bool | None = None) -> Tokeni
     added = [AddedToken(vocab[t], t, special=True) for t in BERT_SPECIAL if t in vocab]
     return TokenizerJSON(
         vocab=vocab, merges=[], added_tokens=added, normalizer=BERT_NORMALIZER | {"lowercase": lowercase},
-        pre_tokenizer=BERT_PRE_TOKENIZER, decoder=BERT_DECODER, unk_token="[UNK]", model_type="WordPiece",
-        continuing_subword_prefix="##", max_input_chars_per_word=100,
+        pre_tokenizer=BERT_PRE_TOKENIZER, decoder=BERT_DECODER, post_processor=bert_post_processor(vocab),
+        unk_token="[UNK]", model_type="WordPiece", continuing_subword_prefix="##", max_input_chars_per_word=100,
     )
+
+
+def bert_post_processor(vocab: dict[str, int]) -> dict | None:
+    """``[CLS]`` before a text and ``[SEP]`` after it, the template ``transformers`` gives a BERT ``vocab.txt``
+    (its ``BertTokenizerFast``: ``[CLS]:0 $A:0 [SEP]:0``); None for a vocabulary without both tokens."""
+    if "[CLS]" not in vocab or "[SEP]" not in vocab:
+        return None
+    return {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                   {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+        "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")},
+    }
 
 
 def _bert_translate(spec: TokenizerJSON):
@@ -261,6 +275,7 @@ class WordPieceTokenizer(TokenStrings, Tokenizer):
         self._decode = decoder(spec.decoder)
         self.name = name
         self.spec = spec
+        self.added_specials = from_post_processor(spec.post_processor)  # set here: a table rebuilds from the spec
         self.vocab = spec.vocab
         self.prefix = spec.continuing_subword_prefix
         self.unk_token = spec.unk_token or "[UNK]"

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from app.engines.result import result_json
 from app.features.chat import prompt as chat
+from app.services import model_counts
 from app.services.catalog import Tokenizers
 from app.services.chat import DEFAULT_TOKENIZER, check_messages_size, prompt_tokens
 from app.settings import Settings
@@ -69,7 +70,8 @@ def _result_json(
         tokenizers, name, messages, settings, primer=body.primer, content_special=body.content_special
     )
     extra = orjson.dumps({"format": cut.prompt.format, "text": cut.prompt.text, "special": cut.special})
-    return result_json(cut.result)[:-1] + b"," + extra[1:], cut.prompt.text
+    added = model_counts.prompt_added(cut.result.count)  # the template wrote the model's markup, BOS among it
+    return result_json(cut.result, added)[:-1] + b"," + extra[1:], cut.prompt.text
 
 
 @router.post(

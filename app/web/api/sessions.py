@@ -2,7 +2,8 @@
 which the pages (:mod:`app.web.pages.follow`, :mod:`app.web.pages.share`) call too.
 
 - ``POST /api/train/{id}/session`` starts a session on a finished run: 201 ``{"code", "follow_url",
-  "teacher_token", ...}``;
+  "teacher_token", "join_url", "follow_urls", ...}``, and ``"warning"`` when no phone can join (the server listens
+  on loopback only: :mod:`app.classroom.reach`);
 - ``GET /api/sessions/{code}`` its state: ``{"step", "followers", "votes": [{"pair", "count"}], ...}``;
 - ``GET /api/sessions/{code}/events`` Server-Sent Events (sse-starlette): on connect the current state, then
   ``data: {"step": k, ...}`` for every action of the teacher, in order, each with ``id: <seq>`` (a reconnecting
@@ -11,6 +12,8 @@ which the pages (:mod:`app.web.pages.follow`, :mod:`app.web.pages.share`) call t
 - the teacher, with ``Authorization: Bearer <teacher_token>`` (401 without, 403 with another token):
   ``POST /api/sessions/{code}/step`` ``{"step": k}``, ``POST /api/sessions/{code}/quiz`` ``{"on": true}``,
   ``DELETE /api/sessions/{code}`` (ends it);
+- a student: ``POST /api/sessions/{code}/nickname`` ``{"nickname": "Ada"}`` (optional, 1-24 characters: the
+  teacher's scoreboard, ``"scoreboard"`` in the session's state, lists it with how many merges it predicted);
 - a student: ``POST /api/sessions/{code}/votes`` ``{"pair": ["t", "h"], "step": k}``, one vote per follower
   (cookie ``tp_follower``, which the event stream or the follow page gave it when it joined) per step; 403 without
   such an id, 409 when quiz mode is off, the class has moved on from ``step``, or the follower voted already, 429
@@ -33,7 +36,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..cookies import follower_of, set_follower
-from ..deps import ClassroomDep, DoneRunDep, LabDep, SettingsDep, client_of, find_session, public_base
+from ..deps import ClassroomDep, DoneRunDep, LabDep, SettingsDep, class_reach, client_of, find_session
 from ..rendering.links import follow_path, follow_url
 
 router = APIRouter(tags=["class"])
@@ -54,6 +57,11 @@ class QuizRequest(BaseModel):
     on: bool = Field(description="quiz mode: students predict the next merge before the teacher reveals it")
 
 
+class NicknameRequest(BaseModel):
+    nickname: str | None = Field(None, max_length=200, description="1-24 characters, shown as text on the teacher's "
+                                 "scoreboard; empty or null: no nickname")
+
+
 class VoteRequest(BaseModel):
     pair: list[str] = Field(min_length=2, max_length=2, description="the two tokens (their texts) the student thinks merge next")
     step: int | None = Field(None, ge=0, description="the step the student saw; the vote is refused if the class has moved on")
@@ -67,31 +75,36 @@ Authorization = Annotated[str | None, Header(description="Bearer <teacher_token>
     status_code=201,
     summary="Share a finished run with the class: a session and its join code",
     description="Answers 201 with the join code, the follow link and the teacher token (keep it: the teacher's "
-    "actions need it as Authorization: Bearer); the class starts at step 0 with quiz mode off. 409 while the run trains.",
+    "actions need it as Authorization: Bearer); the class starts at step 0 with quiz mode off. `join_url` is the "
+    "link the QR code holds; `follow_urls` every link a phone on the room's network can open (this machine's "
+    "network addresses when the server listens on every interface; empty when it listens on loopback only), and "
+    "then `warning` says in words that no phone can join, with the command that fixes it. 409 while the run trains.",
 )
 def api_start_session(request: Request, run: DoneRunDep, classroom: ClassroomDep, settings: SettingsDep):
     session, token = classroom.start(run)
-    return JSONResponse(
-        {
-            "code": session.code,
-            "follow_url": follow_path(session.code),
-            "teacher_token": token,
-            "join_url": follow_url(public_base(request, settings), session.code),
-            "run": run.id,
-            "step": 0,
-            "steps": session.steps,
-            "expires_in": round(session.expires - classroom.clock()),
-        },
-        status_code=201,
-    )
+    where = class_reach(request, settings)
+    body = {
+        "code": session.code,
+        "follow_url": follow_path(session.code),
+        "teacher_token": token,
+        "join_url": follow_url(where.base, session.code),
+        "follow_urls": [follow_url(base, session.code) for base in where.bases],
+        "run": run.id,
+        "step": 0,
+        "steps": session.steps,
+        "expires_in": round(session.expires - classroom.clock()),
+    }
+    if where.warning:
+        body["warning"] = where.warning
+    return JSONResponse(body, status_code=201)
 
 
 @router.get(
     "/sessions/{code}",
     summary="A class session: step, followers and the votes of this step",
     description="The class's step, quiz mode, how many students follow (an open event stream each), the votes "
-    "for the next merge and, after a reveal, how many predicted it. 404 for a code that does not exist, 429 after "
-    "too many wrong codes from one address.",
+    "for the next merge and, after a reveal, how many predicted it; the scoreboard of the session's quiz. 404 for a "
+    "code that does not exist, 429 after too many wrong codes from one address.",
 )
 def api_session(request: Request, code: str, classroom: ClassroomDep, lab: LabDep):
     return classroom.state_with_reveal(lab, find_session(request, classroom, code))
@@ -147,6 +160,21 @@ def api_vote(request: Request, code: str, body: VoteRequest, classroom: Classroo
     follower, _ = follower_of(request)  # a new id was never given out: the vote is refused (403)
     return JSONResponse(classroom.predict(lab, session, follower, body.pair, body.step, client_of(request)),
                         status_code=201)
+
+
+@router.post(
+    "/sessions/{code}/nickname",
+    summary="A student's nickname for the quiz scoreboard (optional)",
+    description="Kept for this student (cookie tp_follower, set here when missing): 1-24 characters, shown as text "
+    "on the teacher's scoreboard; empty or null forgets it; 422 for a longer one or one with control characters.",
+)
+def api_nickname(request: Request, code: str, body: NicknameRequest, classroom: ClassroomDep):
+    session = find_session(request, classroom, code)
+    follower, new = follower_of(request)
+    response = JSONResponse({"nickname": classroom.set_nickname(session, follower, body.nickname)})
+    if new:
+        set_follower(response, follower)
+    return response
 
 
 def _last_event_id(request: Request) -> int | None:

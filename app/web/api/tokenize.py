@@ -9,7 +9,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
-from app.engines.result import result_json
 from app.services import tokenize as service
 
 from ..cookies import remember_upload
@@ -50,6 +49,10 @@ class TokenizerList(BaseModel):
     aliases: dict[str, str] = Field(description="other names of the tokenizers: every OpenAI model name tiktoken maps")
     prefixes: dict[str, str] = Field(
         description="model name beginnings (gpt-4o- for gpt-4o-2024-05-13), tried in this order as tiktoken does"
+    )
+    repositories: dict[str, str] = Field(
+        description="Hugging Face repository ids -> the tokenizer their model publishes (matched without regard to "
+        "case, with or without https://huggingface.co/ before them)"
     )
 
 
@@ -114,10 +117,10 @@ async def add_tokenizer(request: Request, tokenizers: TokenizersDep):
 )
 async def tokenize(body: TokenizeRequest, settings: SettingsDep, tokenizers: TokenizersDep, request: Request):
     def work() -> Response:
-        cut = service.tokenize(tokenizers, body.tokenizer, body.text, settings, allow_special=body.allow_special)
         # Returned as ready JSON, written without a dict per token: a 1 MB text can have a million tokens, and
         # building (or re-validating through the model) a dict for each would dominate the time.
-        return Response(result_json(cut.result), media_type="application/json")
+        body_json = service.tokenize_json(tokenizers, body.tokenizer, body.text, settings, allow_special=body.allow_special)
+        return Response(body_json, media_type="application/json")
 
     return await run_cpu(request, work)
 

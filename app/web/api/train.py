@@ -24,6 +24,7 @@ from app.services import lab as service
 from ..cookies import remember_run
 from ..deps import DoneRunDep, LabDep, RunDep, SettingsDep, run_cpu
 from ..render import download
+from ..rendering.links import playground_url
 from .schemas import PatternName
 
 router = APIRouter(prefix="/train", tags=["lab"])
@@ -82,7 +83,15 @@ class CurvesRequest(BaseModel):
 
 class SideBySideRequest(BaseModel):
     corpus: str = Field(description="the text to train the three on")
-    vocab_size: int = Field(ge=1, description="the vocabulary size of all three")
+    vocab_size: int | None = Field(None, ge=1, description="the vocabulary size of all three (or give merges)")
+    merges: int | None = Field(None, ge=1, description="instead of vocab_size: the same number of merges for all "
+                               "three (BPE's and WordPiece's merges, Unigram's learned pieces beyond its characters)")
+
+    @model_validator(mode="after")
+    def _one_size(self):
+        if (self.vocab_size is None) == (self.merges is None):
+            raise ValueError("give vocab_size (the same vocabulary size) or merges (the same number of merges), not both")
+        return self
 
 
 class EncodeRequest(BaseModel):
@@ -126,11 +135,14 @@ async def api_curves(request: Request, body: CurvesRequest, lab: LabDep):
 
 @router.post(
     "/side-by-side",
-    summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size",
+    summary="Train BPE, WordPiece and Unigram on one corpus at one vocabulary size, or with one number of merges",
     description="Starts three runs (SentencePiece BPE, WordPiece, Unigram) and answers 202 with them.",
 )
 def api_side_by_side(body: SideBySideRequest, lab: LabDep):
-    runs = service.start_three(lab, body.corpus, body.vocab_size)
+    if body.merges is not None:
+        runs = service.start_three(lab, body.corpus, body.merges, "merges")
+    else:
+        runs = service.start_three(lab, body.corpus, body.vocab_size)
     return JSONResponse({"runs": {side: service.summary(run) for side, run in runs.items()}}, status_code=202)
 
 
@@ -231,9 +243,11 @@ def api_export(run: DoneRunDep, format: Literal["json", "tiktoken", "tiktoken.js
 @router.post(
     "/{run_id}/use",
     summary="Use the trained tokenizer in the playground (for this browser)",
-    description="Registers it as lab-<id> for this client (cookie tp_lab) and answers its name and playground link.",
+    description="Registers it as lab-<id> for this client (cookie tp_lab) and answers its name and playground link, "
+    "which opens the playground with the start of the run's corpus cut by it.",
 )
 def api_use(request: Request, run: DoneRunDep, settings: SettingsDep):
     spec = register_run(run, settings.lab_max_runs)
-    response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": f"/?tokenizer={spec.name}"})
+    link = playground_url(spec.name, service.playground_sample(run), url_text_limit=settings.url_text_limit)
+    response = JSONResponse({"tokenizer": spec.name, "label": spec.label, "playground": link})
     return remember_run(request, response, run.id)

@@ -25,6 +25,7 @@ from fastapi import APIRouter, Query, Request
 from app.engines.errors import TokenplayError
 from app.features import presets
 from app.features.compare import COLUMN_LABELS, COLUMNS, CompareError, check_selection, segment_marks
+from app.services import model_counts
 from app.services.catalog import Tokenizers
 from app.services.compare import default_selection, export, pane_result, reference_of, run_compare
 from app.services.errors import check_text_size
@@ -69,9 +70,13 @@ def pane_window(
     return with_marks(window, ((_CLASSES[extra, bool(cuts)], tuple(cuts)) for extra, cuts in marks))
 
 
-def pane_context(result, label: str, window: TokenWindow, *, is_reference: bool, diff_count: int) -> dict:
-    """What the ``pane`` block draws: the pane's title, its count, its window of tokens and its pager."""
+def pane_context(
+    result, label: str, window: TokenWindow, *, is_reference: bool, diff_count: int, seen: dict | None = None
+) -> dict:
+    """What the ``pane`` block draws: the pane's title, its count (and what the model adds to it, its window, a
+    caveat: ``seen``), its window of tokens and its pager."""
     return {
+        "seen": seen,
         "name": result.tokenizer,
         "label": label,
         "result": result,
@@ -121,7 +126,9 @@ def results_context(
         window = pane_window(result, start, settings.compare_pane_tokens, ref_bounds, ordered)
         diff = comparison.diffs.get(result.tokenizer)
         label = labels.get(result.tokenizer, result.tokenizer)
-        pane = pane_context(result, label, window, is_reference=is_ref, diff_count=len(diff.offsets) if diff else 0)
+        seen = model_counts.page_view(tokenizers.get(result.tokenizer), result.count, settings)
+        pane = pane_context(result, label, window, is_reference=is_ref, diff_count=len(diff.offsets) if diff else 0,
+                            seen=seen)
         panes.append(pane | {"stats": comparison.stats[result.tokenizer]})
     n = len(comparison.results)
     rows = []
@@ -285,7 +292,8 @@ def compare_pane(request: Request, settings: SettingsDep, tokenizers: Tokenizers
     )
     window = pane_window(result, _token_index(form.get("start")), settings.compare_pane_tokens, ref_bounds)
     label = tokenizers.label(result.tokenizer)
-    pane = pane_context(result, label, window, is_reference=ref_bounds is None, diff_count=diff_count)
+    seen = model_counts.page_view(tokenizers.get(result.tokenizer), result.count, settings)
+    pane = pane_context(result, label, window, is_reference=ref_bounds is None, diff_count=diff_count, seen=seen)
     return page_or_block(request, "compare.html", "pane", {"pane": pane})
 
 

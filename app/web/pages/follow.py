@@ -23,13 +23,12 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from app.classroom.quiz import quiz_choices
+from app.classroom.quiz import question, quiz_choices, score_reveal
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session, SessionError, SessionNotFound, TooManyJoins, normalize_code
 from app.lab.replay import replay_for
 from app.lab.runs import Run
 from app.lab.service import Lab
-from app.lab.text_counts import how_training_counts
 
 from ..cookies import follower_of, set_follower
 from ..deps import ClassroomDep, LabDep, client_of, find_session, run_cpu
@@ -76,9 +75,9 @@ def _step_html(request: Request, session: Session, run: Run, replay, k: int, *, 
         "table": None if run.unigram else replay.table(k),
         "removed": replay.removed(k) if run.unigram else [],
         "corpus": corpus_window(replay, k),
-        "compression": run.compression_at(k),
+        "compression": run.bytes_per_token(replay.text_tokens(k)),  # the lab's basis: bytes per token of the count
         "corpus_tokens": replay.text_tokens(k),  # the whole corpus as the run's tokenizer cuts it, as the lab shows
-        "counting": how_training_counts(run),
+        "score": score_reveal(replay, k),  # WordPiece: the merge's score in numbers
         "chip_of": replay.chip,
     }
     html = Markup(request.app.state.jinja.get_template("_follow_step.html").render(context))
@@ -117,6 +116,8 @@ def _view(request: Request, lab: Lab, classroom: Classroom, session: Session, st
         "seq": state.get("seq", 0),
         "rec": rec,
         "choices": choices,
+        "question": question(run),
+        "nickname": classroom.nickname_of(session, follower),
         "mine": mine,
         "mine_ids": next((c["ids"] for c in choices if c["pair"] == mine), None),
         "predicted": before,
@@ -200,3 +201,29 @@ async def follow_vote(
     response = _follow_answer(request, context, follower, new, status)
     response.headers.update(headers)
     return response
+
+
+@router.post("/follow/{code}/name")
+async def follow_name(
+    request: Request, code: str, lab: LabDep, classroom: ClassroomDep,
+    nickname: Annotated[str, Form(max_length=200)] = "",
+):
+    """A student's nickname (optional) for the teacher's scoreboard: block ``name`` again (a form sent without htmx:
+    the whole page), saying what was kept, or why not (422)."""
+    session = await run_cpu(request, find_session, request, classroom, code)
+    follower, new = follower_of(request)
+    error, status = None, 200
+    try:
+        await run_cpu(request, classroom.set_nickname, session, follower, nickname)
+    except SessionError as exc:
+        error, status = str(exc), status_for(exc)
+    said = {"nickname": classroom.nickname_of(session, follower) if error is None else nickname,
+            "name_error": error, "name_saved": error is None}
+    if is_htmx(request):
+        response = page_or_block(request, "follow.html", "name", {"session": session} | said, status_code=status)
+        if new:
+            set_follower(response, follower)
+        return response
+    context = await run_cpu(request, _view, request, lab, classroom, session, None, follower)
+    return _follow_answer(request, context | said, follower, new, status)
+

@@ -62,7 +62,7 @@ from ..deps import (
 from ..errors import headers_for, status_for
 from ..render import download, is_htmx, page_or_block
 from ..rendering.lab_step import corpus_window
-from ..rendering.links import run_url
+from ..rendering.links import playground_url, run_url
 
 router = APIRouter(include_in_schema=False)
 
@@ -90,7 +90,7 @@ def _setup(request: Request, lab: Lab, form: dict, error: str | None = None, sta
     form = DEFAULT_FORM | form
     # the side-by-side form: the sample at a size all three reach on it, or a run's own corpus ("New run")
     side_corpus = form["corpus"] if form.get("from") else SAMPLE_CORPUS
-    form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE} | form
+    form = {"side_corpus": side_corpus, "side_vocab": SIDE_VOCAB_SIZE, "side_match": "vocab_size"} | form
     context = _context(request, lab, form=form, error=error, spm=service.spm_form_values(form), presets=PRESETS,
                        spm_defaults=TrainerOptions().to_dict(), rules=NORMALIZATION_RULES)
     return page_or_block(request, "lab.html", "setup", context, status_code=status, headers=headers)
@@ -111,8 +111,7 @@ def form_of(run: Run) -> dict:
         "sentencepiece": o.sentencepiece,
         "from": run.id,
     } | service.labbpe_form(o)
-    if by_vocab:
-        form["side_vocab"] = o.vocab_size
+    form["side_vocab"], form["side_match"] = (o.vocab_size, "vocab_size") if by_vocab else (o.merges, "merges")
     return form
 
 
@@ -213,7 +212,7 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int, lesson: str | No
         table=None if run.unigram else replay.table(k),
         removed=replay.removed(k) if run.unigram else [],
         corpus=corpus_window(replay, k),
-        chart=lab_export.chart(run, k),
+        chart=lab_export.chart(run, k, replay.text_tokens),
         merges=[] if run.unigram else list(enumerate(run.steps[first:k], start=first + 1)),
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
@@ -323,6 +322,15 @@ def lab_vocab(request: Request, lab: LabDep, run: DoneRunDep, q: str = "", step:
     return _part(request, lab, run, "vocab", entries=entries, total=total, q=q, k=k)
 
 
+@router.get("/lab/runs/{run_id}/handout")
+def lab_handout(request: Request, lab: LabDep, run: DoneRunDep, step: int | None = None,
+                word: Annotated[str, Query(max_length=200)] = ""):
+    """A run at a step as a printed handout (its own print style): the merges so far, the vocabulary, one word
+    encoded (``word``; default: the corpus's most frequent long word)."""
+    out = service.handout(run, step, word)
+    return page_or_block(request, "lab_handout.html", "handout", _context(request, lab, run=run, chip_of=replay_for(run).chip, **out))
+
+
 @router.get("/lab/runs/{run_id}/tree/{token_id}")
 def lab_tree(request: Request, lab: LabDep, run: DoneRunDep, token_id: int, step: int | None = None):
     return _part(request, lab, run, "tree", tree=service.merge_tree(run, token_id), k=step)
@@ -335,5 +343,7 @@ def lab_export_file(run: DoneRunDep, fmt: str):
 
 @router.post("/lab/runs/{run_id}/use")
 def lab_use(request: Request, lab: LabDep, run: DoneRunDep, settings: SettingsDep):
-    response = _part(request, lab, run, "used", spec=register_run(run, settings.lab_max_runs))
+    spec = register_run(run, settings.lab_max_runs)
+    href = playground_url(spec.name, service.playground_sample(run), url_text_limit=settings.url_text_limit)
+    response = _part(request, lab, run, "used", spec=spec, href=href)
     return remember_run(request, response, run.id)

@@ -9,6 +9,10 @@
   Without JavaScript (the form's submit button) the whole page.
 - ``POST /decode`` block ``decoded``: ids pasted as ``1, 2 3`` or ``[1, 2, 3]`` back to text.
 - ``POST /ids`` every id of the text as plain text, for the "copy all ids" button of very long inputs.
+- ``POST /tokens.json``, ``/tokens.csv`` (the playground's fields) and ``GET`` with them in the query: the tokens as
+  a file to save (:func:`app.services.tokenize.download`: the JSON of ``POST /api/tokenize``, or one CSV row a
+  token). The page's buttons submit the playground's form there (``formaction``: so without JavaScript too);
+  ``static/app.js`` posts it with ``fetch`` and saves the answer, so htmx never swaps a file into the page.
 - ``POST /explain`` block ``explain``: why token ``explain`` of the text is what it is (:mod:`app.features.explain`),
   asked for when a token is clicked (or focused and Enter pressed); the same block is part of ``result``, so the
   explanation follows the text while typing and survives a reload (the URL keeps ``explain``).
@@ -32,16 +36,18 @@ from fastapi.responses import PlainTextResponse
 from app.engines.errors import TokenplayError
 from app.features.explain import Explainer
 from app.features.explain.normalization import merged
+from app.services import model_counts
 from app.services.catalog import Tokenizers
 from app.services.errors import check_text_size
 from app.services.explain import explained
 from app.services.tokenize import decode as decode_ids
+from app.services.tokenize import download as download_tokens
 from app.services.tokenize import encode, parse_ids, tokenize
 from app.settings import Settings
 
 from ..deps import SettingsDep, TokenizersDep, checked, read_form, run_cpu, text_area_value
 from ..errors import status_for
-from ..render import is_htmx, page_or_block
+from ..render import download, is_htmx, page_or_block
 from ..rendering.links import playground_url
 from ..rendering.pickers import picker_groups
 from ..rendering.tokenview import TokenWindow, token_window, with_marks
@@ -79,6 +85,7 @@ class Choice:
     pre: bool = False  # the pre-tokens layer
     explain: int | None = None  # the token whose explanation is open
     norm: bool = False  # the normalizer layer
+    model: str = ""  # the model name asked for when it is not the tokenizer's own (gpt-4o for o200k_base)
 
     @classmethod
     def from_fields(cls, fields, default_tokenizer: str) -> Choice:
@@ -91,22 +98,27 @@ class Choice:
             checked(fields.get("pre")),
             _index(fields.get("explain")),
             checked(fields.get("norm")),
+            (fields.get("model") or "").strip(),
         )
 
     def url(self, url_text_limit: int) -> str:
         return playground_url(
-            self.tokenizer, self.text, url_text_limit=url_text_limit, special=self.special, ws=self.ws, pre=self.pre,
-            norm=self.norm, explain=self.explain,
+            self.model or self.tokenizer, self.text, url_text_limit=url_text_limit, special=self.special, ws=self.ws,
+            pre=self.pre, norm=self.norm, explain=self.explain,
         )
 
 
 def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
     """The ``result`` block's context: exact ids and counts for the whole text, spans for one window."""
+    asked = choice.model or choice.tokenizer
     cut = tokenize(tokenizers, choice.tokenizer, choice.text, settings, allow_special=choice.special)
     choice.tokenizer = cut.tokenizer.name
+    # a model name asked for (gpt-4o, a repository id) is kept while the tokenizer is still the one it names
+    choice.model = asked if asked != choice.tokenizer and _names(tokenizers, asked, choice.tokenizer) else ""
     window = token_window(cut.result, choice.offset, settings.render_tokens)
     # SentencePiece models spell characters outside their vocabulary as <0xNN> pieces: counted over the whole text.
     context = {"window": window, "byte_fallback": cut.byte_fallback}
+    context["seen"] = model_counts.page_view(cut.tokenizer, cut.result.count, settings, choice.model)
     if choice.pre or choice.norm or choice.explain is not None:
         context |= _explained(cut.tokenizer, choice, cut.result)
         explainer = context["explainer"]
@@ -114,6 +126,14 @@ def _result(tokenizers: Tokenizers, settings: Settings, choice: Choice) -> dict:
             context["window"], context["norm_changes"] = layer_marks(window, explainer, choice.pre, choice.norm)
             context["norm_summary"] = explainer.normalization.summary(context["norm_changes"]) if choice.norm else ""
     return context
+
+
+def _names(tokenizers: Tokenizers, model: str, tokenizer: str) -> bool:
+    """Whether ``model`` (a model name or alias) stands for the tokenizer ``tokenizer``."""
+    try:
+        return tokenizers.resolve(model) == tokenizer
+    except TokenplayError:
+        return False
 
 
 def _explained(tok, choice: Choice, result=None) -> dict:
@@ -152,7 +172,7 @@ def _page(request: Request, tokenizers: Tokenizers, settings: Settings, choice: 
         if is_htmx(request):
             raise  # the error table answers with the error fragment and the right status
         context["error"], status = str(exc), status_for(exc)
-    context["tokenizer"] = choice.tokenizer
+    context["tokenizer"], context["model"] = choice.tokenizer, choice.model
     if not is_htmx(request):
         context["tokenizers"] = picker_groups(tokenizers.listed(), [choice.tokenizer])
     headers = {"HX-Replace-Url": choice.url(settings.url_text_limit)} if status == 200 else {}
@@ -226,3 +246,14 @@ async def all_ids(request: Request, settings: SettingsDep, tokenizers: Tokenizer
     choice = Choice.from_fields(await read_form(request, settings.max_chars), settings.default_tokenizer)
     ids = await run_cpu(request, encode, tokenizers, choice.tokenizer, choice.text, settings, allow_special=choice.special)
     return PlainTextResponse(", ".join(map(str, ids)))
+
+
+@router.api_route("/tokens.{fmt}", methods=["GET", "POST"])
+async def tokens_file(request: Request, fmt: str, settings: SettingsDep, tokenizers: TokenizersDep):
+    """The tokens of the playground's text as a file (``json`` or ``csv``): fields as the playground's form, in the
+    query (GET, the page's links) or the body (POST, what the page's script sends for any text)."""
+    fields = await read_form(request, settings.max_chars) if request.method == "POST" else request.query_params
+    choice = Choice.from_fields(fields, settings.default_tokenizer)
+    body, media, filename = await run_cpu(request, download_tokens, tokenizers, choice.model or choice.tokenizer,
+                                          choice.text, settings, fmt, allow_special=choice.special)
+    return download(body, media, filename)

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from app.classroom.quiz import with_ids
+from app.classroom.quiz import UNIGRAM_OFF, question, score_reveal, with_ids
 from app.classroom.service import Classroom
 from app.classroom.sessions import Session, SessionNotFound, bearer_token
 from app.lab.replay import replay_for
@@ -29,7 +29,7 @@ from app.lab.runs import Run
 from app.settings import Settings
 
 from ..cookies import forget_teacher, set_teacher, teacher_of
-from ..deps import ClassroomDep, DoneRunDep, SettingsDep, find_session, public_base
+from ..deps import ClassroomDep, DoneRunDep, SettingsDep, class_reach, find_session
 from ..render import is_htmx, page_or_block
 from ..rendering.links import follow_url, run_url
 
@@ -48,15 +48,20 @@ def qr_svg(url: str) -> Markup:
 def _panel_context(
     request: Request, settings: Settings, classroom: Classroom, run: Run, session: Session | None, token: str | None
 ) -> dict:
+    where = class_reach(request, settings)
     if session is None:
-        return {"run": run, "session": None}
-    url = follow_url(public_base(request, settings), session.code)
+        return {"run": run, "session": None, "warning": where.warning}
+    url = follow_url(where.base, session.code)
     return {
         "run": run,
         "session": session,
         "token": token,
         "url": url,
         "join_url": url.rsplit("/", 1)[0],
+        "other_urls": [follow_url(base, session.code) for base in where.bases[1:]],
+        "warning": where.warning,
+        "question": question(run),
+        "quiz_off": None if session.quiz_possible else UNIGRAM_OFF[0].upper() + UNIGRAM_OFF[1:] + ".",
         "qr": qr_svg(url),
     } | _live_context(classroom, run, session)
 
@@ -76,6 +81,8 @@ def _live_context(classroom: Classroom, run: Run, session: Session) -> dict:
         "k": k,
         "tally": with_ids(state["votes"], replay, k),
         "reveal": shown,
+        "scoreboard": classroom.scoreboard(run, session),
+        "score": score_reveal(replay, k) if shown is not None else None,
         "chip_of": replay.chip,
     }
 
@@ -113,6 +120,8 @@ def share_start(
 
 @router.get("/lab/runs/{run_id}/share")
 def share_panel(request: Request, run: DoneRunDep, classroom: ClassroomDep, settings: SettingsDep):
+    if not is_htmx(request):  # the panel alone is no page: the run's page, which loads it
+        return RedirectResponse(run_url(run.id), status_code=303)
     own = _own_session(request, classroom, run)
     session, token = own if own else (None, None)
     return _panel(request, _panel_context(request, settings, classroom, run, session, token))

@@ -20,7 +20,7 @@ from fastapi.responses import RedirectResponse
 
 from app.features.compare import mark_segments
 from app.lab.replay import replay_for
-from app.services.lab import MAX_SIDE_TEXT, SIDE_LABELS, cuts, find_three, start_three
+from app.services.lab import MAX_SIDE_TEXT, SIDE_LABELS, SIDE_MATCHES, cuts, find_three, side_match, start_three
 
 from ..deps import LabDep, read_form, text_area_value
 from ..render import page_or_block
@@ -33,11 +33,12 @@ router = APIRouter(include_in_schema=False)
 async def side_by_side_train(request: Request, lab: LabDep):
     form = await read_form(request, lab.max_corpus_chars)
     corpus = str(form.get("corpus", ""))  # read_form: as the text area holds it
-    try:
-        size = int(str(form.get("vocab_size", "")))
+    match = str(form.get("match", "vocab_size"))
+    try:  # the number field is "side_size"; a form of before "same number of merges" sends "vocab_size"
+        size = int(str(form.get("side_size") or form.get("vocab_size", "")))
     except ValueError:
         size = 0
-    runs = start_three(lab, corpus, size)
+    runs = start_three(lab, corpus, size, match)
     url = "/lab/side-by-side?" + urlencode({side: run.id for side, run in runs.items()})
     return RedirectResponse(url, status_code=303)
 
@@ -64,6 +65,9 @@ def side_by_side_page(
         "runs": runs,
         "outcomes": outcomes,
         "asked": next(iter(runs.values())).options.vocab_size,
+        "match": side_match(runs),
+        "merges": next(iter(runs.values())).options.merges,
+        "matches": SIDE_MATCHES,
         "labels": SIDE_LABELS,
         "views": views,
         "text": text,

@@ -62,6 +62,8 @@ class PickerGroup:
 def _entry(engines: list[TokenizerSpec]) -> PickerEntry:
     first = engines[0]
     models, prefixes = registry.aliases_of(first.entry)
+    # the Hugging Face repositories whose model it is: a search for Qwen/Qwen3-8B finds Qwen3
+    models = [*models, *(repo for repo, entry in registry.REPO_IDS.items() if entry == first.entry)]
     return PickerEntry(
         name=first.entry,
         title=first.entry_title,
