@@ -34,7 +34,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TOKENPLAY_NPM_DIR=/srv/tokenplay/node_modules \
     TOKENPLAY_LAB_RUNS_DIR=/srv/tokenplay/var/runs \
     TOKENPLAY_UPLOADS_DIR=/srv/tokenplay/var/uploads \
-    TOKENPLAY_TABLES_DIR=/srv/tokenplay/var/tables
+    TOKENPLAY_TABLES_DIR=/srv/tokenplay/var/tables \
+    TOKENPLAY_VOCAB_CACHE_DIR=/srv/tokenplay/var/cache/vocab \
+    TOKENPLAY_MEASURE_DIR=/srv/tokenplay/var/measure \
+    TOKENPLAY_PRECOMPUTED_DIR=/srv/tokenplay/var/precomputed
 WORKDIR /srv/tokenplay
 
 # Every dependency from the hash-locked file, then the app's wheel without resolving anything more.
@@ -51,8 +54,9 @@ COPY static ./static
 COPY tokenizers ./tokenizers
 COPY --from=npm /out/node_modules/htmx.org/dist/htmx.min.js ./vendor/htmx.min.js
 COPY --from=npm /out/node_modules ./node_modules
-# Every shipped tokenizer our engines run, built once into the table files the server's workers map.
-RUN tokenplay tables build && chown -R 10001 var
+# Every shipped tokenizer our engines run, built once into the table files the server's workers map; and what pages
+# would compute on a first visit (the UDHR texts, the languages page's default counts).
+RUN tokenplay tables build && tokenplay precompute && chown -R 10001 var
 
 USER 10001
 EXPOSE 8000
