@@ -81,6 +81,14 @@ def worker_count(value: str) -> int:
     return n
 
 
+def serve_workers(args: argparse.Namespace) -> int:
+    """The worker processes ``tokenplay serve`` starts: ``--workers``; else ``auto`` with ``--class``; else
+    ``$TOKENPLAY_WORKERS`` (the Docker image sets ``auto``), or 1."""
+    if args.workers is not None:
+        return args.workers
+    return worker_count("auto" if args.classroom else os.environ.get("TOKENPLAY_WORKERS", "1"))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Load every tokenizer here, then fork the workers (app/web/server.py): they share what was loaded.
 
@@ -92,8 +100,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from app.web.server import check_port, serve
 
     host = args.host or ("0.0.0.0" if args.classroom else "127.0.0.1")
-    workers = args.workers if args.workers is not None else worker_count(
-        "auto" if args.classroom else os.environ.get("TOKENPLAY_WORKERS", "1"))
+    workers = serve_workers(args)
     check_port(host, args.port)  # before the tokenizers load: said at once, in words
     if args.tokenizer:
         _share_tokenizer_files(args.tokenizer)

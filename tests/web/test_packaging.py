@@ -67,19 +67,23 @@ def test_dockerfile_passes_hadolint():
 def test_serve_workers_take_a_number_or_auto(monkeypatch, capsys):
     import os
 
-    from app.cli import build_parser
+    from app.cli import build_parser, serve_workers
 
-    parse = build_parser().parse_args
+    def workers(argv: list[str]) -> int:
+        return serve_workers(build_parser().parse_args(argv))
+
+    auto = 2 * len(os.sched_getaffinity(0))
     monkeypatch.delenv("TOKENPLAY_WORKERS", raising=False)
-    assert parse(["serve"]).workers == 1
-    assert parse(["serve", "--workers", "3"]).workers == 3
-    assert parse(["serve", "--workers", "auto"]).workers == 2 * len(os.sched_getaffinity(0))
+    assert workers(["serve"]) == 1
+    assert workers(["serve", "--workers", "3"]) == 3
+    assert workers(["serve", "--workers", "auto"]) == auto
+    assert workers(["serve", "--class"]) == auto and workers(["serve", "--class", "--workers", "3"]) == 3
     for bad in ("0", "many"):
         with pytest.raises(SystemExit):
-            parse(["serve", "--workers", bad])
+            build_parser().parse_args(["serve", "--workers", bad])
         assert "--workers" in capsys.readouterr().err
     monkeypatch.setenv("TOKENPLAY_WORKERS", "auto")  # what the Docker image sets
-    assert build_parser().parse_args(["serve"]).workers == 2 * len(os.sched_getaffinity(0))
+    assert workers(["serve"]) == auto
 
 
 def _requirement_names(specs: list[str]) -> set[str]:
