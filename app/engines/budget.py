@@ -286,8 +286,10 @@ def _child(fn: Callable[..., T], args: tuple, write_fd: int, memory_bytes: int |
         except Exception:  # noqa: BLE001 - an error holding something that does not pickle (or no memory left to
             # pickle it, right after work that used the child's whole cap): its class's name and its words
             value = outcome[1]
-            kind = "rebuild" if outcome[0] == "error" else "message"
-            data = pickle.dumps((kind, (type(value).__module__, type(value).__qualname__, str(value))))
+            if outcome[0] == "error":
+                data = pickle.dumps(("rebuild", (type(value).__module__, type(value).__qualname__, str(value))))
+            else:
+                data = pickle.dumps(("message", (type(value).__name__, str(value))))
         view = memoryview(data)
         while view:
             view = view[os.write(write_fd, view) :]
@@ -374,7 +376,7 @@ def run_isolated(fn: Callable[..., T], *args: Any, what: str, memory_bytes: int 
             if error is not None:
                 raise error
         raise TokenplayError(message)
-    _name, message = value[-2:]
+    _name, message = value
     raise TokenplayError(f"{what} failed: {message}")
 
 

@@ -182,14 +182,10 @@ class Options:
 
     @classmethod
     def from_dict(cls, d: dict) -> Options:
-        options = cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word",
-                                                "sentencepiece")})
-        # labbpe: runs stored before these options existed have none of them
-        options.min_count = d.get("min_count", 2)
-        options.pattern_regex = d.get("pattern_regex")
-        options.superwords = d.get("superwords")
-        options.merge_list = d.get("merge_list")
-        return options
+        # runs stored before min_count existed have none: they merged pairs seen twice
+        return cls(**{k: d.get(k) for k in ("algorithm", "pattern", "merges", "vocab_size", "tie_break", "end_of_word",
+                                             "sentencepiece", "pattern_regex", "superwords", "merge_list")},
+                   min_count=d.get("min_count", 2))
 
     def describe(self) -> str:
         if self.algorithm == "sentencepiece":

@@ -66,13 +66,10 @@ class TrainRequest(BaseModel):
         return self
 
     def options(self) -> Options:
-        options = Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word,
-                          sentencepiece=self.sentencepiece)
-        options.min_count = self.min_count
-        options.pattern_regex = self.pattern_regex
-        options.superwords = None if self.superwords is None else self.superwords.model_dump(exclude_none=True)
-        options.merge_list = self.merge_list
-        return options
+        return Options(self.algorithm, self.pattern, self.merges, self.vocab_size, self.tie_break, self.end_of_word,
+                       sentencepiece=self.sentencepiece, min_count=self.min_count, pattern_regex=self.pattern_regex,
+                       superwords=None if self.superwords is None else self.superwords.model_dump(exclude_none=True),
+                       merge_list=self.merge_list)
 
 
 class CurvesRequest(BaseModel):
