@@ -1,4 +1,4 @@
-"""Downloads of a run and its chart: our JSON; for byte-level runs ``.tiktoken`` (the ranks) and
+r"""Downloads of a run and its chart: our JSON; for byte-level runs ``.tiktoken`` (the ranks) and
 ``tiktoken.json`` (the arguments of ``tiktoken.Encoding``: name, ``pat_str``, ranks); ``.model`` for
 SentencePiece BPE and unigram runs; ``tokenizer.json`` for WordPiece, byte- and character-level runs.
 
@@ -9,12 +9,15 @@ pre-tokens exactly: matches and the stretches between them), written for Oniguru
 (:func:`~.splits.findall_regex`), since tiktoken keeps only matches. tiktoken joins the pair whose joined bytes
 rank lowest, Hugging Face's BPE the listed pair of lowest rank, which the lab does too: the two agree on a trained
 run's merges; a typed merge list (:mod:`.merge_lists`) may name merges only the second runs as the lab does.
+A user's own pattern that a library would read otherwise is refused for that library in words (:func:`refusals`:
+``\w`` for both, an empty match for tiktoken, which keeps only matches and stops at an empty one).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Callable
 
 import regex
@@ -26,7 +29,7 @@ from app.engines.result import escape_bytes
 
 from .algorithms import END_OF_WORD, final_encoder, transition_of
 from .runs import Run
-from .splits import findall_regex
+from .splits import CHECK_SECONDS, findall_regex
 
 _CHAR_OF_BYTE = {b: ch for ch, b in BYTE_OF_CHAR.items()}
 
@@ -79,14 +82,83 @@ def oniguruma(pattern: str, field: str = "the run's pattern") -> str:
     return out
 
 
-def _split_steps(run: Run) -> tuple[list[dict], str | None]:
-    """The tokenizer.json pre-tokenizer steps that cut text as the run's tokenizer does, and its findall regex."""
-    encoder = final_encoder(run.options, run.base, run.n_steps)
-    split = encoder.split
+def _split_steps(run: Run) -> list[dict]:
+    """The tokenizer.json pre-tokenizer steps that cut text as the run's tokenizer does."""
+    split = final_encoder(run.options, run.base, run.n_steps).split
     if split.regex is None:
-        return [], None
-    step = {"type": "Split", "pattern": {"Regex": oniguruma(split.regex)}, "behavior": "Isolated", "invert": False}
-    return [step], findall_regex(encoder.pattern, encoder.pattern_regex)
+        return []
+    return [{"type": "Split", "pattern": {"Regex": oniguruma(split.regex)}, "behavior": "Isolated", "invert": False}]
+
+
+#: Texts a custom pattern is tried on before its tiktoken export, beside the run's corpus: each kind of character
+#: alone and together (a lookahead or ``x*`` matches the empty string somewhere in them).
+_EMPTY_PROBES = ("", " ", "a", "A", "0", "_", ".", "\n", "\t", "é", "中", "🙂", "'", "aA0 _.,-\n\té中🙂's 12")
+
+
+def _tiktoken_pattern(run: Run) -> str | None:
+    r"""The ``pat_str`` of a byte-level run's tiktoken export: a pattern whose matches are the pre-tokens of its
+    tokenizer (:func:`~.splits.findall_regex`). A custom pattern is refused in words where tiktoken would not cut
+    as the lab does: one with ``\w``, ``\b``, ``\h`` or a POSIX class (tiktoken's regex engine reads them with
+    other tables), and one that matches the empty string somewhere (tiktoken stops with an error at an empty
+    match, and the text around it would be lost)."""
+    encoder = final_encoder(run.options, run.base, run.n_steps)
+    pattern = findall_regex(encoder.pattern, encoder.pattern_regex)
+    if encoder.pattern != "custom":
+        return pattern
+    mine = encoder.pattern_regex
+    field = "the run's pattern_regex" if transition_of(run.options) is None else "the run's stage-two pattern_regex"
+    try:
+        same = translate(mine) == mine
+    except UnsupportedTokenizerError:
+        same = False
+    if not same:
+        raise ExportError(f"{field} uses \\w, \\b, \\h or a POSIX class, which tiktoken's regex engine reads with "
+                          "other Unicode tables than the lab's; write the classes out (e.g. [\\p{L}\\p{N}_] for "
+                          "\\w) to export it for tiktoken, or export tokenizer.json")
+    compiled = regex.compile(mine)
+    for text in (*_EMPTY_PROBES, run.corpus):
+        try:
+            empty = next((m for m in compiled.finditer(text, timeout=CHECK_SECONDS) if m.start() == m.end()), None)
+        except TimeoutError:  # the corpus passed its check when the run started; a slow moment is not a verdict
+            continue
+        if empty is not None:
+            where = (f"at offset {empty.start():,} of the corpus" if text is run.corpus
+                     else f"in the text {text!r}" if text else "in an empty text")
+            raise ExportError(f"{field} matches the empty string ({where}): tiktoken keeps only a pattern's "
+                              "matches and stops at an empty one. Make every match take a character (x+ rather "
+                              "than x*, no lookahead alone) to export it for tiktoken, or export tokenizer.json, "
+                              "which cuts as the lab does")
+    return pattern
+
+
+#: Runs whose refusals were worked out already (a finished run never changes): run id -> format -> words.
+_REFUSALS: dict[str, dict[str, str]] = {}
+_REFUSALS_LOCK = threading.Lock()
+
+
+def refusals(run: Run) -> dict[str, str]:
+    """Why the run's pattern keeps an export from cutting as the lab does, by format (``tokenizer.json``,
+    ``tiktoken.json``): the run page shows the reason where the download would be, rather than a download that
+    fails. Only a user's own pattern can be refused; worked out once per run."""
+    if run.options.algorithm not in ("byte", "char") or "custom" not in (
+            run.options.pattern, (run.options.superwords or {}).get("pattern")):
+        return {}
+    found = _REFUSALS.get(run.id)
+    if found is None:
+        found = {}
+        checks = {"tokenizer.json": _split_steps}
+        if run.options.algorithm == "byte":
+            checks["tiktoken.json"] = _tiktoken_pattern
+        for fmt, check in checks.items():
+            try:
+                check(run)
+            except ExportError as exc:
+                found[fmt] = str(exc)
+        with _REFUSALS_LOCK:
+            if len(_REFUSALS) >= 256:
+                _REFUSALS.pop(next(iter(_REFUSALS)))
+            _REFUSALS[run.id] = found
+    return found
 
 
 def tokenizer_json(run: Run) -> str:
@@ -98,7 +170,7 @@ def tokenizer_json(run: Run) -> str:
     if algorithm == "char" and run.options.end_of_word:
         raise ExportError(f"tokenizer.json has no token of its own for {END_OF_WORD}: export this run as json, or "
                           "train it without end_of_word")
-    steps, _ = _split_steps(run)
+    steps = _split_steps(run)
     vocab = run.vocab()
     if algorithm == "byte":
         text = {i: "".join(_CHAR_OF_BYTE[b] for b in data) for i, data in vocab.items()}
@@ -131,7 +203,7 @@ def tiktoken_json(run: Run) -> dict:
     its id, as in a ``.tiktoken`` file) and ``special_tokens``."""
     if run.options.algorithm != "byte":
         raise ExportError("tiktoken holds byte-level vocabularies only; export this run as json or tokenizer.json")
-    _, pattern = _split_steps(run)
+    pattern = _tiktoken_pattern(run)
     vocab = run.vocab()
     if len(set(vocab.values())) != len(vocab):
         raise ExportError("two tokens of this run have the same bytes; tiktoken keys tokens by their bytes")

@@ -234,6 +234,47 @@ def test_superword_exports_load_in_their_libraries_and_encode_as_the_lab_does(la
     assert enc.encode(HELD_OUT) == want
 
 
+
+@pytest.mark.parametrize(
+    ("pattern_regex", "says"),
+    [(r"[a-z]*", "matches the empty string"), (r"(?=[A-Z])|[a-z]+|[^a-zA-Z]+", "matches the empty string"),
+     (r"\w+|\W", r"uses \w")],
+    ids=["x*", "a lookahead alone", "word class"],
+)
+def test_a_tiktoken_export_tiktoken_could_not_cut_as_the_lab_is_refused_in_words(lab, pattern_regex, says):
+    r"""tiktoken keeps only matches and stops at an empty one (its Rust code panics); \w is read with other Unicode
+    tables. The tiktoken export refuses such a pattern (422, in words), while tokenizer.json, which cuts as the lab
+    does, is offered instead and still encodes as the lab does."""
+    corpus = "The Cat sat on the Mat, 12 cats. The Dog sat on the Log. " * 4
+    run = trained(lab, corpus=corpus, pattern="custom", pattern_regex=pattern_regex, merges=12)
+    r = lab.get(f"/api/train/{run['id']}/export?format=tiktoken.json")
+    assert r.status_code == 422 and says in r.json()["detail"] and "tokenizer.json" in r.json()["detail"], r.text
+    if "empty" in says:
+        text = "A Cat and a Dog, 7 Mats."
+        want = lab.post(f"/api/train/{run['id']}/encode", json={"text": text}).json()["ids"]
+        body = lab.get(f"/api/train/{run['id']}/export?format=tokenizer.json").content
+        hf = Tokenizer.from_str(body.decode())
+        assert hf.encode(text).ids == want and hf.decode(want) == text
+
+
+
+def test_the_run_page_says_why_an_export_is_not_offered_instead_of_a_failing_download(lab):
+    empty = trained(lab, pattern="custom", pattern_regex=r"[a-z]*", merges=6)
+    html = lab.get(f"/lab/runs/{empty['id']}").text
+    assert f'href="/lab/runs/{empty["id"]}/export.tiktoken.json"' not in html
+    assert 'aria-describedby="refused-tiktoken-json">tiktoken.json</span>' in html
+    assert '<strong>tiktoken.json</strong> is not offered: the run&#39;s pattern_regex matches the empty string' in html
+    assert f'href="/lab/runs/{empty["id"]}/export.tokenizer.json"' in html  # Hugging Face cuts as the lab does
+    words = trained(lab, pattern="custom", pattern_regex=r"\w+|\W", merges=6)
+    html = lab.get(f"/lab/runs/{words['id']}").text
+    assert "refused-tokenizer-json" in html and "refused-tiktoken-json" in html
+    assert f'href="/lab/runs/{words["id"]}/export.tokenizer.json"' not in html
+    for pattern in ("gpt4", "digits-r2l"):  # a shipped pattern: every export offered
+        run = trained(lab, pattern=pattern, merges=6)
+        html = lab.get(f"/lab/runs/{run['id']}").text
+        assert "export-refused" not in html and f'/lab/runs/{run["id"]}/export.tiktoken.json"' in html
+
+
 # -- the pages ------------------------------------------------------------------------------------------------------
 
 

@@ -213,6 +213,7 @@ def _step_context(request: Request, lab: Lab, run: Run, k: int, lesson: str | No
         removed=replay.removed(k) if run.unigram else [],
         corpus=corpus_window(replay, k),
         chart=lab_export.chart(run, k, replay.text_tokens),
+        refused=lab_export.refusals(run),
         merges=[] if run.unigram else list(enumerate(run.steps[first:k], start=first + 1)),
         outcome=replay.outcome,
         byte_note=None if run.unigram else replay.merge_note(run.steps[k - 1] if k > 0 else None),
