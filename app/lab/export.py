@@ -92,7 +92,7 @@ def _split_steps(run: Run) -> list[dict]:
 
 #: Texts a custom pattern is tried on before its tiktoken export, beside the run's corpus: each kind of character
 #: alone and together (a lookahead or ``x*`` matches the empty string somewhere in them).
-_EMPTY_PROBES = ("", " ", "a", "A", "0", "_", ".", "\n", "\t", "é", "中", "🙂", "'", "aA0 _.,-\n\té中🙂's 12")
+_EMPTY_PROBES = (" ", "a", "A", "0", "_", ".", "\n", "\t", "é", "中", "🙂", "'", "aA0 _.,-\n\té中🙂's 12", "")
 
 
 def _tiktoken_pattern(run: Run) -> str | None:
