@@ -468,23 +468,6 @@ def cmd_measure(args: argparse.Namespace) -> int:
     names = [n.strip() for part in args.tokenizers for n in part.split(",") if n.strip()]
     if not names:
         raise TokenplayError("name the tokenizers to measure with: --tokenizers cl100k_base,llama-3 (see tokenplay list)")
-    executor = m.executor_for(args.workers, args.dask)
-    if isinstance(executor, m.DaskExecutor):
-        executor.start_soon()  # the cluster comes up while the tokenizers are built and the files planned
-    try:
-        report = _measure(m, args, names, executor)
-    except KeyboardInterrupt:
-        print("tokenplay: measure: interrupted; nothing written", file=sys.stderr)
-        return 130
-    finally:
-        if isinstance(executor, m.DaskExecutor):
-            executor.close()
-    _write_report(report, args.format, args.out)
-    return _said(report.problems, report.measured)
-
-
-def _measure(m, args: argparse.Namespace, names: list[str], executor):
-    """The report of ``tokenplay measure``, with a progress bar on stderr when asked (or when it is a terminal)."""
     from app.services.measure import cli_ref
 
     refs = [cli_ref(name) for name in names]
@@ -508,12 +491,20 @@ def _measure(m, args: argparse.Namespace, names: list[str], executor):
         if bar is not None:
             bar.update(n)
 
+    executor = m.executor_for(args.workers, args.dask)
     try:
-        return m.measure(args.paths, refs, read=read, options=options, executor=executor,
-                         part_bytes=int(args.part_mb * (1 << 20)), progress=progress, on_plan=on_plan)
+        report = m.measure(args.paths, refs, read=read, options=options, executor=executor,
+                           part_bytes=int(args.part_mb * (1 << 20)), progress=progress, on_plan=on_plan)
+    except KeyboardInterrupt:
+        print("tokenplay: measure: interrupted; nothing written", file=sys.stderr)
+        return 130
     finally:
         if bar is not None:
             bar.close()
+        if isinstance(executor, m.DaskExecutor):
+            executor.close()
+    _write_report(report, args.format, args.out)
+    return _said(report.problems, report.measured)
 
 
 def _said(problems, measured: bool) -> int:

@@ -155,8 +155,6 @@ def run_measurement(paths: list, refs: tuple[TokenizerRef, ...], read: ReadOptio
         progress(min(done[0], total[0]), total[0])
 
     executor = feature.executor_for(1, dask)
-    if isinstance(executor, feature.DaskExecutor):
-        executor.start_soon()  # the cluster comes up while the files are planned
     try:
         report = feature.measure(paths, refs, read=read, options=options, executor=executor, progress=step,
                                  should_stop=should_stop, on_plan=on_plan)

@@ -213,31 +213,6 @@ class DaskExecutor:
         self.client = None
         self.cluster = None
         self.workers = None
-        self._starting: threading.Thread | None = None
-        self._start_error: BaseException | None = None
-
-    def start_soon(self) -> DaskExecutor:
-        """Start (or reach) the cluster in a thread of its own, while the caller reads its corpus: a local cluster's
-        processes come up, and a scheduler answers, during that work rather than after it. :meth:`run` waits for
-        it; an error is raised there."""
-        if self.client is None and self._starting is None:
-            def start() -> None:
-                try:
-                    self.start()
-                except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread, by run
-                    self._start_error = exc
-
-            self._starting = threading.Thread(target=start, name="dask-start", daemon=True)
-            self._starting.start()
-        return self
-
-    def _started(self) -> None:
-        if self._starting is not None:
-            self._starting.join()
-            self._starting = None
-            if self._start_error is not None:
-                error, self._start_error = self._start_error, None
-                raise error
 
     def describe(self) -> str:
         if self.address.startswith("local:"):
@@ -284,10 +259,6 @@ class DaskExecutor:
                                f"'dask worker {self.address}'")
 
     def close(self) -> None:
-        try:
-            self._started()
-        except Exception:  # noqa: BLE001, S110 - a start that failed has nothing to close; run said why
-            pass
         if self.client is not None:
             self.client.close()
             self.client = None
@@ -297,7 +268,6 @@ class DaskExecutor:
 
     def run(self, job: Job, on_tally: OnTally, progress: Progress = _ignore, should_stop: ShouldStop = _never) -> None:
         distributed = _dask()
-        self._started()
         if self.client is None:
             self.start()
         client = self.client
