@@ -255,3 +255,32 @@ def test_a_done_measurement_whose_report_has_not_arrived_keeps_polling(make):
     assert page.status_code == 200, page.text
     assert f'hx-get="/measure/jobs/{record.id}"' in page.text and "the report is on its way" in page.text
     assert "Download CSV" not in page.text and "/cancel" not in page.text
+
+
+def test_a_measurement_finishing_while_its_page_is_built_shows_one_state(make):
+    """The store hands this process's live record to the page while a worker thread finishes it (report first,
+    then status). Here the worker finishes at the exact moment the page reads the live record's report (the
+    record's own hook, no timing): a page that read fields of the live record one by one showed "done" without the
+    report it had read a moment before; the page renders one snapshot, running here, then the report on its next
+    poll."""
+    from app.services.measure import Measurement
+
+    class FinishesWhenRead(Measurement):
+        live: Measurement | None = None
+
+        def __getattribute__(self, name):
+            value = super().__getattribute__(name)
+            if name == "report" and FinishesWhenRead.live is self:  # the worker's apply, then its status
+                FinishesWhenRead.live = None
+                self.report, self.status = {"corpus": {"input_bytes": 3}}, "done"
+            return value
+
+    client = make()
+    record = FinishesWhenRead(id="0123456789abcdee", tokenizers=["cl100k_base"], inputs=[{"name": "a.txt", "bytes": 3}],
+                              options={}, status="running", report=None, total_bytes=3)
+    client.app.state.measurements.store.put(record)
+    FinishesWhenRead.live = record
+    page = client.get(f"/measure/jobs/{record.id}")
+    assert page.status_code == 200, page.text
+    assert 'data-status="running"' in page.text and "Measuring:" in page.text, page.text
+    assert "the report is on its way" not in page.text

@@ -11,6 +11,8 @@ folder, as a job that survives a reload.
 
 from __future__ import annotations
 
+import copy
+
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
@@ -91,7 +93,9 @@ def _group_by(fields: dict[str, str]) -> str | None:
 
 @router.get("/measure/jobs/{measurement_id}")
 def job_page(request: Request, measurement_id: str, measurements: MeasurementsDep):
-    measurement = measurements.get(measurement_id)
+    # a snapshot: a worker thread of this process may be finishing the very record the store hands out (its report
+    # set, then its status), and a page that read the report before the status would show "done" without it
+    measurement = copy.copy(measurements.get(measurement_id))
     context = {"active_nav": "measure", "m": measurement, "report": measurement.report}
     return page_or_block(request, "measure_job.html", "job", context)
 
