@@ -286,10 +286,13 @@ class Classroom:
 
     # -- nicknames and the scoreboard ---------------------------------------------------------------------------
     def set_nickname(self, session: Session, follower: str, text: str | None) -> str | None:
-        """Keep a student's nickname (:func:`.sessions.nickname`: optional, 1-24 characters; empty forgets it)."""
+        """Keep a student's nickname (:func:`.sessions.nickname`: optional, 1-24 characters; empty forgets it), for
+        a follower who joined (:class:`NotJoined`: nobody else can fill the session's list of names)."""
         if self.last(session).get("ended"):
             raise SessionEnded()
         name = nickname(text)
+        if not valid_follower(follower) or not self.store.is_member(session.code, follower):
+            raise NotJoined(session.code, "a nickname is kept")
         self.store.set_name(session.code, follower, name)
         return name
 

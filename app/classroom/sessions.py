@@ -81,12 +81,12 @@ class VoteRefused(SessionError):
 
 
 class NotJoined(SessionError):
-    """A vote from a follower id this session never gave out (403): a vote counts only from a student who joined,
-    by opening the class's follow page or its event stream."""
+    """A vote or a nickname from a follower id this session never gave out (403): they count only from a student
+    who joined, by opening the class's follow page or its event stream."""
 
-    def __init__(self, code: str):
+    def __init__(self, code: str, what: str = "a vote counts"):
         super().__init__(f"this browser has not joined class {code}: open the class's page (/follow/{code}) first; "
-                         "a vote counts only from a student who follows the class")
+                         f"{what} only from a student who follows the class")
 
 
 class TooManyVotes(SessionError):

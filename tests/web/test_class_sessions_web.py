@@ -258,6 +258,27 @@ def test_the_quiz_asks_each_algorithms_own_question(app, client):
     teacher_page.close()
 
 
+def test_a_nickname_counts_only_from_a_student_who_joined(app, client, run):
+    """As votes: a browser the class never gave an id (no cookie, or one it made up) cannot fill the session's list
+    of names (403, in words); after opening the class's page it can."""
+    hx = {"HX-Request": "true"}
+    panel = TestClient(app).post(f"/lab/runs/{run['id']}/share", data={"step": "0"}, headers=hx).text
+    code = re.search(r'data-code="([A-Z0-9]{6})"', panel).group(1)
+    stranger = student(app)
+    refused = stranger.post(f"/api/sessions/{code}/nickname", json={"nickname": "Mallory"})
+    assert refused.status_code == 403 and f"open the class's page (/follow/{code}) first" in refused.json()["detail"]
+    assert "a nickname is kept only from a student who follows the class" in refused.json()["detail"]
+    stranger.cookies.set("tp_follower", "A" * 22)  # well formed, never given out
+    assert stranger.post(f"/api/sessions/{code}/nickname", json={"nickname": "Mallory"}).status_code == 403
+    form = stranger.post(f"/follow/{code}/name", data={"nickname": "Mallory"}, headers=hx)
+    assert form.status_code == 403 and "has not joined class" in form.text
+    assert app.state.classroom.store.names(code) == {}
+    stranger.cookies.clear()
+    assert stranger.get(f"/follow/{code}").status_code == 200  # joining
+    assert stranger.post(f"/api/sessions/{code}/nickname", json={"nickname": "Mallory"}).json() == {"nickname": "Mallory"}
+    stranger.close()
+
+
 def test_nicknames_and_the_scoreboard_over_the_session(app, client, run):
     """Students may give a nickname (optional, 1-24 characters, shown as text); the teacher's screen keeps the
     quiz's scoreboard over the session: merges predicted of those revealed, students without a nickname together."""

@@ -165,16 +165,14 @@ def api_vote(request: Request, code: str, body: VoteRequest, classroom: Classroo
 @router.post(
     "/sessions/{code}/nickname",
     summary="A student's nickname for the quiz scoreboard (optional)",
-    description="Kept for this student (cookie tp_follower, set here when missing): 1-24 characters, shown as text "
-    "on the teacher's scoreboard; empty or null forgets it; 422 for a longer one or one with control characters.",
+    description="Kept for this student (cookie tp_follower, as the follow page or the event stream gave it): 1-24 "
+    "characters, shown as text on the teacher's scoreboard; empty or null forgets it; 422 for a longer one or one "
+    "with control characters; 403 from a browser that never joined (as for votes).",
 )
 def api_nickname(request: Request, code: str, body: NicknameRequest, classroom: ClassroomDep):
     session = find_session(request, classroom, code)
-    follower, new = follower_of(request)
-    response = JSONResponse({"nickname": classroom.set_nickname(session, follower, body.nickname)})
-    if new:
-        set_follower(response, follower)
-    return response
+    follower, _ = follower_of(request)  # a new id was never given out: the nickname is refused (403)
+    return JSONResponse({"nickname": classroom.set_nickname(session, follower, body.nickname)})
 
 
 def _last_event_id(request: Request) -> int | None:
