@@ -19,6 +19,7 @@ import base64
 import json
 import threading
 from collections.abc import Callable
+from functools import partial
 
 import regex
 
@@ -95,12 +96,13 @@ def _split_steps(run: Run) -> list[dict]:
 _EMPTY_PROBES = (" ", "a", "A", "0", "_", ".", "\n", "\t", "é", "中", "🙂", "'", "aA0 _.,-\n\té中🙂's 12", "")
 
 
-def _tiktoken_pattern(run: Run) -> str | None:
+def _tiktoken_pattern(run: Run, *, whole_corpus: bool = True) -> str | None:
     r"""The ``pat_str`` of a byte-level run's tiktoken export: a pattern whose matches are the pre-tokens of its
     tokenizer (:func:`~.splits.findall_regex`). A custom pattern is refused in words where tiktoken would not cut
     as the lab does: one with ``\w``, ``\b``, ``\h`` or a POSIX class (tiktoken's regex engine reads them with
     other tables), and one that matches the empty string somewhere (tiktoken stops with an error at an empty
-    match, and the text around it would be lost)."""
+    match, and the text around it would be lost): on a few texts of every kind of character and, unless
+    ``whole_corpus`` is false, on the run's corpus."""
     encoder = final_encoder(run.options, run.base, run.n_steps)
     pattern = findall_regex(encoder.pattern, encoder.pattern_regex)
     if encoder.pattern != "custom":
@@ -116,7 +118,7 @@ def _tiktoken_pattern(run: Run) -> str | None:
                           "other Unicode tables than the lab's; write the classes out (e.g. [\\p{L}\\p{N}_] for "
                           "\\w) to export it for tiktoken, or export tokenizer.json")
     compiled = regex.compile(mine)
-    for text in (*_EMPTY_PROBES, run.corpus):
+    for text in (*_EMPTY_PROBES, run.corpus) if whole_corpus else _EMPTY_PROBES:
         try:
             empty = next((m for m in compiled.finditer(text, timeout=CHECK_SECONDS) if m.start() == m.end()), None)
         except TimeoutError:  # the corpus passed its check when the run started; a slow moment is not a verdict
@@ -139,7 +141,8 @@ _REFUSALS_LOCK = threading.Lock()
 def refusals(run: Run) -> dict[str, str]:
     """Why the run's pattern keeps an export from cutting as the lab does, by format (``tokenizer.json``,
     ``tiktoken.json``): the run page shows the reason where the download would be, rather than a download that
-    fails. Only a user's own pattern can be refused; worked out once per run."""
+    fails. Only a user's own pattern can be refused; worked out once per run, on short texts (the download also
+    tries the corpus)."""
     if run.options.algorithm not in ("byte", "char") or "custom" not in (
             run.options.pattern, (run.options.superwords or {}).get("pattern")):
         return {}
@@ -147,8 +150,8 @@ def refusals(run: Run) -> dict[str, str]:
     if found is None:
         found = {}
         checks = {"tokenizer.json": _split_steps}
-        if run.options.algorithm == "byte":
-            checks["tiktoken.json"] = _tiktoken_pattern
+        if run.options.algorithm == "byte":  # the short texts only: the page is not held up by a scan of the
+            checks["tiktoken.json"] = partial(_tiktoken_pattern, whole_corpus=False)  # corpus; the download scans it
         for fmt, check in checks.items():
             try:
                 check(run)

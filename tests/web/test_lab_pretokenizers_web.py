@@ -258,6 +258,16 @@ def test_a_tiktoken_export_tiktoken_could_not_cut_as_the_lab_is_refused_in_words
 
 
 
+def test_an_empty_match_only_the_corpus_has_is_refused_at_download_naming_where(lab):
+    """A lookahead that matches only before QQQ: the page's short texts never meet it (the button stays), the
+    download tries the corpus and says where."""
+    corpus = "the cat sat QQQ on the mat, the cat sat on the hat. " * 6
+    run = trained(lab, corpus=corpus, pattern="custom", pattern_regex=r"(?=QQQ)|[^Q ]+| |Q", merges=8)
+    assert f'href="/lab/runs/{run["id"]}/export.tiktoken.json"' in lab.get(f"/lab/runs/{run['id']}").text
+    r = lab.get(f"/api/train/{run['id']}/export?format=tiktoken.json")
+    assert r.status_code == 422 and "matches the empty string (at offset 12 of the corpus)" in r.json()["detail"]
+
+
 def test_the_run_page_says_why_an_export_is_not_offered_instead_of_a_failing_download(lab):
     empty = trained(lab, pattern="custom", pattern_regex=r"[a-z]*", merges=6)
     html = lab.get(f"/lab/runs/{empty['id']}").text
