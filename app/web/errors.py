@@ -74,6 +74,12 @@ STATUS: dict[type[Exception], int] = {
 }
 
 
+#: What a string field with a lone surrogate (``"\\ud800"`` in JSON, a character with no UTF-8) is told, in the
+#: words the engines use for the same text (:func:`app.engines.base.check_text`).
+_UNICODE_WORDS = ("has a character that cannot be encoded as UTF-8 (a lone surrogate such as \\ud800); remove it or "
+                  "replace it with a real character")
+
+
 def status_for(exc: Exception) -> int:
     for cls in type(exc).__mro__:
         if cls in STATUS:
@@ -198,7 +204,8 @@ def install(app: FastAPI) -> None:
         parts = []
         for err in errors[:5]:
             loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-            parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+            msg = _UNICODE_WORDS if err.get("type") == "string_unicode" else err.get("msg")
+            parts.append(f"{loc}: {msg}" if loc else str(msg))
         message = "invalid request: " + "; ".join(parts)
         safe = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in errors]
         return answer(request, 422, message, {"errors": safe})

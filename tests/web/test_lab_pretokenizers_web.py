@@ -89,6 +89,13 @@ def test_pretokenize_refuses_a_bad_pattern_in_words(lab, body, says):
     assert says in r.json()["detail"]
 
 
+def test_pretokenize_refuses_a_lone_surrogate_in_words(lab):
+    r = lab.post("/api/pretokenize", content='{"text": "a\\ud800 b", "pattern": "gpt4"}',
+                 headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "text: has a character that cannot be encoded as UTF-8" in r.json()["detail"]
+    assert "lone surrogate" in r.json()["detail"] and "unable to parse raw data" not in r.json()["detail"]
+
+
 def test_pretokenize_refuses_an_unknown_pattern_naming_the_choices(lab):
     r = lab.post("/api/pretokenize", json={"text": "a", "pattern": "gpt5"})
     assert r.status_code == 422 and "digits-r2l" in r.text
