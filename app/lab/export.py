@@ -29,6 +29,7 @@ from app.engines.pipeline.tokenizer_json import BYTE_OF_CHAR, UnsupportedTokeniz
 from app.engines.result import escape_bytes
 
 from .algorithms import END_OF_WORD, final_encoder, transition_of
+from .options import stage_two
 from .runs import Run
 from .splits import CHECK_SECONDS, findall_regex
 
@@ -108,7 +109,8 @@ def _tiktoken_pattern(run: Run, *, whole_corpus: bool = True) -> str | None:
     if encoder.pattern != "custom":
         return pattern
     mine = encoder.pattern_regex
-    field = "the run's pattern_regex" if transition_of(run.options) is None else "the run's stage-two pattern_regex"
+    t = transition_of(run.options)
+    field = "the run's stage-two pattern_regex" if t is not None and run.n_steps > t else "the run's pattern_regex"
     try:
         same = translate(mine) == mine
     except UnsupportedTokenizerError:
@@ -143,8 +145,8 @@ def refusals(run: Run) -> dict[str, str]:
     ``tiktoken.json``): the run page shows the reason where the download would be, rather than a download that
     fails. Only a user's own pattern can be refused; worked out once per run, on short texts (the download also
     tries the corpus)."""
-    if run.options.algorithm not in ("byte", "char") or "custom" not in (
-            run.options.pattern, (run.options.superwords or {}).get("pattern")):
+    stage_two_pattern = stage_two(run.options)["pattern"] if run.options.superwords is not None else None
+    if run.options.algorithm not in ("byte", "char") or "custom" not in (run.options.pattern, stage_two_pattern):
         return {}
     found = _REFUSALS.get(run.id)
     if found is None:

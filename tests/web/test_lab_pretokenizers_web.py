@@ -286,6 +286,9 @@ def test_the_run_page_says_why_an_export_is_not_offered_instead_of_a_failing_dow
     html = lab.get(f"/lab/runs/{words['id']}").text
     assert "refused-tokenizer-json" in html and "refused-tiktoken-json" in html
     assert f'href="/lab/runs/{words["id"]}/export.tokenizer.json"' not in html
+    stage_two = trained(lab, pattern="gpt4", merges=8, superwords={"transition": 4, "pattern_regex": r"[a-z]*|[^a-z]+"})
+    html = lab.get(f"/lab/runs/{stage_two['id']}").text
+    assert "the run&#39;s stage-two pattern_regex matches the empty string" in html
     for pattern in ("gpt4", "digits-r2l"):  # a shipped pattern: every export offered
         run = trained(lab, pattern=pattern, merges=6)
         html = lab.get(f"/lab/runs/{run['id']}").text
