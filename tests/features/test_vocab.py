@@ -379,3 +379,20 @@ def test_ranks_and_tree_kept_once_are_read_back_by_another_process(tmp_path, mon
     assert again.token(31373) == before
     assert again.page(offset=31373, limit=1)["tokens"][0]["rank"] == 31373
     assert [p["text"] for p in before["parents"]] == ["hell", "o"]
+
+
+@pytest.mark.parametrize("name", ["gemma-3", "gemma-2"])
+def test_added_tokens_written_with_the_space_symbol_stand_for_spaces(name):
+    """Gemma lists its runs of spaces (``▁▁`` ...) among its added tokens: each stands for what Hugging Face's library
+    decodes it to, spaces (not the character ``▁``), in the vocabulary as in the native twin's."""
+    ref, native = registry.get(name), registry.get(f"native-{name}")
+    added = ref.library.get_added_tokens_decoder()
+    runs = [i for i, t in added.items() if not t.special and t.content and set(t.content) == {"▁"}]
+    assert len(runs) >= 20
+    for token_id in runs:
+        want = ref.library.decode([token_id], skip_special_tokens=False).encode()
+        assert want.strip(b" ") == b"" and ref.token_bytes(token_id) == want == native.token_bytes(token_id)
+    vocab = vocabulary(ref)
+    k = vocab.position[runs[0]]
+    assert vocab.data[k] == b" " * len(added[runs[0]].content) and vocab.kind_at(k)[0] == "space"
+    assert vocab.data == vocabulary(native).data

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from operator import attrgetter
 from collections.abc import Iterator, Sequence
@@ -70,6 +70,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
         self.byte_level = facts.byte_level
         self._special = facts.special
         self._added = facts.added
+        self._added_text = facts.added_text
         self._n_vocab = facts.n_vocab
         self._id_bound = facts.id_bound
         self._holes = facts.holes
@@ -123,7 +124,7 @@ class HuggingFaceTokenizer(VocabFacts, Tokenizer):
     def piece_bytes(self, token_id: int, piece: str) -> bytes:
         """The bytes of id ``token_id`` whose token string is ``piece`` (what :meth:`token_bytes` answers)."""
         if token_id in self._added:
-            return piece.encode("utf-8")
+            return self._added_text.get(token_id, piece).encode("utf-8")
         if self.byte_level:
             return byte_level_bytes(piece)
         if self._prefix and piece.startswith(self._prefix) and piece != self._prefix:
@@ -319,6 +320,8 @@ class LibraryFacts:
     id_bound: int  # the largest id + 1
     holes: bool
     post_processor: dict | None = None  # the file's post-processor as JSON (the tokens its default encode adds)
+    #: added tokens written with ``▁`` that the library decodes as spaces (Gemma's runs of spaces, ``▁▁``): id -> text
+    added_text: dict[int, str] = field(default_factory=dict)
 
 
 #: A hosted file's pieces are fetched this many ids at a time (:meth:`HuggingFaceTokenizer._piece`).
@@ -345,18 +348,35 @@ def read_library(text: str) -> tuple[tokenizers.Tokenizer, LibraryFacts]:
     added = library.get_added_tokens_decoder()
     ids = library.get_vocab(with_added_tokens=True).values()
     id_bound = max(ids) + 1
+    byte_level = pre is not None and '"ByteLevel"' in pre.__getstate__().decode()
     facts = LibraryFacts(
         prefix=library.model.continuing_subword_prefix if kind == "WordPiece" else "",
         suffix=(library.model.end_of_word_suffix or "") if kind == "BPE" else "",
-        byte_level=pre is not None and '"ByteLevel"' in pre.__getstate__().decode(),
+        byte_level=byte_level,
         special={t.content: i for i, t in added.items() if t.special},
         added={i: t.content for i, t in added.items()},
         n_vocab=library.get_vocab_size(with_added_tokens=True),
         id_bound=id_bound,
         holes=len(ids) != id_bound,
         post_processor=None if library.post_processor is None else json.loads(library.post_processor.__getstate__()),
+        added_text=_spaces_of_added(library, added, byte_level=byte_level),
     )
     return library, facts
+
+
+def _spaces_of_added(library, added: dict, *, byte_level: bool) -> dict[int, str]:
+    """The added tokens (not special) written with ``▁`` that the library itself decodes as spaces: their text.
+    Gemma lists its runs of spaces (``▁▁`` ... ) among its added tokens; they stand for spaces, as the same pieces do
+    in its vocabulary, not for the character ``▁``."""
+    out = {}
+    if byte_level:
+        return out
+    for token_id, token in added.items():
+        if not token.special and SPACE_SYMBOL in token.content:
+            text = library.decode([token_id], skip_special_tokens=False)
+            if text != token.content and text == token.content.replace(SPACE_SYMBOL, " "):
+                out[token_id] = text
+    return out
 
 
 def library_pieces(library: tokenizers.Tokenizer) -> list[str | None]:
