@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Callable
 from functools import partial
 
@@ -135,34 +134,23 @@ def _tiktoken_pattern(run: Run, *, whole_corpus: bool = True) -> str | None:
     return pattern
 
 
-#: Runs whose refusals were worked out already (a finished run never changes): run id -> format -> words.
-_REFUSALS: dict[str, dict[str, str]] = {}
-_REFUSALS_LOCK = threading.Lock()
-
-
 def refusals(run: Run) -> dict[str, str]:
     """Why the run's pattern keeps an export from cutting as the lab does, by format (``tokenizer.json``,
     ``tiktoken.json``): the run page shows the reason where the download would be, rather than a download that
-    fails. Only a user's own pattern can be refused; worked out once per run, on short texts (the download also
-    tries the corpus)."""
+    fails. Only a user's own pattern can be refused; worked out on short texts, well under a millisecond (the
+    download also tries the corpus)."""
     stage_two_pattern = stage_two(run.options)["pattern"] if run.options.superwords is not None else None
     if run.options.algorithm not in ("byte", "char") or "custom" not in (run.options.pattern, stage_two_pattern):
         return {}
-    found = _REFUSALS.get(run.id)
-    if found is None:
-        found = {}
-        checks = {"tokenizer.json": _split_steps}
-        if run.options.algorithm == "byte":  # the short texts only: the page is not held up by a scan of the
-            checks["tiktoken.json"] = partial(_tiktoken_pattern, whole_corpus=False)  # corpus; the download scans it
-        for fmt, check in checks.items():
-            try:
-                check(run)
-            except ExportError as exc:
-                found[fmt] = str(exc)
-        with _REFUSALS_LOCK:
-            if len(_REFUSALS) >= 256:
-                _REFUSALS.pop(next(iter(_REFUSALS)))
-            _REFUSALS[run.id] = found
+    checks = {"tokenizer.json": _split_steps}
+    if run.options.algorithm == "byte":  # the short texts only: the page is not held up by a scan of the corpus,
+        checks["tiktoken.json"] = partial(_tiktoken_pattern, whole_corpus=False)  # which the download does
+    found = {}
+    for fmt, check in checks.items():
+        try:
+            check(run)
+        except ExportError as exc:
+            found[fmt] = str(exc)
     return found
 
 
