@@ -263,8 +263,7 @@ class Classroom:
         if list(pair) not in choices:
             raise SessionError(f"{pair_words(pair)} is not one of the pairs that can merge next; choose one of: "
                                + ", ".join(pair_words(c) for c in choices))
-        if not valid_follower(follower) or not self.store.is_member(session.code, follower):
-            raise NotJoined(session.code)
+        self._check_joined(session, follower)
         if client is not None:
             wait = self.store.recent_wait("votes", client, self.votes_per_address, self.vote_window)
             if wait > 0:
@@ -284,6 +283,11 @@ class Classroom:
     def votes(self, session: Session, step: int) -> dict[str, list[str]]:
         return self.store.votes(session.code, step)
 
+    def _check_joined(self, session: Session, follower: str, what: str = "a vote counts") -> None:
+        """Raise :class:`NotJoined` unless ``follower`` is an id this session gave out (:meth:`join`)."""
+        if not valid_follower(follower) or not self.store.is_member(session.code, follower):
+            raise NotJoined(session.code, what)
+
     # -- nicknames and the scoreboard ---------------------------------------------------------------------------
     def set_nickname(self, session: Session, follower: str, text: str | None) -> str | None:
         """Keep a student's nickname (:func:`.sessions.nickname`: optional, 1-24 characters; empty forgets it), for
@@ -291,8 +295,7 @@ class Classroom:
         if self.last(session).get("ended"):
             raise SessionEnded()
         name = nickname(text)
-        if not valid_follower(follower) or not self.store.is_member(session.code, follower):
-            raise NotJoined(session.code, "a nickname is kept")
+        self._check_joined(session, follower, "a nickname is kept")
         self.store.set_name(session.code, follower, name)
         return name
 

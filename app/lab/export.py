@@ -65,6 +65,16 @@ def to_json(run: Run) -> dict:
     }
 
 
+def _read_otherwise(pattern: str) -> bool:
+    r"""Whether ``pattern`` has an escape or class another regex engine reads otherwise than the ``regex`` module
+    (``\w``, ``\b``, ``\h``, a POSIX class: :func:`~app.engines.pipeline.onig_regex.translate` rewrites or refuses
+    them)."""
+    try:
+        return translate(pattern) != pattern
+    except UnsupportedTokenizerError:
+        return True
+
+
 def oniguruma(pattern: str, field: str = "the run's pattern") -> str:
     r"""``pattern`` (the ``regex`` module's) as Oniguruma reads it the same way, for a tokenizer.json: GPT-4's
     possessive ``\p{N}{1,3}+`` as ``\p{N}{1,3}`` (Oniguruma reads ``{1,3}+`` as a repeat of ``{1,3}``; nothing
@@ -74,12 +84,9 @@ def oniguruma(pattern: str, field: str = "the run's pattern") -> str:
     if regex.search(r"(?<!\\)\{\d*(?:,\d*)?\}\+", out):  # a repeat count, not \p{L}+
         raise ExportError(f"{field} has a possessive repeat count ({{m,n}}+), which Hugging Face's regex engine "
                           "reads as a repeat of the count; write it without the +, or as (?>...{m,n})")
-    try:
-        if translate(out) != out:
-            raise UnsupportedTokenizerError(r"\w, \W, \b, \B, \h or \H")
-    except UnsupportedTokenizerError:
+    if _read_otherwise(out):
         raise ExportError(f"{field} uses \\w, \\b or \\h, which Hugging Face's regex engine reads otherwise; write "
-                          "the classes out (e.g. [\\p{L}\\p{N}_] for \\w)") from None
+                          "the classes out (e.g. [\\p{L}\\p{N}_] for \\w)")
     return out
 
 
@@ -110,11 +117,7 @@ def _tiktoken_pattern(run: Run, *, whole_corpus: bool = True) -> str | None:
     mine = encoder.pattern_regex
     t = transition_of(run.options)
     field = "the run's stage-two pattern_regex" if t is not None and run.n_steps > t else "the run's pattern_regex"
-    try:
-        same = translate(mine) == mine
-    except UnsupportedTokenizerError:
-        same = False
-    if not same:
+    if _read_otherwise(mine):
         raise ExportError(f"{field} uses \\w, \\b, \\h or a POSIX class, which tiktoken's regex engine reads with "
                           "other Unicode tables than the lab's; write the classes out (e.g. [\\p{L}\\p{N}_] for "
                           "\\w) to export it for tiktoken, or export tokenizer.json")
